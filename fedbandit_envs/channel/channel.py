@@ -1,0 +1,213 @@
+"""The communication channel: link checks, neighbour broadcast, drops, latency, gossip activation.
+
+Timing (one hop per slot): a copy sent in slot ``t`` with latency ``L`` is delivered in the
+observation returned by the step of slot ``t + L`` (``L = 0``: the same step), so the receiver can use
+it when it acts in the next slot. Copies to the server reach the hosted coordinator in the slot they
+arrive; its replies are transmitted in that same slot. Copies still in flight when the episode ends
+are discarded.
+
+All state carries a leading replica axis: a single environment is the case of one replica.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedbandit_envs.channel.ledger import CostModel, Ledger
+from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
+from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, Topology
+
+
+@dataclass(frozen=True)
+class ChannelConfig:
+    """Options of the channel (all optional; the defaults are the papers' ideal channel).
+
+    Attributes:
+        costs: the :class:`CostModel` (c1, c2, link accounting, prices).
+        latency: extra slots before delivery: an int for every link, or an (M+1, M+1) int matrix per
+            directed link, index M being the server.
+        latency_jitter: an extra uniform random delay in {0, ..., latency_jitter} per copy (channel stream).
+        drop_prob: probability that a copy is lost (channel stream). Lost copies have used their link.
+        gossip: ``None``, ``"uniform_edge"`` (one uniformly random edge per slot) or
+            ``"node_then_neighbour"`` (a uniform agent, then a uniform neighbour of it).
+        record_messages: keep one ledger record per transmitted copy.
+    """
+
+    costs: CostModel = CostModel()
+    latency: int | np.ndarray = 0
+    latency_jitter: int = 0
+    drop_prob: float = 0.0
+    gossip: str | None = None
+    record_messages: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.costs, CostModel):
+            raise TypeError(f"costs must be a CostModel, got {type(self.costs).__name__}")
+        latency = np.asarray(self.latency)
+        if latency.dtype.kind not in "iu" or np.any(latency < 0):
+            raise ValueError(f"latency must be a non-negative int or int matrix, got {self.latency!r}")
+        if int(self.latency_jitter) < 0:
+            raise ValueError(f"latency_jitter must be >= 0, got {self.latency_jitter}")
+        if not 0.0 <= float(self.drop_prob) < 1.0:
+            raise ValueError(f"drop_prob must be in [0, 1), got {self.drop_prob}")
+        if self.gossip is not None and self.gossip not in GOSSIP_ACTIVATIONS:
+            raise ValueError(f"gossip must be None or one of {GOSSIP_ACTIVATIONS}, got {self.gossip!r}")
+
+    @property
+    def has_delays(self) -> bool:
+        """Whether any copy can arrive after the slot it was sent in."""
+        return bool(np.any(np.asarray(self.latency) > 0) or self.latency_jitter > 0)
+
+
+class Channel:
+    """Routes message batches over per-replica topologies and records them in a :class:`Ledger`."""
+
+    def __init__(self, config: ChannelConfig | None = None) -> None:
+        self.config = config or ChannelConfig()
+        self.ledger = Ledger(self.config.costs, self.config.record_messages)
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, topologies: Sequence[Topology], rngs: Sequence[np.random.Generator]) -> None:
+        """Start an episode: one topology and one channel Generator per replica."""
+        if len(topologies) != len(rngs):
+            raise ValueError("reset needs one topology and one rng per replica")
+        self.num_replicas = len(topologies)
+        self.num_agents = topologies[0].num_agents
+        if any(t.num_agents != self.num_agents for t in topologies):
+            raise ValueError("every replica's topology must have the same number of agents")
+        m = self.num_agents
+        links = np.zeros((self.num_replicas, m + 1, m + 1), bool)
+        for b, topology in enumerate(topologies):
+            links[b, :m, :m] = topology.adjacency
+            links[b, :m, m] = links[b, m, :m] = topology.server_links
+        self._links = links
+        self._topologies = list(topologies)
+        self._rngs = list(rngs)
+        self._latency = self._latency_matrix(m)
+        components = [t.component_of() for t in topologies]
+        num_components = max(int(c.max()) + 1 for c in components)
+        edges = np.zeros((self.num_replicas, num_components), np.int64)
+        for b, topology in enumerate(topologies):
+            np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
+        self.ledger.reset(self.num_replicas, m, np.stack(components), edges)
+        self._in_flight: dict[int, list[MessageBatch]] = {}
+        self._edges = [t.edges() for t in topologies]
+        if self.config.gossip is not None and any(len(e) == 0 for e in self._edges):
+            raise ValueError("gossip activation needs a topology with at least one agent-agent edge")
+
+    def _latency_matrix(self, m: int) -> np.ndarray:
+        latency = np.asarray(self.config.latency, np.int64)
+        if latency.ndim == 0:
+            return np.full((m + 1, m + 1), int(latency), np.int64)
+        if latency.shape != (m + 1, m + 1):
+            raise ValueError(f"a latency matrix must have shape (M+1, M+1) = {(m + 1, m + 1)}, got {latency.shape}")
+        return latency
+
+    # ------------------------------------------------------------------ gossip
+    def sample_gossip_partners(self) -> np.ndarray:
+        """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none."""
+        partners = np.full((self.num_replicas, self.num_agents), -1, np.int64)
+        if self.config.gossip is None:
+            return partners
+        for b, rng in enumerate(self._rngs):
+            edges = self._edges[b]
+            if self.config.gossip == "uniform_edge":
+                i, j = edges[rng.integers(len(edges))]
+            else:
+                i = int(rng.integers(self.num_agents))
+                neighbours = self._topologies[b].neighbours(i)
+                while len(neighbours) == 0:
+                    i = int(rng.integers(self.num_agents))
+                    neighbours = self._topologies[b].neighbours(i)
+                j = neighbours[rng.integers(len(neighbours))]
+            partners[b, i], partners[b, j] = j, i
+        return partners
+
+    # ------------------------------------------------------------------ routing
+    def _expand(self, batch: MessageBatch) -> MessageBatch:
+        """Replace ``NEIGHBOURS`` recipients by one row per neighbour and check every link exists."""
+        m = self.num_agents
+        sender_node = np.where(batch.sender == SERVER, m, batch.sender)
+        if np.any((batch.sender < SERVER) | (batch.sender >= m)):
+            bad = batch.sender[(batch.sender < SERVER) | (batch.sender >= m)][0]
+            raise ValueError(f"message sender {bad} is not an agent index in [0, {m}) or SERVER")
+        broadcast = batch.recipient == NEIGHBOURS
+        if np.any(broadcast):
+            rows_b, nodes = np.nonzero(self._links[batch.replica[broadcast], sender_node[broadcast]])
+            rows = np.concatenate([np.flatnonzero(~broadcast), np.flatnonzero(broadcast)[rows_b]])
+            recipients = np.concatenate([batch.recipient[~broadcast], np.where(nodes == m, SERVER, nodes)])
+            order = np.argsort(rows, kind="stable")
+            batch = batch.with_rows(rows[order], recipients[order], -1)
+            sender_node = np.where(batch.sender == SERVER, m, batch.sender)
+        recipient = batch.recipient
+        valid_id = (recipient == SERVER) | ((recipient >= 0) & (recipient < m))
+        if not np.all(valid_id):
+            bad = recipient[~valid_id][0]
+            raise ValueError(
+                f"message recipient {bad} is unknown: use an agent index in [0, {m}), SERVER or NEIGHBOURS"
+            )
+        recipient_node = np.where(recipient == SERVER, m, recipient)
+        linked = self._links[batch.replica, sender_node, recipient_node]
+        if not np.all(linked):
+            r = int(np.flatnonzero(~linked)[0])
+            who = lambda i: "the server" if i == SERVER else f"agent {i}"  # noqa: E731
+            raise ValueError(
+                f"{who(batch.sender[r])} cannot send {batch.kind!r} to {who(batch.recipient[r])}: "
+                f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
+            )
+        return batch
+
+    def transmit(self, slot: int, batches: Sequence[MessageBatch]) -> list[MessageBatch]:
+        """Send batches in ``slot``: validate, expand, record, drop and delay them.
+
+        Returns the copies that arrive in this same slot (explicit recipients, stamped with ``slot``).
+        """
+        arriving = []
+        for batch in batches:
+            if len(batch) == 0:
+                continue
+            expanded = self._expand(batch)
+            expanded = expanded.with_rows(np.arange(len(expanded)), expanded.recipient, slot)
+            self.ledger.transmit(slot, expanded)
+            kept = self._apply_drops(expanded)
+            delay = self._delays(kept)
+            if np.any(delay == 0):
+                arriving.append(kept.take(delay == 0))
+            for d in np.unique(delay[delay > 0]):
+                self._in_flight.setdefault(slot + int(d), []).append(kept.take(delay == d))
+        return arriving
+
+    def _apply_drops(self, batch: MessageBatch) -> MessageBatch:
+        if self.config.drop_prob == 0.0:
+            return batch
+        draws = np.empty(len(batch))
+        for b in np.unique(batch.replica):
+            rows = batch.replica == b
+            draws[rows] = self._rngs[b].random(int(rows.sum()))
+        dropped = draws < self.config.drop_prob
+        self.ledger.mark_dropped(batch, dropped)
+        return batch.take(~dropped)
+
+    def _delays(self, batch: MessageBatch) -> np.ndarray:
+        m = self.num_agents
+        if not self.config.has_delays:
+            return np.zeros(len(batch), np.int64)
+        sender = np.where(batch.sender == SERVER, m, batch.sender)
+        recipient = np.where(batch.recipient == SERVER, m, batch.recipient)
+        delay = self._latency[sender, recipient].copy()
+        if self.config.latency_jitter > 0:
+            for b in np.unique(batch.replica):
+                rows = batch.replica == b
+                delay[rows] += self._rngs[b].integers(0, self.config.latency_jitter + 1, int(rows.sum()))
+        return delay
+
+    def due(self, slot: int) -> list[MessageBatch]:
+        """Delayed copies whose delivery slot is ``slot`` (removed from the in-flight queue)."""
+        return self._in_flight.pop(slot, [])
+
+    def close_slot(self) -> None:
+        """Finish the slot: price the links it used."""
+        self.ledger.close_slot()

@@ -1,0 +1,241 @@
+"""Typed messages: one :class:`Message` per logical record, and :class:`MessageBatch` for many at once.
+
+Agents acting through the PettingZoo API send :class:`Message` objects. Vectorised populations and the
+channel work with :class:`MessageBatch`, a struct of arrays holding every message of one kind sent in a
+slot across replicas. The two forms convert losslessly, so both paths share one routing and
+accounting implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fedbandit_envs.topology import SERVER
+
+#: Recipient id meaning "every neighbour of the sender" (for the server: every linked agent).
+NEIGHBOURS: int = -2
+
+_RECIPIENT_NAMES = {SERVER: "SERVER", NEIGHBOURS: "NEIGHBOURS"}
+
+
+def _as_payload(payload: Mapping[str, object], where: str) -> dict[str, np.ndarray]:
+    """Copy a payload into read-only numeric arrays, rejecting non-numeric or non-finite fields."""
+    if not isinstance(payload, Mapping):
+        raise TypeError(f"{where}: payload must be a mapping of field name to numeric array, got {payload!r}")
+    out: dict[str, np.ndarray] = {}
+    for name, value in payload.items():
+        array = np.array(value)
+        if array.dtype.kind not in "biuf":
+            raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+            raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
+        array.setflags(write=False)
+        out[str(name)] = array
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Message:
+    """One logical message from ``sender`` to ``recipient``.
+
+    Attributes:
+        sender: index of the sending agent, or ``SERVER``. The environment checks it is the acting agent.
+        recipient: an agent index, ``SERVER``, or ``NEIGHBOURS`` (a copy to every neighbour).
+        kind: a short label such as ``"sample"`` or ``"theta"``; the ledger keeps totals per kind.
+        payload: numeric fields (converted to read-only numpy arrays; NaN and inf are rejected).
+        slot: the slot in which the message was sent; set by the channel on delivery (-1 before).
+        count: how many logical records this message packs (batching of flooded records); the ledger
+            counts ``count`` logical messages for it.
+    """
+
+    sender: int
+    recipient: int
+    kind: str
+    payload: Mapping[str, np.ndarray] = field(default_factory=dict)
+    slot: int = -1
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "payload", _as_payload(self.payload, f"Message(kind={self.kind!r})"))
+        if not isinstance(self.kind, str) or not self.kind:
+            raise TypeError(f"Message.kind must be a non-empty string, got {self.kind!r}")
+        if int(self.count) < 1:
+            raise ValueError(f"Message.count must be >= 1, got {self.count}")
+
+    @classmethod
+    def trusted(
+        cls, sender: int, recipient: int, kind: str, payload: dict[str, np.ndarray], slot: int, count: int
+    ) -> Message:
+        """Build a message from fields the channel already validated (no copy, no checks)."""
+        message = object.__new__(cls)
+        for name, value in (
+            ("sender", sender),
+            ("recipient", recipient),
+            ("kind", kind),
+            ("payload", payload),
+            ("slot", slot),
+            ("count", count),
+        ):
+            object.__setattr__(message, name, value)
+        return message
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (
+            (self.sender, self.recipient, self.kind, self.slot, self.count)
+            == (other.sender, other.recipient, other.kind, other.slot, other.count)
+            and self.payload.keys() == other.payload.keys()
+            and all(
+                self.payload[k].dtype == other.payload[k].dtype and np.array_equal(self.payload[k], other.payload[k])
+                for k in self.payload
+            )
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        recipient = _RECIPIENT_NAMES.get(self.recipient, self.recipient)
+        sender = _RECIPIENT_NAMES.get(self.sender, self.sender)
+        fields = ", ".join(f"{k}={v.tolist()!r}" for k, v in self.payload.items())
+        return f"Message({sender}->{recipient}, {self.kind!r}, slot={self.slot}, {fields})"
+
+
+@dataclass(frozen=True, eq=False)
+class MessageBatch:
+    """Messages of one kind and one payload layout, as parallel arrays (one row per message).
+
+    Attributes:
+        kind: the label shared by every row.
+        replica: (n,) replica index of each row (all 0 in a single environment).
+        sender: (n,) sender index (``SERVER`` for the coordinator).
+        recipient: (n,) agent index, ``SERVER`` or ``NEIGHBOURS``.
+        payload: field name -> array of shape (n, ...); every row has the same field shapes.
+        count: (n,) logical records per row (1 unless records are packed).
+        slot: (n,) slot in which each row was sent (-1 until the channel stamps it).
+    """
+
+    kind: str
+    replica: np.ndarray
+    sender: np.ndarray
+    recipient: np.ndarray
+    payload: Mapping[str, np.ndarray]
+    count: np.ndarray | None = None
+    slot: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.sender)
+        for name in ("replica", "sender", "recipient"):
+            array = np.asarray(getattr(self, name), dtype=np.int64).reshape(-1)
+            if len(array) != n:
+                raise ValueError(f"MessageBatch.{name} has {len(array)} rows, sender has {n}; give one entry per row")
+            object.__setattr__(self, name, array)
+        count = np.ones(n, np.int64) if self.count is None else np.asarray(self.count, np.int64).reshape(-1)
+        slot = np.full(n, -1, np.int64) if self.slot is None else np.asarray(self.slot, np.int64).reshape(-1)
+        if len(count) != n or len(slot) != n:
+            raise ValueError("MessageBatch.count and .slot need one entry per row")
+        if np.any(count < 1):
+            raise ValueError("MessageBatch.count must be >= 1 for every row")
+        object.__setattr__(self, "count", count)
+        object.__setattr__(self, "slot", slot)
+        payload = _as_payload(self.payload, f"MessageBatch(kind={self.kind!r})")
+        for name, array in payload.items():
+            if array.ndim == 0 or array.shape[0] != n:
+                raise ValueError(
+                    f"MessageBatch(kind={self.kind!r}) field {name!r} has shape {array.shape}; "
+                    f"its first axis must have one entry per row ({n})"
+                )
+        object.__setattr__(self, "payload", payload)
+
+    def __len__(self) -> int:
+        return len(self.sender)
+
+    @property
+    def scalars_per_row(self) -> int:
+        """Numeric entries carried by one row (the same for every row)."""
+        return int(sum(int(np.prod(a.shape[1:], dtype=np.int64)) for a in self.payload.values()))
+
+    @property
+    def bytes_per_row(self) -> int:
+        """Payload bytes of one row (the same for every row)."""
+        return int(sum(int(np.prod(a.shape[1:], dtype=np.int64)) * a.itemsize for a in self.payload.values()))
+
+    def take(self, rows: np.ndarray) -> MessageBatch:
+        """The sub-batch of the given row indices (or boolean mask)."""
+        return MessageBatch(
+            kind=self.kind,
+            replica=self.replica[rows],
+            sender=self.sender[rows],
+            recipient=self.recipient[rows],
+            payload={k: v[rows] for k, v in self.payload.items()},
+            count=self.count[rows],
+            slot=self.slot[rows],
+        )
+
+    def with_rows(self, rows: np.ndarray, recipient: np.ndarray, slot: int) -> MessageBatch:
+        """Rows ``rows`` re-addressed to ``recipient`` and stamped with the send ``slot``."""
+        return MessageBatch(
+            kind=self.kind,
+            replica=self.replica[rows],
+            sender=self.sender[rows],
+            recipient=recipient,
+            payload={k: v[rows] for k, v in self.payload.items()},
+            count=self.count[rows],
+            slot=np.full(len(rows), slot, np.int64),
+        )
+
+    def messages(self) -> list[Message]:
+        """The rows as :class:`Message` objects (replica index dropped)."""
+        return [
+            Message(
+                sender=int(self.sender[r]),
+                recipient=int(self.recipient[r]),
+                kind=self.kind,
+                payload={k: v[r] for k, v in self.payload.items()},
+                slot=int(self.slot[r]),
+                count=int(self.count[r]),
+            )
+            for r in range(len(self))
+        ]
+
+
+def _layout_key(message: Message) -> tuple:
+    return (message.kind, tuple((k, v.dtype.str, v.shape) for k, v in message.payload.items()))
+
+
+def batches_from_messages(messages: Iterable[Message], replica: int = 0) -> list[MessageBatch]:
+    """Group messages by kind and payload layout into batches, keeping their order within a group."""
+    groups: dict[tuple, list[Message]] = {}
+    for message in messages:
+        groups.setdefault(_layout_key(message), []).append(message)
+    batches = []
+    for (kind, layout), group in groups.items():
+        batches.append(
+            MessageBatch(
+                kind=kind,
+                replica=np.full(len(group), replica, np.int64),
+                sender=np.array([m.sender for m in group], np.int64),
+                recipient=np.array([m.recipient for m in group], np.int64),
+                payload={name: np.stack([m.payload[name] for m in group]) for name, _, _ in layout},
+                count=np.array([m.count for m in group], np.int64),
+                slot=np.array([m.slot for m in group], np.int64),
+            )
+        )
+    return batches
+
+
+def concat_batches(batches: Sequence[MessageBatch]) -> MessageBatch:
+    """Concatenate batches that share kind and payload layout."""
+    first = batches[0]
+    return MessageBatch(
+        kind=first.kind,
+        replica=np.concatenate([b.replica for b in batches]),
+        sender=np.concatenate([b.sender for b in batches]),
+        recipient=np.concatenate([b.recipient for b in batches]),
+        payload={k: np.concatenate([b.payload[k] for b in batches]) for k in first.payload},
+        count=np.concatenate([b.count for b in batches]),
+        slot=np.concatenate([b.slot for b in batches]),
+    )

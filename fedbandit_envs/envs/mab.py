@@ -1,0 +1,236 @@
+"""``FederatedMAB``: M agents pull arms of a K-armed bandit and talk over a costed channel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from fedbandit_envs.channel import ChannelConfig, CostModel, Ledger, Message, batches_from_messages
+from fedbandit_envs.core import AgentContext, Feedback
+from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.instances import BanditInstance
+from fedbandit_envs.observations import action_space, agent_observations, observation_space, split_action
+from fedbandit_envs.topology import Topology
+
+
+class FederatedMAB(ParallelEnv):
+    """A federated multi-armed bandit as a PettingZoo ``ParallelEnv``.
+
+    Every slot each agent pulls one arm and may send messages; the step returns each agent's reward
+    and the messages delivered to it (see :mod:`fedbandit_envs.observations` for the observation and
+    action formats). The horizon is a truncation. Pseudo-regret against the *global* best arm and the
+    communication ledger are hidden from the agents and reported in ``infos`` and :meth:`state`.
+
+    Args:
+        num_agents: M >= 1.
+        num_arms: K >= 2.
+        horizon: T >= 1 slots.
+        instance: ``"uniform"`` (homogeneous U[0,1] means), ``"heterogeneous"`` (per-agent means with
+            exact global means), a mean vector or (M, K) matrix, or a callable ``(rng, M, K) -> means``.
+        instance_params: options of the instance generator (e.g. ``{"h_max": 0.3}``).
+        reward_model: ``"bernoulli"``, ``"gaussian"``, ``"beta"``, or a RewardModel.
+        reward_params: options of the reward model (e.g. ``{"sigma": 1.0}``).
+        topology: ``"server"``, ``"star"``, ``"complete"``, ``"ring"``, ``"path"``, ``"grid"``,
+            ``"erdos_renyi"``, ``"regular"``, a Topology, or an adjacency matrix.
+        topology_params: options of the topology (e.g. ``{"p": 0.2}``).
+        c1: cost of an agent-server link used in a slot; c2: of an agent-agent link.
+        link_accounting: ``"used_links"`` or ``"graph_edges"`` (see :class:`CostModel`).
+        free_server_downlink: the server's replies open no link (the papers' convention).
+        price_per_message, price_per_byte: optional extra prices.
+        latency, latency_jitter, drop_prob: channel imperfections (see :class:`ChannelConfig`).
+        gossip: ``None``, ``"uniform_edge"`` or ``"node_then_neighbour"`` gossip-edge activation.
+        record_messages: keep one ledger record per transmitted copy.
+        reward_tape: common random numbers per (agent, arm, pull index).
+        instance_seed, topology_seed: fix the instance / random topology across resets.
+        coordinator: the server of the algorithm being played (see ``agents.base.Coordinator``).
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    metadata = {"name": "fedbandit/FederatedMAB-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(
+        self,
+        num_agents: int = 5,
+        num_arms: int = 10,
+        horizon: int = 1000,
+        *,
+        instance: Any = "uniform",
+        instance_params: Mapping[str, Any] | None = None,
+        reward_model: Any = "bernoulli",
+        reward_params: Mapping[str, Any] | None = None,
+        topology: str | Topology | np.ndarray = "server",
+        topology_params: Mapping[str, Any] | None = None,
+        c1: float = 1.0,
+        c2: float = 1.0,
+        link_accounting: str = "used_links",
+        free_server_downlink: bool = True,
+        price_per_message: float = 0.0,
+        price_per_byte: float = 0.0,
+        latency: int | np.ndarray = 0,
+        latency_jitter: int = 0,
+        drop_prob: float = 0.0,
+        gossip: str | None = None,
+        record_messages: bool = False,
+        reward_tape: bool = False,
+        instance_seed: int | None = None,
+        topology_seed: int | None = None,
+        coordinator: Any | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        costs = CostModel(c1, c2, link_accounting, free_server_downlink, price_per_message, price_per_byte)
+        channel = ChannelConfig(costs, latency, latency_jitter, drop_prob, gossip, record_messages)
+        self.config = MABConfig(
+            num_agents=num_agents,
+            num_arms=num_arms,
+            horizon=horizon,
+            instance=instance,
+            instance_params=dict(instance_params or {}),
+            reward_model=reward_model,
+            reward_params=dict(reward_params or {}),
+            topology=topology,
+            topology_params=dict(topology_params or {}),
+            channel=channel,
+            reward_tape=reward_tape,
+            instance_seed=instance_seed,
+            topology_seed=topology_seed,
+        )
+        self.core = FederatedMABCore(self.config, coordinator)
+        self.render_mode = render_mode
+        self.possible_agents = [f"agent_{i}" for i in range(num_agents)]
+        self.agents: list[str] = []
+        self._index = {name: i for i, name in enumerate(self.possible_agents)}
+        bounds = self.core.reward_model.bounds
+        self._observation_spaces = {
+            a: observation_space(num_agents, num_arms, horizon, bounds) for a in self.possible_agents
+        }
+        self._action_spaces = {a: action_space(num_arms) for a in self.possible_agents}
+        self.state_space = spaces.Box(-np.inf, np.inf, shape=(3 * num_agents,), dtype=np.float64)
+        self._master_seed: np.random.SeedSequence | None = None
+        self._feedback: Feedback | None = None
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of ``agent`` (the same object on every call)."""
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The action space of ``agent`` (the same object on every call)."""
+        return self._action_spaces[agent]
+
+    # ------------------------------------------------------------------ evaluator-only views
+    @property
+    def instance(self) -> BanditInstance:
+        """The current instance (hidden from agents; for evaluation)."""
+        return self.core.instances[0]
+
+    @property
+    def topology(self) -> Topology:
+        """The current communication graph."""
+        return self.core.topologies[0]
+
+    @property
+    def ledger(self) -> Ledger:
+        """The communication ledger of the current episode."""
+        return self.core.channel.ledger
+
+    @property
+    def context(self) -> AgentContext:
+        """The public facts an algorithm gets at reset (neighbours, horizon, its seed stream)."""
+        return self.core.context
+
+    @property
+    def feedback(self) -> Feedback:
+        """The array form of the last step (for vectorised learners driving this env)."""
+        if self._feedback is None:
+            raise RuntimeError("call reset() first")
+        return self._feedback
+
+    # ------------------------------------------------------------------ API
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Start an episode. ``seed`` fixes every random stream; ``None`` continues the seed sequence."""
+        if seed is not None:
+            self._master_seed = np.random.SeedSequence(int(seed))
+            episode_seed: Any = int(seed)
+        else:
+            if self._master_seed is None:
+                self._master_seed = np.random.SeedSequence()
+            episode_seed = self._master_seed.spawn(1)[0]
+        self._feedback = self.core.reset([episode_seed])
+        self.agents = list(self.possible_agents)
+        observations = agent_observations(self._feedback, 0)
+        return dict(zip(self.agents, observations)), self._infos()
+
+    def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """Play one slot with every live agent's action (an arm, or ``{"arm": k, "messages": [...]}``)."""
+        if not self.agents:
+            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+        missing = [a for a in self.agents if a not in actions]
+        unknown = [a for a in actions if a not in self._index]
+        if missing or unknown:
+            raise ValueError(
+                f"actions must have one entry per live agent; missing {missing[:5]}, unknown {unknown[:5]}"
+            )
+        arms = np.empty((1, len(self.possible_agents)), np.int64)
+        messages: list[Message] = []
+        for agent, action in actions.items():
+            i = self._index[agent]
+            arms[0, i], sent = split_action(action)
+            for message in sent:
+                if message.sender != i:
+                    raise ValueError(
+                        f"{agent} sent a message with sender={message.sender}; an agent may only send as itself ({i})"
+                    )
+            messages.extend(sent)
+        self._feedback = feedback = self.core.step(arms, batches_from_messages(messages))
+        observations = agent_observations(feedback, self.core.slot)
+        rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
+        truncated = self.core.done
+        observations = dict(zip(self.agents, observations))
+        terminations = dict.fromkeys(self.agents, False)
+        truncations = dict.fromkeys(self.agents, truncated)
+        infos = self._infos()
+        if truncated:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def _infos(self) -> dict[str, dict[str, Any]]:
+        ledger = self.ledger
+        regret = self.core.regret[0].tolist()
+        instant = self.core.last_regret[0].tolist()
+        sent = ledger.sent_messages[0].tolist()
+        sent_bytes = ledger.sent_bytes[0].tolist()
+        cost = ledger.node_cost[0].tolist()
+        return {
+            a: {
+                "pseudo_regret": regret[i],
+                "instant_regret": instant[i],
+                "messages_sent": sent[i],
+                "bytes_sent": sent_bytes[i],
+                "cost": cost[i],
+            }
+            for i, a in enumerate(self.agents)
+        }
+
+    def state(self) -> np.ndarray:
+        """Global view: last arms, last rewards and cumulative pseudo-regret of every agent."""
+        fb = self.feedback
+        return np.concatenate([fb.arms[0].astype(np.float64), fb.rewards[0], self.core.regret[0]])
+
+    def render(self) -> str | None:
+        """A one-line text summary (``render_mode="ansi"``)."""
+        if self.render_mode is None:
+            return None
+        totals = self.ledger.totals()
+        return (
+            f"slot {self.core.slot}/{self.config.horizon}  group pseudo-regret {self.core.regret[0].sum():.2f}  "
+            f"messages {totals['messages']}  cost {totals['cost']:.2f}"
+        )
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,223 @@
+"""The batched simulation core of the federated multi-armed bandit.
+
+B independent replicas advance together: state is held in arrays of shape (B, M, ...), and every
+replica has its own seed streams, so replica b of a batched run is identical, slot by slot, to a
+single run with the same seed. The PettingZoo environment is the B = 1 view of this core.
+
+Reward noise is drawn in blocks per replica from the ``rewards`` stream, independent of the arms
+pulled (common random numbers across algorithms). With ``reward_tape=True`` the n-th pull of arm k by
+agent i always gets the n-th draw of that (agent, arm) cell, whenever it happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedbandit_envs.channel import Channel, ChannelConfig, MessageBatch
+from fedbandit_envs.core import AgentContext, Feedback
+from fedbandit_envs.instances import BanditInstance, make_instance
+from fedbandit_envs.rewards import RewardModel, draw_noise, make_reward_model
+from fedbandit_envs.seeding import SeedLike, SeedStreams
+from fedbandit_envs.topology import SERVER, Topology, build_topology
+
+#: Slots of reward noise drawn at once per replica (fixed: it is part of the draw order).
+NOISE_BLOCK = 256
+
+
+@dataclass(frozen=True)
+class MABConfig:
+    """Everything that defines a federated MAB problem (validated on construction).
+
+    Attributes:
+        num_agents: M >= 1.
+        num_arms: K >= 2.
+        horizon: T >= 1 slots (truncation).
+        instance: ``"uniform"``, ``"heterogeneous"``, a mean vector or (M, K) matrix, a BanditInstance, or
+            a callable ``(rng, M, K) -> means``.
+        instance_params: keyword arguments of the instance generator (e.g. ``h_max``).
+        reward_model: ``"bernoulli"``, ``"gaussian"``, ``"beta"`` or a RewardModel.
+        reward_params: keyword arguments of the reward model (e.g. ``sigma``).
+        topology: a topology name (``"server"``, ``"complete"``, ``"ring"``, ...), a Topology, or an adjacency matrix.
+        topology_params: keyword arguments of the topology builder (e.g. ``p`` for Erdos-Renyi).
+        channel: the :class:`ChannelConfig` (costs, latency, drops, gossip).
+        reward_tape: give the n-th pull of each (agent, arm) the n-th draw of that cell.
+        instance_seed: fix the instance across resets (otherwise drawn from each reset's seed).
+        topology_seed: fix a random topology across resets.
+    """
+
+    num_agents: int
+    num_arms: int
+    horizon: int
+    instance: Any = "uniform"
+    instance_params: Mapping[str, Any] = field(default_factory=dict)
+    reward_model: str | RewardModel = "bernoulli"
+    reward_params: Mapping[str, Any] = field(default_factory=dict)
+    topology: str | Topology | np.ndarray = "server"
+    topology_params: Mapping[str, Any] = field(default_factory=dict)
+    channel: ChannelConfig = field(default_factory=ChannelConfig)
+    reward_tape: bool = False
+    instance_seed: int | None = None
+    topology_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("num_agents", 1), ("num_arms", 2), ("horizon", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+        if not isinstance(self.channel, ChannelConfig):
+            raise TypeError(f"channel must be a ChannelConfig, got {type(self.channel).__name__}")
+        object.__setattr__(self, "reward_model", make_reward_model(self.reward_model, **dict(self.reward_params)))
+
+
+class FederatedMABCore:
+    """B replicas of a federated MAB with a channel and an optional hosted coordinator.
+
+    Args:
+        config: the problem.
+        coordinator: a server object with ``reset(context, rngs)`` and ``step(slot, inbox) -> replies``.
+    """
+
+    def __init__(self, config: MABConfig, coordinator: Any | None = None) -> None:
+        self.config = config
+        self.coordinator = coordinator
+        self.channel = Channel(config.channel)
+        self.reward_model: RewardModel = config.reward_model  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, seeds: Sequence[SeedLike]) -> Feedback:
+        """Start B = len(seeds) replicas; returns the initial (empty) feedback with slot -1."""
+        cfg = self.config
+        if len(seeds) == 0:
+            raise ValueError("reset needs at least one seed (one per replica)")
+        streams = [SeedStreams.from_seed(s) for s in seeds]
+        fixed_instance = SeedStreams.from_seed(cfg.instance_seed) if cfg.instance_seed is not None else None
+        fixed_topology = SeedStreams.from_seed(cfg.topology_seed) if cfg.topology_seed is not None else None
+        self.instances: list[BanditInstance] = [
+            make_instance(
+                cfg.instance,
+                cfg.num_agents,
+                cfg.num_arms,
+                (fixed_instance or s).generator("instance"),
+                **dict(cfg.instance_params),
+            )
+            for s in streams
+        ]
+        for instance in self.instances:
+            self.reward_model.validate_means(instance.means)
+        self.topologies: list[Topology] = [
+            build_topology(
+                cfg.topology, cfg.num_agents, (fixed_topology or s).generator("topology"), **dict(cfg.topology_params)
+            )
+            for s in streams
+        ]
+        self.means = np.stack([inst.means for inst in self.instances])  # (B, M, K)
+        self.gaps = np.stack([inst.gaps for inst in self.instances])  # (B, K)
+        b, m = len(streams), cfg.num_agents
+        self.num_replicas = b
+        self._rows = np.arange(b)[:, None]
+        self._cols = np.arange(m)[None, :]
+        self._reward_rngs = [s.generator("rewards") for s in streams]
+        self._noise = np.empty((b, 0, m))
+        self._pulls = np.zeros((b, m, cfg.num_arms), np.int64)
+        self._tape: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._tape_roots = [s.sequence("rewards") for s in streams]
+        self.channel.reset(self.topologies, [s.generator("channel") for s in streams])
+        self.context = AgentContext(
+            num_agents=m,
+            num_arms=cfg.num_arms,
+            horizon=cfg.horizon,
+            topologies=tuple(self.topologies),
+            reward_bounds=self.reward_model.bounds,
+            agent_seeds=tuple(s.sequence("agents") for s in streams),
+        )
+        if self.coordinator is not None:
+            self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
+        self.slot = 0
+        self.regret = np.zeros((b, m))
+        self.last_regret = np.zeros((b, m))
+        self.partners = self.channel.sample_gossip_partners()
+        return Feedback(-1, np.full((b, m), -1, np.int64), np.zeros((b, m)), [], self.partners)
+
+    @property
+    def done(self) -> bool:
+        """Whether the horizon has been reached."""
+        return self.slot >= self.config.horizon
+
+    # ------------------------------------------------------------------ rewards
+    def _reward_noise(self, arms: np.ndarray) -> np.ndarray:
+        if self.config.reward_tape:
+            return self._tape_noise(arms)
+        offset = self.slot % NOISE_BLOCK
+        if offset == 0:
+            shape = (NOISE_BLOCK, self.config.num_agents)
+            self._noise = np.stack([draw_noise(self.reward_model.noise_kind, rng, shape) for rng in self._reward_rngs])
+        return self._noise[:, offset, :]
+
+    def _tape_noise(self, arms: np.ndarray) -> np.ndarray:
+        counts = self._pulls[self._rows, self._cols, arms]
+        noise = np.empty(arms.shape)
+        for (b, i), k in np.ndenumerate(arms):
+            block, offset = divmod(int(counts[b, i]), NOISE_BLOCK)
+            key = (b, i, int(k), block)
+            if key not in self._tape:
+                self._tape.pop((b, i, int(k), block - 1), None)
+                root = self._tape_roots[b]
+                seq = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, i, int(k), block))
+                self._tape[key] = draw_noise(self.reward_model.noise_kind, np.random.default_rng(seq), NOISE_BLOCK)
+            noise[b, i] = self._tape[key][offset]
+        return noise
+
+    # ------------------------------------------------------------------ step
+    def check_arms(self, arms: np.ndarray) -> np.ndarray:
+        """Validate a (B, M) integer arm array."""
+        arms = np.asarray(arms)
+        expected = (self.num_replicas, self.config.num_agents)
+        if arms.shape != expected:
+            raise ValueError(f"arms must have shape (replicas, agents) = {expected}, got {arms.shape}")
+        if arms.dtype.kind not in "iu":
+            raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
+        if np.any((arms < 0) | (arms >= self.config.num_arms)):
+            bad = arms[(arms < 0) | (arms >= self.config.num_arms)][0]
+            raise ValueError(f"arm {bad} is out of range: arms are 0..{self.config.num_arms - 1}")
+        return arms.astype(np.int64, copy=False)
+
+    def step(self, arms: np.ndarray, messages: Sequence[MessageBatch] = ()) -> Feedback:
+        """Play one slot: pull ``arms`` (B, M), route ``messages``, run the coordinator."""
+        if self.done:
+            raise RuntimeError("the horizon is reached; call reset() to start a new episode")
+        arms = self.check_arms(arms)
+        slot = self.slot
+        noise = self._reward_noise(arms)
+        means = self.means[self._rows, self._cols, arms]
+        rewards = self.reward_model.transform(means, noise)
+        if self.config.reward_tape:
+            self._pulls[self._rows, self._cols, arms] += 1
+        self.last_regret = self.gaps[self._rows, arms]
+        self.regret += self.last_regret
+        inbox = self._route(slot, messages)
+        self.slot += 1
+        self.partners = self.channel.sample_gossip_partners() if not self.done else np.full_like(self.partners, -1)
+        return Feedback(slot, arms, rewards, inbox, self.partners)
+
+    def _route(self, slot: int, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
+        for batch in messages:
+            if np.any(batch.sender == SERVER):
+                raise ValueError("agents cannot send as SERVER; only the coordinator does")
+        arrived = self.channel.transmit(slot, messages) + self.channel.due(slot)
+        to_server = [b.take(b.recipient == SERVER) for b in arrived]
+        inbox = [b.take(b.recipient != SERVER) for b in arrived]
+        to_server = [b for b in to_server if len(b)]
+        if to_server and self.coordinator is None:
+            raise ValueError("a message was sent to SERVER but no coordinator is hosted; pass coordinator=...")
+        if self.coordinator is not None:
+            replies = self.coordinator.step(slot, to_server)
+            for batch in replies:
+                if not np.all(batch.sender == SERVER):
+                    raise ValueError("coordinator replies must have sender SERVER")
+            inbox += self.channel.transmit(slot, replies)
+        self.channel.close_slot()
+        return [b for b in inbox if len(b)]
