@@ -21,7 +21,7 @@ model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, seed=0).learn(256 if T
 federation = fedbandit_envs.FederatedMAB(num_agents=3, num_arms=NUM_ARMS, horizon=HORIZON)
 observations, _ = federation.reset(seed=0)
 players = {a: SB3Agent(model) for a in federation.agents}
-for i, (name, player) in enumerate(players.items()):
+for i, player in enumerate(players.values()):
     player.reset(i, federation.context, np.random.default_rng(i))
 while federation.agents:
     observations, rewards, _, _, infos = federation.step(
