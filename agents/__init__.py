@@ -2,6 +2,7 @@
 
 from agents.base import Agent, Coordinator, PerAgentPopulation, Population
 from agents.baselines import FullSharingCoordinator, FullSharingUCB, IndependentUCB1, Random, RoundRobin
+from agents.sb3 import SB3Agent
 
 __all__ = [
     "Agent",
@@ -13,4 +14,5 @@ __all__ = [
     "Population",
     "Random",
     "RoundRobin",
+    "SB3Agent",
 ]

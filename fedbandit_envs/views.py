@@ -1,0 +1,454 @@
+"""Single-agent Gymnasium views of the federated MAB core, for training RL policies.
+
+Both environments drive :class:`~fedbandit_envs.envs.mab_core.FederatedMABCore` directly with one
+replica (B = 1) and expose a ``Discrete(K)`` action and a flat ``float32`` ``Box`` observation, so any
+Gymnasium / stable-baselines3 learner can be trained on them:
+
+* :class:`LocalBanditEnv` (``fedbandit/LocalBandit-v0``): one agent alone with its K-armed bandit.
+* :class:`FederatedClientEnv` (``fedbandit/FederatedClient-v0``): the learner is client 0 of a
+  federation whose other clients and server run a reference algorithm (see :data:`PEER_ALGORITHMS`).
+
+The observation holds the agent's sufficient statistics, so a memoryless policy can learn a bandit
+strategy. :func:`local_bandit_observation` builds its local part; ``agents.sb3.SB3Agent`` reuses it
+to play a trained policy inside the multi-agent :class:`~fedbandit_envs.envs.mab.FederatedMAB`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
+from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+
+__all__ = [
+    "PEER_ALGORITHMS",
+    "FederatedClientEnv",
+    "LocalBanditEnv",
+    "local_bandit_observation",
+    "local_bandit_space",
+    "local_observation_size",
+]
+
+#: The learner's agent index in :class:`FederatedClientEnv`.
+LEARNER = 0
+
+#: Render modes of both views ("ansi": a one-line text summary).
+RENDER_MODES = ("ansi",)
+
+
+# ---------------------------------------------------------------------- observation helpers
+def local_observation_size(num_arms: int) -> int:
+    """Length ``3 K + 2`` of the :func:`local_bandit_observation` vector for ``num_arms`` = K."""
+    return 3 * int(num_arms) + 2
+
+
+def local_bandit_observation(
+    last_arm: int,
+    last_reward: float,
+    counts: np.ndarray,
+    sums: np.ndarray,
+    slot: int,
+    horizon: int,
+) -> np.ndarray:
+    """The flat ``float32`` observation of one agent's local bandit statistics.
+
+    Layout (K = ``len(counts)``, length ``3 K + 2``):
+
+    * ``[0, K)``: one-hot of the last arm pulled (all zeros before the first pull, ``last_arm = -1``);
+    * ``[K]``: the last reward (0 before the first pull);
+    * ``[K + 1, 2 K + 1)``: per-arm pull counts divided by ``horizon``;
+    * ``[2 K + 1, 3 K + 1)``: per-arm empirical means ``sums / counts`` (0 for untried arms);
+    * ``[3 K + 1]``: ``slot / horizon``, the elapsed fraction of the episode (``slot`` is the slot
+      about to be played: 0 after reset).
+
+    Args:
+        last_arm: the arm pulled in the previous slot, or -1 for none.
+        last_reward: the reward of that pull.
+        counts: (K,) pulls of each arm so far.
+        sums: (K,) summed rewards of each arm so far.
+        slot: the index of the slot about to be played.
+        horizon: T, the episode length (normalises counts and slot).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    sums = np.asarray(sums, dtype=np.float64)
+    if counts.ndim != 1 or counts.shape != sums.shape:
+        raise ValueError(
+            f"counts and sums must be 1-D arrays of the same length K, got shapes {counts.shape} and {sums.shape}"
+        )
+    num_arms = len(counts)
+    if not -1 <= int(last_arm) < num_arms:
+        raise ValueError(f"last_arm must be -1 (no pull yet) or an arm in 0..{num_arms - 1}, got {last_arm}")
+    if int(horizon) < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon}")
+    one_hot = np.zeros(num_arms)
+    if last_arm >= 0:
+        one_hot[int(last_arm)] = 1.0
+    means = np.divide(sums, counts, out=np.zeros(num_arms), where=counts > 0)
+    parts = (one_hot, [float(last_reward)], counts / horizon, means, [slot / horizon])
+    return np.concatenate(parts).astype(np.float32)
+
+
+def _value_bounds(reward_bounds: tuple[float, float]) -> tuple[float, float]:
+    """Bounds of a reward-valued entry that is 0 when unknown: the reward support widened to hold 0."""
+    low, high = reward_bounds
+    return min(float(low), 0.0), max(float(high), 0.0)
+
+
+def local_bandit_space(num_arms: int, reward_bounds: tuple[float, float]) -> spaces.Box:
+    """The ``Box`` of :func:`local_bandit_observation` for K arms and rewards in ``reward_bounds``.
+
+    Rewards and empirical means lie in the reward support widened to contain 0 (their value before
+    any pull); every other entry lies in [0, 1]. Unbounded reward models give infinite bounds.
+    """
+    low, high = _value_bounds(reward_bounds)
+    lows = np.zeros(local_observation_size(num_arms), np.float32)
+    highs = np.ones(local_observation_size(num_arms), np.float32)
+    for index in _value_slices(num_arms):
+        lows[index], highs[index] = low, high
+    return spaces.Box(lows, highs, dtype=np.float32)
+
+
+def _value_slices(num_arms: int) -> tuple[slice, slice]:
+    """Where the reward-valued entries (last reward, empirical means) sit in the local observation."""
+    return slice(num_arms, num_arms + 1), slice(2 * num_arms + 1, 3 * num_arms + 1)
+
+
+# ---------------------------------------------------------------------- argument checks
+def _check_render_mode(render_mode: str | None) -> str | None:
+    """Return ``render_mode`` after checking it is None or a declared mode."""
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+    return render_mode
+
+
+def _as_params(name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A dict copy of optional keyword parameters."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{name} must be a mapping of option name to value or None, got {type(params).__name__}")
+    return dict(params)
+
+
+def _as_action(action: Any, num_arms: int) -> int:
+    """An arm index from a Discrete(K) action (int, numpy integer or 0-d / size-1 int array)."""
+    array = np.asarray(action)
+    if isinstance(action, bool) or array.dtype.kind not in "iu" or array.size != 1:
+        raise TypeError(f"action must be an integer arm index in 0..{num_arms - 1}, got {action!r}")
+    arm = int(array.reshape(-1)[0])
+    if not 0 <= arm < num_arms:
+        raise ValueError(f"action {arm} is out of range: pass an arm index in 0..{num_arms - 1}")
+    return arm
+
+
+# ---------------------------------------------------------------------- shared state
+class _LocalStatistics:
+    """One agent's pull counts, reward sums and last pull."""
+
+    def __init__(self, num_arms: int) -> None:
+        self.counts = np.zeros(num_arms, np.int64)
+        self.sums = np.zeros(num_arms)
+        self.last_arm = -1
+        self.last_reward = 0.0
+
+    def record(self, arm: int, reward: float) -> None:
+        """Add one pull."""
+        self.counts[arm] += 1
+        self.sums[arm] += reward
+        self.last_arm, self.last_reward = arm, reward
+
+    def observation(self, slot: int, horizon: int) -> np.ndarray:
+        """The :func:`local_bandit_observation` of these statistics."""
+        return local_bandit_observation(self.last_arm, self.last_reward, self.counts, self.sums, slot, horizon)
+
+
+class _CoreView(gymnasium.Env):
+    """Seeding, episode bookkeeping and rendering shared by the single-agent views."""
+
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+
+    def _start(self, core: FederatedMABCore, seed: int | None) -> None:
+        """Reset the core with a replica seed derived from ``seed`` (or drawn from ``np_random``)."""
+        super().reset(seed=seed)
+        replica_seed = int(seed) if seed is not None else int(self.np_random.integers(2**63 - 1))
+        core.reset([replica_seed])
+        self._stats = _LocalStatistics(core.config.num_arms)
+        self._started = True
+
+    def _step_core(self, arms: np.ndarray, messages: list[MessageBatch]) -> tuple[int, float]:
+        """Play one slot of the core and record the learner's pull; return (arm, reward)."""
+        if not getattr(self, "_started", False):
+            raise RuntimeError("call reset() before step()")
+        feedback = self.core.step(arms, messages)
+        arm, reward = int(feedback.arms[0, LEARNER]), float(feedback.rewards[0, LEARNER])
+        self._stats.record(arm, reward)
+        self._feedback = feedback
+        return arm, reward
+
+    def _local_observation(self) -> np.ndarray:
+        """The learner's local statistics, clipped to the space (guards against rounding)."""
+        cfg = self.core.config
+        obs = self._stats.observation(self.core.slot, cfg.horizon)
+        low, high = self._local_space.low, self._local_space.high
+        return np.clip(obs, low, high).astype(np.float32)
+
+    def _regret_info(self) -> dict[str, Any]:
+        """The learner's cumulative and last-slot pseudo-regret."""
+        return {
+            "pseudo_regret": float(self.core.regret[0, LEARNER]),
+            "instant_regret": float(self.core.last_regret[0, LEARNER]),
+        }
+
+    def render(self) -> str | None:
+        """A one-line text summary (``render_mode="ansi"``); None without a render mode."""
+        if self.render_mode is None or not getattr(self, "_started", False):
+            return None if self.render_mode is None else "not started: call reset()"
+        stats = self._stats
+        info = self._info()
+        extra = "".join(f"  {k} {v:.2f}" for k, v in info.items() if k != "instant_regret")
+        return (
+            f"slot {self.core.slot}/{self.core.config.horizon}  last arm {stats.last_arm}  "
+            f"reward {stats.last_reward:.3f}{extra}"
+        )
+
+    def _info(self) -> dict[str, Any]:
+        """The step's info dict (overridden by each view)."""
+        return self._regret_info()
+
+    def close(self) -> None:
+        """Nothing to release (safe to call more than once)."""
+
+
+# ---------------------------------------------------------------------- (a) local bandit
+class LocalBanditEnv(_CoreView):
+    """One agent's local K-armed bandit as a single-agent Gymnasium environment.
+
+    The core runs with one agent and no communication. Each step pulls the arm given as action and
+    returns the bandit reward. The horizon is a truncation (``terminated`` is always False).
+
+    Observation: the flat ``float32`` vector of :func:`local_bandit_observation`, length ``3 K + 2``:
+    ``[one-hot last arm (K), last reward (1), counts / horizon (K), empirical means (K, 0 if untried),
+    slot / horizon (1)]``.
+
+    Info: ``pseudo_regret`` (cumulative, against the best arm) and ``instant_regret`` (of the last pull).
+
+    Seeding: ``reset(seed=s)`` runs the core's replica with seed ``s`` (same streams as
+    ``FederatedMAB(num_agents=1).reset(seed=s)``); ``reset()`` draws the replica seed from
+    ``np_random``, so it continues the stream of the last seeded reset.
+
+    Args:
+        num_arms: K >= 2.
+        horizon: T >= 1 slots.
+        instance: ``"uniform"``, a (K,) mean vector, a BanditInstance, or a callable ``(rng, 1, K) -> means``.
+        instance_params: options of the instance generator.
+        reward_model: ``"bernoulli"``, ``"gaussian"``, ``"beta"`` or a RewardModel.
+        reward_params: options of the reward model (e.g. ``{"sigma": 1.0}``).
+        instance_seed: fix the instance across resets (otherwise drawn from each reset's seed).
+        render_mode: None or ``"ansi"``.
+
+    The problem is built once at construction, so an invalid instance or reward model fails here.
+    """
+
+    def __init__(
+        self,
+        num_arms: int = 10,
+        horizon: int = 200,
+        instance: Any = "uniform",
+        instance_params: Mapping[str, Any] | None = None,
+        reward_model: Any = "bernoulli",
+        reward_params: Mapping[str, Any] | None = None,
+        instance_seed: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.render_mode = _check_render_mode(render_mode)
+        config = MABConfig(
+            num_agents=1,
+            num_arms=num_arms,
+            horizon=horizon,
+            instance=instance,
+            instance_params=_as_params("instance_params", instance_params),
+            reward_model=reward_model,
+            reward_params=_as_params("reward_params", reward_params),
+            topology="server",
+            instance_seed=instance_seed,
+        )
+        self.core = FederatedMABCore(config)
+        self.core.reset([0])  # validation probe: builds the instance once
+        self.action_space = spaces.Discrete(num_arms)
+        self._local_space = local_bandit_space(num_arms, self.core.reward_model.bounds)
+        self.observation_space = self._local_space
+        self._started = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """Start an episode (``options`` is unused)."""
+        self._start(self.core, seed)
+        return self._local_observation(), self._info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Pull arm ``action``; return (observation, reward, False, truncated at the horizon, info)."""
+        arm = _as_action(action, self.core.config.num_arms)
+        _, reward = self._step_core(np.array([[arm]], np.int64), [])
+        return self._local_observation(), reward, False, self.core.done, self._info()
+
+
+# ---------------------------------------------------------------------- (b) federated client
+def _full_sharing() -> Any:
+    """The full-sharing UCB population (imported lazily: ``fedbandit_envs`` must not need ``agents``)."""
+    from agents.baselines import FullSharingUCB
+
+    return FullSharingUCB()
+
+
+#: Reference algorithms the peers of :class:`FederatedClientEnv` can run: name -> population factory.
+#: A population is an ``agents.base.Population``; its ``make_coordinator()`` is hosted by the core.
+PEER_ALGORITHMS: dict[str, Callable[[], Any]] = {"full_sharing": _full_sharing}
+
+
+def _make_population(peer_algorithm: str) -> Any:
+    """Build the population named ``peer_algorithm``."""
+    factory = PEER_ALGORITHMS.get(peer_algorithm) if isinstance(peer_algorithm, str) else None
+    if factory is None:
+        raise ValueError(f"unknown peer_algorithm {peer_algorithm!r}; pass one of {sorted(PEER_ALGORITHMS)}")
+    return factory()
+
+
+class FederatedClientEnv(_CoreView):
+    """The learner is client 0 of a federation whose other clients and server run a reference algorithm.
+
+    Every step the peer population (see :data:`PEER_ALGORITHMS`) chooses arms for all M agents; client
+    0's arm is replaced by the action. Client 0 follows the population's protocol: its messages are the
+    population's rows for agent 0, built from the arm it actually pulled and the reward it got (with
+    ``"full_sharing"`` it uploads each (arm, reward) sample to the server one slot later, like every
+    peer, and receives the server's pooled statistics).
+
+    Observation (flat ``float32``, length ``5 K + 2``): the :func:`local_bandit_observation` of client
+    0 (``3 K + 2``), then the last ``"pooled"`` broadcast client 0 received: per-arm pooled counts
+    divided by ``M * horizon`` (K) and pooled empirical means (K, 0 where the pool has no pull). The
+    pooled part is zero until the first broadcast with data.
+
+    Reward: client 0's reward. Info: ``pseudo_regret`` and ``instant_regret`` of client 0,
+    ``group_pseudo_regret`` (all agents), and client 0's ``messages_sent``, ``bytes_sent`` and
+    ``cost`` from the channel's ledger.
+
+    Args:
+        num_agents: M >= 1 (client 0 plus M - 1 peers).
+        num_arms: K >= 2.
+        horizon: T >= 1 slots.
+        peer_algorithm: a key of :data:`PEER_ALGORITHMS`.
+        instance, instance_params, reward_model, reward_params, instance_seed: as in :class:`LocalBanditEnv`
+            (``instance`` may also be ``"heterogeneous"`` or an (M, K) matrix).
+        c1: cost of an agent-server link used in a slot.
+        render_mode: None or ``"ansi"``.
+
+    Seeding is as in :class:`LocalBanditEnv`.
+    """
+
+    def __init__(
+        self,
+        num_agents: int = 5,
+        num_arms: int = 10,
+        horizon: int = 200,
+        peer_algorithm: str = "full_sharing",
+        instance: Any = "uniform",
+        instance_params: Mapping[str, Any] | None = None,
+        reward_model: Any = "bernoulli",
+        reward_params: Mapping[str, Any] | None = None,
+        c1: float = 1.0,
+        instance_seed: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.render_mode = _check_render_mode(render_mode)
+        self.peer_algorithm = peer_algorithm
+        self.population = _make_population(peer_algorithm)
+        config = MABConfig(
+            num_agents=num_agents,
+            num_arms=num_arms,
+            horizon=horizon,
+            instance=instance,
+            instance_params=_as_params("instance_params", instance_params),
+            reward_model=reward_model,
+            reward_params=_as_params("reward_params", reward_params),
+            topology="server",
+            channel=ChannelConfig(CostModel(c1=c1)),
+            instance_seed=instance_seed,
+        )
+        self.core = FederatedMABCore(config, self.population.make_coordinator())
+        self.core.reset([0])  # validation probe: builds the instance once
+        bounds = self.core.reward_model.bounds
+        self.action_space = spaces.Discrete(num_arms)
+        self._local_space = local_bandit_space(num_arms, bounds)
+        self.observation_space = self._observation_space(num_arms, bounds)
+        self._started = False
+
+    @property
+    def coordinator(self) -> Any:
+        """The server hosted by the core (None for algorithms without one)."""
+        return self.core.coordinator
+
+    def _observation_space(self, num_arms: int, bounds: tuple[float, float]) -> spaces.Box:
+        """The local space followed by the pooled counts ([0, 1]) and pooled means (reward-valued)."""
+        low, high = _value_bounds(bounds)
+        pooled_low = np.concatenate([np.zeros(num_arms), np.full(num_arms, low)]).astype(np.float32)
+        pooled_high = np.concatenate([np.ones(num_arms), np.full(num_arms, high)]).astype(np.float32)
+        return spaces.Box(
+            np.concatenate([self._local_space.low, pooled_low]),
+            np.concatenate([self._local_space.high, pooled_high]),
+            dtype=np.float32,
+        )
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """Start an episode (``options`` is unused); the peers and the server reset from the same seed."""
+        self._start(self.core, seed)
+        self.population.reset(self.core.context)
+        num_arms = self.core.config.num_arms
+        self._pooled_counts = np.zeros(num_arms, np.int64)
+        self._pooled_sums = np.zeros(num_arms)
+        return self._observation(), self._info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Client 0 pulls arm ``action`` while the peers follow their algorithm; see the class docstring."""
+        arm = _as_action(action, self.core.config.num_arms)
+        if not getattr(self, "_started", False):
+            raise RuntimeError("call reset() before step()")
+        joint = self.population.act(self.core.slot, self.core.partners)
+        arms = np.array(joint.arms, dtype=np.int64, copy=True)
+        arms[0, LEARNER] = arm
+        _, reward = self._step_core(arms, list(joint.messages))
+        self.population.observe(self._feedback)
+        self._read_pooled(self._feedback.inbox)
+        return self._observation(), reward, False, self.core.done, self._info()
+
+    def _read_pooled(self, inbox: list[MessageBatch]) -> None:
+        """Keep the last ``"pooled"`` broadcast delivered to client 0 in this step."""
+        for batch in inbox:
+            if batch.kind != "pooled" or not {"counts", "sums"} <= batch.payload.keys():
+                continue
+            rows = np.flatnonzero((batch.replica == 0) & (batch.recipient == LEARNER))
+            if len(rows):
+                self._pooled_counts = np.array(batch.payload["counts"][rows[-1]], np.int64)
+                self._pooled_sums = np.array(batch.payload["sums"][rows[-1]], np.float64)
+
+    def _observation(self) -> np.ndarray:
+        """Local statistics of client 0 followed by the pooled statistics it last received."""
+        cfg = self.core.config
+        counts, sums = self._pooled_counts, self._pooled_sums
+        means = np.divide(sums, counts, out=np.zeros(len(sums)), where=counts > 0)
+        pooled = np.concatenate([counts / (cfg.num_agents * cfg.horizon), means]).astype(np.float32)
+        obs = np.concatenate([self._local_observation(), pooled])
+        return np.clip(obs, self.observation_space.low, self.observation_space.high).astype(np.float32)
+
+    def _info(self) -> dict[str, Any]:
+        """Client 0's regret and communication, and the group's regret."""
+        ledger = self.core.channel.ledger
+        return {
+            **self._regret_info(),
+            "group_pseudo_regret": float(self.core.regret[0].sum()),
+            "messages_sent": int(ledger.sent_messages[0, LEARNER]),
+            "bytes_sent": int(ledger.sent_bytes[0, LEARNER]),
+            "cost": float(ledger.node_cost[0, LEARNER]),
+        }
