@@ -95,8 +95,13 @@ class Channel:
         self.ledger.reset(self.num_replicas, m, np.stack(components), edges)
         self._in_flight: dict[int, list[MessageBatch]] = {}
         self._edges = [t.edges() for t in topologies]
-        if self.config.gossip is not None and any(len(e) == 0 for e in self._edges):
-            raise ValueError("gossip activation needs a topology with at least one agent-agent edge")
+        if self.config.gossip is not None and not all(
+            len(e) and t.is_connected() for e, t in zip(self._edges, topologies)
+        ):
+            raise ValueError(
+                "gossip activation needs a connected agent graph with at least one edge; "
+                "use a connected topology such as 'ring', 'complete' or 'erdos_renyi'"
+            )
 
     def _latency_matrix(self, m: int) -> np.ndarray:
         latency = np.asarray(self.config.latency, np.int64)
@@ -160,19 +165,24 @@ class Channel:
             )
         return batch
 
-    def transmit(self, slot: int, batches: Sequence[MessageBatch]) -> list[MessageBatch]:
-        """Send batches in ``slot``: validate, expand, record, drop and delay them.
+    def prepare(self, batches: Sequence[MessageBatch]) -> list[MessageBatch]:
+        """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect.
+
+        Raises ``ValueError`` for an unknown sender or recipient or a missing link, so that a caller
+        can validate a whole slot before changing any state.
+        """
+        return [self._expand(batch) for batch in batches if len(batch)]
+
+    def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
+        """Send prepared batches in ``slot``: record them in the ledger, then drop and delay copies.
 
         Returns the copies that arrive in this same slot (explicit recipients, stamped with ``slot``).
         """
         arriving = []
-        for batch in batches:
-            if len(batch) == 0:
-                continue
-            expanded = self._expand(batch)
-            expanded = expanded.with_rows(np.arange(len(expanded)), expanded.recipient, slot)
-            self.ledger.transmit(slot, expanded)
-            kept = self._apply_drops(expanded)
+        for batch in prepared:
+            stamped = batch.with_rows(np.arange(len(batch)), batch.recipient, slot)
+            self.ledger.transmit(slot, stamped)
+            kept = self._apply_drops(stamped)
             delay = self._delays(kept)
             if np.any(delay == 0):
                 arriving.append(kept.take(delay == 0))

@@ -186,10 +186,15 @@ class FederatedMABCore:
         return arms.astype(np.int64, copy=False)
 
     def step(self, arms: np.ndarray, messages: Sequence[MessageBatch] = ()) -> Feedback:
-        """Play one slot: pull ``arms`` (B, M), route ``messages``, run the coordinator."""
+        """Play one slot: pull ``arms`` (B, M), route ``messages``, run the coordinator.
+
+        Everything is validated before any state changes: a rejected step leaves the core, the
+        ledger and the random streams as they were.
+        """
         if self.done:
             raise RuntimeError("the horizon is reached; call reset() to start a new episode")
         arms = self.check_arms(arms)
+        prepared = self._prepare(messages)
         slot = self.slot
         noise = self._reward_noise(arms)
         means = self.means[self._rows, self._cols, arms]
@@ -198,26 +203,29 @@ class FederatedMABCore:
             self._pulls[self._rows, self._cols, arms] += 1
         self.last_regret = self.gaps[self._rows, arms]
         self.regret += self.last_regret
-        inbox = self._route(slot, messages)
+        inbox = self._route(slot, prepared)
         self.slot += 1
         self.partners = self.channel.sample_gossip_partners() if not self.done else np.full_like(self.partners, -1)
         return Feedback(slot, arms, rewards, inbox, self.partners)
 
-    def _route(self, slot: int, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
+    def _prepare(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
         for batch in messages:
             if np.any(batch.sender == SERVER):
                 raise ValueError("agents cannot send as SERVER; only the coordinator does")
-        arrived = self.channel.transmit(slot, messages) + self.channel.due(slot)
+        prepared = self.channel.prepare(messages)
+        if self.coordinator is None and any(np.any(b.recipient == SERVER) for b in prepared):
+            raise ValueError("a message was sent to SERVER but no coordinator is hosted; pass coordinator=...")
+        return prepared
+
+    def _route(self, slot: int, prepared: list[MessageBatch]) -> list[MessageBatch]:
+        arrived = self.channel.due(slot) + self.channel.transmit(slot, prepared)
         to_server = [b.take(b.recipient == SERVER) for b in arrived]
         inbox = [b.take(b.recipient != SERVER) for b in arrived]
-        to_server = [b for b in to_server if len(b)]
-        if to_server and self.coordinator is None:
-            raise ValueError("a message was sent to SERVER but no coordinator is hosted; pass coordinator=...")
         if self.coordinator is not None:
-            replies = self.coordinator.step(slot, to_server)
+            replies = self.coordinator.step(slot, [b for b in to_server if len(b)])
             for batch in replies:
                 if not np.all(batch.sender == SERVER):
                     raise ValueError("coordinator replies must have sender SERVER")
-            inbox += self.channel.transmit(slot, replies)
+            inbox += self.channel.transmit(slot, self.channel.prepare(replies))
         self.channel.close_slot()
         return [b for b in inbox if len(b)]

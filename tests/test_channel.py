@@ -1,0 +1,742 @@
+"""Tests of the costed channel and its ledger, driven through the public FederatedMAB API.
+
+Every expected total is worked out by hand from the cost model (Li & Song D10, Zhu et al. §2.6):
+agent-server links cost ``c1`` once per link and slot, agent-agent links cost ``c2`` once per used
+edge and slot (``used_links``) or once per edge of every communicating component (``graph_edges``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from fedbandit_envs import NEIGHBOURS, SERVER, FederatedMAB, Message, MessageBatch
+from fedbandit_envs import topology as topo
+from fedbandit_envs.channel import ChannelConfig, CostModel
+from fedbandit_envs.channel.channel import Channel
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------------------
+
+
+class BroadcastCoordinator:
+    """Replies to every slot with exactly one broadcast (SERVER -> NEIGHBOURS) and logs what it received."""
+
+    def reset(self, context, rngs) -> None:
+        self.received: list[tuple[int, list[tuple[int, int, str]]]] = []
+
+    def step(self, slot, inbox):
+        rows = [(int(s), int(t), b.kind) for b in inbox for s, t in zip(b.sender, b.slot)]
+        self.received.append((slot, rows))
+        return [
+            MessageBatch(
+                kind="reply",
+                replica=[0],
+                sender=[SERVER],
+                recipient=[NEIGHBOURS],
+                payload={"v": np.zeros((1, 2))},
+            )
+        ]
+
+
+class SilentCoordinator:
+    """Accepts uploads and never replies."""
+
+    def reset(self, context, rngs) -> None:
+        self.received: list[tuple[int, list[tuple[int, int]]]] = []
+
+    def step(self, slot, inbox):
+        self.received.append((slot, [(int(s), int(t)) for b in inbox for s, t in zip(b.sender, b.slot)]))
+        return []
+
+
+def up(i: int, kind: str = "up") -> Message:
+    return Message(sender=i, recipient=SERVER, kind=kind, payload={"x": 1.0})
+
+
+def msg(i: int, j: int, kind: str = "x", size: int = 3) -> Message:
+    return Message(sender=i, recipient=j, kind=kind, payload={"v": np.zeros(size)})
+
+
+def act(env: FederatedMAB, messages: dict[int, list[Message]] | None = None, arm: int = 0) -> dict:
+    """Arm ``arm`` for every live agent, plus the given messages per agent index."""
+    messages = messages or {}
+    return {a: {"arm": arm, "messages": messages.get(i, [])} for i, a in enumerate(env.agents)}
+
+
+def delivered(observations: dict) -> list[Message]:
+    return [m for o in observations.values() for m in o["inbox"]]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Server (master-worker) links
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_server_uploads_cost_c1_per_agent_and_slot() -> None:
+    m, s, c1 = 4, 6, 2.5
+    env = FederatedMAB(num_agents=m, num_arms=3, horizon=s, topology="server", c1=c1, coordinator=SilentCoordinator())
+    env.reset(seed=0)
+    for _ in range(s):
+        env.step(act(env, {i: [up(i)] for i in range(m)}))
+    totals = env.ledger.totals()
+    assert totals["link_cost"] == c1 * m * s == 60.0
+    assert totals["cost"] == 60.0
+    assert totals["messages"] == totals["copies"] == m * s == 24
+    assert totals["up_messages"] == 24
+    assert totals["down_messages"] == 0
+    assert totals["peer_messages"] == 0
+    assert totals["links"] == 24
+    assert totals["scalars"] == 24
+    assert totals["bytes"] == 24 * 8
+    np.testing.assert_array_equal(env.ledger.sent_messages[0], [6, 6, 6, 6, 0])
+    np.testing.assert_array_equal(env.ledger.received_messages[0], [0, 0, 0, 0, 24])
+    np.testing.assert_array_equal(env.ledger.node_cost[0], [15.0, 15.0, 15.0, 15.0, 0.0])
+
+
+def test_two_uploads_by_one_agent_in_one_slot_open_one_link() -> None:
+    env = FederatedMAB(num_agents=2, num_arms=3, horizon=1, topology="server", c1=3.0, coordinator=SilentCoordinator())
+    env.reset(seed=0)
+    env.step(act(env, {0: [up(0, "a"), up(0, "b"), up(0, "a")]}))
+    totals = env.ledger.totals()
+    assert totals["messages"] == 3
+    assert totals["link_cost"] == 3.0
+    assert totals["links"] == 1
+
+
+@pytest.mark.parametrize("free", [True, False])
+def test_broadcast_reply_to_uploaders_adds_no_cost(free: bool) -> None:
+    m, s, c1 = 4, 5, 2.5
+    coordinator = BroadcastCoordinator()
+    env = FederatedMAB(
+        num_agents=m,
+        num_arms=3,
+        horizon=s,
+        topology="server",
+        c1=c1,
+        free_server_downlink=free,
+        coordinator=coordinator,
+    )
+    env.reset(seed=0)
+    for t in range(s):
+        obs, *_ = env.step(act(env, {i: [up(i)] for i in range(m)}))
+        for i, a in enumerate(env.possible_agents):
+            assert [(x.sender, x.recipient, x.kind, x.slot) for x in obs[a]["inbox"]] == [(SERVER, i, "reply", t)]
+    totals = env.ledger.totals()
+    assert totals["up_messages"] == m * s == 20
+    assert totals["down_messages"] == m * s == 20
+    assert totals["messages"] == 40
+    # the same two-way link is used once per slot whichever way the reply goes
+    assert totals["link_cost"] == c1 * m * s == 50.0
+    assert totals["links"] == 20
+    assert totals["down_bytes"] == 20 * 16
+    # the coordinator saw every upload in the slot it was sent
+    assert coordinator.received == [(t, [(i, t, "up") for i in range(m)]) for t in range(s)]
+
+
+@pytest.mark.parametrize(("free", "expected_cost"), [(True, 2.5 * 3 * 5), (False, 2.5 * 4 * 5)])
+def test_reply_to_an_agent_that_did_not_upload(free: bool, expected_cost: float) -> None:
+    m, s, c1 = 4, 5, 2.5
+    env = FederatedMAB(
+        num_agents=m,
+        num_arms=3,
+        horizon=s,
+        topology="server",
+        c1=c1,
+        free_server_downlink=free,
+        coordinator=BroadcastCoordinator(),
+    )
+    env.reset(seed=0)
+    for _ in range(s):
+        # agent 0 stays silent but still receives the broadcast
+        obs, _, _, _, infos = env.step(act(env, {i: [up(i)] for i in range(1, m)}))
+        assert len(obs["agent_0"]["inbox"]) == 1
+    totals = env.ledger.totals()
+    assert totals["up_messages"] == 15
+    assert totals["down_messages"] == 20
+    assert totals["link_cost"] == expected_cost
+    assert totals["cost"] == expected_cost
+    assert totals["links"] == (15 if free else 20)
+    assert infos["agent_0"]["cost"] == 0.0
+    assert infos["agent_1"]["cost"] == 12.5
+    # the extra link opened by the server's reply is charged to the server node (index M)
+    assert env.ledger.node_cost[0, m] == (0.0 if free else 12.5)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Agent-agent links: used_links vs graph_edges
+# ---------------------------------------------------------------------------------------------------------
+
+GRAPHS = [("complete", 10), ("ring", 5)]
+
+
+@pytest.mark.parametrize("mode", ["used_links", "graph_edges"])
+@pytest.mark.parametrize(("kind", "num_edges"), GRAPHS)
+def test_everyone_broadcasts_once(kind: str, num_edges: int, mode: str) -> None:
+    env = FederatedMAB(num_agents=5, num_arms=3, horizon=3, topology=kind, c2=0.75, link_accounting=mode)
+    env.reset(seed=0)
+    obs, *_ = env.step(act(env, {i: [Message(i, NEIGHBOURS, "b", {"v": np.zeros(2)})] for i in range(5)}))
+    totals = env.ledger.totals()
+    assert totals["copies"] == totals["messages"] == 2 * num_edges
+    assert totals["peer_messages"] == 2 * num_edges
+    assert totals["link_cost"] == 0.75 * num_edges
+    assert totals["links"] == num_edges
+    # every agent hears each neighbour exactly once
+    degree = 4 if kind == "complete" else 2
+    for i, a in enumerate(env.possible_agents):
+        senders = sorted(x.sender for x in obs[a]["inbox"])
+        expected = [j for j in range(5) if j != i] if kind == "complete" else sorted([(i - 1) % 5, (i + 1) % 5])
+        assert senders == expected
+        assert len(senders) == degree
+        assert all(x.recipient == i for x in obs[a]["inbox"])
+    # a second slot costs the same again
+    env.step(act(env, {i: [Message(i, NEIGHBOURS, "b", {"v": np.zeros(2)})] for i in range(5)}))
+    assert env.ledger.totals()["link_cost"] == 1.5 * num_edges
+
+
+@pytest.mark.parametrize("mode", ["used_links", "graph_edges"])
+@pytest.mark.parametrize(("kind", "num_edges"), GRAPHS)
+def test_a_single_message(kind: str, num_edges: int, mode: str) -> None:
+    env = FederatedMAB(num_agents=5, num_arms=3, horizon=3, topology=kind, c2=2.0, link_accounting=mode)
+    env.reset(seed=0)
+    env.step(act(env, {1: [msg(1, 2)]}))
+    totals = env.ledger.totals()
+    assert totals["copies"] == 1
+    links = 1 if mode == "used_links" else num_edges  # graph_edges charges the whole component
+    expected = 2.0 * links
+    assert totals["link_cost"] == expected
+    assert totals["links"] == links
+    # a silent slot costs nothing
+    env.step(act(env))
+    assert env.ledger.totals()["link_cost"] == expected
+
+
+@pytest.mark.parametrize("mode", ["used_links", "graph_edges"])
+@pytest.mark.parametrize(("kind", "num_edges"), GRAPHS)
+def test_both_directions_of_one_edge_charge_once(kind: str, num_edges: int, mode: str) -> None:
+    env = FederatedMAB(num_agents=5, num_arms=3, horizon=3, topology=kind, c2=2.0, link_accounting=mode)
+    env.reset(seed=0)
+    env.step(act(env, {3: [msg(3, 4), msg(3, 4, "y")], 4: [msg(4, 3)]}))
+    totals = env.ledger.totals()
+    assert totals["copies"] == 3
+    assert totals["link_cost"] == (2.0 if mode == "used_links" else 2.0 * num_edges)
+
+
+@pytest.mark.parametrize(
+    ("messages", "used", "graph"),
+    [
+        ({1: [msg(1, 2)]}, 1, 3),  # inside component 0 (K3, 3 edges)
+        ({4: [msg(4, 5)]}, 1, 4),  # inside component 1 (C4, 4 edges)
+        ({1: [msg(1, 2)], 4: [msg(4, 5)], 5: [msg(5, 6)]}, 3, 7),  # both components
+    ],
+)
+def test_hybrid_graph_edges_charges_only_the_communicating_component(messages, used: int, graph: int) -> None:
+    hybrid = topo.hybrid([topo.complete(3), topo.ring(4)])
+    for mode, expected in (("used_links", used), ("graph_edges", graph)):
+        env = FederatedMAB(num_agents=7, num_arms=3, horizon=2, topology=hybrid, c1=100.0, c2=0.5, link_accounting=mode)
+        env.reset(seed=0)
+        env.step(act(env, messages))
+        totals = env.ledger.totals()
+        assert totals["link_cost"] == 0.5 * expected
+        assert totals["links"] == expected
+
+
+def test_hybrid_sink_upload_costs_c1_and_no_edges() -> None:
+    hybrid = topo.hybrid([topo.complete(3), topo.ring(4)])
+    np.testing.assert_array_equal(hybrid.sinks, [0, 3])
+    env = FederatedMAB(
+        num_agents=7,
+        num_arms=3,
+        horizon=2,
+        topology=hybrid,
+        c1=100.0,
+        c2=0.5,
+        link_accounting="graph_edges",
+        coordinator=SilentCoordinator(),
+    )
+    env.reset(seed=0)
+    env.step(act(env, {0: [up(0)], 3: [up(3)]}))
+    assert env.ledger.totals()["link_cost"] == 200.0
+    # a non-sink agent has no server link
+    with pytest.raises(ValueError, match="not linked"):
+        env.step(act(env, {1: [up(1)]}))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Prices per message and per byte, payload sizes, logical counts
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_prices_sizes_and_logical_counts() -> None:
+    env = FederatedMAB(
+        num_agents=3,
+        num_arms=3,
+        horizon=2,
+        topology="ring",
+        c2=1.5,
+        price_per_message=2.0,
+        price_per_byte=0.25,
+    )
+    env.reset(seed=0)
+    payload = {
+        "a": np.zeros(4),  # float64: 4 scalars, 32 B
+        "b": np.arange(2, dtype=np.int64),  # int64: 2 scalars, 16 B
+        "c": 2.5,  # a scalar float: 1 scalar, 8 B
+        "d": np.zeros(3, np.int32),  # int32: 3 scalars, 12 B
+        "e": np.array([True, False]),  # bool: 2 scalars, 2 B
+    }
+    m = Message(sender=0, recipient=1, kind="packed", payload=payload, count=3)
+    *_, infos = env.step(act(env, {0: [m]}))
+    totals = env.ledger.totals()
+    assert totals["copies"] == 1
+    assert totals["messages"] == 3
+    assert totals["scalars"] == 12
+    assert totals["bytes"] == 70
+    assert totals["link_cost"] == 1.5
+    # 1.5 (link) + 2.0 * 3 (logical messages) + 0.25 * 70 (bytes)
+    assert totals["cost"] == 25.0
+    assert env.ledger.kind_messages["packed"][0] == 3
+    assert env.ledger.kind_bytes["packed"][0] == 70
+    assert infos["agent_0"]["messages_sent"] == 3
+    assert infos["agent_0"]["bytes_sent"] == 70
+    assert infos["agent_0"]["cost"] == 25.0
+    assert infos["agent_1"]["cost"] == 0.0
+    np.testing.assert_array_equal(env.ledger.received_messages[0], [0, 3, 0, 0])
+    np.testing.assert_array_equal(env.ledger.received_bytes[0], [0, 70, 0, 0])
+
+
+def test_prices_apply_per_copy_of_a_broadcast() -> None:
+    env = FederatedMAB(
+        num_agents=4,
+        num_arms=3,
+        horizon=2,
+        topology="ring",
+        c2=1.0,
+        price_per_message=0.5,
+        price_per_byte=0.125,
+    )
+    env.reset(seed=0)
+    env.step(act(env, {2: [Message(2, NEIGHBOURS, "b", {"v": np.zeros(2)}, count=2)]}))
+    totals = env.ledger.totals()
+    # two copies (to agents 1 and 3), each 2 logical messages and 16 B
+    assert totals["copies"] == 2
+    assert totals["messages"] == 4
+    assert totals["bytes"] == 32
+    assert totals["link_cost"] == 2.0
+    assert totals["cost"] == 2.0 + 0.5 * 4 + 0.125 * 32 == 8.0
+
+
+def test_scalar_payloads_are_counted_exactly() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=3, horizon=1, topology="complete")
+    env.reset(seed=0)
+    env.step(act(env, {0: [Message(0, 1, "s", {"x": 1.0, "y": 7})]}))
+    totals = env.ledger.totals()
+    assert totals["scalars"] == 2
+    assert totals["bytes"] == 16
+
+
+def test_message_count_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="count"):
+        Message(sender=0, recipient=1, kind="x", count=0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Zhu et al. §2.6: counts to every neighbour, theta over the gossip edge
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_zhu_message_totals_per_round() -> None:
+    n, k, slots, num_edges = 5, 4, 40, 5
+    env = FederatedMAB(num_agents=n, num_arms=k, horizon=slots, topology="ring", gossip="uniform_edge", c2=1.0)
+    obs, _ = env.reset(seed=11)
+    ledger = env.ledger
+    previous = {"counts": 0, "theta": 0, "scalars": 0, "bytes": 0, "cost": 0.0}
+    for _ in range(slots):
+        messages: dict[int, list[Message]] = {}
+        for i, a in enumerate(env.agents):
+            out = [Message(i, NEIGHBOURS, "counts", {"n": np.zeros(k, np.int64)})]
+            if obs[a]["partner"] >= 0:
+                out.append(Message(i, obs[a]["partner"], "theta", {"theta": np.zeros(k)}))
+            messages[i] = out
+        obs, *_ = env.step(act(env, messages))
+        totals = ledger.totals()
+        current = {
+            "counts": int(ledger.kind_messages["counts"][0]),
+            "theta": int(ledger.kind_messages["theta"][0]),
+            "scalars": totals["scalars"],
+            "bytes": totals["bytes"],
+            "cost": totals["link_cost"],
+        }
+        assert current["counts"] - previous["counts"] == 2 * num_edges
+        assert current["theta"] - previous["theta"] == 2
+        assert current["scalars"] - previous["scalars"] == 2 * k + 2 * num_edges * k
+        assert current["bytes"] - previous["bytes"] == 8 * (2 * k + 2 * num_edges * k)
+        # every edge carries counts, so the theta edge costs nothing extra
+        assert current["cost"] - previous["cost"] == num_edges * 1.0
+        previous = current
+    assert int(ledger.kind_messages["counts"][0]) == 2 * num_edges * slots
+    assert int(ledger.kind_messages["theta"][0]) == 2 * slots
+    assert int(ledger.kind_bytes["counts"][0]) == 2 * num_edges * k * slots * 8
+    assert int(ledger.kind_bytes["theta"][0]) == 2 * k * slots * 8
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Gossip edge activation
+# ---------------------------------------------------------------------------------------------------------
+
+
+def gossip_pairs(env: FederatedMAB, seed: int, slots: int) -> list[tuple[int, int]]:
+    """Run ``slots`` silent slots and return the announced pair of every slot (checking its shape)."""
+    obs, _ = env.reset(seed=seed)
+    pairs = []
+    for t in range(slots):
+        partners = [obs[a]["partner"] for a in env.possible_agents]
+        active = [i for i, p in enumerate(partners) if p >= 0]
+        assert len(active) == 2, (t, partners)
+        i, j = active
+        assert partners[i] == j and partners[j] == i
+        assert all(p == -1 for q, p in enumerate(partners) if q not in (i, j))
+        assert env.topology.adjacency[i, j]
+        pairs.append((i, j))
+        obs, *_ = env.step(act(env))
+    # no partner is announced after the last slot
+    assert all(obs[a]["partner"] == -1 for a in env.possible_agents)
+    return pairs
+
+
+def test_uniform_edge_gossip_partners() -> None:
+    slots = 600
+    env = FederatedMAB(num_agents=6, num_arms=2, horizon=slots, topology="ring", gossip="uniform_edge")
+    pairs = gossip_pairs(env, seed=5, slots=slots)
+    counts = Counter(pairs)
+    assert set(counts) == {(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (0, 5)}
+    sd = math.sqrt(slots * (1 / 6) * (5 / 6))
+    for c in counts.values():
+        assert abs(c - slots / 6) < 4 * sd
+    # deterministic for a seed, different for another
+    assert gossip_pairs(env, seed=5, slots=slots) == pairs
+    assert gossip_pairs(env, seed=6, slots=slots) != pairs
+
+
+@pytest.mark.parametrize(("activation", "p_middle"), [("uniform_edge", 1 / 3), ("node_then_neighbour", 1 / 4)])
+def test_gossip_edge_distribution_on_a_path(activation: str, p_middle: float) -> None:
+    # path 0-1-2-3: node-then-neighbour picks (1, 2) w.p. 1/4 * 1/2 + 1/4 * 1/2 = 1/4; uniform edge: 1/3
+    slots = 2000
+    env = FederatedMAB(num_agents=4, num_arms=2, horizon=slots, topology="path", gossip=activation)
+    counts = Counter(gossip_pairs(env, seed=1, slots=slots))
+    assert set(counts) == {(0, 1), (1, 2), (2, 3)}
+    sd = math.sqrt(slots * p_middle * (1 - p_middle))
+    assert abs(counts[(1, 2)] - slots * p_middle) < 4 * sd
+
+
+def test_no_gossip_means_no_partner() -> None:
+    env = FederatedMAB(num_agents=4, num_arms=2, horizon=3, topology="ring")
+    obs, _ = env.reset(seed=0)
+    for _ in range(3):
+        assert all(o["partner"] == -1 for o in obs.values())
+        obs, *_ = env.step(act(env))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Latency
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_latency_delays_delivery_by_whole_slots() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=6, topology="ring", latency=2)
+    env.reset(seed=0)
+    inboxes = []
+    for t in range(6):
+        obs, *_ = env.step(act(env, {0: [msg(0, 1, f"m{t}")]} if t < 2 else {}))
+        inboxes.append([(x.sender, x.kind, x.slot) for x in obs["agent_1"]["inbox"]])
+    assert inboxes == [[], [], [(0, "m0", 0)], [(0, "m1", 1)], [], []]
+
+
+def test_zero_latency_delivers_in_the_same_step() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=2, topology="ring")
+    env.reset(seed=0)
+    obs, *_ = env.step(act(env, {2: [msg(2, 0, "now")]}))
+    assert [(x.sender, x.recipient, x.kind, x.slot) for x in obs["agent_0"]["inbox"]] == [(2, 0, "now", 0)]
+
+
+def test_per_link_latency_matrix() -> None:
+    m = 3
+    latency = np.zeros((m + 1, m + 1), np.int64)
+    latency[0, 1] = 1
+    latency[1, 0] = 3
+    latency[2, m] = 2  # agent 2 -> server
+    latency[m, 0] = 1  # server -> agent 0
+    coordinator = BroadcastCoordinator()
+    env = FederatedMAB(
+        num_agents=m,
+        num_arms=2,
+        horizon=6,
+        topology=topo.from_adjacency(np.ones((m, m)) - np.eye(m), server_links=np.ones(m)),
+        latency=latency,
+        coordinator=coordinator,
+    )
+    env.reset(seed=0)
+    log = []
+    for t in range(6):
+        sent = {0: [msg(0, 1, "a")], 1: [msg(1, 0, "b")], 2: [up(2)]} if t == 0 else {}
+        obs, *_ = env.step(act(env, sent))
+        log.append({a: [(x.sender, x.kind, x.slot) for x in o["inbox"]] for a, o in obs.items()})
+    # agent 1 gets "a" one slot late, agent 0 gets "b" three slots late
+    assert [x for x in log[1]["agent_1"] if x[1] == "a"] == [(0, "a", 0)]
+    assert [x for x in log[3]["agent_0"] if x[1] == "b"] == [(1, "b", 0)]
+    for t in range(6):
+        assert [x for x in log[t]["agent_1"] if x[1] == "a"] == ([(0, "a", 0)] if t == 1 else [])
+        assert [x for x in log[t]["agent_0"] if x[1] == "b"] == ([(1, "b", 0)] if t == 3 else [])
+    # the upload reaches the server in slot 2
+    assert [(slot, rows) for slot, rows in coordinator.received if rows] == [(2, [(2, 0, "up")])]
+    # server replies reach agents 1 and 2 at once, agent 0 one slot later
+    for t in range(6):
+        assert [x for x in log[t]["agent_1"] if x[1] == "reply"] == [(SERVER, "reply", t)]
+        assert [x for x in log[t]["agent_0"] if x[1] == "reply"] == ([(SERVER, "reply", t - 1)] if t >= 1 else [])
+
+
+def test_latency_matrix_of_wrong_shape_is_rejected() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=2, topology="ring", latency=np.zeros((3, 3), np.int64))
+    with pytest.raises(ValueError, match="shape"):
+        env.reset(seed=0)
+
+
+def test_negative_latency_is_rejected() -> None:
+    with pytest.raises(ValueError, match="latency"):
+        FederatedMAB(num_agents=3, topology="ring", latency=-1)
+    with pytest.raises(ValueError, match="latency_jitter"):
+        FederatedMAB(num_agents=3, topology="ring", latency_jitter=-1)
+
+
+def test_latency_jitter_stays_within_bounds() -> None:
+    slots = 80
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=slots, topology="ring", latency=1, latency_jitter=2)
+    env.reset(seed=4)
+    delays = []
+    for t in range(slots):
+        obs, *_ = env.step(act(env, {0: [msg(0, 1)]} if t < slots - 3 else {}))
+        delays += [t - x.slot for x in obs["agent_1"]["inbox"]]
+    assert len(delays) == slots - 3
+    assert set(delays) == {1, 2, 3}
+
+
+def test_messages_in_flight_at_the_horizon_are_discarded() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=3, topology="ring", latency=2)
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        received = []
+        for t in range(3):
+            obs, _, _, truncations, _ = env.step(act(env, {0: [msg(0, 1, f"m{t}")], 2: [msg(2, 1, f"n{t}")]}))
+            received.append(sorted((x.sender, x.kind, x.slot) for x in delivered(obs)))
+        # only the copies of slot 0 arrive (in slot 2); those of slots 1 and 2 are dropped silently
+        assert received == [[], [], [(0, "m0", 0), (2, "n0", 0)]]
+        assert all(truncations.values())
+        totals = env.ledger.totals()
+        assert totals["copies"] == 6
+        assert totals["dropped"] == 0
+        assert totals["link_cost"] == 2.0 * 3
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Drops
+# ---------------------------------------------------------------------------------------------------------
+
+
+def run_broadcasts(drop_prob: float, seed: int, slots: int = 200) -> tuple[FederatedMAB, list, list]:
+    env = FederatedMAB(num_agents=5, num_arms=3, horizon=slots, topology="ring", drop_prob=drop_prob, c2=1.0)
+    env.reset(seed=seed)
+    rewards, received = [], []
+    for t in range(slots):
+        arm = (t * 7) % 3
+        obs, rew, *_ = env.step(act(env, {i: [Message(i, NEIGHBOURS, "b", {"t": t})] for i in range(5)}, arm=arm))
+        rewards.append([rew[a] for a in env.possible_agents])
+        received.append(sorted((x.sender, x.recipient, x.slot) for x in delivered(obs)))
+    return env, rewards, received
+
+
+def test_drops_rate_accounting_and_determinism() -> None:
+    slots = 200
+    env, rewards, received = run_broadcasts(0.3, seed=21, slots=slots)
+    copies = 10 * slots
+    got = sum(len(r) for r in received)
+    totals = env.ledger.totals()
+    assert totals["copies"] == copies
+    assert totals["dropped"] == copies - got
+    sd = math.sqrt(copies * 0.3 * 0.7)
+    assert abs(got - 0.7 * copies) < 4 * sd
+    assert 0 < totals["dropped"] < copies
+    # dropped copies have used their links: every edge is charged in every slot
+    assert totals["link_cost"] == 5.0 * slots
+    # same seed, same drops
+    env2, rewards2, received2 = run_broadcasts(0.3, seed=21, slots=slots)
+    assert received2 == received
+    assert env2.ledger.totals() == totals
+    # another seed, other drops
+    _, _, received3 = run_broadcasts(0.3, seed=22, slots=slots)
+    assert received3 != received
+    # drops never perturb the reward draws
+    _, rewards0, received0 = run_broadcasts(0.0, seed=21, slots=slots)
+    assert rewards0 == rewards
+    assert sum(len(r) for r in received0) == copies
+
+
+def test_a_dropped_lone_message_still_costs_its_link() -> None:
+    slots = 300
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=slots, topology="ring", drop_prob=0.5, c2=0.5)
+    env.reset(seed=8)
+    got = 0
+    for _ in range(slots):
+        obs, *_ = env.step(act(env, {0: [msg(0, 1)]}))
+        got += len(obs["agent_1"]["inbox"])
+    totals = env.ledger.totals()
+    assert totals["dropped"] == slots - got
+    assert totals["dropped"] > 0
+    assert totals["link_cost"] == 0.5 * slots
+
+
+def test_drop_prob_one_is_rejected() -> None:
+    with pytest.raises(ValueError, match="drop_prob"):
+        FederatedMAB(num_agents=3, topology="ring", drop_prob=1.0)
+    with pytest.raises(ValueError, match="drop_prob"):
+        FederatedMAB(num_agents=3, topology="ring", drop_prob=-0.1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Message records
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_records_match_totals() -> None:
+    slots = 30
+    env = FederatedMAB(
+        num_agents=4,
+        num_arms=2,
+        horizon=slots,
+        topology="server",
+        c1=3.0,
+        free_server_downlink=False,
+        drop_prob=0.2,
+        record_messages=True,
+        coordinator=BroadcastCoordinator(),
+    )
+    env.reset(seed=2)
+    for t in range(slots):
+        env.step(act(env, {i: [up(i)] for i in range(4) if (i + t) % 3 != 0}))
+    records = env.ledger.records()
+    totals = env.ledger.totals()
+    assert len(records["slot"]) == totals["copies"]
+    for column in records.values():
+        assert len(column) == totals["copies"]
+    assert math.isclose(records["link_cost"].sum(), totals["link_cost"], rel_tol=0, abs_tol=1e-9)
+    assert int(records["dropped"].sum()) == totals["dropped"]
+    assert int(records["messages"].sum()) == totals["messages"]
+    assert int(records["bytes"].sum()) == totals["bytes"]
+    # every agent-server link is used in every slot (upload or reply), so the cost is c1 * M * slots
+    assert totals["link_cost"] == 3.0 * 4 * slots
+    # link prices sit on one copy per link and slot
+    charged = records["link_cost"] > 0
+    assert int(charged.sum()) == 4 * slots
+    np.testing.assert_array_equal(np.bincount(records["slot"][charged], minlength=slots), np.full(slots, 4))
+    assert set(records["kind"].tolist()) == {"up", "reply"}
+
+
+def test_records_exact_rows() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=2, topology="ring", c2=2.0, record_messages=True)
+    env.reset(seed=0)
+    env.step(act(env, {0: [msg(0, 1, "a"), Message(0, NEIGHBOURS, "b", {"v": np.zeros(2)}, count=2)]}))
+    env.step(act(env, {1: [msg(1, 0, "c")]}))
+    r = env.ledger.records()
+    assert r["slot"].tolist() == [0, 0, 0, 1]
+    assert r["sender"].tolist() == [0, 0, 0, 1]
+    assert r["recipient"].tolist() == [1, 1, 2, 0]
+    assert r["kind"].tolist() == ["a", "b", "b", "c"]
+    assert r["messages"].tolist() == [1, 2, 2, 1]
+    assert r["scalars"].tolist() == [3, 2, 2, 3]
+    assert r["bytes"].tolist() == [24, 16, 16, 24]
+    assert r["dropped"].tolist() == [False] * 4
+    assert r["link_cost"].tolist() == [2.0, 0.0, 2.0, 2.0]
+
+
+def test_records_require_recording() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=2, topology="ring")
+    env.reset(seed=0)
+    env.step(act(env, {0: [msg(0, 1)]}))
+    with pytest.raises(RuntimeError, match="record_messages"):
+        env.ledger.records()
+
+
+def test_empty_records_have_all_columns() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=2, topology="ring", record_messages=True)
+    env.reset(seed=0)
+    records = env.ledger.records()
+    assert set(records) == {
+        "slot",
+        "replica",
+        "sender",
+        "recipient",
+        "kind",
+        "messages",
+        "scalars",
+        "bytes",
+        "dropped",
+        "link_cost",
+    }
+    assert all(len(v) == 0 for v in records.values())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Channel and cost model used directly
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_cost_model_rejects_bad_prices() -> None:
+    for name in ("c1", "c2", "price_per_message", "price_per_byte"):
+        with pytest.raises(ValueError, match=name):
+            CostModel(**{name: -1.0})
+        with pytest.raises(ValueError, match=name):
+            CostModel(**{name: math.inf})
+    with pytest.raises(ValueError, match="link_accounting"):
+        CostModel(link_accounting="all_edges")
+
+
+def test_channel_rejects_gossip_without_edges() -> None:
+    channel = Channel(ChannelConfig(gossip="uniform_edge"))
+    with pytest.raises(ValueError, match="edge"):
+        channel.reset([topo.server(3)], [np.random.default_rng(0)])
+
+
+def test_ledger_resets_between_episodes() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=2, topology="ring", record_messages=True)
+    env.reset(seed=0)
+    env.step(act(env, {0: [msg(0, 1)]}))
+    assert env.ledger.totals()["copies"] == 1
+    env.reset(seed=0)
+    assert env.ledger.totals()["copies"] == 0
+    assert env.ledger.totals()["link_cost"] == 0.0
+    assert len(env.ledger.records()["slot"]) == 0
+
+
+def test_a_rejected_step_leaves_the_ledger_untouched() -> None:
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=3, topology="path")
+    env.reset(seed=0)
+    # the first message is valid, the second (0 -> 2 on the path 0-1-2) is not
+    with pytest.raises(ValueError, match="not linked"):
+        env.step(act(env, {0: [msg(0, 1, "ok"), msg(0, 2, "bad", size=2)]}))
+    assert env.ledger.totals()["copies"] == 0
+    env.step(act(env))  # a silent slot
+    assert env.ledger.totals()["link_cost"] == 0.0
+
+
+def test_inbox_is_in_send_order_when_latencies_differ() -> None:
+    # core.Feedback documents the inbox as "sorted by send order"
+    latency = np.zeros((4, 4), np.int64)
+    latency[0, 1] = 1
+    env = FederatedMAB(num_agents=3, num_arms=2, horizon=3, topology="complete", latency=latency)
+    env.reset(seed=0)
+    env.step(act(env, {0: [msg(0, 1, "early")]}))
+    obs, *_ = env.step(act(env, {2: [msg(2, 1, "late")]}))
+    assert [(x.kind, x.slot) for x in obs["agent_1"]["inbox"]] == [("early", 0), ("late", 1)]
