@@ -81,6 +81,7 @@ def _inboxes(batches: Sequence[MessageBatch], num_agents: int, replica: int) -> 
                     payload={k: v[r] for k, v in batch.payload.items()},
                     slot=int(batch.slot[r]),
                     count=int(batch.count[r]),
+                    privacy=batch.privacy,
                 )
             )
     return inboxes

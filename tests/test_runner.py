@@ -25,11 +25,11 @@ def by_run_and_slot(results):
     return {(row["seed"], row["slot"]): tuple(row[k] for k in KEYS) for row in results.curves}
 
 
-@pytest.mark.parametrize("algorithm", ["random", "round_robin", "independent_ucb1", "full_sharing_ucb"])
-@pytest.mark.parametrize("topology", ["server", "complete"])
+CASES = [(a, t) for a in ("random", "round_robin", "independent_ucb1") for t in ("server", "complete")]
+
+
+@pytest.mark.parametrize(("algorithm", "topology"), [*CASES, ("full_sharing_ucb", "server")])
 def test_batched_replica_equals_single_pettingzoo_run(algorithm, topology):
-    if algorithm == "full_sharing_ucb" and topology == "complete":
-        pytest.skip("full sharing needs server links")
     env = {**ENV, "topology": topology}
     seeds = [11, 12, 13, 14]
     batched = run(algorithm, env, seeds, checkpoints=list(range(1, 121)), batched=True)

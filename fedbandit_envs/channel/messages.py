@@ -8,11 +8,12 @@ accounting implementation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
 from fedbandit_envs.topology import SERVER
 
 #: Recipient id meaning "every neighbour of the sender" (for the server: every linked agent).
@@ -49,6 +50,8 @@ class Message:
         slot: the slot in which the message was sent; set by the channel on delivery (-1 before).
         count: how many logical records this message packs (batching of flooded records); the ledger
             counts ``count`` logical messages for it.
+        privacy: optional declaration per payload field (see :mod:`fedbandit_envs.channel.privacy`);
+            DP wrappers noise ``Sensitive`` fields and refuse undeclared ones in strict mode.
     """
 
     sender: int
@@ -57,9 +60,11 @@ class Message:
     payload: Mapping[str, np.ndarray] = field(default_factory=dict)
     slot: int = -1
     count: int = 1
+    privacy: PrivacySchema | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "payload", _as_payload(self.payload, f"Message(kind={self.kind!r})"))
+        check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})")
         if not isinstance(self.kind, str) or not self.kind:
             raise TypeError(f"Message.kind must be a non-empty string, got {self.kind!r}")
         if int(self.count) < 1:
@@ -67,7 +72,14 @@ class Message:
 
     @classmethod
     def trusted(
-        cls, sender: int, recipient: int, kind: str, payload: dict[str, np.ndarray], slot: int, count: int
+        cls,
+        sender: int,
+        recipient: int,
+        kind: str,
+        payload: dict[str, np.ndarray],
+        slot: int,
+        count: int,
+        privacy: PrivacySchema | None,
     ) -> Message:
         """Build a message from fields the channel already validated (no copy, no checks)."""
         message = object.__new__(cls)
@@ -78,6 +90,7 @@ class Message:
             ("payload", payload),
             ("slot", slot),
             ("count", count),
+            ("privacy", privacy),
         ):
             object.__setattr__(message, name, value)
         return message
@@ -86,8 +99,8 @@ class Message:
         if not isinstance(other, Message):
             return NotImplemented
         return (
-            (self.sender, self.recipient, self.kind, self.slot, self.count)
-            == (other.sender, other.recipient, other.kind, other.slot, other.count)
+            (self.sender, self.recipient, self.kind, self.slot, self.count, self.privacy)
+            == (other.sender, other.recipient, other.kind, other.slot, other.count, other.privacy)
             and self.payload.keys() == other.payload.keys()
             and all(
                 self.payload[k].dtype == other.payload[k].dtype and np.array_equal(self.payload[k], other.payload[k])
@@ -116,6 +129,7 @@ class MessageBatch:
         payload: field name -> array of shape (n, ...); every row has the same field shapes.
         count: (n,) logical records per row (1 unless records are packed).
         slot: (n,) slot in which each row was sent (-1 until the channel stamps it).
+        privacy: optional declaration per payload field, shared by every row.
     """
 
     kind: str
@@ -125,6 +139,7 @@ class MessageBatch:
     payload: Mapping[str, np.ndarray]
     count: np.ndarray | None = None
     slot: np.ndarray | None = None
+    privacy: PrivacySchema | None = None
 
     def __post_init__(self) -> None:
         n = len(self.sender)
@@ -149,6 +164,7 @@ class MessageBatch:
                     f"its first axis must have one entry per row ({n})"
                 )
         object.__setattr__(self, "payload", payload)
+        check_schema(self.privacy, payload, f"MessageBatch(kind={self.kind!r})")
 
     def __len__(self) -> int:
         return len(self.sender)
@@ -173,6 +189,7 @@ class MessageBatch:
             payload={k: v[rows] for k, v in self.payload.items()},
             count=self.count[rows],
             slot=self.slot[rows],
+            privacy=self.privacy,
         )
 
     def with_rows(self, rows: np.ndarray, recipient: np.ndarray, slot: int) -> MessageBatch:
@@ -185,6 +202,13 @@ class MessageBatch:
             payload={k: v[rows] for k, v in self.payload.items()},
             count=self.count[rows],
             slot=np.full(len(rows), slot, np.int64),
+            privacy=self.privacy,
+        )
+
+    def with_payload(self, payload: Mapping[str, np.ndarray], privacy: PrivacySchema | None) -> MessageBatch:
+        """The same rows with a new payload and privacy declaration (e.g. after a DP wrapper noised it)."""
+        return MessageBatch(
+            self.kind, self.replica, self.sender, self.recipient, payload, self.count, self.slot, privacy
         )
 
     def messages(self) -> list[Message]:
@@ -197,13 +221,15 @@ class MessageBatch:
                 payload={k: v[r] for k, v in self.payload.items()},
                 slot=int(self.slot[r]),
                 count=int(self.count[r]),
+                privacy=self.privacy,
             )
             for r in range(len(self))
         ]
 
 
 def _layout_key(message: Message) -> tuple:
-    return (message.kind, tuple((k, v.dtype.str, v.shape) for k, v in message.payload.items()))
+    privacy = None if message.privacy is None else tuple(message.privacy.items())
+    return (message.kind, tuple((k, v.dtype.str, v.shape) for k, v in message.payload.items()), privacy)
 
 
 def batches_from_messages(messages: Iterable[Message], replica: int = 0) -> list[MessageBatch]:
@@ -212,7 +238,7 @@ def batches_from_messages(messages: Iterable[Message], replica: int = 0) -> list
     for message in messages:
         groups.setdefault(_layout_key(message), []).append(message)
     batches = []
-    for (kind, layout), group in groups.items():
+    for (kind, layout, privacy), group in groups.items():
         batches.append(
             MessageBatch(
                 kind=kind,
@@ -222,20 +248,7 @@ def batches_from_messages(messages: Iterable[Message], replica: int = 0) -> list
                 payload={name: np.stack([m.payload[name] for m in group]) for name, _, _ in layout},
                 count=np.array([m.count for m in group], np.int64),
                 slot=np.array([m.slot for m in group], np.int64),
+                privacy=None if privacy is None else dict(privacy),
             )
         )
     return batches
-
-
-def concat_batches(batches: Sequence[MessageBatch]) -> MessageBatch:
-    """Concatenate batches that share kind and payload layout."""
-    first = batches[0]
-    return MessageBatch(
-        kind=first.kind,
-        replica=np.concatenate([b.replica for b in batches]),
-        sender=np.concatenate([b.sender for b in batches]),
-        recipient=np.concatenate([b.recipient for b in batches]),
-        payload={k: np.concatenate([b.payload[k] for b in batches]) for k in first.payload},
-        count=np.concatenate([b.count for b in batches]),
-        slot=np.concatenate([b.slot for b in batches]),
-    )

@@ -1,0 +1,126 @@
+"""Privacy declarations of message payload fields.
+
+A sender declares, per payload field, what the field is derived from:
+
+* :class:`Public`: nothing private (arm indices of a public schedule, record counts, round numbers).
+* :class:`Sensitive`: values computed from the sender's private rewards. A DP wrapper clips them to
+  the declared bounds, computes the sensitivity from the declaration, adds calibrated noise and
+  charges the sender's privacy accountant.
+* :class:`Privatized`: values that are already differentially private (post-processing of noised
+  values, relayed private values, or an input stream the agent privatises itself). A DP wrapper
+  passes them unchanged; when ``epsilon`` is given it charges that declared cost once per
+  ``account_key`` (the agent's own mechanism), so nothing is noised twice.
+
+Adjacency is event level: neighbouring histories differ in one record (one reward).
+Under a DP wrapper in strict mode, an undeclared field is an error: raw reward-derived values never
+leave an agent silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Public:
+    """The field carries no private information."""
+
+
+@dataclass(frozen=True)
+class Privatized:
+    """The field is already differentially private.
+
+    Attributes:
+        epsilon: the privacy cost of the agent's own mechanism, charged once per ``account_key``
+            (``None``: post-processing or relaying, no charge).
+        delta: the matching delta.
+        account_key: identifies the agent's mechanism (e.g. ``"input_stream"``); charged once.
+        description: what produced the values (shown in privacy reports).
+    """
+
+    epsilon: float | None = None
+    delta: float = 0.0
+    account_key: str = "declared"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.epsilon is not None and not self.epsilon > 0:
+            raise ValueError(f"Privatized.epsilon must be > 0 (or None for post-processing), got {self.epsilon}")
+        if not 0.0 <= self.delta < 1.0:
+            raise ValueError(f"Privatized.delta must be in [0, 1), got {self.delta}")
+
+
+@dataclass(frozen=True)
+class Sensitive:
+    """The field is computed from private records; a DP wrapper must noise it.
+
+    Each entry of the field aggregates records whose values lie in ``bounds``.
+
+    Attributes:
+        bounds: (low, high) range of one record's value, e.g. (0, 1) for Bernoulli rewards. Entries are
+            clipped to it (means) or to ``n * bounds`` (sums of ``n`` records). ``None`` only together
+            with ``sensitivity_field``.
+        aggregate: ``"mean"`` (an entry is the mean of ``n`` records: sensitivity (high - low) / n),
+            ``"sum"`` (sum of ``n`` records: sensitivity high - low) or ``"value"`` (one record).
+        records_field: name of a public payload field holding ``n`` per entry (or one ``n`` for all
+            entries). Required for ``"mean"``; optional for ``"sum"`` (then no clipping range is known
+            beyond one record per entry unless given).
+        sensitivity_field: name of a public payload field holding an explicit per-entry sensitivity;
+            overrides the one computed from bounds and records (no clipping then).
+        affects: ``"one"`` if changing one record changes at most one entry of the field (one arm's
+            statistic), ``"all"`` if it can change every entry.
+        partition_field: name of a public scalar payload field whose value keys parallel composition
+            (releases with different keys use disjoint records, e.g. epochs); ``None``: one key.
+    """
+
+    bounds: tuple[float, float] | None = (0.0, 1.0)
+    aggregate: Literal["mean", "sum", "value"] = "mean"
+    records_field: str | None = None
+    sensitivity_field: str | None = None
+    affects: Literal["one", "all"] = "one"
+    partition_field: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.aggregate not in ("mean", "sum", "value"):
+            raise ValueError(f"Sensitive.aggregate must be 'mean', 'sum' or 'value', got {self.aggregate!r}")
+        if self.affects not in ("one", "all"):
+            raise ValueError(f"Sensitive.affects must be 'one' or 'all', got {self.affects!r}")
+        if self.sensitivity_field is None:
+            if self.bounds is None:
+                raise ValueError("Sensitive needs bounds=(low, high) or an explicit sensitivity_field")
+            low, high = self.bounds
+            if not (np.isfinite(low) and np.isfinite(high) and low < high):
+                raise ValueError(f"Sensitive.bounds must be finite with low < high, got {self.bounds!r}")
+            if self.aggregate == "mean" and self.records_field is None:
+                raise ValueError("Sensitive(aggregate='mean') needs records_field: the payload field with n per entry")
+
+    def referenced_fields(self) -> tuple[str, ...]:
+        """The public payload fields this declaration reads."""
+        return tuple(f for f in (self.records_field, self.sensitivity_field, self.partition_field) if f)
+
+
+FieldPrivacy = Public | Privatized | Sensitive
+PrivacySchema = Mapping[str, FieldPrivacy]
+
+
+def check_schema(schema: PrivacySchema | None, fields: Mapping[str, np.ndarray], where: str) -> None:
+    """Validate a declaration against payload fields (names exist, referenced fields are public)."""
+    if schema is None:
+        return
+    if not isinstance(schema, Mapping):
+        raise TypeError(f"{where}: privacy must map field names to Public(), Sensitive(...) or Privatized(...)")
+    for name, declaration in schema.items():
+        if name not in fields:
+            raise ValueError(f"{where}: privacy declares field {name!r}, which is not in the payload {sorted(fields)}")
+        if not isinstance(declaration, Public | Privatized | Sensitive):
+            raise TypeError(f"{where}: privacy of {name!r} must be Public(), Sensitive(...) or Privatized(...)")
+        if isinstance(declaration, Sensitive):
+            for ref in declaration.referenced_fields():
+                if ref not in fields:
+                    raise ValueError(f"{where}: Sensitive field {name!r} refers to missing payload field {ref!r}")
+                if not isinstance(schema.get(ref), Public):
+                    raise ValueError(f"{where}: field {ref!r} used by the declaration of {name!r} must be Public()")
