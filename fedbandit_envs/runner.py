@@ -8,7 +8,8 @@ Two paths give identical trajectories for the same seeds (a test checks it):
   (action dicts with :class:`Message` objects, observation dicts).
 
 The result has two tidy tables: ``curves`` (one row per run and checkpoint) and ``agents`` (one row
-per run, checkpoint and agent).
+per run, checkpoint and agent). Wrappers (e.g. ``lambda env: LaplaceMessageDP(env, epsilon=1.0)``)
+apply on both paths; when they account privacy, the tables get epsilon columns.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ class _Recorder:
             return
         ledger = core.channel.ledger
         elapsed = time.perf_counter() - self.start
+        epsilon = epsilon_spent(core)
         for b in range(core.num_replicas):
             seed = self.seeds[replica_offset + b]
             regret = core.regret[b]
@@ -138,21 +140,42 @@ class _Recorder:
             }
             row.update({name: getattr(ledger, name)[b].item() for name in LEDGER_COLUMNS})
             row.update({f"{d}_messages": int(ledger.direction_messages[b, i]) for i, d in enumerate(DIRECTIONS)})
+            if epsilon is not None:
+                row["epsilon_max"] = float(epsilon[b].max())
+                row["epsilon_mean"] = float(epsilon[b].mean())
             row["wall_time"] = elapsed
             self.results.curves.append(row)
             for i in range(core.config.num_agents):
-                self.results.agents.append(
-                    {
-                        "algorithm": self.label,
-                        "seed": seed,
-                        "slot": slot,
-                        "agent": i,
-                        "regret": float(regret[i]),
-                        "messages_sent": int(ledger.sent_messages[b, i]),
-                        "bytes_sent": int(ledger.sent_bytes[b, i]),
-                        "cost": float(ledger.node_cost[b, i]),
-                    }
-                )
+                agent_row = {
+                    "algorithm": self.label,
+                    "seed": seed,
+                    "slot": slot,
+                    "agent": i,
+                    "regret": float(regret[i]),
+                    "messages_sent": int(ledger.sent_messages[b, i]),
+                    "bytes_sent": int(ledger.sent_bytes[b, i]),
+                    "cost": float(ledger.node_cost[b, i]),
+                }
+                if epsilon is not None:
+                    agent_row["epsilon_spent"] = float(epsilon[b, i])
+                self.results.agents.append(agent_row)
+
+
+def epsilon_spent(core: FederatedMABCore) -> np.ndarray | None:
+    """(B, M) epsilon spent, summed over the privacy-accounting hooks on the core (None without any)."""
+    spent = [hook.epsilon_spent() for hook in core.message_hooks if hasattr(hook, "epsilon_spent")]
+    return np.sum(spent, axis=0) if spent else None
+
+
+Wrapper = Callable[[Any], Any]
+
+
+def build_env(population: Any, env_kwargs: Mapping[str, Any], wrappers: Sequence[Wrapper]) -> Any:
+    """``FederatedMAB(**env_kwargs)`` hosting the population's coordinator, wrapped in order."""
+    env = FederatedMAB(**env_kwargs, coordinator=population.make_coordinator())
+    for wrap in wrappers:
+        env = wrap(env)
+    return env
 
 
 def run_batched(
@@ -162,11 +185,11 @@ def run_batched(
     checkpoints: int | Sequence[int] = 20,
     progress: bool = False,
     label: str | None = None,
+    wrappers: Sequence[Wrapper] = (),
 ) -> Results:
     """Run all ``seeds`` as replicas of one batched core."""
     population = make_algorithm(algorithm)
-    env = FederatedMAB(**env_kwargs, coordinator=population.make_coordinator())
-    core = env.core
+    core = build_env(population, env_kwargs, wrappers).unwrapped.core
     slots = checkpoint_slots(core.config.horizon, checkpoints)
     recorder = _Recorder(label or algorithm_name(algorithm), seeds, slots)
     feedback = core.reset(list(seeds))
@@ -197,12 +220,13 @@ def run_pettingzoo(
     checkpoints: int | Sequence[int] = 20,
     progress: bool = False,
     label: str | None = None,
+    wrappers: Sequence[Wrapper] = (),
 ) -> Results:
     """Run each seed through the public PettingZoo API of :class:`FederatedMAB`."""
     results = Results()
     for index, seed in enumerate(seeds):
         population = make_algorithm(algorithm)
-        env = FederatedMAB(**env_kwargs, coordinator=population.make_coordinator())
+        env = build_env(population, env_kwargs, wrappers)
         slots = checkpoint_slots(env.config.horizon, checkpoints)
         recorder = _Recorder(label or algorithm_name(algorithm), seeds, slots)
         observations, _ = env.reset(seed=seed)
@@ -214,7 +238,7 @@ def run_pettingzoo(
             feedback: Feedback = feedback_from_observations([observations[a] for a in agents])
             partners = feedback.partners
             population.observe(feedback)
-            recorder.record(t + 1, env.core, replica_offset=index)
+            recorder.record(t + 1, env.unwrapped.core, replica_offset=index)
         results.extend(recorder.results)
     return results
 
@@ -227,6 +251,7 @@ def run(
     batched: bool | None = None,
     progress: bool = False,
     label: str | None = None,
+    wrappers: Sequence[Wrapper] = (),
 ) -> Results:
     """Play ``algorithm`` on ``FederatedMAB(**env_kwargs)`` for every seed.
 
@@ -238,6 +263,7 @@ def run(
         batched: force the batched (True) or PettingZoo (False) path; default: batched when supported.
         progress: show a progress bar.
         label: the ``algorithm`` column (default: the algorithm's name).
+        wrappers: functions ``env -> wrapped env`` applied in order (DP, faults).
     """
     if not seeds:
         raise ValueError("seeds must not be empty")
@@ -246,4 +272,4 @@ def run(
     if batched is None:
         batched = bool(getattr(make_algorithm(algorithm), "supports_batching", False))
     runner: Callable[..., Results] = run_batched if batched else run_pettingzoo
-    return runner(algorithm, env_kwargs, seeds, checkpoints, progress, label)
+    return runner(algorithm, env_kwargs, seeds, checkpoints, progress, label, wrappers)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -73,6 +73,20 @@ class MABConfig:
         object.__setattr__(self, "reward_model", make_reward_model(self.reward_model, **dict(self.reward_params)))
 
 
+class MessageHook(Protocol):
+    """Transforms the agents' outgoing batches of a slot before the channel (DP noise, faults).
+
+    Hooks run after the slot has been validated, in the order they were added; they may change
+    payloads and remove rows, never add recipients.
+    """
+
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Start an episode (one SeedStreams per replica, e.g. for the ``dp`` stream)."""
+
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """Return the batches to transmit."""
+
+
 class FederatedMABCore:
     """B replicas of a federated MAB with a channel and an optional hosted coordinator.
 
@@ -86,6 +100,11 @@ class FederatedMABCore:
         self.coordinator = coordinator
         self.channel = Channel(config.channel)
         self.reward_model: RewardModel = config.reward_model  # type: ignore[assignment]
+        self.message_hooks: list[MessageHook] = []
+
+    def add_message_hook(self, hook: MessageHook) -> None:
+        """Install a transformation of outgoing messages (takes effect at the next reset)."""
+        self.message_hooks.append(hook)
 
     # ------------------------------------------------------------------ episode
     def reset(self, seeds: Sequence[SeedLike]) -> Feedback:
@@ -136,6 +155,8 @@ class FederatedMABCore:
         )
         if self.coordinator is not None:
             self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
+        for hook in self.message_hooks:
+            hook.reset(self.context, streams)
         self.slot = 0
         self.regret = np.zeros((b, m))
         self.last_regret = np.zeros((b, m))
@@ -196,6 +217,11 @@ class FederatedMABCore:
         arms = self.check_arms(arms)
         prepared = self._prepare(messages)
         slot = self.slot
+        if self.message_hooks:
+            outgoing = [b for b in messages if len(b)]
+            for hook in self.message_hooks:
+                outgoing = hook(slot, outgoing)
+            prepared = self.channel.prepare(outgoing)
         noise = self._reward_noise(arms)
         means = self.means[self._rows, self._cols, arms]
         rewards = self.reward_model.transform(means, noise)
