@@ -1,5 +1,8 @@
-"""Wrappers around the environments: differential privacy on outgoing messages and fault injection.
+"""Wrappers around the environments: differential privacy on outgoing messages (:mod:`wrappers.dp`).
 
-The DP mechanisms, the privacy accountant and the fault wrappers are built on the channel's
-message schema (:class:`fedbandit_envs.channel.Message`); see the project's issues for the roadmap.
+Fault wrappers (byzantine agents, drops, delays, budgets) build on the same message hooks.
 """
+
+from wrappers.dp import GaussianMessageDP, LaplaceMessageDP, PrivacyBudgetExceeded, TreeMessageDP
+
+__all__ = ["GaussianMessageDP", "LaplaceMessageDP", "PrivacyBudgetExceeded", "TreeMessageDP"]

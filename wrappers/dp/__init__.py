@@ -1,0 +1,47 @@
+"""Differential privacy: mechanisms, the privacy accountant, and wrappers that noise outgoing messages."""
+
+from wrappers.dp.accountant import (
+    DeclaredEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PrivacyAccountant,
+    PrivacyBudgetExceeded,
+    TreeEvent,
+)
+from wrappers.dp.mechanisms import (
+    BinaryTreeMechanism,
+    GaussianMechanism,
+    IntervalRelease,
+    LaplaceMechanism,
+    gaussian_delta,
+    gaussian_sigma_analytic,
+    gaussian_sigma_classical,
+    laplace_scale,
+)
+from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec
+from wrappers.dp.tree import TreePrivatizer
+from wrappers.dp.wrappers import GaussianMessageDP, LaplaceMessageDP, MessageDP, TreeMessageDP
+
+__all__ = [
+    "BinaryTreeMechanism",
+    "DeclaredEvent",
+    "GaussianEvent",
+    "GaussianMechanism",
+    "GaussianMessageDP",
+    "IntervalRelease",
+    "LaplaceEvent",
+    "LaplaceMechanism",
+    "LaplaceMessageDP",
+    "MessageDP",
+    "MessagePrivatizer",
+    "NoiseSpec",
+    "PrivacyAccountant",
+    "PrivacyBudgetExceeded",
+    "TreeEvent",
+    "TreeMessageDP",
+    "TreePrivatizer",
+    "gaussian_delta",
+    "gaussian_sigma_analytic",
+    "gaussian_sigma_classical",
+    "laplace_scale",
+]

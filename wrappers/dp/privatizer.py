@@ -1,0 +1,279 @@
+"""The message privatizer: clips, noises and accounts every outgoing message of a slot.
+
+It is a :class:`fedbandit_envs.envs.mab_core.MessageHook`: installed on the simulation core, it
+serves the PettingZoo wrappers and the batched runner with one implementation. For every message:
+
+1. each ``Sensitive`` field is clipped to its declared bounds and its per-entry sensitivity is
+   computed from the declaration (never taken from the sender's word, except an explicit
+   ``sensitivity_field``);
+2. the release is priced: ``epsilon`` per message (or a schedule over the sender's release index),
+   times ``n_agg`` under ``calibration="paper"`` (Li and Song: noise divided by the number of
+   aggregated agents gives an ``n_agg * epsilon`` guarantee, which is what is charged), and checked
+   against the budget (``on_exhausted``: raise, drop the message, or block the sender);
+3. noise is added from the episode's ``dp`` stream, and the field is re-declared ``Privatized``.
+
+``Privatized`` fields pass unchanged (their declared ``epsilon`` is charged once per ``account_key``);
+``Public`` fields pass unchanged; undeclared fields raise in strict mode. Noise is seeded from the
+episode seed: simulation-grade, not for production privacy.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs.core import AgentContext
+from fedbandit_envs.seeding import SeedStreams
+from wrappers.dp.accountant import (
+    DeclaredEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PrivacyAccountant,
+    PrivacyBudgetExceeded,
+)
+from wrappers.dp.mechanisms import gaussian_sigma_analytic, gaussian_sigma_classical, laplace_scale
+
+ON_EXHAUSTED = ("raise", "drop", "block")
+CALIBRATIONS = ("paper", "strict")
+
+EpsilonSpec = float | Callable[[int], float]
+
+
+def entry_sensitivity(declaration: Sensitive, payload: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """Per-entry sensitivity of a sensitive field for the given rows, from its declaration."""
+    if declaration.sensitivity_field is not None:
+        return np.asarray(payload[declaration.sensitivity_field][rows], np.float64)
+    low, high = declaration.bounds  # type: ignore[misc]
+    width = float(high - low)
+    if declaration.aggregate == "mean":
+        records = np.asarray(payload[declaration.records_field][rows], np.float64)  # type: ignore[index]
+        if np.any(records < 1):
+            raise ValueError(f"records field {declaration.records_field!r} must be >= 1 for a mean")
+        return width / records
+    return np.full(len(rows), width)
+
+
+def clip_to_declaration(values: np.ndarray, declaration: Sensitive, payload: dict[str, np.ndarray], rows) -> np.ndarray:
+    """Clip a sensitive field to the range its declaration allows (no-op with an explicit sensitivity)."""
+    if declaration.sensitivity_field is not None:
+        return values
+    low, high = declaration.bounds  # type: ignore[misc]
+    if declaration.aggregate == "sum" and declaration.records_field is not None:
+        records = _broadcast(np.asarray(payload[declaration.records_field][rows], np.float64), values)
+        return np.clip(values, records * low, records * high)
+    if declaration.aggregate == "sum":
+        return values
+    return np.clip(values, low, high)
+
+
+def _broadcast(per_row: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Reshape (n,) or (n, ...) per-row data to broadcast against values of shape (n, ...)."""
+    return per_row.reshape(per_row.shape + (1,) * (values.ndim - per_row.ndim))
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """How a privatizer calibrates noise: the mechanism and its parameters."""
+
+    mechanism: str  # "laplace" | "gaussian"
+    delta: float = 0.0
+    gaussian_calibration: str = "classical"
+
+    def scale(self, sensitivity: np.ndarray, epsilon: float) -> np.ndarray:
+        """Noise scale (Laplace b or Gaussian sigma) per entry."""
+        if self.mechanism == "laplace":
+            return sensitivity * laplace_scale(1.0, epsilon)
+        sigma_of = gaussian_sigma_analytic if self.gaussian_calibration == "analytic" else gaussian_sigma_classical
+        return sensitivity * sigma_of(1.0, epsilon, self.delta)
+
+    def draw(self, rng: np.random.Generator, scale: np.ndarray) -> np.ndarray:
+        """Noise of the given per-entry scale."""
+        if self.mechanism == "laplace":
+            return rng.laplace(0.0, 1.0, np.shape(scale)) * scale
+        return rng.standard_normal(np.shape(scale)) * scale
+
+    def event(self, epsilon: float):
+        """The accountant event of one release at ``epsilon``."""
+        if self.mechanism == "laplace":
+            return LaplaceEvent(epsilon)
+        return GaussianEvent(epsilon, self.delta, float(self.scale(np.float64(1.0), epsilon)))
+
+
+class MessagePrivatizer:
+    """Enforces DP on the agents' outgoing messages (a message hook of the simulation core).
+
+    Args:
+        noise: the mechanism (:class:`NoiseSpec`).
+        epsilon: per-message epsilon, or a function of the sender's 1-based release index (per kind).
+        calibration: ``"paper"`` (noise for ``n_agg * epsilon``, charged as such) or ``"strict"``.
+        n_agg: number of agents whose messages are averaged (paper calibration only).
+        budget: per-agent epsilon budget (basic composition), or None.
+        on_exhausted: ``"raise"`` (PrivacyBudgetExceeded), ``"drop"`` (drop that message) or
+            ``"block"`` (drop it and every later message of that sender).
+        strict: undeclared payload fields raise; otherwise they pass with a warning.
+    """
+
+    def __init__(
+        self,
+        noise: NoiseSpec,
+        epsilon: EpsilonSpec,
+        calibration: str = "strict",
+        n_agg: int = 1,
+        budget: float | None = None,
+        on_exhausted: str = "raise",
+        strict: bool = True,
+    ) -> None:
+        if not callable(epsilon):
+            _check_epsilon(epsilon)
+        if calibration not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+        if on_exhausted not in ON_EXHAUSTED:
+            raise ValueError(f"on_exhausted must be one of {ON_EXHAUSTED}, got {on_exhausted!r}")
+        if int(n_agg) < 1:
+            raise ValueError(f"n_agg must be >= 1, got {n_agg}")
+        if budget is not None and not budget > 0:
+            raise ValueError(f"budget must be > 0 (or None), got {budget}")
+        self.noise = noise
+        self.epsilon = epsilon
+        self.calibration = calibration
+        self.n_agg = int(n_agg)
+        self.budget = budget
+        self.on_exhausted = on_exhausted
+        self.strict = strict
+        self._warned: set[tuple[str, str]] = set()
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Fresh accountants and DP noise streams for every replica."""
+        m = context.num_agents
+        self.rngs = [s.generator("dp") for s in streams]
+        self.accountants = [PrivacyAccountant(m, budget_epsilon=self.budget) for _ in streams]
+        self.blocked = np.zeros((len(streams), m), bool)
+        self._releases: dict[tuple[int, int, str], int] = {}
+        self._declared: set[tuple[int, int, str]] = set()
+
+    def epsilon_spent(self) -> np.ndarray:
+        """(B, M) epsilon spent per replica and agent (basic composition)."""
+        return np.stack([accountant.totals() for accountant in self.accountants])
+
+    def message_epsilon(self, release_index: int) -> float:
+        """The charged epsilon of a sender's ``release_index``-th message (1-based)."""
+        epsilon = self.epsilon(release_index) if callable(self.epsilon) else self.epsilon
+        _check_epsilon(epsilon)
+        return float(epsilon) * (self.n_agg if self.calibration == "paper" else 1)
+
+    # ------------------------------------------------------------------ hook
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """Privatize every batch of the slot."""
+        out = []
+        for batch in batches:
+            privatized = self._privatize(batch)
+            if len(privatized):
+                out.append(privatized)
+        return out
+
+    def _privatize(self, batch: MessageBatch) -> MessageBatch:
+        schema = dict(batch.privacy or {})
+        undeclared = [name for name in batch.payload if name not in schema]
+        if undeclared:
+            if self.strict:
+                raise ValueError(
+                    f"message kind {batch.kind!r} has undeclared payload fields {undeclared}; under a DP wrapper "
+                    "declare each field Public(), Sensitive(...) or Privatized(...) (or pass strict=False)"
+                )
+            for name in undeclared:
+                if (batch.kind, name) not in self._warned:
+                    warnings.warn(
+                        f"DP wrapper (strict=False): field {name!r} of {batch.kind!r} is undeclared and sent as is",
+                        stacklevel=3,
+                    )
+                    self._warned.add((batch.kind, name))
+                schema[name] = Public()
+        sensitive = [name for name, d in schema.items() if isinstance(d, Sensitive)]
+        self._charge_declared(batch, schema)
+        if not sensitive:
+            return batch.with_payload(batch.payload, schema)
+        keep, epsilons = self._guard(batch, schema, sensitive)
+        kept = batch.take(keep)
+        payload = dict(kept.payload)
+        for name in sensitive:
+            payload[name] = self._noised(kept, name, schema[name], epsilons[keep])
+            schema[name] = Privatized(description=f"{self.noise.mechanism} noise added by the DP wrapper")
+        return kept.with_payload(payload, schema)
+
+    def _guard(self, batch: MessageBatch, schema: dict, sensitive: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Price each row, apply the budget guard, charge the accountants; returns kept rows and epsilons."""
+        keep = np.ones(len(batch), bool)
+        epsilons = np.zeros(len(batch))
+        for row in range(len(batch)):
+            b, sender = int(batch.replica[row]), int(batch.sender[row])
+            if self.blocked[b, sender]:
+                keep[row] = False
+                continue
+            key = (b, sender, batch.kind)
+            index = self._releases.get(key, 0) + 1
+            epsilon = self.message_epsilon(index)
+            events = self._events(batch, schema, sensitive, row, epsilon)
+            accountant = self.accountants[b]
+            if any(accountant.would_exceed(sender, event, partition) for event, partition in events):
+                if self.on_exhausted == "raise":
+                    raise PrivacyBudgetExceeded(sender, float(accountant.totals()[sender]), float(self.budget))
+                keep[row] = False
+                self.blocked[b, sender] |= self.on_exhausted == "block"
+                continue
+            for event, partition in events:
+                accountant.charge(sender, event, partition)
+            self._releases[key] = index
+            epsilons[row] = epsilon
+        return keep, epsilons
+
+    def _events(self, batch: MessageBatch, schema: dict, sensitive: list[str], row: int, epsilon: float) -> list:
+        """The (event, partition) pairs one row costs: one release per sensitive field."""
+        return [(self.noise.event(epsilon), self._partition(batch, schema[name], row)) for name in sensitive]
+
+    @staticmethod
+    def _partition(batch: MessageBatch, declaration: Sensitive, row: int):
+        if declaration.partition_field is None:
+            return None
+        return (batch.kind, np.asarray(batch.payload[declaration.partition_field][row]).item())
+
+    def _charge_declared(self, batch: MessageBatch, schema: dict) -> None:
+        """Charge agents' own mechanisms (``Privatized(epsilon=...)``) once per account key."""
+        for declaration in schema.values():
+            if not isinstance(declaration, Privatized) or declaration.epsilon is None:
+                continue
+            for b, sender in zip(batch.replica.tolist(), batch.sender.tolist()):
+                key = (b, sender, declaration.account_key)
+                if key not in self._declared:
+                    event = DeclaredEvent(declaration.epsilon, declaration.delta, declaration.description)
+                    self.accountants[b].record(sender, event, ("declared", declaration.account_key))
+                    self._declared.add(key)
+
+    def _noised(self, batch: MessageBatch, name: str, declaration: Sensitive, epsilons: np.ndarray) -> np.ndarray:
+        rows = np.arange(len(batch))
+        values = np.asarray(batch.payload[name], np.float64)
+        values = clip_to_declaration(values, declaration, batch.payload, rows)
+        sensitivity = _broadcast(entry_sensitivity(declaration, batch.payload, rows), values)
+        sensitivity = np.broadcast_to(sensitivity, values.shape)
+        if declaration.affects == "all":
+            flat = sensitivity.reshape(len(batch), -1)
+            total = flat.sum(axis=1) if self.noise.mechanism == "laplace" else np.sqrt((flat**2).sum(axis=1))
+            sensitivity = np.broadcast_to(_broadcast(total, values), values.shape)
+        noised = values.copy()
+        for b in np.unique(batch.replica):
+            for row in np.flatnonzero(batch.replica == b):
+                scale = self.noise.scale(np.asarray(sensitivity[row]), float(epsilons[row]))
+                noised[row] = values[row] + self.noise.draw(self.rngs[b], scale)
+        return noised
+
+
+def _check_epsilon(epsilon: float) -> None:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float | np.floating) or not epsilon > 0:
+        raise ValueError(f"epsilon must be a number > 0, got {epsilon!r}")
+    if not np.isfinite(epsilon):
+        raise ValueError("epsilon must be finite under a DP wrapper; remove the wrapper for no privacy")

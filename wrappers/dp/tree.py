@@ -1,0 +1,88 @@
+"""Continual release of running sums through binary-tree mechanisms (one tree per stream entry).
+
+Used by :class:`~wrappers.dp.wrappers.TreeMessageDP`. A ``Sensitive(aggregate="sum")`` field is read as
+a running sum of records: each message's increment over the sender's previous message of that kind
+enters the tree of that (sender, kind, field, entry) stream, and the tree's noisy prefix sum is sent
+instead. Increments are clipped to the declared bounds (which must contain 0: a slot without a record
+adds 0), so one record changes one increment by at most ``high - low``. A stream costs its tree's
+guarantee once, charged at its first release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.channel.privacy import Sensitive
+from fedbandit_envs.core import AgentContext
+from fedbandit_envs.seeding import SeedStreams
+from wrappers.dp.accountant import TreeEvent
+from wrappers.dp.mechanisms import BinaryTreeMechanism
+from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec
+
+
+class TreePrivatizer(MessagePrivatizer):
+    """A message hook that replaces running sums by binary-tree noisy prefix sums.
+
+    Args:
+        epsilon: total epsilon of each stream (the tree splits it over its levels).
+        budget, on_exhausted, strict: as in :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
+    """
+
+    def __init__(self, epsilon: float, budget: float | None = None, on_exhausted: str = "raise", strict: bool = True):
+        super().__init__(NoiseSpec("laplace"), epsilon, "strict", 1, budget, on_exhausted, strict)
+
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Fresh trees; the stream length is the horizon (at most one message per slot per stream)."""
+        super().reset(context, streams)
+        self.horizon = context.horizon
+        self._trees: dict[tuple, list[BinaryTreeMechanism]] = {}
+        self._last: dict[tuple, np.ndarray] = {}
+
+    def _stream_key(self, batch: MessageBatch, name: str, row: int) -> tuple:
+        return (int(batch.replica[row]), int(batch.sender[row]), batch.kind, name)
+
+    def _events(self, batch: MessageBatch, schema: dict, sensitive: list[str], row: int, epsilon: float) -> list:
+        """A stream's tree is charged once, at its first release."""
+        events = []
+        for name in sensitive:
+            declaration = schema[name]
+            if (
+                declaration.aggregate != "sum"
+                or declaration.bounds is None
+                or not (declaration.bounds[0] <= 0.0 <= declaration.bounds[1])
+            ):
+                raise ValueError(
+                    f"TreeMessageDP releases running sums: declare {name!r} as Sensitive(aggregate='sum', "
+                    "bounds=(low, high)) with low <= 0 <= high"
+                )
+            if self._stream_key(batch, name, row) in self._trees:
+                continue
+            entries = int(np.prod(np.shape(batch.payload[name])[1:], dtype=np.int64))
+            levels = self.horizon.bit_length()
+            copies = entries if declaration.affects == "all" else 1
+            events += [(TreeEvent(epsilon, levels), (batch.kind, name))] * copies
+        return events
+
+    def _noised(self, batch: MessageBatch, name: str, declaration: Sensitive, epsilons: np.ndarray) -> np.ndarray:
+        values = np.asarray(batch.payload[name], np.float64)
+        low, high = declaration.bounds  # type: ignore[misc]
+        noised = np.empty_like(values)
+        for row in range(len(batch)):
+            key = self._stream_key(batch, name, row)
+            flat = values[row].reshape(-1)
+            if key not in self._trees:
+                rng = self.rngs[key[0]]
+                self._trees[key] = [
+                    BinaryTreeMechanism(float(epsilons[row]), self.horizon, high - low, rng=rng) for _ in flat
+                ]
+                self._last[key] = np.zeros_like(flat)
+            trees = self._trees[key]
+            if trees[0].count >= self.horizon:
+                raise ValueError(f"stream {key} sent more than horizon={self.horizon} running sums")
+            increments = np.clip(flat - self._last[key], low, high)
+            self._last[key] = self._last[key] + increments
+            noised[row] = np.array([tree.add(x) for tree, x in zip(trees, increments)]).reshape(values[row].shape)
+        return noised
