@@ -1,0 +1,1 @@
+"""The scenario catalogue: every module here registers its scenarios on import."""

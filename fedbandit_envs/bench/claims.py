@@ -1,0 +1,77 @@
+"""Reusable claim checks on tidy results (final-checkpoint means over seeds).
+
+Each function returns a :class:`~fedbandit_envs.bench.scenarios.Claim`. Results rows carry the
+scenario's sweep values in columns named after the sweep key's keyword (``"env.horizon"`` -> ``horizon``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fedbandit_envs.bench.scenarios import Claim, ClaimVerdict
+from fedbandit_envs.runner import Results
+
+
+def final_means(results: Results, metric: str, by: Sequence[str] = ("algorithm",)) -> dict[tuple, float]:
+    """Mean of ``metric`` over seeds at each run's last checkpoint, grouped by the ``by`` columns."""
+    last: dict[tuple, int] = {}
+    for row in results.curves:
+        key = tuple(row.get(k) for k in by) + (row["seed"],)
+        last[key] = max(last.get(key, 0), row["slot"])
+    groups: dict[tuple, list[float]] = {}
+    for row in results.curves:
+        key = tuple(row.get(k) for k in by)
+        if row["slot"] == last[key + (row["seed"],)]:
+            groups.setdefault(key, []).append(float(row[metric]))
+    return {key: float(np.mean(values)) for key, values in groups.items()}
+
+
+def ordering(name: str, description: str, algorithms: Sequence[str], metric: str = "group_regret") -> Claim:
+    """Final ``metric`` strictly increases along ``algorithms`` (e.g. best first)."""
+
+    def check(results: Results) -> ClaimVerdict:
+        means = final_means(results, metric)
+        values = {a: means.get((a,), float("nan")) for a in algorithms}
+        ordered = all(values[a] < values[b] for a, b in zip(algorithms, algorithms[1:]))
+        text = " < ".join(f"{a} ({values[a]:.4g})" for a in algorithms)
+        return ClaimVerdict(bool(ordered), f"final {metric}: {text}", values)
+
+    return Claim(name, description, check)
+
+
+def monotone(
+    name: str,
+    description: str,
+    parameter: str,
+    direction: str,
+    metric: str = "group_regret",
+    algorithm: str | None = None,
+    tolerance: float = 0.0,
+) -> Claim:
+    """Final ``metric`` is monotone in ``parameter`` (``direction``: "decreasing" or "increasing").
+
+    ``tolerance`` allows each step to go the wrong way by that fraction of the previous value.
+    """
+    if direction not in ("decreasing", "increasing"):
+        raise ValueError(f"direction must be 'decreasing' or 'increasing', got {direction!r}")
+
+    def check(results: Results) -> ClaimVerdict:
+        means = final_means(results, metric, by=("algorithm", parameter))
+        series: dict[Any, float] = {
+            key[1]: value for key, value in means.items() if algorithm is None or key[0] == algorithm
+        }
+        points = sorted(series)
+        values = [series[p] for p in points]
+        sign = -1.0 if direction == "decreasing" else 1.0
+        ok = all(sign * (b - a) >= -tolerance * abs(a) for a, b in zip(values, values[1:]))
+        text = ", ".join(f"{parameter}={p}: {v:.4g}" for p, v in zip(points, values))
+        return ClaimVerdict(
+            bool(ok) and len(points) > 1,
+            f"final {metric} {direction} in {parameter}: {text}",
+            dict(zip(map(str, points), values)),
+        )
+
+    return Claim(name, description, check)

@@ -1,0 +1,183 @@
+"""Scenarios: a paper experiment (or any benchmark) as data.
+
+A :class:`Scenario` names the environment, the algorithms compared, the parameter sweep, the seeds
+and checkpoints, and the :class:`Claim` objects its results must satisfy, at two scales: ``"ci"``
+(minutes on a laptop, used by tests) and ``"paper"`` (the published setting). Scenarios are
+registered in a catalogue (:func:`register`, :func:`get`, :func:`names`); the modules of
+``fedbandit_envs.bench.catalogue`` register the papers' experiments on import.
+
+Sweep keys address where a value goes: ``"env.<kwarg>"`` (environment keyword),
+``"alg.<kwarg>"`` (keyword of every algorithm's constructor) or ``"wrapper.<kwarg>"`` (keyword of
+every wrapper). Each job of a sweep is one (point, algorithm) pair over all seeds, run by the
+scenario's ``runner`` (by default :func:`fedbandit_envs.runner.run`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from fedbandit_envs.runner import Results, load_object
+
+SCALES = ("ci", "paper")
+SWEEP_TARGETS = ("env", "alg", "wrapper")
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """An algorithm by import path (or a name known to the runner) and constructor keywords."""
+
+    path: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def factory(self, extra: Mapping[str, Any] | None = None) -> Callable[[], Any]:
+        """A zero-argument factory building a fresh instance (``extra`` keywords override)."""
+        from fedbandit_envs.runner import ALGORITHMS
+
+        target = load_object(ALGORITHMS.get(self.path, self.path))
+        kwargs = {**self.kwargs, **(extra or {})}
+        return lambda: target(**kwargs)
+
+
+@dataclass(frozen=True)
+class WrapperSpec:
+    """A wrapper by import path and keywords (e.g. ``wrappers.dp:LaplaceMessageDP``, epsilon=1)."""
+
+    path: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def factory(self, extra: Mapping[str, Any] | None = None) -> Callable[[Any], Any]:
+        """A function ``env -> wrapped env``."""
+        target = load_object(self.path)
+        kwargs = {**self.kwargs, **(extra or {})}
+        return lambda env: target(env, **kwargs)
+
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """The outcome of checking a claim: pass/fail, a sentence of evidence, and the measured numbers."""
+
+    passed: bool
+    evidence: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A qualitative statement about a scenario's results, e.g. "regret decreases in epsilon".
+
+    Attributes:
+        name: short identifier.
+        description: the statement, in words (as the paper makes it).
+        check: a function of the scenario's whole :class:`Results` returning a :class:`ClaimVerdict`.
+    """
+
+    name: str
+    description: str
+    check: Callable[[Results], ClaimVerdict]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A benchmark experiment as data (see the module docstring).
+
+    Attributes:
+        name: unique id, ``"<paper>/<experiment>"``, e.g. ``"li_song/fig4_epsilon"``.
+        paper: which paper (or ``"suite"``).
+        description: what the experiment shows.
+        env_kwargs: environment keywords common to every point.
+        algorithms: label -> :class:`AlgorithmSpec`.
+        sweep: sweep key (``"env.x"``, ``"alg.x"``, ``"wrapper.x"``) -> values; the cartesian product is swept.
+        wrappers: wrappers applied to the env of every job, in order.
+        seeds: number of seeds (runs ``0 .. seeds-1``).
+        checkpoints: checkpoints per run.
+        claims: what the results must show.
+        scales: ``{"ci": {...}, "paper": {...}}`` overrides of ``env_kwargs`` keys and of ``seeds`` /
+            ``checkpoints`` / ``sweep`` (a dict replacing the sweep).
+        runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.runner.run`.
+    """
+
+    name: str
+    paper: str
+    description: str
+    env_kwargs: Mapping[str, Any]
+    algorithms: Mapping[str, AlgorithmSpec]
+    sweep: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    wrappers: Sequence[WrapperSpec] = ()
+    seeds: int = 5
+    checkpoints: int = 20
+    claims: Sequence[Claim] = ()
+    scales: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    runner: str = "fedbandit_envs.runner:run"
+
+    def __post_init__(self) -> None:
+        if "/" not in self.name:
+            raise ValueError(f"scenario name must look like '<paper>/<experiment>', got {self.name!r}")
+        if not self.algorithms:
+            raise ValueError(f"scenario {self.name!r} needs at least one algorithm")
+        for key in self.sweep:
+            target, _, kwarg = key.partition(".")
+            if target not in SWEEP_TARGETS or not kwarg:
+                raise ValueError(f"sweep key {key!r} must be 'env.<kwarg>', 'alg.<kwarg>' or 'wrapper.<kwarg>'")
+        unknown = set(self.scales) - set(SCALES)
+        if unknown:
+            raise ValueError(f"unknown scales {sorted(unknown)}; use {SCALES}")
+
+    def at_scale(self, scale: str) -> Scenario:
+        """Return the scenario with the overrides of ``scale`` applied."""
+        if scale not in SCALES:
+            raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+        overrides = dict(self.scales.get(scale, {}))
+        top = {k: overrides.pop(k) for k in ("seeds", "checkpoints", "sweep") if k in overrides}
+        return replace(self, env_kwargs={**self.env_kwargs, **overrides}, **top)
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every sweep point as ``{sweep key: value}`` (one empty point without a sweep)."""
+        keys = list(self.sweep)
+        return [dict(zip(keys, values)) for values in itertools.product(*(self.sweep[k] for k in keys))]
+
+
+def split_point(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Split a sweep point into ``{"env": {...}, "alg": {...}, "wrapper": {...}}`` keyword dicts."""
+    parts: dict[str, dict[str, Any]] = {target: {} for target in SWEEP_TARGETS}
+    for key, value in point.items():
+        target, _, kwarg = key.partition(".")
+        parts[target][kwarg] = value
+    return parts
+
+
+_CATALOGUE: dict[str, Scenario] = {}
+
+
+def register(scenario: Scenario) -> Scenario:
+    """Add a scenario to the catalogue (its name must be new)."""
+    if scenario.name in _CATALOGUE:
+        raise ValueError(f"scenario {scenario.name!r} is already registered")
+    _CATALOGUE[scenario.name] = scenario
+    return scenario
+
+
+def _load_catalogue() -> None:
+    import importlib
+    import pkgutil
+
+    from fedbandit_envs.bench import catalogue
+
+    for module in pkgutil.iter_modules(catalogue.__path__):
+        importlib.import_module(f"{catalogue.__name__}.{module.name}")
+
+
+def names() -> list[str]:
+    """Names of every registered scenario, sorted."""
+    _load_catalogue()
+    return sorted(_CATALOGUE)
+
+
+def get(name: str) -> Scenario:
+    """The scenario called ``name``."""
+    _load_catalogue()
+    if name not in _CATALOGUE:
+        raise ValueError(f"unknown scenario {name!r}; `fedbandit list` shows the catalogue")
+    return _CATALOGUE[name]
