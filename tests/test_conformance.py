@@ -4,7 +4,6 @@ import pickle
 import warnings
 
 import gymnasium
-import numpy as np
 import pettingzoo
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
@@ -13,25 +12,28 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 import fedbandit_envs  # noqa: F401  (registers the ids)
 from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
 
-SMALL = {"num_agents": 4, "num_arms": 3, "horizon": 60}
 PARALLEL_IDS = sorted(PARALLEL_ENVS)
 GYMNASIUM_IDS = sorted(GYMNASIUM_ENVS)
 
 
 def make_parallel(env_id):
-    return pettingzoo.make("parallel", env_id, **SMALL)
+    return pettingzoo.make("parallel", env_id, **PARALLEL_ENVS[env_id].test_kwargs)
+
+
+def make_gymnasium(env_id, **overrides):
+    return gymnasium.make(env_id, **{**GYMNASIUM_ENVS[env_id].test_kwargs, **overrides})
 
 
 def rollout(env, seed, steps=50):
-    """Observations, rewards and infos of a rollout with actions from a seeded generator."""
-    rng = np.random.default_rng(seed)
+    """Observations, rewards and infos of a rollout with actions sampled from seeded action spaces."""
     observations, infos = env.reset(seed=seed)
+    for i, agent in enumerate(env.possible_agents):
+        env.action_space(agent).seed(seed + i)
     trace = [(observations, infos)]
     for _ in range(steps):
         if not env.agents:
             break
-        actions = {a: int(rng.integers(SMALL["num_arms"])) for a in env.agents}
-        trace.append(env.step(actions))
+        trace.append(env.step({a: env.action_space(a).sample() for a in env.agents}))
     return trace
 
 
@@ -70,9 +72,11 @@ def test_parallel_determinism_and_pickle(env_id):
     assert not data_equivalence(first, rollout(make_parallel(env_id), 8))
     env = make_parallel(env_id)
     env.reset(seed=5)
-    env.step({a: 0 for a in env.agents})
+    for i, agent in enumerate(env.possible_agents):
+        env.action_space(agent).seed(i)
+    env.step({a: env.action_space(a).sample() for a in env.agents})
     clone = pickle.loads(pickle.dumps(env))
-    actions = {a: 1 for a in env.agents}
+    actions = {a: env.action_space(a).sample() for a in env.agents}
     assert data_equivalence(env.step(actions), clone.step(actions))
 
 
@@ -80,7 +84,7 @@ def test_parallel_determinism_and_pickle(env_id):
 def test_gymnasium_check_env(env_id):
     from gymnasium.utils.env_checker import check_env
 
-    env = gymnasium.make(env_id)
+    env = make_gymnasium(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env.unwrapped)
@@ -91,34 +95,36 @@ def test_sb3_check_env(env_id):
     sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        sb3_checker.check_env(gymnasium.make(env_id), warn=True)
+        sb3_checker.check_env(make_gymnasium(env_id), warn=True)
 
 
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
 def test_gymnasium_determinism_and_pickle(env_id):
     def trace(env, seed):
         observation, info = env.reset(seed=seed)
-        rng = np.random.default_rng(seed)
+        env.action_space.seed(seed)
         steps = [(observation, info)]
         for _ in range(50):
-            steps.append(env.step(int(rng.integers(env.action_space.n))))
+            steps.append(env.step(env.action_space.sample()))
             if steps[-1][2] or steps[-1][3]:
                 break
         return steps
 
-    assert data_equivalence(trace(gymnasium.make(env_id), 2), trace(gymnasium.make(env_id), 2))
-    env = gymnasium.make(env_id)
+    assert data_equivalence(trace(make_gymnasium(env_id), 2), trace(make_gymnasium(env_id), 2))
+    env = make_gymnasium(env_id)
     env.reset(seed=4)
-    env.step(0)
+    env.action_space.seed(0)
+    env.step(env.action_space.sample())
     clone = pickle.loads(pickle.dumps(env))
-    assert data_equivalence(env.step(1), clone.step(1))
+    action = env.action_space.sample()
+    assert data_equivalence(env.step(action), clone.step(action))
 
 
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
 def test_gymnasium_training_smoke(env_id):
     sb3 = pytest.importorskip("stable_baselines3")
-    env = gymnasium.make(env_id, horizon=64)
+    env = make_gymnasium(env_id, horizon=64)
     model = sb3.PPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0).learn(128)
     observation, _ = env.reset(seed=0)
     action, _ = model.predict(observation, deterministic=True)
-    assert env.action_space.contains(int(action))
+    assert env.action_space.contains(action)
