@@ -78,17 +78,17 @@ class IndependentUCB1(Population):
         self.counts = np.zeros(shape, np.int64)
         self.sums = np.zeros(shape)
         self.totals = np.zeros(shape[:2], np.int64)
-        self._rows = np.arange(shape[0])[:, None]
-        self._cols = np.arange(shape[1])[None, :]
+        self._cells = (np.arange(shape[0] * shape[1]) * shape[2]).reshape(shape[:2])
 
     def act(self, slot: int, partners: np.ndarray) -> Action:
         """UCB1 on the agent's own statistics."""
         return Action(ucb1_arms(self.counts, self.sums, self.totals))
 
     def observe(self, feedback: Feedback) -> None:
-        """Add each agent's reward to its own statistics."""
-        self.counts[self._rows, self._cols, feedback.arms] += 1
-        self.sums[self._rows, self._cols, feedback.arms] += feedback.rewards
+        """Add each agent's reward to its own statistics (flat indices: one cell per agent)."""
+        cells = self._cells + feedback.arms
+        self.counts.reshape(-1)[cells] += 1
+        self.sums.reshape(-1)[cells] += feedback.rewards
         self.totals += 1
 
 

@@ -14,6 +14,7 @@ An action is an arm index, or ``{"arm": k, "messages": [Message, ...]}``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -92,25 +93,24 @@ def agent_observations(feedback: Feedback, next_slot: int, replica: int = 0) -> 
     arms = feedback.arms[replica].tolist()
     rewards = np.array(feedback.rewards[replica], dtype=np.float64)
     partners = feedback.partners[replica].tolist()
-    inboxes = _inboxes(feedback.inbox, len(arms), replica)
+    if feedback.inbox:
+        inboxes = [tuple(inbox) for inbox in _inboxes(feedback.inbox, len(arms), replica)]
+    else:
+        inboxes = [()] * len(arms)
     return [
-        {
-            "slot": next_slot,
-            "arm": arms[i],
-            "reward": rewards[i, ...],
-            "partner": partners[i],
-            "inbox": tuple(inboxes[i]),
-        }
-        for i in range(len(arms))
+        {"slot": next_slot, "arm": arm, "reward": rewards[i, ...], "partner": partner, "inbox": inbox}
+        for i, (arm, partner, inbox) in enumerate(zip(arms, partners, inboxes))
     ]
 
 
 def feedback_from_observations(observations: Sequence[Mapping[str, Any]]) -> Feedback:
     """Rebuild the (B = 1) :class:`Feedback` of a step from the agents' observations, in agent order."""
-    arms = np.array([[o["arm"] for o in observations]], np.int64)
-    rewards = np.array([[float(o["reward"]) for o in observations]])
-    partners = np.array([[o["partner"] for o in observations]], np.int64)
-    inbox = batches_from_messages([m for o in observations for m in o["inbox"]])
+    n = len(observations)
+    arms = np.fromiter(map(itemgetter("arm"), observations), np.int64, n)[None, :]
+    rewards = np.fromiter(map(itemgetter("reward"), observations), np.float64, n)[None, :]
+    partners = np.fromiter(map(itemgetter("partner"), observations), np.int64, n)[None, :]
+    messages = [m for o in observations for m in o["inbox"]]
+    inbox = batches_from_messages(messages) if messages else []
     return Feedback(int(observations[0]["slot"]) - 1, arms, rewards, inbox, partners)
 
 

@@ -94,6 +94,8 @@ class Channel:
             np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
         self.ledger.reset(self.num_replicas, m, np.stack(components), edges)
         self._in_flight: dict[int, list[MessageBatch]] = {}
+        self.no_partners = np.full((self.num_replicas, m), -1, np.int64)
+        self.no_partners.setflags(write=False)
         self._edges = [t.edges() for t in topologies]
         if self.config.gossip is not None and not all(
             len(e) and t.is_connected() for e, t in zip(self._edges, topologies)
@@ -114,9 +116,9 @@ class Channel:
     # ------------------------------------------------------------------ gossip
     def sample_gossip_partners(self) -> np.ndarray:
         """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none."""
-        partners = np.full((self.num_replicas, self.num_agents), -1, np.int64)
         if self.config.gossip is None:
-            return partners
+            return self.no_partners
+        partners = np.full((self.num_replicas, self.num_agents), -1, np.int64)
         for b, rng in enumerate(self._rngs):
             edges = self._edges[b]
             if self.config.gossip == "uniform_edge":

@@ -56,6 +56,18 @@ class CostModel:
             raise ValueError(f"link_accounting must be one of {LINK_ACCOUNTING_MODES}, got {self.link_accounting!r}")
 
 
+def _add(target: np.ndarray, index: np.ndarray, weights: np.ndarray | None = None) -> None:
+    """``target.flat[index] += weights``, summing repeated indices (``np.bincount``, faster than ``np.add.at``)."""
+    sums = np.bincount(index, weights=weights, minlength=target.size).reshape(target.shape)
+    target += sums.astype(target.dtype, copy=False) if target.dtype.kind == "i" else sums
+
+
+def _tally(index: np.ndarray, size: int, count: np.ndarray, packed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Copies and logical messages per index value (the same arrays when nothing is packed)."""
+    copies = np.bincount(index, minlength=size)
+    return copies, (np.bincount(index, weights=count, minlength=size).astype(np.int64) if packed else copies)
+
+
 class Ledger:
     """Totals of transmitted messages and their cost, per replica, agent, direction and kind.
 
@@ -104,29 +116,35 @@ class Ledger:
         if len(batch) == 0:
             return
         b = batch.replica
+        num_replicas, n = len(self.messages), self._num_agents + 1
         sender, recipient = self._node(batch.sender), self._node(batch.recipient)
         row_bytes = batch.bytes_per_row
-        logical = batch.count
-        np.add.at(self.messages, b, logical)
-        np.add.at(self.copies, b, 1)
-        np.add.at(self.scalars, b, batch.scalars_per_row)
-        np.add.at(self.bytes, b, row_bytes)
-        np.add.at(self.sent_messages, (b, sender), logical)
-        np.add.at(self.sent_bytes, (b, sender), row_bytes)
-        np.add.at(self.received_messages, (b, recipient), logical)
-        np.add.at(self.received_bytes, (b, recipient), row_bytes)
+        packed = bool(np.any(batch.count != 1))
+        copies, logical = _tally(b, num_replicas, batch.count, packed)
+        self.copies += copies
+        self.messages += logical
+        self.scalars += copies * batch.scalars_per_row
+        self.bytes += copies * row_bytes
+        sent_copies, sent_logical = _tally(b * n + sender, num_replicas * n, batch.count, packed)
+        self.sent_messages += sent_logical.reshape(num_replicas, n)
+        self.sent_bytes += (sent_copies * row_bytes).reshape(num_replicas, n)
+        received_copies, received_logical = _tally(b * n + recipient, num_replicas * n, batch.count, packed)
+        self.received_messages += received_logical.reshape(num_replicas, n)
+        self.received_bytes += (received_copies * row_bytes).reshape(num_replicas, n)
         direction = np.where(batch.recipient == SERVER, 0, np.where(batch.sender == SERVER, 1, 2))
-        np.add.at(self.direction_messages, (b, direction), logical)
-        np.add.at(self.direction_bytes, (b, direction), row_bytes)
-        kind_messages = self.kind_messages.setdefault(batch.kind, np.zeros(len(self.messages), np.int64))
-        kind_bytes = self.kind_bytes.setdefault(batch.kind, np.zeros(len(self.messages), np.int64))
-        np.add.at(kind_messages, b, logical)
-        np.add.at(kind_bytes, b, row_bytes)
+        shape = (num_replicas, len(DIRECTIONS))
+        direction_copies, direction_logical = _tally(b * shape[1] + direction, shape[0] * shape[1], batch.count, packed)
+        self.direction_messages += direction_logical.reshape(shape)
+        self.direction_bytes += (direction_copies * row_bytes).reshape(shape)
+        kind_messages = self.kind_messages.setdefault(batch.kind, np.zeros(num_replicas, np.int64))
+        kind_bytes = self.kind_bytes.setdefault(batch.kind, np.zeros(num_replicas, np.int64))
+        kind_messages += logical
+        kind_bytes += copies * row_bytes
         model = self.cost_model
-        price = model.price_per_message * logical + model.price_per_byte * row_bytes
-        if np.any(price):
-            np.add.at(self.cost, b, price)
-            np.add.at(self.node_cost, (b, sender), price)
+        if model.price_per_message or model.price_per_byte:
+            price = model.price_per_message * batch.count + model.price_per_byte * row_bytes
+            _add(self.cost, b, price)
+            _add(self.node_cost, b * n + sender, price)
         opens_link = np.flatnonzero(~((batch.sender == SERVER) & model.free_server_downlink))
         first_row = self._num_records
         self._num_records += len(batch)
@@ -139,7 +157,7 @@ class Ledger:
                     "sender": batch.sender.copy(),
                     "recipient": batch.recipient.copy(),
                     "kind": np.full(len(batch), batch.kind, dtype=object),
-                    "messages": logical.copy(),
+                    "messages": batch.count.copy(),
                     "scalars": np.full(len(batch), batch.scalars_per_row, np.int64),
                     "bytes": np.full(len(batch), row_bytes, np.int64),
                     "dropped": np.zeros(len(batch), bool),
@@ -148,7 +166,7 @@ class Ledger:
 
     def mark_dropped(self, batch: MessageBatch, dropped: np.ndarray) -> None:
         """Count the copies of the batch just transmitted that the channel dropped (boolean mask)."""
-        np.add.at(self.dropped, batch.replica[dropped], 1)
+        _add(self.dropped, batch.replica[dropped])
         if self.record_messages:
             self._records[-1]["dropped"] = dropped.copy()
 
@@ -193,13 +211,13 @@ class Ledger:
         """Charge ``unit_cost * units`` once per distinct (replica, key_a, key_b), to its first copy."""
         if len(replica) == 0:
             return
-        keys = np.stack([replica, key_a, key_b], axis=1)
-        _, first = np.unique(keys, axis=0, return_index=True)
+        n = self._num_agents + 1
+        _, first = np.unique((replica * n + key_a) * n + key_b, return_index=True)
         cost = unit_cost * units[first]
-        np.add.at(self.links, replica[first], units[first])
-        np.add.at(self.link_cost, replica[first], cost)
-        np.add.at(self.cost, replica[first], cost)
-        np.add.at(self.node_cost, (replica[first], owner[first]), cost)
+        _add(self.links, replica[first], units[first])
+        _add(self.link_cost, replica[first], cost)
+        _add(self.cost, replica[first], cost)
+        _add(self.node_cost, replica[first] * n + owner[first], cost)
         if self.record_messages:
             self._record_link_cost.append((row[first], cost))
 

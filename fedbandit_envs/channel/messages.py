@@ -179,30 +179,50 @@ class MessageBatch:
         """Payload bytes of one row (the same for every row)."""
         return int(sum(int(np.prod(a.shape[1:], dtype=np.int64)) * a.itemsize for a in self.payload.values()))
 
+    @classmethod
+    def _trusted(cls, kind, replica, sender, recipient, payload, count, slot, privacy) -> MessageBatch:
+        """Build a batch from arrays already validated by another batch (no copies, no checks)."""
+        batch = object.__new__(cls)
+        for name, value in (
+            ("kind", kind),
+            ("replica", replica),
+            ("sender", sender),
+            ("recipient", recipient),
+            ("payload", payload),
+            ("count", count),
+            ("slot", slot),
+            ("privacy", privacy),
+        ):
+            object.__setattr__(batch, name, value)
+        return batch
+
     def take(self, rows: np.ndarray) -> MessageBatch:
         """The sub-batch of the given row indices (or boolean mask)."""
-        return MessageBatch(
-            kind=self.kind,
-            replica=self.replica[rows],
-            sender=self.sender[rows],
-            recipient=self.recipient[rows],
-            payload={k: v[rows] for k, v in self.payload.items()},
-            count=self.count[rows],
-            slot=self.slot[rows],
-            privacy=self.privacy,
+        return MessageBatch._trusted(
+            self.kind,
+            self.replica[rows],
+            self.sender[rows],
+            self.recipient[rows],
+            {k: v[rows] for k, v in self.payload.items()},
+            self.count[rows],
+            self.slot[rows],
+            self.privacy,
         )
 
     def with_rows(self, rows: np.ndarray, recipient: np.ndarray, slot: int) -> MessageBatch:
         """Rows ``rows`` re-addressed to ``recipient`` and stamped with the send ``slot``."""
-        return MessageBatch(
-            kind=self.kind,
-            replica=self.replica[rows],
-            sender=self.sender[rows],
-            recipient=recipient,
-            payload={k: v[rows] for k, v in self.payload.items()},
-            count=self.count[rows],
-            slot=np.full(len(rows), slot, np.int64),
-            privacy=self.privacy,
+        recipient = np.asarray(recipient, np.int64)
+        if len(recipient) != len(rows):
+            raise ValueError("with_rows needs one recipient per row")
+        return MessageBatch._trusted(
+            self.kind,
+            self.replica[rows],
+            self.sender[rows],
+            recipient,
+            {k: v[rows] for k, v in self.payload.items()},
+            self.count[rows],
+            np.full(len(rows), slot, np.int64),
+            self.privacy,
         )
 
     def with_payload(self, payload: Mapping[str, np.ndarray], privacy: PrivacySchema | None) -> MessageBatch:
@@ -214,7 +234,7 @@ class MessageBatch:
     def messages(self) -> list[Message]:
         """The rows as :class:`Message` objects (replica index dropped)."""
         return [
-            Message(
+            Message.trusted(
                 sender=int(self.sender[r]),
                 recipient=int(self.recipient[r]),
                 kind=self.kind,

@@ -163,6 +163,7 @@ class FederatedMAB(ParallelEnv):
             episode_seed = self._master_seed.spawn(1)[0]
         self._feedback = self.core.reset([episode_seed])
         self.agents = list(self.possible_agents)
+        self._all_false = dict.fromkeys(self.agents, False)
         observations = agent_observations(self._feedback, 0)
         return dict(zip(self.agents, observations)), self._infos()
 
@@ -170,6 +171,36 @@ class FederatedMAB(ParallelEnv):
         """Play one slot with every live agent's action (an arm, or ``{"arm": k, "messages": [...]}``)."""
         if not self.agents:
             raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+        arms = self._plain_arms(actions)
+        if arms is not None:
+            self._feedback = feedback = self.core.step(arms, arms_checked=True)
+        else:
+            arms, messages = self._parse_actions(actions)
+            self._feedback = feedback = self.core.step(arms, batches_from_messages(messages))
+        observations = dict(zip(self.agents, agent_observations(feedback, self.core.slot)))
+        rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
+        truncated = self.core.done
+        terminations = self._all_false.copy()
+        truncations = dict.fromkeys(self.agents, True) if truncated else self._all_false.copy()
+        infos = self._infos()
+        if truncated:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def _plain_arms(self, actions: Mapping[str, Any]) -> np.ndarray | None:
+        """The (1, M) arm array when every live agent gave a valid plain ``int`` (the fast path), else None."""
+        if len(actions) != len(self.agents):
+            return None
+        try:
+            values = list(map(actions.__getitem__, self.agents))
+        except KeyError:
+            return None
+        if set(map(type, values)) != {int} or min(values) < 0 or max(values) >= self.config.num_arms:
+            return None
+        return np.array([values], np.int64)
+
+    def _parse_actions(self, actions: Mapping[str, Any]) -> tuple[np.ndarray, list[Message]]:
+        """Validate every action (arm or dict with messages) with errors that say what is wrong."""
         missing = [a for a in self.agents if a not in actions]
         unknown = [a for a in actions if a not in self._index]
         if missing or unknown:
@@ -187,34 +218,20 @@ class FederatedMAB(ParallelEnv):
                         f"{agent} sent a message with sender={message.sender}; an agent may only send as itself ({i})"
                     )
             messages.extend(sent)
-        self._feedback = feedback = self.core.step(arms, batches_from_messages(messages))
-        observations = agent_observations(feedback, self.core.slot)
-        rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
-        truncated = self.core.done
-        observations = dict(zip(self.agents, observations))
-        terminations = dict.fromkeys(self.agents, False)
-        truncations = dict.fromkeys(self.agents, truncated)
-        infos = self._infos()
-        if truncated:
-            self.agents = []
-        return observations, rewards, terminations, truncations, infos
+        return arms, messages
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         ledger = self.ledger
-        regret = self.core.regret[0].tolist()
-        instant = self.core.last_regret[0].tolist()
-        sent = ledger.sent_messages[0].tolist()
-        sent_bytes = ledger.sent_bytes[0].tolist()
-        cost = ledger.node_cost[0].tolist()
+        columns = zip(
+            self.core.regret[0].tolist(),
+            self.core.last_regret[0].tolist(),
+            ledger.sent_messages[0].tolist(),
+            ledger.sent_bytes[0].tolist(),
+            ledger.node_cost[0].tolist(),
+        )
         return {
-            a: {
-                "pseudo_regret": regret[i],
-                "instant_regret": instant[i],
-                "messages_sent": sent[i],
-                "bytes_sent": sent_bytes[i],
-                "cost": cost[i],
-            }
-            for i, a in enumerate(self.agents)
+            agent: {"pseudo_regret": r, "instant_regret": i, "messages_sent": m, "bytes_sent": b, "cost": c}
+            for agent, (r, i, m, b, c) in zip(self.agents, columns)
         }
 
     def state(self) -> np.ndarray:

@@ -206,15 +206,17 @@ class FederatedMABCore:
             raise ValueError(f"arm {bad} is out of range: arms are 0..{self.config.num_arms - 1}")
         return arms.astype(np.int64, copy=False)
 
-    def step(self, arms: np.ndarray, messages: Sequence[MessageBatch] = ()) -> Feedback:
+    def step(self, arms: np.ndarray, messages: Sequence[MessageBatch] = (), *, arms_checked: bool = False) -> Feedback:
         """Play one slot: pull ``arms`` (B, M), route ``messages``, run the coordinator.
 
         Everything is validated before any state changes: a rejected step leaves the core, the
-        ledger and the random streams as they were.
+        ledger and the random streams as they were. ``arms_checked=True`` skips the arm check for a
+        caller that has already validated a (B, M) int64 array.
         """
         if self.done:
             raise RuntimeError("the horizon is reached; call reset() to start a new episode")
-        arms = self.check_arms(arms)
+        if not arms_checked:
+            arms = self.check_arms(arms)
         prepared = self._prepare(messages)
         slot = self.slot
         if self.message_hooks:
