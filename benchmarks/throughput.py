@@ -1,0 +1,513 @@
+"""Throughput of fedbandit-envs: the public PettingZoo API, the batched core, and a bare-numpy floor.
+
+Usage::
+
+    python benchmarks/throughput.py [--quick] [--repeats N] [--out benchmarks/results.json]
+    python benchmarks/throughput.py --profile independent_ucb1 [--profile-slots 5000]
+
+Every row plays Bernoulli bandits (``instance="uniform"``, ``topology="server"``, seed 0 or seeds
+0..B-1) and reports **agent-slots per second** = B * M * slots / wall seconds (B = 1 outside the
+batched path). All rows are measured in one process, with the repeats of every row interleaved, so
+the ratios compare like with like; each row's best repeat is reported.
+
+Rows:
+
+* ``api``: the loop a user writes against the ``FederatedMAB`` ParallelEnv (action dicts, observation
+  dicts, ``feedback_from_observations``), timed over the slot loop only (not construction or reset).
+* ``run_pettingzoo``: ``fedbandit_envs.runner.run_pettingzoo`` end to end (checkpoints=1), including
+  construction and reset: shows whether the runner adds anything to the ``api`` loop.
+* ``batched``: the same population on ``FederatedMABCore`` with B replicas (the loop of
+  ``run_batched``), slot loop only; ``run_batched``: the runner end to end (construction, reset of B
+  replicas, recording).
+* ``floor``: a bare numpy loop doing the same work on the same numbers: the same reward noise (blocks
+  of (256, M) uniforms per replica from the same ``rewards`` stream), the same UCB1 index operations as
+  ``agents.baselines.ucb1_arms`` (untried arms first, rotated per agent; argmax), the same count/sum
+  updates and the same pseudo-regret accumulation; no env, no dicts, no messages. For full sharing it
+  pools the previous slot's samples per replica (the one-slot upload lag of ``FullSharingUCB``).
+  The floor mirrors ``ucb1_arms`` op by op: if ``ucb1_arms`` changes, change the floors with it.
+* ``floor_tuned`` (context): a hand-tuned IndependentUCB1 floor (float counts, ``out=`` buffers, no
+  untried test after K slots); column ``tuned`` is its throughput over the row's.
+
+Before timing, every row is run for a few hundred slots next to its floor and the final per-agent
+pseudo-regret is compared exactly (column ``same``): the floor does the same work, not less.
+
+``ratio`` = floor agent-slots/s / row agent-slots/s, for the floor with the same algorithm, B, M and
+K. Benchmarks measure and report; nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime
+import gc
+import importlib.metadata
+import json
+import os
+import platform
+import pstats
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from agents.baselines import FullSharingUCB, IndependentUCB1
+from fedbandit_envs import runner
+from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.envs.mab_core import NOISE_BLOCK, FederatedMABCore, MABConfig
+from fedbandit_envs.observations import feedback_from_observations
+from fedbandit_envs.seeding import SeedStreams
+
+ALGORITHMS = {"independent_ucb1": IndependentUCB1, "full_sharing_ucb": FullSharingUCB}
+
+#: The acceptance target: floor / API throughput for IndependentUCB1 at M = 50, K = 100.
+TARGET_RATIO = 3.0
+TARGET_ROW = "api/independent_ucb1/M50"
+
+#: A run: slots -> (seconds of the timed part, final (B, M) pseudo-regret).
+Runner = Callable[[int], tuple[float, np.ndarray]]
+
+
+# ---------------------------------------------------------------------- the measured paths
+def run_api(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """The public PettingZoo loop (the runner's PettingZoo path, written out); times the slot loop."""
+    population = ALGORITHMS[algorithm]()
+    env = FederatedMAB(num_agents, num_arms, slots, coordinator=population.make_coordinator())
+    obs, infos = env.reset(seed=0)
+    population.reset(env.context)
+    partners = np.array([[obs[a]["partner"] for a in env.agents]], np.int64)
+    start = time.perf_counter()
+    for t in range(slots):
+        agents = list(env.agents)
+        action = population.act(t, partners)
+        obs, rew, term, trunc, infos = env.step(runner._pettingzoo_actions(env, action))
+        feedback = feedback_from_observations([obs[a] for a in agents])
+        partners = feedback.partners
+        population.observe(feedback)
+    elapsed = time.perf_counter() - start
+    return elapsed, env.core.regret.copy()
+
+
+def run_runner_pettingzoo(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """``run_pettingzoo`` end to end (construction, reset, loop, one checkpoint)."""
+    start = time.perf_counter()
+    results = runner.run_pettingzoo(
+        algorithm, {"num_agents": num_agents, "num_arms": num_arms, "horizon": slots}, [0], 1
+    )
+    elapsed = time.perf_counter() - start
+    regret = np.array([[row["regret"] for row in sorted(results.agents, key=lambda r: r["agent"])]])
+    return elapsed, regret
+
+
+def run_core(algorithm: str, replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """The batched loop of ``run_batched`` on ``FederatedMABCore``; times the slot loop."""
+    population = ALGORITHMS[algorithm]()
+    env = FederatedMAB(num_agents, num_arms, slots, coordinator=population.make_coordinator())
+    core = env.core
+    feedback = core.reset(list(range(replicas)))
+    population.reset(core.context)
+    start = time.perf_counter()
+    for t in range(slots):
+        action = population.act(t, feedback.partners)
+        feedback = core.step(action.arms, action.messages)
+        population.observe(feedback)
+    elapsed = time.perf_counter() - start
+    return elapsed, core.regret.copy()
+
+
+def run_runner_batched(
+    algorithm: str, replicas: int, num_agents: int, num_arms: int, slots: int
+) -> tuple[float, np.ndarray]:
+    """``run_batched`` end to end (construction, reset of every replica, loop, one checkpoint)."""
+    env_kwargs = {"num_agents": num_agents, "num_arms": num_arms, "horizon": slots}
+    start = time.perf_counter()
+    results = runner.run_batched(algorithm, env_kwargs, list(range(replicas)), 1)
+    elapsed = time.perf_counter() - start
+    regret = np.zeros((replicas, num_agents))
+    for row in results.agents:
+        regret[row["seed"], row["agent"]] = row["regret"]
+    return elapsed, regret
+
+
+# ---------------------------------------------------------------------- the numpy floor
+def floor_problem(replicas: int, num_agents: int, num_arms: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """The means (B, M, K), gaps (B, K) and fresh reward generators of seeds 0..B-1 (set-up, not timed)."""
+    core = FederatedMABCore(MABConfig(num_agents, num_arms, 1))
+    seeds = list(range(replicas))
+    core.reset(seeds)
+    rngs = [SeedStreams.from_seed(s).generator("rewards") for s in seeds]
+    return core.means.copy(), core.gaps.copy(), rngs
+
+
+def floor_independent(replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """Bare numpy: every agent runs UCB1 on its own counts; Bernoulli rewards; pseudo-regret."""
+    means, gaps, rngs = floor_problem(replicas, num_agents, num_arms)
+    b, m, k = means.shape
+    counts = np.zeros((b, m, k), np.int64)
+    sums = np.zeros((b, m, k))
+    counts_flat, sums_flat = counts.reshape(-1), sums.reshape(-1)
+    means_flat, gaps_flat = means.reshape(-1), gaps.reshape(-1)
+    cell = (np.arange(b * m) * k).reshape(b, m)  # flat offset of (replica, agent, arm 0)
+    gap_row = (np.arange(b) * k)[:, None]
+    rank = (np.arange(k)[None, :] - np.arange(m)[:, None]) % k  # rotated order of untried arms
+    log_t = np.log(np.maximum(np.arange(slots, dtype=np.float64), 1.0))  # totals == t for every agent
+    regret = np.zeros((b, m))
+    noise = np.empty((NOISE_BLOCK, b, m))
+    start = time.perf_counter()
+    for t in range(slots):
+        offset = t % NOISE_BLOCK
+        if offset == 0:
+            noise = np.stack([rng.random((NOISE_BLOCK, m)) for rng in rngs], axis=1)
+        untried = counts == 0
+        safe = np.maximum(counts, 1)
+        index = sums / safe + np.sqrt(2.0 * log_t[t] / safe)
+        arms = index.argmax(axis=-1)
+        if untried.any():
+            first_untried = np.where(untried, rank, k).argmin(axis=-1)
+            arms = np.where(untried.any(axis=-1), first_untried, arms)
+        flat = cell + arms
+        rewards = (noise[offset] < means_flat[flat]).astype(np.float64)
+        counts_flat[flat] += 1
+        sums_flat[flat] += rewards
+        regret += gaps_flat[gap_row + arms]
+    elapsed = time.perf_counter() - start
+    return elapsed, regret
+
+
+def floor_full_sharing(replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """Bare numpy: UCB1 on per-replica pooled statistics that include the samples up to slot t - 2."""
+    means, gaps, rngs = floor_problem(replicas, num_agents, num_arms)
+    b, m, k = means.shape
+    counts = np.zeros((b, k), np.int64)
+    sums = np.zeros((b, k))
+    means_flat, gaps_flat = means.reshape(-1), gaps.reshape(-1)
+    cell = (np.arange(b * m) * k).reshape(b, m)
+    pool = (np.arange(b) * k)[:, None]  # flat offset of (replica, arm 0) in the pooled arrays
+    rank = (np.arange(k)[None, :] - np.arange(m)[:, None]) % k
+    regret = np.zeros((b, m))
+    noise = np.empty((NOISE_BLOCK, b, m))
+    pending: tuple[np.ndarray, np.ndarray] | None = None
+    start = time.perf_counter()
+    for t in range(slots):
+        offset = t % NOISE_BLOCK
+        if offset == 0:
+            noise = np.stack([rng.random((NOISE_BLOCK, m)) for rng in rngs], axis=1)
+        untried = counts == 0
+        safe = np.maximum(counts, 1)
+        totals = counts.sum(axis=-1)
+        index = sums / safe + np.sqrt(2.0 * np.log(np.maximum(totals, 1))[:, None] / safe)
+        arms = np.broadcast_to(index.argmax(axis=-1)[:, None], (b, m))
+        if untried.any():
+            first_untried = np.where(untried[:, None, :], rank, k).argmin(axis=-1)
+            arms = np.where(untried.any(axis=-1)[:, None], first_untried, arms)
+        rewards = (noise[offset] < means_flat[cell + arms]).astype(np.float64)
+        regret += gaps_flat[pool + arms]
+        if pending is not None:  # the server pools last slot's uploads and broadcasts them now
+            counts += np.bincount(pending[0], minlength=b * k).reshape(b, k)
+            sums += np.bincount(pending[0], weights=pending[1], minlength=b * k).reshape(b, k)
+        pending = ((pool + arms).reshape(-1), rewards.reshape(-1))
+    elapsed = time.perf_counter() - start
+    return elapsed, regret
+
+
+def floor_tuned_independent(replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """A hand-tuned floor (context only): float counts, preallocated buffers, no untried test after K slots.
+
+    The index is computed as ``sums * (1 / counts) + sqrt(2 ln t * (1 / counts))``, which may differ from
+    ``ucb1_arms`` in the last bit (so its trajectory is not guaranteed identical; column ``same``).
+    """
+    means, gaps, rngs = floor_problem(replicas, num_agents, num_arms)
+    b, m, k = means.shape
+    counts = np.zeros((b, m, k))
+    sums = np.zeros((b, m, k))
+    counts_flat, sums_flat = counts.reshape(-1), sums.reshape(-1)
+    means_flat, gaps_flat = means.reshape(-1), gaps.reshape(-1)
+    cell = (np.arange(b * m) * k).reshape(b, m)
+    gap_row = (np.arange(b) * k)[:, None]
+    rank = (np.arange(k)[None, :] - np.arange(m)[:, None]) % k
+    two_log_t = 2.0 * np.log(np.maximum(np.arange(slots, dtype=np.float64), 1.0))
+    inverse, index = np.empty_like(counts), np.empty_like(counts)
+    regret = np.zeros((b, m))
+    noise = np.empty((NOISE_BLOCK, b, m))
+    start = time.perf_counter()
+    for t in range(slots):
+        offset = t % NOISE_BLOCK
+        if offset == 0:
+            noise = np.stack([rng.random((NOISE_BLOCK, m)) for rng in rngs], axis=1)
+        if t < k:  # an agent with an untried arm always pulls one, so none is left after K slots
+            untried = counts == 0
+            safe = np.maximum(counts, 1.0)
+            exploit = (sums / safe + np.sqrt(two_log_t[t] / safe)).argmax(axis=-1)
+            arms = np.where(untried.any(axis=-1), np.where(untried, rank, k).argmin(axis=-1), exploit)
+        else:
+            np.reciprocal(counts, out=inverse)
+            np.multiply(inverse, two_log_t[t], out=index)
+            np.sqrt(index, out=index)
+            np.multiply(sums, inverse, out=inverse)
+            np.add(index, inverse, out=index)
+            arms = index.argmax(axis=-1)
+        flat = cell + arms
+        rewards = (noise[offset] < means_flat[flat]).astype(np.float64)
+        counts_flat[flat] += 1.0
+        sums_flat[flat] += rewards
+        regret += gaps_flat[gap_row + arms]
+    elapsed = time.perf_counter() - start
+    return elapsed, regret
+
+
+FLOORS = {"independent_ucb1": floor_independent, "full_sharing_ucb": floor_full_sharing}
+
+
+# ---------------------------------------------------------------------- rows
+@dataclass
+class Row:
+    name: str
+    path: str  # api | run_pettingzoo | batched | run_batched | floor | floor_tuned
+    algorithm: str
+    replicas: int
+    num_agents: int
+    num_arms: int
+    run: Runner
+    floor: str | None = None  # name of the matching floor row
+    tuned_floor: str | None = None  # name of the hand-tuned floor row (context)
+    slots: int = 0
+    seconds: list[float] = field(default_factory=list)
+    same_as_floor: bool | None = None
+
+    @property
+    def agent_slots(self) -> int:
+        return self.replicas * self.num_agents * self.slots
+
+    def best_seconds(self) -> float:
+        return min(self.seconds)
+
+
+def build_rows() -> list[Row]:
+    rows: list[Row] = []
+    k = 100
+    for m in (10, 50, 200):
+        for algo in ALGORITHMS:
+            floor = f"floor/{algo}/M{m}"
+            tuned = f"floor_tuned/{algo}/M{m}" if algo == "independent_ucb1" else None
+            rows.append(Row(f"api/{algo}/M{m}", "api", algo, 1, m, k, partial(run_api, algo, m, k), floor, tuned))
+            rows.append(Row(floor, "floor", algo, 1, m, k, partial(FLOORS[algo], 1, m, k)))
+            if tuned is not None:
+                rows.append(Row(tuned, "floor_tuned", algo, 1, m, k, partial(floor_tuned_independent, 1, m, k), floor))
+    algo, m = "independent_ucb1", 50
+    runner_row = partial(run_runner_pettingzoo, algo, m, k)
+    rows.append(
+        Row(
+            f"run_pettingzoo/{algo}/M{m}",
+            "run_pettingzoo",
+            algo,
+            1,
+            m,
+            k,
+            runner_row,
+            f"floor/{algo}/M{m}",
+            f"floor_tuned/{algo}/M{m}",
+        )
+    )
+    b, m, k = 100, 3, 5
+    for algo in ALGORITHMS:
+        shape = f"B{b}xM{m}xK{k}"
+        floor = f"floor/{algo}/{shape}"
+        rows.append(Row(f"batched/{algo}/{shape}", "batched", algo, b, m, k, partial(run_core, algo, b, m, k), floor))
+        batched_runner = partial(run_runner_batched, algo, b, m, k)
+        rows.append(Row(f"run_batched/{algo}/{shape}", "run_batched", algo, b, m, k, batched_runner, floor))
+        rows.append(Row(floor, "floor", algo, b, m, k, partial(FLOORS[algo], b, m, k)))
+    return rows
+
+
+def nice(n: float) -> int:
+    """Round up to two significant digits."""
+    n = max(int(np.ceil(n)), 1)
+    step = 10 ** max(len(str(n)) - 2, 0)
+    return -(-n // step) * step
+
+
+def calibrate(row: Row, target: float) -> int:
+    """Slots for about ``target`` seconds: grow a pilot run until it takes >= min(0.1 s, target / 3)."""
+    slots = 32
+    while True:
+        elapsed, _ = row.run(slots)
+        if elapsed >= min(0.1, target / 3) or slots >= 1 << 24:
+            break
+        slots *= 4
+    return nice(max(slots, target * slots / elapsed))
+
+
+def verify(rows: list[Row], slots: int) -> None:
+    """Run every row and its floor for ``slots`` slots and compare the final per-agent pseudo-regret exactly."""
+    by_name = {r.name: r for r in rows}
+    cache: dict[str, np.ndarray] = {}
+    for row in rows:
+        if row.floor is None:
+            continue
+        if row.floor not in cache:
+            cache[row.floor] = by_name[row.floor].run(slots)[1]
+        row.same_as_floor = bool(np.array_equal(row.run(slots)[1], cache[row.floor]))
+
+
+# ---------------------------------------------------------------------- reporting
+def machine_info() -> dict:
+    def version(name: str) -> str | None:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "cpu_count": os.cpu_count(),
+        "fedbandit_envs": version("fedbandit-envs"),
+        "pettingzoo": version("pettingzoo"),
+        "gymnasium": version("gymnasium"),
+        "load_average_at_start": list(os.getloadavg()),
+    }
+
+
+def summarise(rows: list[Row]) -> list[dict]:
+    by_name = {r.name: r for r in rows}
+    table = []
+    for row in rows:
+        best = row.best_seconds()
+        entry = {
+            "name": row.name,
+            "path": row.path,
+            "algorithm": row.algorithm,
+            "B": row.replicas,
+            "M": row.num_agents,
+            "K": row.num_arms,
+            "slots": row.slots,
+            "repeats_seconds": row.seconds,
+            "best_seconds": best,
+            "median_seconds": statistics.median(row.seconds),
+            "slots_per_s": row.slots / best,
+            "agent_slots_per_s": row.agent_slots / best,
+            "floor": row.floor,
+            "ratio_floor_over_row": None,
+            "tuned_floor": row.tuned_floor,
+            "ratio_tuned_floor_over_row": None,
+            "same_trajectory_as_floor": row.same_as_floor,
+        }
+        if row.floor is not None:
+            floor = by_name[row.floor]
+            entry["ratio_floor_over_row"] = (floor.agent_slots / floor.best_seconds()) / entry["agent_slots_per_s"]
+        if row.tuned_floor is not None:
+            tuned = by_name[row.tuned_floor]
+            entry["ratio_tuned_floor_over_row"] = (tuned.agent_slots / tuned.best_seconds()) / entry[
+                "agent_slots_per_s"
+            ]
+        table.append(entry)
+    return table
+
+
+def print_table(table: list[dict]) -> None:
+    header = f"{'row':<44} {'B':>4} {'M':>4} {'K':>4} {'slots':>8} {'best s':>7} {'slots/s':>10} {'agent-slots/s':>14}"
+    header += f" {'ratio':>6} {'tuned':>6} {'same':>5}"
+    print(header)
+    print("-" * len(header))
+    order = ["api", "run_pettingzoo", "floor", "floor_tuned", "batched", "run_batched"]
+    for entry in sorted(table, key=lambda e: (e["B"] > 1, order.index(e["path"]), e["algorithm"], e["M"])):
+        ratio = "" if entry["ratio_floor_over_row"] is None else f"{entry['ratio_floor_over_row']:.2f}"
+        tuned = "" if entry["ratio_tuned_floor_over_row"] is None else f"{entry['ratio_tuned_floor_over_row']:.2f}"
+        same = (
+            "" if entry["same_trajectory_as_floor"] is None else ("yes" if entry["same_trajectory_as_floor"] else "NO")
+        )
+        print(
+            f"{entry['name']:<44} {entry['B']:>4} {entry['M']:>4} {entry['K']:>4} {entry['slots']:>8} "
+            f"{entry['best_seconds']:>7.3f} {entry['slots_per_s']:>10,.0f} {entry['agent_slots_per_s']:>14,.0f} "
+            f"{ratio:>6} {tuned:>6} {same:>5}"
+        )
+
+
+def profile(algorithm: str, slots: int, top: int) -> None:
+    """cProfile the API loop at M = 50, K = 100 and print the top functions by cumulative and own time."""
+    run_api(algorithm, 50, 100, 200)  # warm up imports and caches
+    profiler = cProfile.Profile()
+    profiler.enable()
+    elapsed, _ = run_api(algorithm, 50, 100, slots)
+    profiler.disable()
+    print(f"API loop, {algorithm}, M=50, K=100, {slots} slots: {elapsed:.3f} s under the profiler")
+    stats = pstats.Stats(profiler).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="~0.3 s per measurement, one repeat")
+    parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats per row (default 5, quick 1)")
+    parser.add_argument("--seconds", type=float, default=None, help="target seconds per measurement (default 2)")
+    parser.add_argument("--check-slots", type=int, default=400, help="slots of the same-trajectory check")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parent / "results.json", help="JSON output path"
+    )
+    parser.add_argument("--profile", choices=sorted(ALGORITHMS), help="only profile the API loop at M=50, K=100")
+    parser.add_argument("--profile-slots", type=int, default=5000)
+    parser.add_argument("--profile-top", type=int, default=30)
+    args = parser.parse_args(argv)
+
+    if args.profile:
+        profile(args.profile, args.profile_slots, args.profile_top)
+        return 0
+
+    target = args.seconds or (0.3 if args.quick else 2.0)
+    repeats = args.repeats or (1 if args.quick else 5)
+    rows = build_rows()
+    info = machine_info()
+    print(
+        f"fedbandit-envs throughput  {info['date']}  {info['platform']}  "
+        f"numpy {info['numpy']}  cpus {info['cpu_count']}"
+    )
+    print(f"target {target} s per measurement, {repeats} interleaved repeat(s), best repeat reported")
+
+    started = time.perf_counter()
+    verify(rows, args.check_slots)
+    for row in rows:
+        row.slots = calibrate(row, target)
+    for _ in range(repeats):
+        for row in rows:
+            gc.collect()
+            row.seconds.append(row.run(row.slots)[0])
+    table = summarise(rows)
+    print()
+    print_table(table)
+
+    target_entry = next(e for e in table if e["name"] == TARGET_ROW)
+    ratio = target_entry["ratio_floor_over_row"]
+    verdict = "MET" if ratio <= TARGET_RATIO else "MISSED"
+    print(f"\ntarget: floor / API throughput <= {TARGET_RATIO} for {TARGET_ROW}: {ratio:.2f} -> {verdict}")
+    print(f"total benchmark time {time.perf_counter() - started:.0f} s")
+
+    result = {
+        "machine": info,
+        "settings": {
+            "quick": args.quick,
+            "target_seconds": target,
+            "repeats": repeats,
+            "check_slots": args.check_slots,
+        },
+        "target": {"row": TARGET_ROW, "max_ratio": TARGET_RATIO, "ratio": ratio, "met": ratio <= TARGET_RATIO},
+        "rows": table,
+    }
+    result["machine"]["load_average_at_end"] = list(os.getloadavg())
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
