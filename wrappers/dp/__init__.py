@@ -14,8 +14,10 @@ from wrappers.dp.mechanisms import (
     IntervalRelease,
     LaplaceMechanism,
     gaussian_delta,
+    gaussian_noise,
     gaussian_sigma_analytic,
     gaussian_sigma_classical,
+    laplace_noise,
     laplace_scale,
 )
 from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec
@@ -41,7 +43,9 @@ __all__ = [
     "TreeMessageDP",
     "TreePrivatizer",
     "gaussian_delta",
+    "gaussian_noise",
     "gaussian_sigma_analytic",
     "gaussian_sigma_classical",
+    "laplace_noise",
     "laplace_scale",
 ]

@@ -64,7 +64,8 @@ _BUDGET_RTOL = 1e-12
 _INSTALL_HINT = "install it with pip install 'fedbandit-envs[dp]'"
 
 
-def _check_real(name: str, value: Any) -> float:
+def real_number(name: str, value: Any) -> float:
+    """``value`` as a float; TypeError for non-real input (bools included), ValueError for NaN."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     value = float(value)
@@ -74,14 +75,14 @@ def _check_real(name: str, value: Any) -> float:
 
 
 def _check_event_epsilon(value: Any) -> float:
-    value = _check_real("epsilon", value)
+    value = real_number("epsilon", value)
     if value <= 0:
         raise ValueError(f"epsilon must be > 0 (math.inf for a release without noise), got {value}")
     return value
 
 
 def _check_event_delta(value: Any, *, allow_zero: bool) -> float:
-    value = _check_real("delta", value)
+    value = real_number("delta", value)
     low_ok = value >= 0 if allow_zero else value > 0
     if not (low_ok and value < 1):
         interval = "[0, 1)" if allow_zero else "(0, 1)"
@@ -151,7 +152,7 @@ class GaussianEvent:
     def __post_init__(self):
         object.__setattr__(self, "epsilon", _check_event_epsilon(self.epsilon))
         object.__setattr__(self, "delta", _check_event_delta(self.delta, allow_zero=False))
-        multiplier = _check_real("noise_multiplier", self.noise_multiplier)
+        multiplier = real_number("noise_multiplier", self.noise_multiplier)
         if not (multiplier > 0 and math.isfinite(multiplier)):
             raise ValueError(f"noise_multiplier (sigma / l2_sensitivity) must be finite and > 0, got {multiplier}")
         object.__setattr__(self, "noise_multiplier", multiplier)
@@ -281,14 +282,14 @@ class PrivacyAccountant:
         if isinstance(num_agents, bool) or not isinstance(num_agents, Integral) or num_agents < 1:
             raise ValueError(f"num_agents must be an int >= 1, got {num_agents!r}")
         if budget_epsilon is not None:
-            budget_epsilon = _check_real("budget_epsilon", budget_epsilon)
+            budget_epsilon = real_number("budget_epsilon", budget_epsilon)
             if budget_epsilon < 0:
                 raise ValueError(f"budget_epsilon must be >= 0 or None (no budget), got {budget_epsilon}")
         if budget_delta is not None:
-            budget_delta = _check_real("budget_delta", budget_delta)
+            budget_delta = real_number("budget_delta", budget_delta)
             if not 0 <= budget_delta <= 1:
                 raise ValueError(f"budget_delta must lie in [0, 1] or be None (not enforced), got {budget_delta}")
-        pld_discretization = _check_real("pld_discretization", pld_discretization)
+        pld_discretization = real_number("pld_discretization", pld_discretization)
         if not (0 < pld_discretization < 1):
             raise ValueError(f"pld_discretization must lie in (0, 1), e.g. 1e-4; got {pld_discretization}")
         self._num_agents = int(num_agents)
@@ -388,7 +389,7 @@ class PrivacyAccountant:
     def _check_probability(name: str, value: Any, method: str) -> float:
         if value is None:
             raise ValueError(f"method={method!r} needs {name}, a probability in (0, 1) such as 1e-6")
-        value = _check_real(name, value)
+        value = real_number(name, value)
         if not 0 < value < 1:
             raise ValueError(f"{name} must lie in (0, 1), got {value}")
         return value
@@ -449,7 +450,7 @@ class PrivacyAccountant:
             return max((s.delta_sum + delta_prime for s in states), default=0.0)
         if target_epsilon is None:
             raise ValueError(f"method={method!r} needs target_epsilon, a finite epsilon > 0")
-        target_epsilon = _check_real("target_epsilon", target_epsilon)
+        target_epsilon = real_number("target_epsilon", target_epsilon)
         if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
             raise ValueError(f"target_epsilon must be finite and > 0, got {target_epsilon}")
         dp_accounting = _import_dp_accounting()

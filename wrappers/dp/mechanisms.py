@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from wrappers.dp.accountant import GaussianEvent, LaplaceEvent, TreeEvent
+from wrappers.dp.accountant import GaussianEvent, LaplaceEvent, TreeEvent, real_number
 
 __all__ = [
     "BinaryTreeMechanism",
@@ -49,24 +49,15 @@ Shape = int | tuple[int, ...] | None
 
 
 # ---------------------------------------------------------------------------------------------------- validation
-def _real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if math.isnan(value):
-        raise ValueError(f"{name} must not be NaN")
-    return value
-
-
 def _positive_finite(name: str, value: Any) -> float:
-    value = _real(name, value)
+    value = real_number(name, value)
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be finite and > 0, got {value}")
     return value
 
 
 def _epsilon(value: Any, *, allow_inf: bool = False) -> float:
-    value = _real("epsilon", value)
+    value = real_number("epsilon", value)
     if allow_inf and value == math.inf:
         return value
     if not (value > 0 and math.isfinite(value)):
@@ -76,7 +67,7 @@ def _epsilon(value: Any, *, allow_inf: bool = False) -> float:
 
 
 def _delta(value: Any) -> float:
-    value = _real("delta", value)
+    value = real_number("delta", value)
     if not 0 < value < 1:
         raise ValueError(f"delta must lie in (0, 1), e.g. 1e-5; got {value}")
     return value
@@ -167,8 +158,36 @@ def gaussian_sigma_analytic(l2_sensitivity: float, epsilon: float, delta: float)
     return l2_sensitivity * multiplier
 
 
+# ---------------------------------------------------------------------------------------------------- noise draws
+def laplace_noise(scale: float | np.ndarray, rng: np.random.Generator, size: Shape = None) -> np.ndarray | float:
+    """Laplace noise of scale ``scale`` (a number, or an array giving one scale per entry)."""
+    return _generator(rng).laplace(0.0, scale, size=size)
+
+
+def gaussian_noise(sigma: float | np.ndarray, rng: np.random.Generator, size: Shape = None) -> np.ndarray | float:
+    """Gaussian noise of standard deviation ``sigma`` (a number, or an array giving one per entry)."""
+    return _generator(rng).normal(0.0, sigma, size=size)
+
+
 # ---------------------------------------------------------------------------------------------------- one-shot releases
-class LaplaceMechanism:
+class _AdditiveMechanism:
+    """Shared sampling of the one-shot additive mechanisms (subclasses define :meth:`_noise`)."""
+
+    def _noise(self, rng: np.random.Generator, size: Shape) -> np.ndarray | float:
+        raise NotImplementedError
+
+    def sample(self, shape: Shape, rng: np.random.Generator) -> np.ndarray | float:
+        """Draw noise of the given shape (``None``: one float) from ``rng``."""
+        noise = self._noise(rng, shape)
+        return float(noise) if shape is None else noise
+
+    def privatize(self, values: Any, rng: np.random.Generator) -> np.ndarray:
+        """Return ``values + noise`` as float64, one independent draw per entry."""
+        values = np.asarray(values, dtype=np.float64)
+        return values + self._noise(rng, values.shape)
+
+
+class LaplaceMechanism(_AdditiveMechanism):
     """Additive Laplace noise of scale ``l1_sensitivity / epsilon``: pure ``epsilon``-DP per release.
 
     Li & Song's epoch means (li-song-fmab §1.5) use ``l1_sensitivity = 1/n_r`` and ``epsilon = M * eps``, which gives
@@ -204,15 +223,8 @@ class LaplaceMechanism:
         """Laplace scale ``b`` (standard deviation ``sqrt(2) b``)."""
         return self._scale
 
-    def sample(self, shape: Shape, rng: np.random.Generator) -> np.ndarray | float:
-        """Draw noise of the given shape (``None``: one float) from ``rng``."""
-        noise = _generator(rng).laplace(0.0, self._scale, size=shape)
-        return float(noise) if shape is None else noise
-
-    def privatize(self, values: Any, rng: np.random.Generator) -> np.ndarray:
-        """Return ``values + noise`` as float64, one independent draw per entry."""
-        values = np.asarray(values, dtype=np.float64)
-        return values + _generator(rng).laplace(0.0, self._scale, size=values.shape)
+    def _noise(self, rng: np.random.Generator, size: Shape) -> np.ndarray | float:
+        return laplace_noise(self._scale, rng, size)
 
     def event(self) -> LaplaceEvent:
         """The accountant event of one release."""
@@ -222,7 +234,7 @@ class LaplaceMechanism:
         return f"LaplaceMechanism(l1_sensitivity={self._sensitivity!r}, epsilon={self._epsilon!r})"
 
 
-class GaussianMechanism:
+class GaussianMechanism(_AdditiveMechanism):
     """Additive Gaussian noise calibrated to ``(epsilon, delta)``-DP per release.
 
     Args:
@@ -288,15 +300,8 @@ class GaussianMechanism:
         """``sigma / l2_sensitivity``."""
         return self._sigma / self._sensitivity
 
-    def sample(self, shape: Shape, rng: np.random.Generator) -> np.ndarray | float:
-        """Draw noise of the given shape (``None``: one float) from ``rng``."""
-        noise = _generator(rng).normal(0.0, self._sigma, size=shape)
-        return float(noise) if shape is None else noise
-
-    def privatize(self, values: Any, rng: np.random.Generator) -> np.ndarray:
-        """Return ``values + noise`` as float64, one independent draw per entry."""
-        values = np.asarray(values, dtype=np.float64)
-        return values + _generator(rng).normal(0.0, self._sigma, size=values.shape)
+    def _noise(self, rng: np.random.Generator, size: Shape) -> np.ndarray | float:
+        return gaussian_noise(self._sigma, rng, size)
 
     def event(self) -> GaussianEvent:
         """The accountant event of one release."""
@@ -475,7 +480,7 @@ class BinaryTreeMechanism:
 
     def add(self, value: float) -> float:
         """Append one observed record and return the noisy prefix sum over ``[1..count]``."""
-        value = _real("value", value)
+        value = real_number("value", value)
         if math.isinf(value):
             raise ValueError("value must be finite; clip records to a range of width `sensitivity` first")
         self._check_room(1)
@@ -520,7 +525,7 @@ class BinaryTreeMechanism:
             if self._node_noise[level] is None:
                 if self._scale == 0.0 or not (self._node_has_obs[level] or self._noise_on_empty):
                     continue
-                self._node_noise[level] = float(self._rng.laplace(0.0, self._scale))
+                self._node_noise[level] = float(laplace_noise(self._scale, self._rng))
                 self._noise_draws += 1
             noises[(end - (1 << level) + 1, end)] = self._node_noise[level]
         return noises
@@ -641,7 +646,7 @@ class IntervalRelease:
     ):
         self._dp_eps = _positive_finite("dp_eps", dp_eps)
         self._rng = _generator(rng)
-        self._v = _real("v", v)
+        self._v = real_number("v", v)
         if not 0 < self._v < 2:
             raise ValueError(f"v must lie in (0, 2) (the paper uses 1 < v < 1.5, default 1.1), got {self._v}")
         if schedule is None:
@@ -710,12 +715,12 @@ class IntervalRelease:
 
     def update(self, value: float) -> bool:
         """Add one value (clipped to [0, 1]); release if the new count is a schedule point. Returns whether it did."""
-        value = _real("value", value)
+        value = real_number("value", value)
         self._count += 1
         self._sum += min(1.0, max(0.0, value))
         if not self._schedule(self._count):
             return False
-        noise = float(self._rng.laplace(0.0, self.scale_at(self._count)))
+        noise = float(laplace_noise(self.scale_at(self._count), self._rng))
         self._released_mean = self._sum / self._count + noise
         self._released_count = self._count
         self._num_releases += 1

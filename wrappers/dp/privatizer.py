@@ -36,7 +36,13 @@ from wrappers.dp.accountant import (
     PrivacyAccountant,
     PrivacyBudgetExceeded,
 )
-from wrappers.dp.mechanisms import gaussian_sigma_analytic, gaussian_sigma_classical, laplace_scale
+from wrappers.dp.mechanisms import (
+    gaussian_noise,
+    gaussian_sigma_analytic,
+    gaussian_sigma_classical,
+    laplace_noise,
+    laplace_scale,
+)
 
 ON_EXHAUSTED = ("raise", "drop", "block")
 CALIBRATIONS = ("paper", "strict")
@@ -94,8 +100,8 @@ class NoiseSpec:
     def draw(self, rng: np.random.Generator, scale: np.ndarray) -> np.ndarray:
         """Noise of the given per-entry scale."""
         if self.mechanism == "laplace":
-            return rng.laplace(0.0, 1.0, np.shape(scale)) * scale
-        return rng.standard_normal(np.shape(scale)) * scale
+            return laplace_noise(scale, rng)
+        return gaussian_noise(scale, rng)
 
     def event(self, epsilon: float):
         """The accountant event of one release at ``epsilon``."""
