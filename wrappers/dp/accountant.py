@@ -37,7 +37,7 @@ one event per message under the key ``(producer, z)``.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any
@@ -361,12 +361,24 @@ class PrivacyAccountant:
 
         Always ``False`` without a budget. A total equal to the budget (up to a relative 1e-12 for rounding) fits.
         """
+        return self.would_exceed_all(agent, [(event, partition)])
+
+    def would_exceed_all(self, agent: int, releases: Sequence[tuple[PrivacyEvent, Hashable]]) -> bool:
+        """Whether recording every ``(event, partition)`` of ``releases`` together would exceed the budget."""
         agent = self._check_agent(agent)
-        event = self._check_event(event)
-        partition = self._check_partition(partition)
         if self._budget_epsilon is None:
             return False
-        eps, delta = self._projected(agent, event, partition)
+        added: dict[Hashable, list[float]] = {}
+        for event, partition in releases:
+            event, partition = self._check_event(event), self._check_partition(partition)
+            key = added.setdefault(partition, [0.0, 0.0])
+            key[0] += event.epsilon
+            key[1] += event.delta
+        eps, delta = self._basic_eps[agent], self._basic_delta[agent]
+        for partition, (key_eps, key_delta) in added.items():
+            state = self._keys[agent].get(partition)
+            eps = max(eps, key_eps + (state.eps_sum if state else 0.0))
+            delta = max(delta, key_delta + (state.delta_sum if state else 0.0))
         if eps > self._budget_epsilon * (1 + _BUDGET_RTOL):
             return True
         return self._budget_delta is not None and delta > self._budget_delta * (1 + _BUDGET_RTOL)

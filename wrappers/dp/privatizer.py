@@ -213,29 +213,40 @@ class MessagePrivatizer:
         return kept.with_payload(payload, schema)
 
     def _guard(self, batch: MessageBatch, schema: dict, sensitive: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Price each row, apply the budget guard, charge the accountants; returns kept rows and epsilons."""
+        """Price each row and apply the budget guard; returns kept rows and their epsilons.
+
+        Two phases: every row is decided against the charges already made plus those of the rows
+        kept before it, and the accountants are charged only once the whole batch is decided, so a
+        raise leaves them untouched.
+        """
         keep = np.ones(len(batch), bool)
         epsilons = np.zeros(len(batch))
+        pending: dict[tuple[int, int], list] = {}
+        releases: dict[tuple[int, int, str], int] = {}
         for row in range(len(batch)):
             b, sender = int(batch.replica[row]), int(batch.sender[row])
             if self.blocked[b, sender]:
                 keep[row] = False
                 continue
             key = (b, sender, batch.kind)
-            index = self._releases.get(key, 0) + 1
+            index = releases.get(key, self._releases.get(key, 0)) + 1
             epsilon = self.message_epsilon(index)
             events = self._events(batch, schema, sensitive, row, epsilon)
-            accountant = self.accountants[b]
-            if any(accountant.would_exceed(sender, event, partition) for event, partition in events):
+            charged = pending.get((b, sender), [])
+            if self.accountants[b].would_exceed_all(sender, charged + events):
                 if self.on_exhausted == "raise":
-                    raise PrivacyBudgetExceeded(sender, float(accountant.totals()[sender]), float(self.budget))
+                    spent = float(self.accountants[b].totals()[sender])
+                    raise PrivacyBudgetExceeded(sender, spent, float(self.budget))
                 keep[row] = False
                 self.blocked[b, sender] |= self.on_exhausted == "block"
                 continue
-            for event, partition in events:
-                accountant.charge(sender, event, partition)
-            self._releases[key] = index
+            pending[(b, sender)] = charged + events
+            releases[key] = index
             epsilons[row] = epsilon
+        for (b, sender), events in pending.items():
+            for event, partition in events:
+                self.accountants[b].record(sender, event, partition)
+        self._releases.update(releases)
         return keep, epsilons
 
     def _events(self, batch: MessageBatch, schema: dict, sensitive: list[str], row: int, epsilon: float) -> list:
