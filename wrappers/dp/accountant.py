@@ -350,12 +350,6 @@ class PrivacyAccountant:
         self._basic_eps[agent] = max(self._basic_eps[agent], state.eps_sum)
         self._basic_delta[agent] = max(self._basic_delta[agent], state.delta_sum)
 
-    def _projected(self, agent: int, event: PrivacyEvent, partition: Hashable) -> tuple[float, float]:
-        state = self._keys[agent].get(partition)
-        key_eps = event.epsilon + (state.eps_sum if state else 0.0)
-        key_delta = event.delta + (state.delta_sum if state else 0.0)
-        return max(self._basic_eps[agent], key_eps), max(self._basic_delta[agent], key_delta)
-
     def would_exceed(self, agent: int, event: PrivacyEvent, partition: Hashable = None) -> bool:
         """Whether recording ``event`` would push the agent's basic (epsilon, delta) past the budget.
 
@@ -365,9 +359,16 @@ class PrivacyAccountant:
 
     def would_exceed_all(self, agent: int, releases: Sequence[tuple[PrivacyEvent, Hashable]]) -> bool:
         """Whether recording every ``(event, partition)`` of ``releases`` together would exceed the budget."""
-        agent = self._check_agent(agent)
         if self._budget_epsilon is None:
             return False
+        eps, delta = self.projected(agent, releases)
+        if eps > self._budget_epsilon * (1 + _BUDGET_RTOL):
+            return True
+        return self._budget_delta is not None and delta > self._budget_delta * (1 + _BUDGET_RTOL)
+
+    def projected(self, agent: int, releases: Sequence[tuple[PrivacyEvent, Hashable]]) -> tuple[float, float]:
+        """The agent's basic (epsilon, delta) if every ``(event, partition)`` of ``releases`` were recorded."""
+        agent = self._check_agent(agent)
         added: dict[Hashable, list[float]] = {}
         for event, partition in releases:
             event, partition = self._check_event(event), self._check_partition(partition)
@@ -379,14 +380,12 @@ class PrivacyAccountant:
             state = self._keys[agent].get(partition)
             eps = max(eps, key_eps + (state.eps_sum if state else 0.0))
             delta = max(delta, key_delta + (state.delta_sum if state else 0.0))
-        if eps > self._budget_epsilon * (1 + _BUDGET_RTOL):
-            return True
-        return self._budget_delta is not None and delta > self._budget_delta * (1 + _BUDGET_RTOL)
+        return eps, delta
 
     def charge(self, agent: int, event: PrivacyEvent, partition: Hashable = None) -> None:
         """Record ``event`` if it fits the budget; otherwise raise :class:`PrivacyBudgetExceeded` and record nothing."""
         if self.would_exceed(agent, event, partition):
-            eps, delta = self._projected(int(agent), event, partition)
+            eps, delta = self.projected(agent, [(event, partition)])
             raise PrivacyBudgetExceeded(int(agent), eps, self._budget_epsilon, delta, self._budget_delta)
         self.record(agent, event, partition)
 

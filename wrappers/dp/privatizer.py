@@ -235,8 +235,8 @@ class MessagePrivatizer:
             charged = pending.get((b, sender), [])
             if self.accountants[b].would_exceed_all(sender, charged + events):
                 if self.on_exhausted == "raise":
-                    spent = float(self.accountants[b].totals()[sender])
-                    raise PrivacyBudgetExceeded(sender, spent, float(self.budget))
+                    projected, _ = self.accountants[b].projected(sender, charged + events)
+                    raise PrivacyBudgetExceeded(sender, projected, float(self.budget))
                 keep[row] = False
                 self.blocked[b, sender] |= self.on_exhausted == "block"
                 continue
