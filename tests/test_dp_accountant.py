@@ -29,13 +29,13 @@ def test_basic_composition_with_partitions():
     # sequential within a key (A: 1.5, B: 2.0), parallel across keys: max(1.5, 2.0) = 2.0
     assert acc.epsilon(1) == 2.0
     assert acc.delta(1) == 0.0
-    acc.record(1, LaplaceEvent(0.25))  # default key (partition=None) is a third key
-    assert acc.epsilon(1, "basic") == 2.0
+    acc.record(1, LaplaceEvent(0.25))  # the default key (partition=None) may touch any record
+    assert acc.epsilon(1, "basic") == 2.25  # so it composes with every key: 0.25 + max(1.5, 2.0)
     acc.record(1, LaplaceEvent(0.5), partition="A")
-    assert acc.epsilon(1) == 2.0  # A reaches 2.0 too
+    assert acc.epsilon(1) == 2.25  # A reaches 2.0 too
     acc.record(1, LaplaceEvent(0.25), partition="A")
-    assert acc.epsilon(1) == 2.25
-    np.testing.assert_array_equal(acc.totals(), [0.0, 2.25, 0.0])
+    assert acc.epsilon(1) == 2.5  # 0.25 + A's 2.25
+    np.testing.assert_array_equal(acc.totals(), [0.0, 2.5, 0.0])
     summary = acc.summary(1)
     assert summary["num_events"] == 8 and summary["num_partitions"] == 3
     assert summary["partitions"]["A"] == {"epsilon": 2.25, "delta": 0.0, "events": 5}
@@ -238,3 +238,17 @@ def test_missing_dp_accounting_gives_install_hint(monkeypatch):
     with pytest.raises(ImportError, match=r"fedbandit-envs\[dp\]"):
         acc.epsilon(0, "pld", target_delta=1e-6)
     assert acc.epsilon(0) == 1.0  # basic accounting needs no extra package
+
+
+def test_default_key_composes_with_every_partition_in_every_method():
+    # Releases on all records (key None) plus one per epoch: sequential with each epoch, parallel across epochs.
+    acc = PrivacyAccountant(1, budget_epsilon=2.0)
+    acc.record(0, LaplaceEvent(1.0))
+    acc.record(0, LaplaceEvent(0.5), partition=("epoch", 1))
+    acc.record(0, LaplaceEvent(0.5), partition=("epoch", 2))
+    assert acc.epsilon(0) == 1.5
+    assert acc.projected(0, [(LaplaceEvent(0.5), ("epoch", 1)), (LaplaceEvent(0.25), None)]) == (2.25, 0.0)
+    assert acc.would_exceed(0, LaplaceEvent(0.75), None) and not acc.would_exceed(0, LaplaceEvent(0.5), ("epoch", 2))
+    # advanced composition of {1.0, 0.5} (the merged key) at delta' = 1e-6, by hand
+    expected = math.sqrt(2 * math.log(1e6) * (1.0 + 0.25)) + 1.0 * math.expm1(1.0) + 0.5 * math.expm1(0.5)
+    assert acc.epsilon(0, "advanced", delta_prime=1e-6) == pytest.approx(expected, rel=1e-12)

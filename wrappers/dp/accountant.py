@@ -6,13 +6,15 @@ binary-tree mechanism over a stream, or a privatisation an agent declares itself
 
 * events of one agent with the **same** key touch the same data and compose **sequentially**;
 * events with **different** keys touch disjoint data (e.g. different arms, or different windows of a stream) and
-  compose in **parallel**, so the agent's loss is the maximum over its keys.
+  compose in **parallel**, so the agent's loss is the maximum over its keys;
+* the default key ``None`` means "may touch any record": its events compose **sequentially with every** key, so the
+  agent's loss is ``loss(None) + max over the other keys``.
 
 The neighbouring relation throughout is *replace one record* (one reward / one procurement entry), the relation of
 all four specs (li-song-fmab §1.5, zhu-gossip-ucb §1.4, dubey-pentland §1.3, solanki-pfcb §1.8). Sensitivities are
 taken with respect to it, and noise multipliers are noise scale divided by that sensitivity.
 
-Composition methods (per key, then the maximum over the agent's keys):
+Composition methods (per key merged with the default key's events, then the maximum over the agent's keys):
 
 * ``"basic"``: ``sum(eps_j)``, ``sum(delta_j)``.
 * ``"advanced"``: the advanced composition theorem (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20) in
@@ -229,6 +231,16 @@ class _KeyState:
         self.n_events += 1
         self.counts[event] = self.counts.get(event, 0) + 1
 
+    def merged(self, other: _KeyState) -> _KeyState:
+        """A new state holding the events of both states (sequential composition)."""
+        out = _KeyState()
+        for name in ("eps_sum", "delta_sum", "eps_sq_sum", "eps_drift_sum", "n_events"):
+            setattr(out, name, getattr(self, name) + getattr(other, name))
+        out.counts = dict(self.counts)
+        for event, count in other.counts.items():
+            out.counts[event] = out.counts.get(event, 0) + count
+        return out
+
     def advanced_epsilon(self, delta_prime: float) -> float:
         return math.sqrt(2.0 * math.log(1.0 / delta_prime) * self.eps_sq_sum) + self.eps_drift_sum
 
@@ -299,6 +311,9 @@ class PrivacyAccountant:
         self._keys: list[dict[Hashable, _KeyState]] = [{} for _ in range(self._num_agents)]
         self._basic_eps = np.zeros(self._num_agents)
         self._basic_delta = np.zeros(self._num_agents)
+        # basic totals = default key + the largest other key, kept incrementally
+        self._max_key_eps = np.zeros(self._num_agents)
+        self._max_key_delta = np.zeros(self._num_agents)
 
     @property
     def num_agents(self) -> int:
@@ -347,8 +362,12 @@ class PrivacyAccountant:
         if state is None:
             state = self._keys[agent][partition] = _KeyState()
         state.add(event)
-        self._basic_eps[agent] = max(self._basic_eps[agent], state.eps_sum)
-        self._basic_delta[agent] = max(self._basic_delta[agent], state.delta_sum)
+        if partition is not None:
+            self._max_key_eps[agent] = max(self._max_key_eps[agent], state.eps_sum)
+            self._max_key_delta[agent] = max(self._max_key_delta[agent], state.delta_sum)
+        default = self._keys[agent].get(None)
+        self._basic_eps[agent] = (default.eps_sum if default else 0.0) + self._max_key_eps[agent]
+        self._basic_delta[agent] = (default.delta_sum if default else 0.0) + self._max_key_delta[agent]
 
     def would_exceed(self, agent: int, event: PrivacyEvent, partition: Hashable = None) -> bool:
         """Whether recording ``event`` would push the agent's basic (epsilon, delta) past the budget.
@@ -375,11 +394,15 @@ class PrivacyAccountant:
             key = added.setdefault(partition, [0.0, 0.0])
             key[0] += event.epsilon
             key[1] += event.delta
-        eps, delta = self._basic_eps[agent], self._basic_delta[agent]
-        for partition, (key_eps, key_delta) in added.items():
+        default_eps, default_delta = added.pop(None, (0.0, 0.0))
+        key_eps, key_delta = self._max_key_eps[agent], self._max_key_delta[agent]
+        for partition, (new_eps, new_delta) in added.items():
             state = self._keys[agent].get(partition)
-            eps = max(eps, key_eps + (state.eps_sum if state else 0.0))
-            delta = max(delta, key_delta + (state.delta_sum if state else 0.0))
+            key_eps = max(key_eps, new_eps + (state.eps_sum if state else 0.0))
+            key_delta = max(key_delta, new_delta + (state.delta_sum if state else 0.0))
+        default = self._keys[agent].get(None)
+        eps = default_eps + (default.eps_sum if default else 0.0) + key_eps
+        delta = default_delta + (default.delta_sum if default else 0.0) + key_delta
         return eps, delta
 
     def charge(self, agent: int, event: PrivacyEvent, partition: Hashable = None) -> None:
@@ -424,7 +447,7 @@ class PrivacyAccountant:
         """
         agent = self._check_agent(agent)
         method = self._check_method(method)
-        states = self._keys[agent].values()
+        states = self._composed_states(agent)
         if method == "basic":
             return float(self._basic_eps[agent])
         if method == "advanced":
@@ -453,7 +476,7 @@ class PrivacyAccountant:
         """
         agent = self._check_agent(agent)
         method = self._check_method(method)
-        states = self._keys[agent].values()
+        states = self._composed_states(agent)
         if method == "basic":
             return float(self._basic_delta[agent])
         if method == "advanced":
@@ -466,6 +489,15 @@ class PrivacyAccountant:
             raise ValueError(f"target_epsilon must be finite and > 0, got {target_epsilon}")
         dp_accounting = _import_dp_accounting()
         return max((self._numeric_delta(dp_accounting, s, method, target_epsilon) for s in states), default=0.0)
+
+    def _composed_states(self, agent: int) -> list[_KeyState]:
+        """One state per partition key with the default key's events merged in (just the default key if alone)."""
+        keys = self._keys[agent]
+        default = keys.get(None)
+        others = [state for key, state in keys.items() if key is not None]
+        if not others:
+            return [default] if default else []
+        return [state.merged(default) if default else state for state in others]
 
     def _numeric_accountant(self, dp_accounting, state: _KeyState, method: str):
         """The dp_accounting accountant of one key's mechanism events, plus the declared (eps, delta) totals."""

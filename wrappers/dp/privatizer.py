@@ -8,18 +8,24 @@ serves the PettingZoo wrappers and the batched runner with one implementation. F
    ``sensitivity_field``);
 2. the release is priced: ``epsilon`` per message (or a schedule over the sender's release index),
    times ``n_agg`` under ``calibration="paper"`` (Li and Song: noise divided by the number of
-   aggregated agents gives an ``n_agg * epsilon`` guarantee, which is what is charged), and checked
-   against the budget (``on_exhausted``: raise, drop the message, or block the sender);
-3. noise is added from the episode's ``dp`` stream, and the field is re-declared ``Privatized``.
+   aggregated agents gives an ``n_agg * epsilon`` guarantee, which is what is charged), plus the
+   first use of each ``Privatized(epsilon=...)`` declaration, and checked against the budget
+   (``on_exhausted``: raise, drop the message, or block the sender);
+3. noise is added and the field is re-declared ``Privatized``.
 
-``Privatized`` fields pass unchanged (their declared ``epsilon`` is charged once per ``account_key``);
-``Public`` fields pass unchanged; undeclared fields raise in strict mode. Noise is seeded from the
-episode seed: simulation-grade, not for production privacy.
+Partition keys: a ``Sensitive`` field with ``partition_field`` is charged under the key
+``(partition_field, value)`` (releases with different values use disjoint records); everything else
+under the accountant's default key, which composes sequentially with every partition.
+
+Noise comes from one generator per (sender, message kind) derived from the episode's ``dp`` stream,
+so a message gets the same noise whichever path (PettingZoo or batched) sends it. Noise is seeded:
+simulation-grade, not for production privacy.
 """
 
 from __future__ import annotations
 
 import warnings
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -46,12 +52,21 @@ from wrappers.dp.mechanisms import (
 
 ON_EXHAUSTED = ("raise", "drop", "block")
 CALIBRATIONS = ("paper", "strict")
+MECHANISMS = ("laplace", "gaussian")
+GAUSSIAN_CALIBRATIONS = ("classical", "analytic")
 
 EpsilonSpec = float | Callable[[int], float]
 
 
+def dp_generator(streams: SeedStreams, sender: int, kind: str) -> np.random.Generator:
+    """The noise generator of one sender's messages of one kind, derived from the episode's ``dp`` stream."""
+    root = streams.sequence("dp")
+    key = (*root.spawn_key, int(sender), zlib.crc32(kind.encode()))
+    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=key, pool_size=root.pool_size))
+
+
 def entry_sensitivity(declaration: Sensitive, payload: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """Per-entry sensitivity of a sensitive field for the given rows, from its declaration."""
+    """Per-row sensitivity of a sensitive field (per entry when the records field is per entry)."""
     if declaration.sensitivity_field is not None:
         return np.asarray(payload[declaration.sensitivity_field][rows], np.float64)
     low, high = declaration.bounds  # type: ignore[misc]
@@ -65,7 +80,12 @@ def entry_sensitivity(declaration: Sensitive, payload: dict[str, np.ndarray], ro
 
 
 def clip_to_declaration(values: np.ndarray, declaration: Sensitive, payload: dict[str, np.ndarray], rows) -> np.ndarray:
-    """Clip a sensitive field to the range its declaration allows (no-op with an explicit sensitivity)."""
+    """Clip a sensitive field to the range its declaration allows (no-op with an explicit sensitivity).
+
+    Means are clipped to the record bounds and sums of ``n`` records to ``n`` times them; a sum without a
+    records field is not clipped. Clipping bounds an entry, not its records: the sensitivity holds only
+    if every record the sender aggregated lies in the bounds (e.g. rewards clipped at the source).
+    """
     if declaration.sensitivity_field is not None:
         return values
     low, high = declaration.bounds  # type: ignore[misc]
@@ -84,11 +104,27 @@ def _broadcast(per_row: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class NoiseSpec:
-    """How a privatizer calibrates noise: the mechanism and its parameters."""
+    """How a privatizer calibrates noise.
 
-    mechanism: str  # "laplace" | "gaussian"
+    Attributes:
+        mechanism: ``"laplace"`` or ``"gaussian"``.
+        delta: delta of one Gaussian release, in (0, 1) (unused for Laplace).
+        gaussian_calibration: ``"classical"`` or ``"analytic"``.
+    """
+
+    mechanism: str
     delta: float = 0.0
     gaussian_calibration: str = "classical"
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
+        if self.gaussian_calibration not in GAUSSIAN_CALIBRATIONS:
+            raise ValueError(
+                f"gaussian_calibration must be one of {GAUSSIAN_CALIBRATIONS}, got {self.gaussian_calibration!r}"
+            )
+        if self.mechanism == "gaussian" and not 0.0 < self.delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1) for the Gaussian mechanism, got {self.delta}")
 
     def scale(self, sensitivity: np.ndarray, epsilon: float) -> np.ndarray:
         """Noise scale (Laplace b or Gaussian sigma) per entry."""
@@ -103,7 +139,7 @@ class NoiseSpec:
             return laplace_noise(scale, rng)
         return gaussian_noise(scale, rng)
 
-    def event(self, epsilon: float):
+    def event(self, epsilon: float) -> LaplaceEvent | GaussianEvent:
         """The accountant event of one release at ``epsilon``."""
         if self.mechanism == "laplace":
             return LaplaceEvent(epsilon)
@@ -120,7 +156,7 @@ class MessagePrivatizer:
         n_agg: number of agents whose messages are averaged (paper calibration only).
         budget: per-agent epsilon budget (basic composition), or None.
         on_exhausted: ``"raise"`` (PrivacyBudgetExceeded), ``"drop"`` (drop that message) or
-            ``"block"`` (drop it and every later message of that sender).
+            ``"block"`` (drop it and every later message of that sender, of any kind).
         strict: undeclared payload fields raise; otherwise they pass with a warning.
     """
 
@@ -134,8 +170,6 @@ class MessagePrivatizer:
         on_exhausted: str = "raise",
         strict: bool = True,
     ) -> None:
-        if not callable(epsilon):
-            _check_epsilon(epsilon)
         if calibration not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
         if on_exhausted not in ON_EXHAUSTED:
@@ -151,17 +185,29 @@ class MessagePrivatizer:
         self.budget = budget
         self.on_exhausted = on_exhausted
         self.strict = strict
+        if not callable(epsilon):
+            noise.scale(np.float64(1.0), self.message_epsilon(1))  # fail now if it cannot be calibrated
         self._warned: set[tuple[str, str]] = set()
+        self._ready = False
 
     # ------------------------------------------------------------------ episode
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Fresh accountants and DP noise streams for every replica."""
         m = context.num_agents
-        self.rngs = [s.generator("dp") for s in streams]
+        self.streams = list(streams)
         self.accountants = [PrivacyAccountant(m, budget_epsilon=self.budget) for _ in streams]
         self.blocked = np.zeros((len(streams), m), bool)
+        self._rngs: dict[tuple[int, int, str], np.random.Generator] = {}
         self._releases: dict[tuple[int, int, str], int] = {}
         self._declared: set[tuple[int, int, str]] = set()
+        self._ready = True
+
+    def rng(self, replica: int, sender: int, kind: str) -> np.random.Generator:
+        """The noise generator of ``sender``'s messages of ``kind`` in ``replica`` (see :func:`dp_generator`)."""
+        key = (replica, sender, kind)
+        if key not in self._rngs:
+            self._rngs[key] = dp_generator(self.streams[replica], sender, kind)
+        return self._rngs[key]
 
     def epsilon_spent(self) -> np.ndarray:
         """(B, M) epsilon spent per replica and agent (basic composition)."""
@@ -176,6 +222,8 @@ class MessagePrivatizer:
     # ------------------------------------------------------------------ hook
     def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Privatize every batch of the slot."""
+        if not self._ready:
+            raise RuntimeError("the DP wrapper was added after the last reset; call env.reset() before stepping")
         out = []
         for batch in batches:
             privatized = self._privatize(batch)
@@ -183,32 +231,37 @@ class MessagePrivatizer:
                 out.append(privatized)
         return out
 
-    def _privatize(self, batch: MessageBatch) -> MessageBatch:
+    def _schema(self, batch: MessageBatch) -> dict:
+        """The batch's declarations; undeclared fields raise (strict) or pass as public with one warning."""
         schema = dict(batch.privacy or {})
         undeclared = [name for name in batch.payload if name not in schema]
-        if undeclared:
-            if self.strict:
-                raise ValueError(
-                    f"message kind {batch.kind!r} has undeclared payload fields {undeclared}; under a DP wrapper "
-                    "declare each field Public(), Sensitive(...) or Privatized(...) (or pass strict=False)"
+        if undeclared and self.strict:
+            raise ValueError(
+                f"message kind {batch.kind!r} has undeclared payload fields {undeclared}; under a DP wrapper "
+                "declare each field Public(), Sensitive(...) or Privatized(...) (or pass strict=False)"
+            )
+        for name in undeclared:
+            if (batch.kind, name) not in self._warned:
+                warnings.warn(
+                    f"DP wrapper (strict=False): field {name!r} of {batch.kind!r} is undeclared and sent as is",
+                    stacklevel=4,
                 )
-            for name in undeclared:
-                if (batch.kind, name) not in self._warned:
-                    warnings.warn(
-                        f"DP wrapper (strict=False): field {name!r} of {batch.kind!r} is undeclared and sent as is",
-                        stacklevel=3,
-                    )
-                    self._warned.add((batch.kind, name))
-                schema[name] = Public()
+                self._warned.add((batch.kind, name))
+            schema[name] = Public()
+        return schema
+
+    def _privatize(self, batch: MessageBatch) -> MessageBatch:
+        schema = self._schema(batch)
         sensitive = [name for name, d in schema.items() if isinstance(d, Sensitive)]
-        self._charge_declared(batch, schema)
-        if not sensitive:
-            return batch.with_payload(batch.payload, schema)
+        rows = np.arange(len(batch))
+        sensitivities = {name: entry_sensitivity(schema[name], batch.payload, rows) for name in sensitive}
         keep, epsilons = self._guard(batch, schema, sensitive)
-        kept = batch.take(keep)
+        kept = batch if keep.all() else batch.take(keep)
+        if not sensitive:
+            return kept.with_payload(kept.payload, schema)
         payload = dict(kept.payload)
         for name in sensitive:
-            payload[name] = self._noised(kept, name, schema[name], epsilons[keep])
+            payload[name] = self._noised(kept, name, schema[name], sensitivities[name][keep], epsilons[keep])
             schema[name] = Privatized(description=f"{self.noise.mechanism} noise added by the DP wrapper")
         return kept.with_payload(payload, schema)
 
@@ -223,6 +276,7 @@ class MessagePrivatizer:
         epsilons = np.zeros(len(batch))
         pending: dict[tuple[int, int], list] = {}
         releases: dict[tuple[int, int, str], int] = {}
+        declared: set[tuple[int, int, str]] = set()
         for row in range(len(batch)):
             b, sender = int(batch.replica[row]), int(batch.sender[row])
             if self.blocked[b, sender]:
@@ -230,10 +284,13 @@ class MessagePrivatizer:
                 continue
             key = (b, sender, batch.kind)
             index = releases.get(key, self._releases.get(key, 0)) + 1
-            epsilon = self.message_epsilon(index)
-            events = self._events(batch, schema, sensitive, row, epsilon)
+            epsilon = self.message_epsilon(index) if sensitive else 0.0
+            new_declarations = self._new_declarations(schema, b, sender, declared)
+            events = [(event, None) for _, event in new_declarations]
+            if sensitive:
+                events += self._events(batch, schema, sensitive, row, epsilon)
             charged = pending.get((b, sender), [])
-            if self.accountants[b].would_exceed_all(sender, charged + events):
+            if events and self.accountants[b].would_exceed_all(sender, charged + events):
                 if self.on_exhausted == "raise":
                     projected, _ = self.accountants[b].projected(sender, charged + events)
                     raise PrivacyBudgetExceeded(sender, projected, float(self.budget))
@@ -241,13 +298,27 @@ class MessagePrivatizer:
                 self.blocked[b, sender] |= self.on_exhausted == "block"
                 continue
             pending[(b, sender)] = charged + events
-            releases[key] = index
-            epsilons[row] = epsilon
+            declared.update((b, sender, account_key) for account_key, _ in new_declarations)
+            if sensitive:
+                releases[key] = index
+                epsilons[row] = epsilon
         for (b, sender), events in pending.items():
             for event, partition in events:
                 self.accountants[b].record(sender, event, partition)
         self._releases.update(releases)
+        self._declared.update(declared)
         return keep, epsilons
+
+    def _new_declarations(self, schema: dict, b: int, sender: int, declared: set) -> list[tuple[str, DeclaredEvent]]:
+        """``Privatized(epsilon=...)`` costs of this sender not charged yet (once per account key)."""
+        out = []
+        for declaration in schema.values():
+            if isinstance(declaration, Privatized) and declaration.epsilon is not None:
+                key = (b, sender, declaration.account_key)
+                if key not in self._declared and key not in declared and all(k != key[2] for k, _ in out):
+                    event = DeclaredEvent(declaration.epsilon, declaration.delta, declaration.description)
+                    out.append((declaration.account_key, event))
+        return out
 
     def _events(self, batch: MessageBatch, schema: dict, sensitive: list[str], row: int, epsilon: float) -> list:
         """The (event, partition) pairs one row costs: one release per sensitive field."""
@@ -257,35 +328,24 @@ class MessagePrivatizer:
     def _partition(batch: MessageBatch, declaration: Sensitive, row: int):
         if declaration.partition_field is None:
             return None
-        return (batch.kind, np.asarray(batch.payload[declaration.partition_field][row]).item())
+        value = np.asarray(batch.payload[declaration.partition_field][row]).item()
+        return (declaration.partition_field, value)
 
-    def _charge_declared(self, batch: MessageBatch, schema: dict) -> None:
-        """Charge agents' own mechanisms (``Privatized(epsilon=...)``) once per account key."""
-        for declaration in schema.values():
-            if not isinstance(declaration, Privatized) or declaration.epsilon is None:
-                continue
-            for b, sender in zip(batch.replica.tolist(), batch.sender.tolist()):
-                key = (b, sender, declaration.account_key)
-                if key not in self._declared:
-                    event = DeclaredEvent(declaration.epsilon, declaration.delta, declaration.description)
-                    self.accountants[b].record(sender, event, ("declared", declaration.account_key))
-                    self._declared.add(key)
-
-    def _noised(self, batch: MessageBatch, name: str, declaration: Sensitive, epsilons: np.ndarray) -> np.ndarray:
-        rows = np.arange(len(batch))
+    def _noised(
+        self, batch: MessageBatch, name: str, declaration: Sensitive, sensitivity: np.ndarray, epsilons: np.ndarray
+    ) -> np.ndarray:
         values = np.asarray(batch.payload[name], np.float64)
-        values = clip_to_declaration(values, declaration, batch.payload, rows)
-        sensitivity = _broadcast(entry_sensitivity(declaration, batch.payload, rows), values)
-        sensitivity = np.broadcast_to(sensitivity, values.shape)
+        values = clip_to_declaration(values, declaration, batch.payload, np.arange(len(batch)))
+        sensitivity = np.broadcast_to(_broadcast(sensitivity, values), values.shape)
         if declaration.affects == "all":
             flat = sensitivity.reshape(len(batch), -1)
             total = flat.sum(axis=1) if self.noise.mechanism == "laplace" else np.sqrt((flat**2).sum(axis=1))
             sensitivity = np.broadcast_to(_broadcast(total, values), values.shape)
         noised = values.copy()
-        for b in np.unique(batch.replica):
-            for row in np.flatnonzero(batch.replica == b):
-                scale = self.noise.scale(np.asarray(sensitivity[row]), float(epsilons[row]))
-                noised[row] = values[row] + self.noise.draw(self.rngs[b], scale)
+        for row in range(len(batch)):
+            rng = self.rng(int(batch.replica[row]), int(batch.sender[row]), batch.kind)
+            scale = self.noise.scale(np.asarray(sensitivity[row]), float(epsilons[row]))
+            noised[row] = values[row] + self.noise.draw(rng, scale)
         return noised
 
 

@@ -4,8 +4,10 @@ Used by :class:`~wrappers.dp.wrappers.TreeMessageDP`. A ``Sensitive(aggregate="s
 a running sum of records: each message's increment over the sender's previous message of that kind
 enters the tree of that (sender, kind, field, entry) stream, and the tree's noisy prefix sum is sent
 instead. Increments are clipped to the declared bounds (which must contain 0: a slot without a record
-adds 0), so one record changes one increment by at most ``high - low``. A stream costs its tree's
-guarantee once, charged at its first release.
+adds 0), so one record changes one increment by at most ``high - low``; the next increment is taken
+over the value actually sent before, so a clipped jump is not carried into later records. A stream
+is released at most once per slot (send it to ``NEIGHBOURS`` for several recipients) and costs its
+tree's guarantee once, charged at its first release under the default key (it covers every record).
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ class TreePrivatizer(MessagePrivatizer):
         self.horizon = context.horizon
         self._trees: dict[tuple, list[BinaryTreeMechanism]] = {}
         self._last: dict[tuple, np.ndarray] = {}
+        self._released_this_slot: set[tuple] = set()
+
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """Privatize the slot's batches; each stream may be released once."""
+        self._released_this_slot = set()
+        return super().__call__(slot, batches)
 
     def _stream_key(self, batch: MessageBatch, name: str, row: int) -> tuple:
         return (int(batch.replica[row]), int(batch.sender[row]), batch.kind, name)
@@ -58,15 +66,24 @@ class TreePrivatizer(MessagePrivatizer):
                     f"TreeMessageDP releases running sums: declare {name!r} as Sensitive(aggregate='sum', "
                     "bounds=(low, high)) with low <= 0 <= high"
                 )
-            if self._stream_key(batch, name, row) in self._trees:
+            key = self._stream_key(batch, name, row)
+            if key in self._released_this_slot:
+                raise ValueError(
+                    f"agent {key[1]} released the running sum {name!r} of {batch.kind!r} twice in one slot; "
+                    "send it once, to NEIGHBOURS, for several recipients"
+                )
+            self._released_this_slot.add(key)
+            if key in self._trees:
                 continue
             entries = int(np.prod(np.shape(batch.payload[name])[1:], dtype=np.int64))
             levels = self.horizon.bit_length()
             copies = entries if declaration.affects == "all" else 1
-            events += [(TreeEvent(epsilon, levels), (batch.kind, name))] * copies
+            events += [(TreeEvent(epsilon, levels), None)] * copies
         return events
 
-    def _noised(self, batch: MessageBatch, name: str, declaration: Sensitive, epsilons: np.ndarray) -> np.ndarray:
+    def _noised(
+        self, batch: MessageBatch, name: str, declaration: Sensitive, sensitivity: np.ndarray, epsilons: np.ndarray
+    ) -> np.ndarray:
         values = np.asarray(batch.payload[name], np.float64)
         low, high = declaration.bounds  # type: ignore[misc]
         noised = np.empty_like(values)
@@ -74,7 +91,7 @@ class TreePrivatizer(MessagePrivatizer):
             key = self._stream_key(batch, name, row)
             flat = values[row].reshape(-1)
             if key not in self._trees:
-                rng = self.rngs[key[0]]
+                rng = self.rng(key[0], key[1], batch.kind)
                 self._trees[key] = [
                     BinaryTreeMechanism(float(epsilons[row]), self.horizon, high - low, rng=rng) for _ in flat
                 ]
@@ -83,6 +100,6 @@ class TreePrivatizer(MessagePrivatizer):
             if trees[0].count >= self.horizon:
                 raise ValueError(f"stream {key} sent more than horizon={self.horizon} running sums")
             increments = np.clip(flat - self._last[key], low, high)
-            self._last[key] = self._last[key] + increments
+            self._last[key] = flat.copy()
             noised[row] = np.array([tree.add(x) for tree, x in zip(trees, increments)]).reshape(values[row].shape)
         return noised

@@ -25,10 +25,10 @@ class MessageDP(BaseParallelWrapper):
     """Base class: attaches a privatizer to the env's core and reports epsilon spent in ``infos``."""
 
     def __init__(self, env: Any, privatizer: MessagePrivatizer) -> None:
-        super().__init__(env)
-        core = getattr(env.unwrapped, "core", None)
+        core = getattr(getattr(env, "unwrapped", None), "core", None)
         if core is None or not hasattr(core, "add_message_hook"):
             raise TypeError(f"{type(self).__name__} wraps a fedbandit environment (e.g. FederatedMAB), got {env!r}")
+        super().__init__(env)
         core.add_message_hook(privatizer)
         self.privatizer = privatizer
 
@@ -107,10 +107,6 @@ class GaussianMessageDP(MessageDP):
         on_exhausted: str = "raise",
         strict: bool = True,
     ) -> None:
-        if not 0.0 < delta < 1.0:
-            raise ValueError(f"delta must be in (0, 1), got {delta}")
-        if gaussian_calibration not in ("classical", "analytic"):
-            raise ValueError(f"gaussian_calibration must be 'classical' or 'analytic', got {gaussian_calibration!r}")
         noise = NoiseSpec("gaussian", delta, gaussian_calibration)
         privatizer = MessagePrivatizer(noise, epsilon, calibration, n_agg, budget, on_exhausted, strict)
         super().__init__(env, privatizer)
