@@ -27,7 +27,7 @@ from __future__ import annotations
 import warnings
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -146,6 +146,16 @@ class NoiseSpec:
         return GaussianEvent(epsilon, self.delta, float(self.scale(np.float64(1.0), epsilon)))
 
 
+@dataclass
+class _SlotPlan:
+    """What the privatizer decided for one slot, committed only once every batch is decided."""
+
+    pending: dict[tuple[int, int], list] = field(default_factory=dict)
+    releases: dict[tuple[int, int, str], int] = field(default_factory=dict)
+    declared: set[tuple[int, int, str]] = field(default_factory=set)
+    blocks: set[tuple[int, int]] = field(default_factory=set)
+
+
 class MessagePrivatizer:
     """Enforces DP on the agents' outgoing messages (a message hook of the simulation core).
 
@@ -221,15 +231,20 @@ class MessagePrivatizer:
 
     # ------------------------------------------------------------------ hook
     def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
-        """Privatize every batch of the slot."""
+        """Privatize every batch of the slot, atomically.
+
+        Three phases: every batch is checked and priced against the charges already made plus those
+        decided earlier in the slot; then the charges and blocks are committed; then noise is drawn. A
+        raise in the first phase (bad declaration, exhausted budget) leaves accountants, blocks and noise
+        streams untouched.
+        """
         if not self._ready:
             raise RuntimeError("the DP wrapper was added after the last reset; call env.reset() before stepping")
-        out = []
-        for batch in batches:
-            privatized = self._privatize(batch)
-            if len(privatized):
-                out.append(privatized)
-        return out
+        plan = _SlotPlan()
+        decided = [self._decide(batch, plan) for batch in batches]
+        self._commit(plan)
+        out = [self._apply(*decision) for decision in decided]
+        return [batch for batch in out if len(batch)]
 
     def _schema(self, batch: MessageBatch) -> dict:
         """The batch's declarations; undeclared fields raise (strict) or pass as public with one warning."""
@@ -250,12 +265,27 @@ class MessagePrivatizer:
             schema[name] = Public()
         return schema
 
-    def _privatize(self, batch: MessageBatch) -> MessageBatch:
+    def _decide(self, batch: MessageBatch, plan: _SlotPlan) -> tuple:
+        """Check and price one batch into ``plan`` (nothing is recorded yet)."""
         schema = self._schema(batch)
         sensitive = [name for name, d in schema.items() if isinstance(d, Sensitive)]
         rows = np.arange(len(batch))
         sensitivities = {name: entry_sensitivity(schema[name], batch.payload, rows) for name in sensitive}
-        keep, epsilons = self._guard(batch, schema, sensitive)
+        keep, epsilons = self._guard(batch, schema, sensitive, plan)
+        return batch, schema, sensitive, sensitivities, keep, epsilons
+
+    def _commit(self, plan: _SlotPlan) -> None:
+        """Record the slot's charges, release counts, declarations and blocks."""
+        for (b, sender), events in plan.pending.items():
+            for event, partition in events:
+                self.accountants[b].record(sender, event, partition)
+        self._releases.update(plan.releases)
+        self._declared.update(plan.declared)
+        for b, sender in plan.blocks:
+            self.blocked[b, sender] = True
+
+    def _apply(self, batch, schema, sensitive, sensitivities, keep, epsilons) -> MessageBatch:
+        """Drop refused rows and noise the sensitive fields of the others."""
         kept = batch if keep.all() else batch.take(keep)
         if not sensitive:
             return kept.with_payload(kept.payload, schema)
@@ -265,48 +295,38 @@ class MessagePrivatizer:
             schema[name] = Privatized(description=f"{self.noise.mechanism} noise added by the DP wrapper")
         return kept.with_payload(payload, schema)
 
-    def _guard(self, batch: MessageBatch, schema: dict, sensitive: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Price each row and apply the budget guard; returns kept rows and their epsilons.
-
-        Two phases: every row is decided against the charges already made plus those of the rows
-        kept before it, and the accountants are charged only once the whole batch is decided, so a
-        raise leaves them untouched.
-        """
+    def _guard(
+        self, batch: MessageBatch, schema: dict, sensitive: list[str], plan: _SlotPlan
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Price each row and apply the budget guard against the plan; returns kept rows and their epsilons."""
         keep = np.ones(len(batch), bool)
         epsilons = np.zeros(len(batch))
-        pending: dict[tuple[int, int], list] = {}
-        releases: dict[tuple[int, int, str], int] = {}
-        declared: set[tuple[int, int, str]] = set()
         for row in range(len(batch)):
             b, sender = int(batch.replica[row]), int(batch.sender[row])
-            if self.blocked[b, sender]:
+            if self.blocked[b, sender] or (b, sender) in plan.blocks:
                 keep[row] = False
                 continue
             key = (b, sender, batch.kind)
-            index = releases.get(key, self._releases.get(key, 0)) + 1
+            index = plan.releases.get(key, self._releases.get(key, 0)) + 1
             epsilon = self.message_epsilon(index) if sensitive else 0.0
-            new_declarations = self._new_declarations(schema, b, sender, declared)
+            new_declarations = self._new_declarations(schema, b, sender, plan.declared)
             events = [(event, None) for _, event in new_declarations]
             if sensitive:
                 events += self._events(batch, schema, sensitive, row, epsilon)
-            charged = pending.get((b, sender), [])
+            charged = plan.pending.get((b, sender), [])
             if events and self.accountants[b].would_exceed_all(sender, charged + events):
                 if self.on_exhausted == "raise":
                     projected, _ = self.accountants[b].projected(sender, charged + events)
                     raise PrivacyBudgetExceeded(sender, projected, float(self.budget))
                 keep[row] = False
-                self.blocked[b, sender] |= self.on_exhausted == "block"
+                if self.on_exhausted == "block":
+                    plan.blocks.add((b, sender))
                 continue
-            pending[(b, sender)] = charged + events
-            declared.update((b, sender, account_key) for account_key, _ in new_declarations)
+            plan.pending[(b, sender)] = charged + events
+            plan.declared.update((b, sender, account_key) for account_key, _ in new_declarations)
             if sensitive:
-                releases[key] = index
+                plan.releases[key] = index
                 epsilons[row] = epsilon
-        for (b, sender), events in pending.items():
-            for event, partition in events:
-                self.accountants[b].record(sender, event, partition)
-        self._releases.update(releases)
-        self._declared.update(declared)
         return keep, epsilons
 
     def _new_declarations(self, schema: dict, b: int, sender: int, declared: set) -> list[tuple[str, DeclaredEvent]]:

@@ -1,0 +1,595 @@
+"""Fault injection: byzantine agents that corrupt what they send, message drops and extra delays.
+
+Each fault is a :class:`~fedbandit_envs.envs.mab_core.MessageHook` installed on the environment's simulation core
+by a PettingZoo wrapper, so it applies on the PettingZoo path and on the runner's batched path alike (the same
+pattern as the DP wrappers). Agents never see the hooks' state: which agents are byzantine and which records were
+corrupted are hidden ground truth for evaluation.
+
+Randomness comes from the episode's ``adversary`` stream: each hook kind draws from its own child of that stream
+(byzantine: 0, drops: 1, delays: 2), so adding a fault never changes rewards, agents' choices or another fault's
+draws. Random draws are assigned in a canonical order of the affected records (replica, sender, then origin,
+creation slot, recipient), so they do not depend on how the messages of a slot were batched.
+
+* :class:`ByzantineAgents` / :class:`ByzantineAdversary` (dubey-pentland §1.4, §6 item 6, D12, D13): Huber
+  contamination. ``mode="source"``: each record a byzantine agent creates has its target fields replaced, with
+  probability ``contam_eps``, by a draw from ``Q``; every copy of it is then identical. ``mode="relay"``: in
+  addition, every byzantine agent re-corrupts each record it forwards, with probability ``contam_eps``, and sends
+  the same corrupted copy to all its neighbours. Records are recognised by the TTL-flooding header (``origin``,
+  ``created``); a message without that header counts as created by its sender in the current slot. Batches without
+  a target field pass unchanged. ``Q`` is :class:`PointMass` (default 10.0, D13), :class:`Uniform`,
+  :class:`Normal` or any callable ``q(field, arm, true_value, rng) -> values`` on arrays.
+* :class:`MessageDrops`: each point-to-point copy is lost with probability ``prob`` (optionally only some kinds or
+  senders). A lost copy is never transmitted, so it costs nothing.
+* :class:`MessageDelays`: each point-to-point copy is held back for ``delay`` (+ uniform jitter) slots before it
+  is transmitted; copies still held when the episode ends are lost. Receivers that deduplicate by age (TTL
+  flooding) need a matching ``max_age``.
+
+Hooks that act per copy expand ``NEIGHBOURS`` broadcasts into one row per neighbour (never adding a recipient).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from pettingzoo.utils import BaseParallelWrapper
+
+from fedbandit_envs.channel.flooding import HEADER_FIELDS
+from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
+from fedbandit_envs.core import AgentContext
+from fedbandit_envs.seeding import SeedStreams
+from fedbandit_envs.topology import SERVER
+
+__all__ = [
+    "MODES",
+    "ByzantineAdversary",
+    "ByzantineAgents",
+    "DelayHook",
+    "DropHook",
+    "MessageDelays",
+    "MessageDrops",
+    "Normal",
+    "PointMass",
+    "Uniform",
+]
+
+#: Where a byzantine agent corrupts records.
+MODES: tuple[str, ...] = ("source", "relay")
+
+#: Child index of each hook kind in the ``adversary`` stream.
+_STREAM_CHILD = {"byzantine": 0, "drop": 1, "delay": 2}
+
+Corruption = Callable[[str, np.ndarray, np.ndarray, np.random.Generator], np.ndarray]
+
+
+def _probability(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number in [0, 1], got {type(value).__name__} {value!r}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1], got {value}")
+    return float(value)
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return int(value)
+
+
+def _real(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    return float(value)
+
+
+def _stream(streams: SeedStreams, kind: str) -> np.random.Generator:
+    parent = streams.sequence("adversary")
+    child = np.random.SeedSequence(parent.entropy, spawn_key=(*parent.spawn_key, _STREAM_CHILD[kind]))
+    return np.random.default_rng(child)
+
+
+def _agent_ids(name: str, ids: Any, num_agents: int | None = None) -> np.ndarray:
+    try:
+        array = np.array(ids).reshape(-1)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of agent indices, got {ids!r}") from None
+    if array.size and (array.dtype.kind not in "iu" or np.any(array < 0)):
+        raise ValueError(f"{name} must hold agent indices >= 0, got {ids!r}")
+    if len(np.unique(array)) != len(array):
+        raise ValueError(f"{name} must not repeat an agent, got {ids!r}")
+    if num_agents is not None and np.any(array >= num_agents):
+        bad = array[array >= num_agents].tolist()
+        raise ValueError(f"{name} {bad} are not in the population: agents are 0..{num_agents - 1}")
+    return array.astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------------- distributions Q
+@dataclass(frozen=True)
+class PointMass:
+    """Q = a point mass at ``value`` (D13's default is 10.0, an outlier outside [0, 1]).
+
+    Attributes:
+        value: the corrupted value.
+    """
+
+    value: float = 10.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", _real("value", self.value))
+
+    def __call__(self, field: str, arm: np.ndarray, true_value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``value`` for every record (draws nothing)."""
+        return np.full(np.shape(true_value), self.value)
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Q = U[low, high).
+
+    Attributes:
+        low: lower end.
+        high: upper end (> low).
+    """
+
+    low: float = 0.0
+    high: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not _real("low", self.low) < _real("high", self.high):
+            raise ValueError(f"Uniform needs low < high, got low={self.low}, high={self.high}")
+
+    def __call__(self, field: str, arm: np.ndarray, true_value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One uniform draw per entry of ``true_value``."""
+        return rng.uniform(self.low, self.high, np.shape(true_value))
+
+
+@dataclass(frozen=True)
+class Normal:
+    """Q = N(mean, std^2).
+
+    Attributes:
+        mean: the mean.
+        std: the standard deviation (> 0).
+    """
+
+    mean: float = 0.0
+    std: float = 1.0
+
+    def __post_init__(self) -> None:
+        _real("mean", self.mean)
+        if not _real("std", self.std) > 0:
+            raise ValueError(f"std must be > 0, got {self.std}")
+
+    def __call__(self, field: str, arm: np.ndarray, true_value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One normal draw per entry of ``true_value``."""
+        return rng.normal(self.mean, self.std, np.shape(true_value))
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+def _records(batch: MessageBatch, slot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per record of a batch (rows x records per row): row index, origin, creation slot, records per row."""
+    if all(name in batch.payload for name in HEADER_FIELDS):
+        origin = batch.payload["origin"].reshape(len(batch), -1)
+        created = batch.payload["created"].reshape(len(batch), -1)
+    else:
+        origin = np.repeat(batch.sender[:, None], 1, axis=1)
+        created = np.full((len(batch), 1), slot, np.int64)
+    per_row = origin.shape[1]
+    return np.repeat(np.arange(len(batch)), per_row), origin.reshape(-1), created.reshape(-1), per_row
+
+
+def _expand(batch: MessageBatch, context: AgentContext) -> MessageBatch:
+    """One row per recipient: ``NEIGHBOURS`` rows become one row per neighbour (the server too, if linked)."""
+    broadcast = batch.recipient == NEIGHBOURS
+    if not np.any(broadcast):
+        return batch
+    rows, recipients = [np.flatnonzero(~broadcast)], [batch.recipient[~broadcast]]
+    for r in np.flatnonzero(broadcast):
+        topology = context.topologies[int(batch.replica[r])]
+        sender = int(batch.sender[r])
+        neighbours = topology.neighbours(sender)
+        if topology.server_links[sender]:
+            neighbours = np.append(neighbours, SERVER)
+        rows.append(np.full(len(neighbours), r))
+        recipients.append(neighbours)
+    row, recipient = np.concatenate(rows), np.concatenate(recipients)
+    order = np.argsort(row, kind="stable")
+    return batch.with_rows(row[order], recipient[order], -1)
+
+
+def _canonical(batches: Sequence[MessageBatch]) -> tuple[np.ndarray, np.ndarray]:
+    """Replica of each row of the concatenated batches, and the rows' order by (replica, sender, recipient, kind)."""
+    kinds = sorted({b.kind for b in batches})
+    kind = np.concatenate([np.full(len(b), kinds.index(b.kind)) for b in batches])
+    replica = np.concatenate([b.replica for b in batches])
+    sender = np.concatenate([b.sender for b in batches])
+    recipient = np.concatenate([b.recipient for b in batches])
+    return replica, np.lexsort((kind, recipient, sender, replica))
+
+
+class _Hook:
+    """Base of the fault hooks: remembers the context and one generator per replica on its stream."""
+
+    stream_kind = "byzantine"
+
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Start an episode: one generator per replica on this hook's child of the ``adversary`` stream."""
+        self.context = context
+        self.rngs = [_stream(s, self.stream_kind) for s in streams]
+
+
+class _PerCopyHook(_Hook):
+    """A hook that decides per point-to-point copy of selected kinds and senders."""
+
+    def __init__(self, kinds: Sequence[str] | None, senders: Sequence[int] | None) -> None:
+        self.kinds = None if kinds is None else frozenset(str(k) for k in kinds)
+        self.senders = None if senders is None else _agent_ids("senders", senders)
+
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Check the senders against the population and start the episode."""
+        if self.senders is not None:
+            _agent_ids("senders", self.senders, context.num_agents)
+        super().reset(context, streams)
+
+    def _split(self, batches: list[MessageBatch]) -> tuple[list[MessageBatch], list[MessageBatch]]:
+        """The affected batches (expanded per copy, rows of selected senders) and the untouched rest."""
+        affected, rest = [], []
+        for batch in batches:
+            if self.kinds is not None and batch.kind not in self.kinds:
+                rest.append(batch)
+                continue
+            selected = np.ones(len(batch), bool) if self.senders is None else np.isin(batch.sender, self.senders)
+            if np.any(~selected):
+                rest.append(batch.take(~selected))
+            if np.any(selected):
+                affected.append(_expand(batch.take(selected), self.context))
+        return affected, rest
+
+    def _draws(self, batches: list[MessageBatch], draw: Callable[[np.random.Generator, int], np.ndarray]) -> list:
+        """One value per row of every batch, drawn per replica in the canonical row order."""
+        if not batches:
+            return []
+        replica, order = _canonical(batches)
+        values = np.zeros(len(replica))
+        for b in np.unique(replica):
+            rows = order[replica[order] == b]
+            values[rows] = draw(self.rngs[int(b)], len(rows))
+        return np.split(values, np.cumsum([len(b) for b in batches])[:-1])
+
+
+# ---------------------------------------------------------------------------------------------------- byzantine
+class ByzantineAdversary(_Hook):
+    """Message hook corrupting the records of byzantine agents (see the module docstring).
+
+    Args:
+        contam_eps: probability that a record is corrupted at each corruption point, in [0, 1].
+        byzantine: explicit byzantine agent ids (the same in every replica), or ``None``.
+        fraction: with ``byzantine=None``, the fraction of agents chosen byzantine per replica (``round(f M)``
+            agents, uniformly, from the adversary stream); default 1.0 (D13: every agent, the paper's setting).
+        mode: ``"source"`` (corrupt at creation, D13) or ``"relay"`` (also at every byzantine forwarder).
+        q: the corruption distribution Q: :class:`PointMass`, :class:`Uniform`, :class:`Normal` or a callable
+            ``q(field, arm, true_value, rng) -> values`` (arrays; ``arm`` is -1 when the payload has no ``arm``).
+        fields: payload fields replaced by Q (default ``("reward",)``).
+        kinds: message kinds to corrupt (default: every kind carrying a target field).
+    """
+
+    stream_kind = "byzantine"
+
+    def __init__(
+        self,
+        contam_eps: float,
+        byzantine: Sequence[int] | None = None,
+        fraction: float | None = None,
+        mode: str = "source",
+        q: Corruption | None = None,
+        fields: Sequence[str] = ("reward",),
+        kinds: Sequence[str] | None = None,
+    ) -> None:
+        self.contam_eps = _probability("contam_eps", contam_eps)
+        if byzantine is not None and fraction is not None:
+            raise ValueError("give either byzantine (agent ids) or fraction, not both")
+        self.ids = None if byzantine is None else _agent_ids("byzantine", byzantine)
+        self.fraction = _probability("fraction", 1.0 if fraction is None else fraction)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.mode = mode
+        self.q = PointMass() if q is None else q
+        if not callable(self.q):
+            raise TypeError(
+                f"q must be PointMass, Uniform, Normal or a callable q(field, arm, true_value, rng), got {q!r}"
+            )
+        if isinstance(fields, str) or not fields or not all(isinstance(f, str) and f for f in fields):
+            raise TypeError(f"fields must be a non-empty sequence of payload field names, got {fields!r}")
+        self.fields = tuple(fields)
+        self.kinds = None if kinds is None else frozenset(kinds)
+
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Choose the byzantine agents of every replica; clear the hidden log."""
+        super().reset(context, streams)
+        b, m = context.num_replicas, context.num_agents
+        #: (B, M) hidden ground truth: which agents are byzantine.
+        self.byzantine = np.zeros((b, m), bool)
+        if self.ids is not None:
+            self.byzantine[:, _agent_ids("byzantine", self.ids, m)] = True
+        else:
+            count = int(round(self.fraction * m))
+            for r, rng in enumerate(self.rngs):
+                self.byzantine[r, rng.permutation(m)[:count]] = True
+        #: (B,) records that were exposed to corruption (created, or relayed in relay mode, by byzantine agents).
+        self.exposed = np.zeros(b, np.int64)
+        #: (B,) corruptions applied.
+        self.corrupted = np.zeros(b, np.int64)
+        self._log: list[dict[str, np.ndarray]] = []
+
+    def _targeted(self, batch: MessageBatch) -> bool:
+        return (self.kinds is None or batch.kind in self.kinds) and any(f in batch.payload for f in self.fields)
+
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """Corrupt the target fields of exposed records; other messages pass unchanged."""
+        columns: list[list[np.ndarray]] = [[] for _ in range(8)]
+        per_row: dict[int, int] = {}
+        for i, batch in enumerate(batches):
+            if not self._targeted(batch):
+                continue
+            row, origin, created, per_row[i] = _records(batch, slot)
+            sender, replica = batch.sender[row], batch.replica[row]
+            created_here = (origin == sender) & (created == slot)
+            exposed = np.flatnonzero(self.byzantine[replica, sender] & (created_here | (self.mode == "relay")))
+            stage = np.where(created_here[exposed], 0, 1)
+            found = (np.full(len(exposed), i), exposed, replica[exposed], sender[exposed], origin[exposed])
+            for column, values in zip(columns, (*found, created[exposed], stage, np.full(len(exposed), slot))):
+                column.append(values)
+        if not per_row:
+            return batches
+        batch_id, record, replica, sender, origin, created, stage, slots = (np.concatenate(c) for c in columns)
+        order = np.lexsort((created, origin, sender, replica))
+        payloads: dict[int, dict[str, np.ndarray]] = {}
+        for b in np.unique(replica):
+            rows = order[replica[order] == b]
+            rng = self.rngs[int(b)]
+            hit = rows[rng.random(len(rows)) < self.contam_eps]
+            self.exposed[b] += len(rows)
+            self.corrupted[b] += len(hit)
+            for field in self.fields:
+                chosen = hit[[field in batches[i].payload for i in batch_id[hit]]]
+                if len(chosen) == 0:
+                    continue
+                views = {
+                    i: self._writable(i, batches[i], payloads, field, per_row[i]) for i in np.unique(batch_id[chosen])
+                }
+                true_value = np.stack([views[i][r] for i, r in zip(batch_id[chosen], record[chosen])])
+                arm = np.array(
+                    [
+                        batches[i].payload["arm"].reshape(-1)[r] if "arm" in batches[i].payload else -1
+                        for i, r in zip(batch_id[chosen], record[chosen])
+                    ],
+                    np.int64,
+                )
+                value = np.asarray(self.q(field, arm, true_value, rng), np.float64)
+                if value.shape != true_value.shape:
+                    raise ValueError(f"q returned shape {value.shape} for {field!r} values of shape {true_value.shape}")
+                for i, r, v in zip(batch_id[chosen], record[chosen], value):
+                    views[i][r] = self._cast(field, v, views[i].dtype)
+                self._log.append(
+                    {
+                        "slot": slots[chosen],
+                        "replica": replica[chosen],
+                        "sender": sender[chosen],
+                        "origin": origin[chosen],
+                        "created": created[chosen],
+                        "stage": stage[chosen],
+                        "field": np.full(len(chosen), field, dtype=object),
+                        "true_value": true_value.reshape(len(chosen), -1)[:, 0].astype(np.float64),
+                        "value": value.reshape(len(chosen), -1)[:, 0],
+                    }
+                )
+        return [
+            batch.with_payload({**batch.payload, **payloads[i]}, batch.privacy) if i in payloads else batch
+            for i, batch in enumerate(batches)
+        ]
+
+    @staticmethod
+    def _writable(i: int, batch: MessageBatch, payloads: dict, field: str, per_row: int) -> np.ndarray:
+        """A writable copy of batch ``i``'s field (kept in ``payloads``), viewed with one entry per record."""
+        fields = payloads.setdefault(i, {})
+        if field not in fields:
+            fields[field] = np.array(batch.payload[field])
+        array = fields[field]
+        leading = 2 if all(name in batch.payload for name in HEADER_FIELDS) else 1
+        return array.reshape(len(batch) * per_row, *array.shape[leading:])
+
+    @staticmethod
+    def _cast(field: str, value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        if dtype.kind in "iu" and not np.all(value == np.round(value)):
+            raise ValueError(f"q must return whole numbers for the integer field {field!r}, got {value!r}")
+        return np.asarray(value).astype(dtype)
+
+    def corruptions(self) -> dict[str, np.ndarray]:
+        """Hidden log: one entry per corrupted record and field.
+
+        Columns: slot, replica, sender (the corrupting agent), origin, created, stage (0 at creation, 1 at a
+        relay), field, true_value and value (first entry of vector fields).
+        """
+        names = ("slot", "replica", "sender", "origin", "created", "stage", "field", "true_value", "value")
+        if not self._log:
+            return {n: np.zeros(0, object if n == "field" else np.float64 if "value" in n else np.int64) for n in names}
+        return {n: np.concatenate([entry[n] for entry in self._log]) for n in names}
+
+    def corrupted_ids(self, replica: int = 0) -> set[tuple[int, int]]:
+        """Ids ``(origin, created)`` of the records of ``replica`` corrupted at least once."""
+        log = self.corruptions()
+        mine = log["replica"] == replica
+        return set(zip(log["origin"][mine].tolist(), log["created"][mine].tolist()))
+
+
+# ---------------------------------------------------------------------------------------------------- drops and delays
+class DropHook(_PerCopyHook):
+    """Message hook losing each point-to-point copy with probability ``prob``.
+
+    Args:
+        prob: loss probability per copy, in [0, 1].
+        kinds: message kinds affected (default: all).
+        senders: sending agents affected (default: all).
+    """
+
+    stream_kind = "drop"
+
+    def __init__(self, prob: float, kinds: Sequence[str] | None = None, senders: Sequence[int] | None = None) -> None:
+        super().__init__(kinds, senders)
+        self.prob = _probability("prob", prob)
+
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Start an episode with no copy dropped."""
+        super().reset(context, streams)
+        #: (B,) copies dropped so far.
+        self.dropped = np.zeros(context.num_replicas, np.int64)
+
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """The batches without the lost copies."""
+        affected, rest = self._split(batches)
+        draws = self._draws(affected, lambda rng, n: rng.random(n))
+        for batch, draw in zip(affected, draws):
+            lost = draw < self.prob
+            np.add.at(self.dropped, batch.replica[lost], 1)
+            rest.append(batch.take(~lost))
+        return [batch for batch in rest if len(batch)]
+
+
+class DelayHook(_PerCopyHook):
+    """Message hook holding each point-to-point copy back for ``delay + U{0..jitter}`` slots.
+
+    Args:
+        delay: extra slots before a copy is transmitted (>= 0).
+        jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream).
+        kinds: message kinds affected (default: all).
+        senders: sending agents affected (default: all).
+    """
+
+    stream_kind = "delay"
+
+    def __init__(
+        self, delay: int, jitter: int = 0, kinds: Sequence[str] | None = None, senders: Sequence[int] | None = None
+    ) -> None:
+        super().__init__(kinds, senders)
+        self.delay = _non_negative_int("delay", delay)
+        self.jitter = _non_negative_int("jitter", jitter)
+
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Start an episode with nothing held back."""
+        super().reset(context, streams)
+        self._held: dict[int, list[MessageBatch]] = {}
+
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """Undelayed copies, plus the held copies due in this slot; hold the others."""
+        affected, out = self._split(batches)
+        if self.jitter:
+            extras = self._draws(affected, lambda rng, n: rng.integers(0, self.jitter + 1, n))
+        else:
+            extras = [np.zeros(len(batch)) for batch in affected]
+        for batch, extra in zip(affected, extras):
+            delays = self.delay + extra.astype(np.int64)
+            for d in np.unique(delays):
+                part = batch.take(delays == d)
+                if d == 0:
+                    out.append(part)
+                else:
+                    self._held.setdefault(slot + int(d), []).append(part)
+        out.extend(self._held.pop(slot, []))
+        return [batch for batch in out if len(batch)]
+
+
+# ---------------------------------------------------------------------------------------------------- wrappers
+class _FaultWrapper(BaseParallelWrapper):
+    """Installs a fault hook on the wrapped fedbandit environment's core."""
+
+    def __init__(self, env: Any, hook: Any) -> None:
+        super().__init__(env)
+        core = getattr(env.unwrapped, "core", None)
+        if core is None or not hasattr(core, "add_message_hook"):
+            raise TypeError(f"{type(self).__name__} wraps a fedbandit environment (e.g. FederatedMAB), got {env!r}")
+        core.add_message_hook(hook)
+        self.hook = hook
+
+
+class ByzantineAgents(_FaultWrapper):
+    """Makes some agents byzantine: what they send is corrupted by :class:`ByzantineAdversary` (honest code untouched).
+
+    Example::
+
+        env = ByzantineAgents(FederatedMAB(...), contam_eps=1e-3, fraction=1.0, q=PointMass(10.0))
+
+    Args:
+        env: a fedbandit environment.
+        contam_eps: probability that a record is corrupted at each corruption point, in [0, 1].
+        byzantine: explicit byzantine agent ids (checked against the population), or ``None``.
+        fraction: with ``byzantine=None``, the seeded fraction of byzantine agents (default 1.0, D13).
+        mode: ``"source"`` (D13) or ``"relay"``.
+        q: the corruption distribution (default ``PointMass(10.0)``).
+        fields: payload fields replaced (default ``("reward",)``).
+        kinds: message kinds corrupted (default: every kind carrying a target field).
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        contam_eps: float,
+        byzantine: Sequence[int] | None = None,
+        fraction: float | None = None,
+        mode: str = "source",
+        q: Corruption | None = None,
+        fields: Sequence[str] = ("reward",),
+        kinds: Sequence[str] | None = None,
+    ) -> None:
+        if byzantine is not None:
+            _agent_ids("byzantine", byzantine, len(env.possible_agents))
+        super().__init__(env, ByzantineAdversary(contam_eps, byzantine, fraction, mode, q, fields, kinds))
+
+    @property
+    def adversary(self) -> ByzantineAdversary:
+        """The installed hook (hidden ground truth: ``byzantine``, ``corruptions()``, ``corrupted_ids()``)."""
+        return self.hook
+
+
+class MessageDrops(_FaultWrapper):
+    """Loses each point-to-point copy with probability ``prob`` (see :class:`DropHook`).
+
+    Args:
+        env: a fedbandit environment.
+        prob: loss probability per copy, in [0, 1].
+        kinds: message kinds affected (default: all).
+        senders: sending agents affected (default: all).
+    """
+
+    def __init__(
+        self, env: Any, prob: float, kinds: Sequence[str] | None = None, senders: Sequence[int] | None = None
+    ) -> None:
+        if senders is not None:
+            _agent_ids("senders", senders, len(env.possible_agents))
+        super().__init__(env, DropHook(prob, kinds, senders))
+
+
+class MessageDelays(_FaultWrapper):
+    """Holds each point-to-point copy back for ``delay + U{0..jitter}`` slots (see :class:`DelayHook`).
+
+    Args:
+        env: a fedbandit environment.
+        delay: extra slots before a copy is transmitted (>= 0).
+        jitter: extra uniform delay in ``{0, ..., jitter}`` per copy.
+        kinds: message kinds affected (default: all).
+        senders: sending agents affected (default: all).
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        delay: int,
+        jitter: int = 0,
+        kinds: Sequence[str] | None = None,
+        senders: Sequence[int] | None = None,
+    ) -> None:
+        if senders is not None:
+            _agent_ids("senders", senders, len(env.possible_agents))
+        super().__init__(env, DelayHook(delay, jitter, kinds, senders))
