@@ -40,6 +40,20 @@ ALGORITHMS: dict[str, str] = {
     "round_robin": "agents.baselines:RoundRobin",
     "independent_ucb1": "agents.baselines:IndependentUCB1",
     "full_sharing_ucb": "agents.baselines:FullSharingUCB",
+    "cdp_mab": "agents.li_song:CDPMAB",
+    "ddp_mab": "agents.li_song:DDPMAB",
+    "hdp_mab": "agents.li_song:HDPMAB",
+    "gossip_ucb": "agents.zhu:GossipUCB",
+    "fed_ucb": "agents.zhu:FedUCB",
+    "solanki_nf": "agents.solanki:NonFederated",
+    "solanki_fcb_sync": "agents.solanki:FCBSync",
+    "solanki_fcb": "agents.solanki:FCBExp",
+    "solanki_pfcb": "agents.solanki:PFCB",
+    "dubey_private_ucb": "agents.dubey:PrivateMultiAgentUCB",
+    "dubey_cooperative_ucb": "agents.dubey:CooperativeUCB",
+    "dubey_byzantine_ucb": "agents.dubey:ByzantineProofUCB",
+    "dubey_ucb1": "agents.dubey:IndividualUCB1",
+    "dubey_dp_ucb_int": "agents.dubey:DPUCBInt",
 }
 
 
@@ -127,7 +141,7 @@ class _Recorder:
             return
         ledger = core.channel.ledger
         elapsed = time.perf_counter() - self.start
-        epsilon = epsilon_spent(core)
+        epsilon, delta = privacy_spent(core)
         for b in range(core.num_replicas):
             seed = self.seeds[replica_offset + b]
             regret = core.regret[b]
@@ -143,6 +157,7 @@ class _Recorder:
             if epsilon is not None:
                 row["epsilon_max"] = float(epsilon[b].max())
                 row["epsilon_mean"] = float(epsilon[b].mean())
+                row["delta_max"] = float(delta[b].max())
             row["wall_time"] = elapsed
             self.results.curves.append(row)
             for i in range(core.config.num_agents):
@@ -158,13 +173,16 @@ class _Recorder:
                 }
                 if epsilon is not None:
                     agent_row["epsilon_spent"] = float(epsilon[b, i])
+                    agent_row["delta_spent"] = float(delta[b, i])
                 self.results.agents.append(agent_row)
 
 
-def epsilon_spent(core: FederatedMABCore) -> np.ndarray | None:
-    """(B, M) epsilon spent, summed over the privacy-accounting hooks on the core (None without any)."""
-    spent = [hook.epsilon_spent() for hook in core.message_hooks if hasattr(hook, "epsilon_spent")]
-    return np.sum(spent, axis=0) if spent else None
+def privacy_spent(core: FederatedMABCore) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+    """(B, M) epsilon and delta spent, summed over the privacy-accounting hooks on the core (None without any)."""
+    hooks = [hook for hook in core.message_hooks if hasattr(hook, "epsilon_spent")]
+    if not hooks:
+        return None, None
+    return np.sum([h.epsilon_spent() for h in hooks], axis=0), np.sum([h.delta_spent() for h in hooks], axis=0)
 
 
 Wrapper = Callable[[Any], Any]

@@ -720,8 +720,13 @@ def test_runner_batched_equals_pettingzoo_with_a_dp_wrapper_and_reports_epsilon(
         assert row["epsilon_max"] == row["epsilon_mean"] == expected
         assert row["up_messages"] == 3 * min(max(row["slot"] - 3, 0), 8)
     assert all(r["epsilon_spent"] == 0.5 * min(max(r["slot"] - 3, 0), 8) for r in batched.agents)
+    assert all(r["delta_max"] == 0.0 for r in batched.curves)  # Laplace releases are pure DP
+    gaussian = [lambda e: GaussianMessageDP(e, epsilon=0.5, delta=1e-6)]
+    rows = run(NoisyMeanSharing, env, [3], checkpoints=[10], batched=True, wrappers=gaussian).curves
+    assert rows[0]["delta_max"] == pytest.approx(7e-6, rel=1e-12)  # uploads in slots 4..10: 7 releases
     plain = run(NoisyMeanSharing, env, seeds, checkpoints=[30], batched=True)
     assert "epsilon_max" not in plain.curves[0] and "epsilon_spent" not in plain.agents[0]
+    assert "delta_max" not in plain.curves[0] and "delta_spent" not in plain.agents[0]
     assert plain.curves[0]["up_messages"] == 3 * 27
     # the noise changes decisions (regret 20.0, 57.2, 47.1 with DP against 17.0, 19.3, 20.0 without), so the path
     # equality above covers the noise draws
@@ -954,3 +959,14 @@ def test_message_dp_base_class_takes_any_privatizer():
         0.5 + noise_rng(1, 0, "x").laplace(0, 1, ()) * 4.0, rel=1e-13
     )
     np.testing.assert_array_equal(env.epsilon_spent(), [0.25, 0.0, 0.0])
+
+
+def test_delta_spent_is_reported_in_infos_and_runner_tables():
+    # Gaussian releases of delta = 1e-5 each: after 3 messages an agent has spent 3e-5 (basic composition).
+    env = GaussianMessageDP(make_env(), epsilon=0.5, delta=1e-5)
+    env.reset(seed=0)
+    for _ in range(3):
+        *_, infos = step(env, {0: [value_message(0, 1)]})
+    assert infos["agent_0"]["delta_spent"] == pytest.approx(3e-5, rel=1e-12)
+    assert infos["agent_0"]["epsilon_spent"] == pytest.approx(1.5, rel=1e-12)
+    assert infos["agent_1"]["delta_spent"] == 0.0

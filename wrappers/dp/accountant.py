@@ -530,6 +530,10 @@ class PrivacyAccountant:
         """Per-agent basic-composition epsilon, shape ``(num_agents,)`` (a copy)."""
         return self._basic_eps.copy()
 
+    def delta_totals(self) -> np.ndarray:
+        """Per-agent basic-composition delta, shape ``(num_agents,)`` (a copy)."""
+        return self._basic_delta.copy()
+
     def remaining(self, agent: int) -> float:
         """Epsilon left in the agent's budget under basic composition (``math.inf`` without a budget)."""
         agent = self._check_agent(agent)

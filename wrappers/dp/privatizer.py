@@ -223,6 +223,10 @@ class MessagePrivatizer:
         """(B, M) epsilon spent per replica and agent (basic composition)."""
         return np.stack([accountant.totals() for accountant in self.accountants])
 
+    def delta_spent(self) -> np.ndarray:
+        """(B, M) delta spent per replica and agent (basic composition)."""
+        return np.stack([accountant.delta_totals() for accountant in self.accountants])
+
     def message_epsilon(self, release_index: int) -> float:
         """The charged epsilon of a sender's ``release_index``-th message (1-based)."""
         epsilon = self.epsilon(release_index) if callable(self.epsilon) else self.epsilon

@@ -2,8 +2,8 @@
 
 Each wrapper installs a :class:`~wrappers.dp.privatizer.MessagePrivatizer` on the wrapped
 environment's simulation core, so the same code noises messages whether the env is stepped through
-the PettingZoo API or by the runner's batched path. ``infos[agent]`` gains ``epsilon_spent`` (basic
-composition, the guarantee the accountant can prove for that agent so far).
+the PettingZoo API or by the runner's batched path. ``infos[agent]`` gains ``epsilon_spent`` and
+``delta_spent`` (basic composition, the guarantee the accountant can prove for that agent so far).
 
 Example::
 
@@ -36,11 +36,16 @@ class MessageDP(BaseParallelWrapper):
         """Epsilon spent by each agent in this episode (basic composition)."""
         return self.privatizer.epsilon_spent()[0]
 
+    def delta_spent(self) -> np.ndarray:
+        """Delta spent by each agent in this episode (basic composition)."""
+        return self.privatizer.delta_spent()[0]
+
     def _with_epsilon(self, infos: dict[str, dict]) -> dict[str, dict]:
-        spent = self.epsilon_spent()
+        epsilon, delta = self.epsilon_spent(), self.delta_spent()
         index = {name: i for i, name in enumerate(self.possible_agents)}
         for agent, info in infos.items():
-            info["epsilon_spent"] = float(spent[index[agent]])
+            info["epsilon_spent"] = float(epsilon[index[agent]])
+            info["delta_spent"] = float(delta[index[agent]])
         return infos
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
