@@ -1,4 +1,15 @@
-"""The ``fedbandit`` command line: list what is available, run algorithms and write results and a plot."""
+"""The ``fedbandit`` command line.
+
+* ``fedbandit list``: environment ids, algorithms and the scenario catalogue.
+* ``fedbandit run``: run algorithms on ``FederatedMAB``; write CSV tables and a regret plot.
+* ``fedbandit sweep SCENARIO``: run a scenario's sweep (process pool, in process, or Ray); restartable.
+* ``fedbandit plot DIR`` / ``fedbandit report DIR``: figures and a Markdown + HTML report of a sweep.
+* ``fedbandit report --replication``: the replication report across all paper scenarios.
+* ``fedbandit replicate``: sweep every paper scenario, then write the replication report.
+* ``fedbandit compare --agent module:Class --scenario NAME``: benchmark your learner; leaderboard.
+
+Every subcommand has ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +18,70 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.registration import pprint_registry
 from fedbandit_envs.runner import ALGORITHMS, Results, run
 
 DEFAULT_ALGORITHMS = ("random", "independent_ucb1", "full_sharing_ucb")
+#: Jobs listed by ``--dry-run`` before the list is cut short.
+DRY_RUN_LISTED = 30
+
+
+def _parse_setting(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE read as JSON when it parses (``horizon=200``, ``topology=ring``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. horizon=200), got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """A JSON object given on the command line (constructor keywords)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object such as '{{\"c\": 2}}', got {text!r} ({error})"
+        ) from error
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"c\": 2}}', got {text!r}")
+    return value
+
+
+def _add_sweep_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by sweep, compare and replicate: scale, overrides, backend."""
+    parser.add_argument("--scale", choices=("ci", "paper"), default="ci", help="ci: minutes (default); paper: full")
+    parser.add_argument("--seeds", type=int, default=None, help="number of seeds (runs 0..n-1); default: the scale's")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        type=_parse_setting,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override an environment keyword, seeds or checkpoints (repeatable; VALUE is JSON or text)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("inprocess", "pool", "ray"),
+        default="pool",
+        help="pool: local processes on all cores (default); inprocess: this process; ray: a Ray cluster",
+    )
+    parser.add_argument("--workers", type=int, default=None, help="pool size (default: all cores)")
+    parser.add_argument("--address", default=None, help="Ray cluster address (auto, ray://head:10001); ray only")
+    parser.add_argument("--cpus-per-job", type=float, default=1.0, help="CPUs each Ray task declares")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedbandit", description="Federated multi-armed bandit environments.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="list environment ids and algorithms")
+    commands.add_parser("list", help="list environment ids, algorithms and scenarios")
     run_parser = commands.add_parser("run", help="run algorithms on FederatedMAB; write CSV tables and a regret plot")
     run_parser.add_argument(
         "--algorithms",
@@ -39,6 +102,46 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--out", type=Path, default=Path("results"), help="output directory")
     run_parser.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
     run_parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="run a scenario's sweep; restartable (finished runs are skipped)",
+        description="Run every (point, algorithm) job of a scenario over its seeds and write a tidy results table. "
+        "Re-running the same command resumes an interrupted sweep.",
+    )
+    sweep.add_argument("scenario", help="scenario name (fedbandit list)")
+    sweep.add_argument("--out", type=Path, default=None, help="results directory (default: results/<scenario>)")
+    _add_sweep_options(sweep)
+    sweep.add_argument("--seeds-per-job", type=int, default=None, help="split each cell's seeds into jobs of this size")
+    sweep.add_argument("--format", choices=("auto", "csv", "parquet"), default="auto", help="auto: Parquet if pyarrow")
+    sweep.add_argument("--dry-run", action="store_true", help="show the jobs and their count; run nothing")
+    sweep.add_argument("--report", action="store_true", help="also write the figures and report")
+
+    plot = commands.add_parser("plot", help="draw a sweep's figures (PNG and SVG) into DIR/figures")
+    plot.add_argument("directory", type=Path, help="a sweep's results directory")
+
+    report = commands.add_parser("report", help="write report.md and report.html for a sweep (or --replication)")
+    report.add_argument("directory", type=Path, nargs="?", help="a sweep's results directory")
+    report.add_argument("--replication", action="store_true", help="replication report over all paper scenarios")
+    report.add_argument("--root", type=Path, default=Path("results"), help="root of per-scenario results directories")
+
+    replicate = commands.add_parser("replicate", help="sweep every paper scenario, then write the replication report")
+    replicate.add_argument("--root", type=Path, default=Path("results"), help="writes <root>/<scenario name>/")
+    _add_sweep_options(replicate)
+    replicate.add_argument("--dry-run", action="store_true", help="count the jobs of every paper scenario; run nothing")
+
+    compare = commands.add_parser("compare", help="benchmark your learner against a scenario's reference agents")
+    compare.add_argument("--agent", required=True, help="module:Class of a Population or Agent subclass")
+    compare.add_argument("--scenario", required=True, help="scenario name (fedbandit list)")
+    compare.add_argument("--label", default=None, help="name of your learner in tables (default: the class name)")
+    compare.add_argument("--agent-kwargs", type=_json_object, default={}, help='constructor keywords as JSON: {"c": 2}')
+    compare.add_argument(
+        "--out", type=Path, default=None, help="results directory (default: results/compare/<scenario>)"
+    )
+    compare.add_argument("--max-cost", type=float, default=None, help="leaderboard: rank only entries within this cost")
+    compare.add_argument("--max-epsilon", type=float, default=None, help="leaderboard: rank only within this epsilon")
+    compare.add_argument("--no-report", action="store_true", help="skip the figures and report")
+    _add_sweep_options(compare)
     return parser
 
 
@@ -75,16 +178,146 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _list() -> int:
+    from fedbandit_envs.bench.jobs import resolve_scenario
+    from fedbandit_envs.bench.scenarios import get, names
+
+    pprint_registry()
+    print("Algorithms (fedbandit run --algorithms ...):")
+    for name, path in ALGORITHMS.items():
+        print(f"  {name:42s} {path}")
+    print("Scenarios (fedbandit sweep NAME; jobs x seeds at the ci scale):")
+    for name in names():
+        try:
+            ci = resolve_scenario(get(name), "ci")
+        except ValueError as error:  # list the rest of the catalogue even if one entry is broken
+            print(f"  {name:34s} {'invalid':>8s}  {error}")
+            continue
+        size = f"{len(ci.points()) * len(ci.algorithms)} x {ci.seeds}"
+        print(f"  {name:34s} {size:>8s}  {ci.description}")
+    return 0
+
+
+def _sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "scale": args.scale,
+        "overrides": dict(args.overrides),
+        "seeds": args.seeds,
+        "backend": _backend(args),
+        "progress": not args.no_progress,
+    }
+
+
+def _backend(args: argparse.Namespace) -> Any:
+    from fedbandit_envs.bench.backends import make_backend
+
+    return make_backend(args.backend, args.workers, args.address, args.cpus_per_job)
+
+
+def _print_jobs(summary: Any) -> None:
+    for job in summary.jobs_run[:DRY_RUN_LISTED]:
+        print(f"  {job.describe()}")
+    if len(summary.jobs_run) > DRY_RUN_LISTED:
+        print(f"  ... and {len(summary.jobs_run) - DRY_RUN_LISTED} more")
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.report import write_report
+    from fedbandit_envs.bench.sweep import run_sweep
+
+    out = args.out or Path("results") / args.scenario
+    summary = run_sweep(
+        args.scenario,
+        out,
+        seeds_per_job=args.seeds_per_job,
+        table_format=args.format,
+        dry_run=args.dry_run,
+        **_sweep_kwargs(args),
+    )
+    print(summary.describe())
+    if args.dry_run:
+        _print_jobs(summary)
+    elif args.report:
+        for path in write_report(out):
+            print(f"wrote {path}")
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.report import plot_directory
+
+    for figure in plot_directory(args.directory):
+        print(f"wrote {figure.png}\nwrote {figure.svg}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.report import write_replication_report, write_report
+
+    if args.replication == (args.directory is not None):
+        raise ValueError("give either a results DIRECTORY or --replication [--root ROOT], not both or neither")
+    paths = write_replication_report(args.root) if args.replication else write_report(args.directory)
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def _replicate(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.report import paper_scenarios, write_replication_report
+    from fedbandit_envs.bench.sweep import run_sweep
+
+    chosen = paper_scenarios()
+    if not chosen:
+        print("no paper scenarios are registered yet; `fedbandit list` shows the catalogue")
+    for name in chosen:
+        summary = run_sweep(name, args.root / name, dry_run=args.dry_run, **_sweep_kwargs(args))
+        print(summary.describe())
+    if not args.dry_run:
+        for path in write_replication_report(args.root, chosen):
+            print(f"wrote {path}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.compare import compare
+    from fedbandit_envs.bench.report import write_report
+
+    out = args.out or Path("results") / "compare" / args.scenario
+    comparison = compare(
+        args.agent,
+        args.scenario,
+        label=args.label,
+        agent_kwargs=args.agent_kwargs,
+        out=out,
+        max_cost=args.max_cost,
+        max_epsilon=args.max_epsilon,
+        **_sweep_kwargs(args),
+    )
+    print(comparison.summary.describe())
+    print(comparison.markdown())
+    if not args.no_report:
+        for path in write_report(out):
+            print(f"wrote {path}")
+    return 0
+
+
+COMMANDS = {"sweep": _sweep, "plot": _plot, "report": _report, "replicate": _replicate, "compare": _compare}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fedbandit`` command."""
+    """Entry point of the ``fedbandit`` command; errors in the input print a message and return 2."""
+    from fedbandit_envs.bench.backends import JobFailed
+
     args = _parser().parse_args(argv)
-    if args.command == "list":
-        pprint_registry()
-        print("Algorithms (fedbandit run --algorithms ...):")
-        for name, path in ALGORITHMS.items():
-            print(f"  {name:42s} {path}")
-        return 0
-    return _run(args)
+    try:
+        if args.command == "list":
+            return _list()
+        if args.command == "run":
+            return _run(args)
+        return COMMANDS[args.command](args)
+    except (ValueError, TypeError, ImportError, JobFailed) as error:
+        print(f"fedbandit {args.command}: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ scenario's sweep values in columns named after the sweep key's keyword (``"env.h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,17 +15,23 @@ from fedbandit_envs.bench.scenarios import Claim, ClaimVerdict
 from fedbandit_envs.runner import Results
 
 
+def final_rows(
+    rows: Iterable[Mapping[str, Any]], runs: Sequence[str] = ("algorithm", "seed")
+) -> list[Mapping[str, Any]]:
+    """The rows at each run's last checkpoint (largest ``slot``); a run is identified by the ``runs`` columns."""
+    rows = list(rows)
+    last: dict[tuple, int] = {}
+    for row in rows:
+        key = tuple(row.get(k) for k in runs)
+        last[key] = max(last.get(key, 0), row["slot"])
+    return [row for row in rows if row["slot"] == last[tuple(row.get(k) for k in runs)]]
+
+
 def final_means(results: Results, metric: str, by: Sequence[str] = ("algorithm",)) -> dict[tuple, float]:
     """Mean of ``metric`` over seeds at each run's last checkpoint, grouped by the ``by`` columns."""
-    last: dict[tuple, int] = {}
-    for row in results.curves:
-        key = tuple(row.get(k) for k in by) + (row["seed"],)
-        last[key] = max(last.get(key, 0), row["slot"])
     groups: dict[tuple, list[float]] = {}
-    for row in results.curves:
-        key = tuple(row.get(k) for k in by)
-        if row["slot"] == last[key + (row["seed"],)]:
-            groups.setdefault(key, []).append(float(row[metric]))
+    for row in final_rows(results.curves, (*by, "seed")):
+        groups.setdefault(tuple(row.get(k) for k in by), []).append(float(row[metric]))
     return {key: float(np.mean(values)) for key, values in groups.items()}
 
 

@@ -80,6 +80,33 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class FigureSpec:
+    """A figure of a scenario's report that mirrors a paper figure (drawn by :func:`fedbandit_envs.plots.plot_figure`).
+
+    Attributes:
+        name: file stem of the figure (``figures/<name>.png`` and ``.svg``).
+        x: ``"slot"`` (curves over time) or a parameter column (final values against that parameter).
+        y: the metric column plotted (e.g. ``"group_regret"``, ``"cost"``, ``"epsilon_max"``).
+        hue: columns giving one line per distinct value.
+        facet: columns giving one panel per distinct value.
+        title: the figure title (e.g. which paper figure it mirrors).
+        logx: logarithmic x axis.
+        logy: logarithmic y axis.
+        band: ``"ci95"`` (95% confidence interval of the mean) or ``"minmax"`` (over seeds).
+    """
+
+    name: str
+    x: str = "slot"
+    y: str = "group_regret"
+    hue: Sequence[str] = ("algorithm",)
+    facet: Sequence[str] = ()
+    title: str = ""
+    logx: bool = False
+    logy: bool = False
+    band: str = "ci95"
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A benchmark experiment as data (see the module docstring).
 
@@ -97,6 +124,8 @@ class Scenario:
         scales: ``{"ci": {...}, "paper": {...}}`` overrides of ``env_kwargs`` keys and of ``seeds`` /
             ``checkpoints`` / ``sweep`` (a dict replacing the sweep).
         runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.runner.run`.
+        figures: figures mirroring the paper's (optional; reports always draw regret vs slot, regret
+            vs cost and, with privacy, regret vs epsilon).
     """
 
     name: str
@@ -111,6 +140,7 @@ class Scenario:
     claims: Sequence[Claim] = ()
     scales: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     runner: str = "fedbandit_envs.runner:run"
+    figures: Sequence[FigureSpec] = ()
 
     def __post_init__(self) -> None:
         if "/" not in self.name:

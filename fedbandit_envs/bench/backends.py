@@ -1,0 +1,197 @@
+"""Where the jobs of a sweep run: in this process, on a local process pool, or on a Ray cluster.
+
+Every backend yields :class:`~fedbandit_envs.bench.jobs.JobResult` objects as jobs finish (in any
+order), so the sweep stores each one at once. A failing job stops the sweep: jobs not started yet are
+cancelled, jobs already running are still collected, then :class:`JobFailed` is raised; a re-run of
+the same sweep runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+from fedbandit_envs.bench.jobs import Job, JobResult, execute
+
+BACKENDS = ("inprocess", "pool", "ray")
+
+
+class JobFailed(RuntimeError):
+    """A job raised; finished jobs are stored and a re-run of the same sweep runs only the rest."""
+
+    def __init__(self, job: Job, error: BaseException) -> None:
+        super().__init__(
+            f"job {job.describe()} failed with {type(error).__name__}: {error}\n"
+            "Results of finished jobs are saved; fix the cause and run the same sweep again to run only the "
+            "remaining jobs."
+        )
+        self.job = job
+
+
+class Backend(ABC):
+    """Runs jobs and yields their results as they finish."""
+
+    #: The name used by ``--backend``.
+    name: str = ""
+
+    @abstractmethod
+    def run(self, jobs: Sequence[Job], progress: bool = False) -> Iterator[JobResult]:
+        """Run ``jobs``; yield each result when it is ready; raise :class:`JobFailed` after a failure.
+
+        ``progress`` asks for a progress bar per job where the backend can show one (in process only).
+        """
+
+
+class InProcessBackend(Backend):
+    """Runs the jobs one after another in this process (per-job progress bars; easiest to debug)."""
+
+    name = "inprocess"
+
+    def run(self, jobs: Sequence[Job], progress: bool = False) -> Iterator[JobResult]:
+        """Run each job in order."""
+        for job in jobs:
+            try:
+                result = execute(job, progress=progress)
+            except Exception as error:
+                raise JobFailed(job, error) from error
+            yield result
+
+
+class PoolBackend(Backend):
+    """Runs the jobs on a local :class:`~concurrent.futures.ProcessPoolExecutor`, one job per worker at a time.
+
+    Workers start with the platform's default method (fork on Linux), so scenarios and classes defined
+    in the calling script are visible to them there; with spawn (macOS, Windows) algorithms must be
+    importable by path.
+
+    Args:
+        workers: number of worker processes (default: every core, ``os.cpu_count()``).
+    """
+
+    name = "pool"
+
+    def __init__(self, workers: int | None = None) -> None:
+        if workers is not None and (isinstance(workers, bool) or workers < 1):
+            raise ValueError(f"workers must be a positive integer (default: all {os.cpu_count()} cores), got {workers}")
+        self.workers = workers or os.cpu_count() or 1
+
+    def run(self, jobs: Sequence[Job], progress: bool = False) -> Iterator[JobResult]:
+        """Submit every job; yield results in completion order."""
+        if not jobs:
+            return
+        executor = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)))
+        failure: tuple[Job, BaseException] | None = None
+        try:
+            futures = {executor.submit(execute, job): job for job in jobs}
+            for future in as_completed(futures):
+                if future.cancelled():
+                    continue
+                error = future.exception()
+                if error is None:
+                    yield future.result()
+                elif failure is None:
+                    failure = (futures[future], error)
+                    for other in futures:
+                        other.cancel()
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+        if failure is not None:
+            raise JobFailed(*failure) from failure[1]
+
+
+class RayBackend(Backend):
+    """Runs one Ray task per job, each declaring its resources (needs the ``ray`` extra).
+
+    If Ray is already initialised (``ray.init(...)`` by the caller), its cluster is used and left
+    running; otherwise ``ray.init(address=address, runtime_env=runtime_env)`` is called and
+    ``ray.shutdown()`` when the sweep ends. Workers must be able to import ``fedbandit_envs`` and the
+    algorithms' modules (install the package on every node, or ship code with ``runtime_env``).
+
+    Args:
+        address: the cluster to join (``"auto"``, ``"ray://head:10001"``); None starts a local instance.
+        cpus_per_job: CPUs each task declares (``num_cpus``); a job uses one core.
+        memory_per_job: bytes of memory each task declares (``memory``), or None.
+        runtime_env: Ray runtime environment (e.g. ``{"working_dir": "."}``) used when this backend starts Ray.
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        cpus_per_job: float = 1.0,
+        memory_per_job: int | None = None,
+        runtime_env: Mapping[str, Any] | None = None,
+    ) -> None:
+        if cpus_per_job <= 0:
+            raise ValueError(f"cpus_per_job must be > 0, got {cpus_per_job}")
+        if memory_per_job is not None and memory_per_job <= 0:
+            raise ValueError(f"memory_per_job must be a positive number of bytes or None, got {memory_per_job}")
+        self.address = address
+        self.resources: dict[str, Any] = {"num_cpus": cpus_per_job}
+        if memory_per_job is not None:
+            self.resources["memory"] = memory_per_job
+        self.runtime_env = dict(runtime_env) if runtime_env else None
+
+    def run(self, jobs: Sequence[Job], progress: bool = False) -> Iterator[JobResult]:
+        """Submit one task per job; yield results in completion order."""
+        try:
+            import ray
+        except ImportError as error:
+            raise ImportError("--backend ray needs Ray: pip install 'fedbandit-envs[ray]'") from error
+        started = not ray.is_initialized()
+        if started:
+            ray.init(address=self.address, runtime_env=self.runtime_env, include_dashboard=False, log_to_driver=False)
+        failure: tuple[Job, BaseException] | None = None
+        try:
+            task = ray.remote(**self.resources)(execute)
+            waiting = {task.remote(job): job for job in jobs}
+            while waiting:
+                (ref,), _ = ray.wait(list(waiting), num_returns=1)
+                job = waiting.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except Exception as error:
+                    if failure is None:
+                        failure = (job, error)
+                        for other in waiting:
+                            ray.cancel(other)
+                    continue
+                yield result
+        finally:
+            if started:
+                ray.shutdown()
+        if failure is not None:
+            raise JobFailed(*failure) from failure[1]
+
+
+def make_backend(
+    name: str,
+    workers: int | None = None,
+    address: str | None = None,
+    cpus_per_job: float = 1.0,
+    memory_per_job: int | None = None,
+) -> Backend:
+    """The backend called ``name`` (one of :data:`BACKENDS`) with its options.
+
+    Args:
+        name: ``"inprocess"``, ``"pool"`` or ``"ray"``.
+        workers: worker processes of the pool backend (default: all cores).
+        address: Ray cluster address (ray backend only).
+        cpus_per_job: CPUs declared per Ray task.
+        memory_per_job: bytes of memory declared per Ray task.
+    """
+    if name not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
+    if address is not None and name != "ray":
+        raise ValueError(f"--address only applies to --backend ray (got backend {name!r})")
+    if workers is not None and name != "pool":
+        raise ValueError(f"--workers only applies to --backend pool (got backend {name!r}); Ray schedules by resources")
+    if name == "inprocess":
+        return InProcessBackend()
+    if name == "pool":
+        return PoolBackend(workers)
+    return RayBackend(address, cpus_per_job, memory_per_job)

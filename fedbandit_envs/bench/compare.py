@@ -1,0 +1,188 @@
+"""Benchmark your own learner against a scenario's reference agents (``fedbandit compare``).
+
+Python equivalent of ``fedbandit compare --agent mypkg.module:MyAlgorithm --scenario suite/baselines``::
+
+    from fedbandit_envs.bench.compare import compare
+
+    comparison = compare("mypkg.module:MyAlgorithm", "suite/baselines", out="results/compare")
+    print(comparison.markdown())
+
+The learner is added to the scenario's algorithms and the scenario is swept as usual (same points,
+seeds, checkpoints, cost model and wrappers), so every algorithm meets the same instances and
+reward draws. A learner is a population (vectorised: any class with ``reset``, ``act`` and
+``observe``, and ``make_coordinator`` for the ``FederatedMAB`` runner, as ``agents.base.Population``)
+or an ``agents.base.Agent`` (one object per agent, wrapped in ``PerAgentPopulation`` automatically),
+given as ``"module:Class"`` or as the class.
+Results of the reference agents already stored in ``out`` (e.g. by an earlier ``fedbandit sweep``
+into the same directory) are reused.
+"""
+
+from __future__ import annotations
+
+import importlib
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from fedbandit_envs.bench.backends import Backend
+from fedbandit_envs.bench.jobs import resolve_scenario
+from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
+from fedbandit_envs.bench.store import load_config, load_results
+from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
+from fedbandit_envs.bench.tables import markdown_table
+from fedbandit_envs.runner import ALGORITHMS, Results, load_object
+
+#: The methods every population has; the ``FederatedMAB`` runner also needs ``make_coordinator``.
+POPULATION_METHODS = ("reset", "act", "observe")
+MAB_RUNNER = "fedbandit_envs.runner:run"
+PROTOCOL_HELP = (
+    "implement agents.base.Population (vectorised: reset(context), act(slot, partners), observe(feedback)) "
+    "or agents.base.Agent (one object per agent: reset(agent_id, context, rng), act(observation))"
+)
+
+
+def per_agent(agent: str, **kwargs: Any) -> Any:
+    """A ``PerAgentPopulation`` of ``agent`` (``"module:Class"`` of an ``agents.base.Agent``) built with ``kwargs``."""
+    from agents.base import PerAgentPopulation
+
+    return PerAgentPopulation(partial(load_object(agent), **kwargs))
+
+
+def _import(path: str) -> Any:
+    """``load_object(path)`` with errors that say how to fix the path."""
+    module, _, attribute = path.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"agent must look like 'package.module:Class', got {path!r}")
+    try:
+        imported = importlib.import_module(module)
+    except ImportError as error:
+        raise ValueError(
+            f"cannot import module {module!r} of agent {path!r} ({error}); make it importable: run from the "
+            "directory that contains it, add that directory to PYTHONPATH, or pip install your package"
+        ) from error
+    if not hasattr(imported, attribute):
+        public = sorted(name for name in vars(imported) if not name.startswith("_"))
+        raise ValueError(f"module {module!r} has no attribute {attribute!r} (agent {path!r}); it defines {public}")
+    return getattr(imported, attribute)
+
+
+def resolve_agent(
+    agent: Any,
+    kwargs: Mapping[str, Any] | None = None,
+    methods: Sequence[str] = (*POPULATION_METHODS, "make_coordinator"),
+) -> AlgorithmSpec:
+    """An :class:`AlgorithmSpec` for a learner given as a name, ``"module:Class"`` or a class; checks the protocol.
+
+    Args:
+        agent: a name in :data:`fedbandit_envs.runner.ALGORITHMS`, ``"module:Class"``, or a module-level class.
+        kwargs: constructor keywords.
+        methods: the methods an instance must have (default: those the ``FederatedMAB`` runner calls).
+
+    Raises:
+        ValueError: the path does not resolve, or the constructor rejects ``kwargs``.
+        TypeError: the object is not a population or per-agent learner.
+    """
+    from agents.base import Agent
+
+    kwargs = dict(kwargs or {})
+    if isinstance(agent, str):
+        path = ALGORITHMS.get(agent, agent)
+        target = _import(path)
+    elif isinstance(agent, type):
+        if "<locals>" in agent.__qualname__:
+            raise ValueError(f"define {agent.__qualname__} at module level so it can be imported by path")
+        path = f"{agent.__module__}:{agent.__qualname__}"
+        target = agent
+    else:
+        raise TypeError(f"agent must be 'module:Class' or a class, got {agent!r}")
+    try:
+        instance = target(**kwargs)
+    except TypeError as error:
+        if "abstract" in str(error):
+            raise TypeError(f"{path} does not implement the protocol ({error}); {PROTOCOL_HELP}") from error
+        raise ValueError(f"cannot build {path} with keywords {kwargs}: {error}") from error
+    if isinstance(instance, Agent):
+        return AlgorithmSpec(f"{__name__}:per_agent", {"agent": path, **kwargs})
+    missing = [m for m in methods if not callable(getattr(instance, m, None))]
+    if missing:
+        raise TypeError(f"{path} does not implement the protocol: no method(s) {missing}; {PROTOCOL_HELP}")
+    return AlgorithmSpec(agent if isinstance(agent, str) and agent in ALGORITHMS else path, kwargs)
+
+
+@dataclass
+class Comparison:
+    """The outcome of :func:`compare`.
+
+    Attributes:
+        label: the learner's name in the tables.
+        results: the tidy results of every algorithm (reference agents and the learner).
+        params: the swept parameter columns.
+        entries: the leaderboard (see :func:`~fedbandit_envs.bench.leaderboard.leaderboard`).
+        summary: what the sweep ran and skipped.
+    """
+
+    label: str
+    results: Results
+    params: list[str]
+    entries: list[dict[str, Any]]
+    summary: SweepSummary
+
+    def markdown(self) -> str:
+        """The leaderboard as a Markdown table."""
+        return markdown_table(*leaderboard_table(self.entries, self.params))
+
+
+def compare(
+    agent: Any,
+    scenario: Scenario | str,
+    label: str | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+    scale: str = "ci",
+    overrides: Mapping[str, Any] | None = None,
+    seeds: int | None = None,
+    backend: str | Backend = "inprocess",
+    workers: int | None = None,
+    address: str | None = None,
+    max_cost: float | None = None,
+    max_epsilon: float | None = None,
+    progress: bool = False,
+) -> Comparison:
+    """Sweep ``scenario`` with ``agent`` added to its algorithms and rank everything on a leaderboard.
+
+    Args:
+        agent: the learner: ``"module:Class"`` or a module-level class (Population or Agent subclass).
+        scenario: a :class:`Scenario` or a registered name.
+        label: its name in the tables (default: the class name); must differ from the scenario's algorithms.
+        agent_kwargs: constructor keywords of the learner.
+        out: results directory (default: a temporary directory, removed afterwards).
+        scale: ``"ci"`` or ``"paper"``.
+        overrides: environment keywords and/or ``seeds``/``checkpoints``/``sweep`` on top of the scale.
+        seeds: number of seeds.
+        backend: ``"inprocess"`` (default here: classes defined in a script need no import path),
+            ``"pool"``, ``"ray"``, or a :class:`~fedbandit_envs.bench.backends.Backend`.
+        workers: pool size.
+        address: Ray cluster address.
+        max_cost: leaderboard cost budget (see :func:`~fedbandit_envs.bench.leaderboard.leaderboard`).
+        max_epsilon: leaderboard privacy budget.
+        progress: show progress bars.
+    """
+    base = get(scenario) if isinstance(scenario, str) else scenario
+    methods = (*POPULATION_METHODS, "make_coordinator") if base.runner == MAB_RUNNER else POPULATION_METHODS
+    spec = resolve_agent(agent, agent_kwargs, methods)
+    label = label or (agent.__name__ if isinstance(agent, type) else agent.rpartition(":")[2])
+    if label in base.algorithms:
+        raise ValueError(f"label {label!r} is already an algorithm of {base.name!r}; pass another label")
+    extended = replace(base, algorithms={**base.algorithms, label: spec})
+    resolve_scenario(extended, scale, overrides, seeds)  # validate before creating any directory
+    with tempfile.TemporaryDirectory(prefix="fedbandit-compare-") as scratch:
+        directory = Path(out) if out is not None else Path(scratch)
+        summary = run_sweep(extended, directory, scale, overrides, seeds, backend, workers, address, progress=progress)
+        results = load_results(directory)
+        params = list(load_config(directory).get("parameters", {}).values())
+    entries = leaderboard(results, params, max_cost=max_cost, max_epsilon=max_epsilon)
+    return Comparison(label, results, params, entries, summary)

@@ -1,0 +1,260 @@
+"""Jobs of a sweep: what one unit of work is, how a scenario expands into jobs, and how a job runs.
+
+A **cell** is one (sweep point, algorithm) pair of a scenario, identified by :func:`cell_id` (a hash of
+everything that determines its results). A **job** runs some seeds of one cell through the scenario's
+runner (``load_object(scenario.runner)``, signature of :func:`fedbandit_envs.runner.run`), which plays
+all the job's seeds as batched replicas when the algorithm supports it. A job carries plain data only
+(import paths, keywords, seeds), so it pickles to a worker process or a Ray task.
+
+Result rows get the columns ``scenario``, ``algorithm``, one column per sweep key named after its
+keyword (``"wrapper.epsilon"`` -> ``epsilon``), then the runner's columns (``seed``, ``slot``, regret,
+ledger totals, epsilon spent, ``wall_time``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, WrapperSpec, get, split_point
+from fedbandit_envs.runner import ALGORITHMS, Results, load_object
+
+#: Columns every result row starts with (sweep parameters must not reuse them).
+KEY_COLUMNS = ("scenario", "algorithm", "seed", "slot", "agent")
+
+
+def to_json(value: Any) -> Any:
+    """A JSON-friendly form of ``value``.
+
+    Numpy scalars and arrays become Python numbers and lists, algorithm/wrapper specs and
+    ``functools.partial`` objects dicts, functions and classes ``"module:qualname"``; anything else its
+    ``repr`` (for objects with the default repr this includes the address, so such a cell is never reused).
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, AlgorithmSpec | WrapperSpec):
+        return {"path": value.path, "kwargs": dict(value.kwargs)}
+    if isinstance(value, functools.partial):
+        return {"partial": to_json(value.func), "args": list(value.args), "keywords": dict(value.keywords)}
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{value.__module__}:{value.__qualname__}"
+    return repr(value)
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON (sorted keys, :func:`to_json` for other objects) used for hashing and configs."""
+    return json.dumps(value, sort_keys=True, default=to_json)
+
+
+def param_columns(scenario: Scenario) -> dict[str, str]:
+    """Sweep key -> result column (the keyword after the dot); raises ValueError on a clash."""
+    columns: dict[str, str] = {}
+    for key in scenario.sweep:
+        column = key.partition(".")[2]
+        if column in KEY_COLUMNS:
+            raise ValueError(f"sweep key {key!r} of {scenario.name!r} would overwrite the {column!r} column; rename it")
+        clash = [other for other, name in columns.items() if name == column]
+        if clash:
+            raise ValueError(
+                f"sweep keys {clash[0]!r} and {key!r} of {scenario.name!r} both map to the result column {column!r}; "
+                "sweep only one of them"
+            )
+        columns[key] = column
+    return columns
+
+
+def resolve_scenario(
+    scenario: Scenario | str,
+    scale: str = "ci",
+    overrides: Mapping[str, Any] | None = None,
+    seeds: int | None = None,
+) -> Scenario:
+    """The scenario at ``scale``, with ``overrides`` (same keys as a scale entry) and a seed count applied.
+
+    Args:
+        scenario: a :class:`Scenario` or the name of a registered one.
+        scale: ``"ci"`` or ``"paper"``.
+        overrides: environment keywords and/or ``seeds`` / ``checkpoints`` / ``sweep``, applied on top of the scale.
+        seeds: number of seeds (runs ``0 .. seeds-1``), overriding the scenario's.
+    """
+    if isinstance(scenario, str):
+        scenario = get(scenario)
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a Scenario or a registered name, got {scenario!r}")
+    if overrides:
+        merged = {**scenario.scales.get(scale, {}), **overrides}
+        scenario = replace(scenario, scales={**scenario.scales, scale: merged})
+    scenario = scenario.at_scale(scale)
+    if seeds is not None:
+        scenario = replace(scenario, seeds=seeds)
+    if isinstance(scenario.seeds, bool) or not isinstance(scenario.seeds, int | np.integer) or scenario.seeds < 1:
+        raise ValueError(f"seeds must be a positive number of runs (seeds 0..n-1), got {scenario.seeds!r}")
+    param_columns(scenario)
+    return scenario
+
+
+@dataclass(frozen=True)
+class Job:
+    """Some seeds of one cell (a sweep point and an algorithm), with everything needed to run them.
+
+    Attributes:
+        scenario: the scenario's name.
+        algorithm: the algorithm's label (the ``algorithm`` column).
+        spec: the algorithm's import path and constructor keywords.
+        point: sweep key -> value of this job's point.
+        seeds: the seeds run, as replicas of one batched run when the algorithm supports it.
+        env_kwargs: environment keywords before the point's ``env.*`` values are applied.
+        wrappers: wrappers applied to the environment, in order.
+        checkpoints: checkpoints per run (a count or explicit slots).
+        runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.runner.run`.
+        cell: the cell's id (:func:`cell_id`).
+        params: result column -> value of this job's point (the row prefix).
+    """
+
+    scenario: str
+    algorithm: str
+    spec: AlgorithmSpec
+    point: Mapping[str, Any]
+    seeds: tuple[int, ...]
+    env_kwargs: Mapping[str, Any]
+    wrappers: tuple[WrapperSpec, ...] = ()
+    checkpoints: Any = 20
+    runner: str = "fedbandit_envs.runner:run"
+    cell: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line naming the job: scenario, algorithm, point and seeds."""
+        point = ", ".join(f"{k}={v!r}" for k, v in self.point.items())
+        return f"{self.scenario} / {self.algorithm}" + (f" [{point}]" if point else "") + f" seeds {list(self.seeds)}"
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """The rows a job produced and how long the simulation itself took (``sim_time``, seconds)."""
+
+    job: Job
+    results: Results
+    sim_time: float
+
+
+def import_targets(scenario: Scenario) -> None:
+    """Import the scenario's runner, algorithms and wrappers: a bad path fails before any job runs.
+
+    Importing in the parent process also lets forked pool workers share the imported modules.
+    """
+    targets = {"runner": scenario.runner}
+    targets.update({f"algorithm {label!r}": ALGORITHMS.get(s.path, s.path) for label, s in scenario.algorithms.items()})
+    targets.update({f"wrapper {spec.path!r}": spec.path for spec in scenario.wrappers})
+    for what, path in targets.items():
+        try:
+            load_object(path)
+        except (ImportError, AttributeError, ValueError) as error:
+            raise ValueError(
+                f"{what} of scenario {scenario.name!r}: cannot import {path!r} ({error}); use a name of "
+                f"fedbandit_envs.runner.ALGORITHMS or an importable 'package.module:Attribute'"
+            ) from error
+
+
+def cell_id(scenario: Scenario, label: str, point: Mapping[str, Any]) -> str:
+    """A 16-hex-digit hash of everything that determines a cell's results (not its seeds)."""
+    identity = {
+        "scenario": scenario.name,
+        "runner": scenario.runner,
+        "algorithm": label,
+        "spec": scenario.algorithms[label],
+        "point": dict(point),
+        "env": dict(scenario.env_kwargs),
+        "wrappers": list(scenario.wrappers),
+        "checkpoints": scenario.checkpoints,
+    }
+    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:16]
+
+
+def expand(scenario: Scenario, seeds_per_job: int | None = None) -> list[Job]:
+    """Every job of a (resolved) scenario: points x algorithms, each split into chunks of ``seeds_per_job`` seeds.
+
+    The order is canonical (points in sweep order, then algorithms in the scenario's order, then seed
+    chunks); results tables follow it. ``seeds_per_job=None`` runs all seeds of a cell in one job.
+    """
+    if seeds_per_job is not None and (isinstance(seeds_per_job, bool) or seeds_per_job < 1):
+        raise ValueError(
+            f"seeds_per_job must be a positive integer or None (all seeds in one job), got {seeds_per_job}"
+        )
+    columns = param_columns(scenario)
+    seeds = tuple(range(scenario.seeds))
+    chunk = seeds_per_job or len(seeds)
+    jobs = []
+    for point in scenario.points():
+        params = {columns[key]: value for key, value in point.items()}
+        for label, spec in scenario.algorithms.items():
+            cell = cell_id(scenario, label, point)
+            for start in range(0, len(seeds), chunk):
+                jobs.append(
+                    Job(
+                        scenario=scenario.name,
+                        algorithm=label,
+                        spec=spec,
+                        point=point,
+                        seeds=seeds[start : start + chunk],
+                        env_kwargs=dict(scenario.env_kwargs),
+                        wrappers=tuple(scenario.wrappers),
+                        checkpoints=scenario.checkpoints,
+                        runner=scenario.runner,
+                        cell=cell,
+                        params=params,
+                    )
+                )
+    return jobs
+
+
+def pending(jobs: Sequence[Job], finished: Mapping[str, Collection[int]]) -> list[Job]:
+    """The jobs with the seeds already ``finished`` (cell id -> seeds) removed; fully finished jobs dropped."""
+    remaining = []
+    for job in jobs:
+        done = finished.get(job.cell, ())
+        seeds = tuple(seed for seed in job.seeds if seed not in done)
+        if seeds:
+            remaining.append(replace(job, seeds=seeds))
+    return remaining
+
+
+def execute(job: Job, progress: bool = False) -> JobResult:
+    """Run a job through its scenario's runner and prefix the rows with scenario, algorithm and parameters."""
+    runner = load_object(job.runner)
+    parts = split_point(job.point)
+    algorithm = job.spec.factory(parts["alg"])
+    wrappers = [wrapper.factory(parts["wrapper"]) for wrapper in job.wrappers]
+    env_kwargs = {**job.env_kwargs, **parts["env"]}
+    start = time.perf_counter()
+    results = runner(
+        algorithm,
+        env_kwargs,
+        list(job.seeds),
+        job.checkpoints,
+        progress=progress,
+        label=job.algorithm,
+        wrappers=wrappers,
+    )
+    sim_time = time.perf_counter() - start
+    prefix = {"scenario": job.scenario, "algorithm": job.algorithm, **job.params}
+    tables = {}
+    for table in ("curves", "agents"):
+        rows = getattr(results, table)
+        clash = set(job.params) & set(rows[0]) if rows else set()
+        if clash:
+            raise ValueError(
+                f"the runner {job.runner!r} returns columns {sorted(clash)} that are also sweep parameters of "
+                f"{job.scenario!r}; rename the sweep keys"
+            )
+        tables[table] = [{**prefix, **row} for row in rows]
+    return JobResult(job, Results(**tables), sim_time)

@@ -1,0 +1,311 @@
+"""Reports: a Markdown file and a self-contained HTML page per scenario, and a replication report.
+
+:func:`write_report` reads a sweep directory (``config.json`` and the results table), draws the figures
+(``figures/<name>.png`` and ``.svg``), evaluates the scenario's claims and writes ``report.md`` (figures
+linked) and ``report.html`` (figures inlined as SVG: one file to send or archive). Sections: the claims
+with their measured evidence and verdict, the final regret / cost / privacy table (mean ± 95% CI over
+seeds), the leaderboard, the figures, and the configuration with package versions.
+
+:func:`write_replication_report` does this for every paper scenario found under a root directory
+(``<root>/<scenario name>/``) and writes ``replication.md`` / ``replication.html``: one row per
+scenario with each claim's verdict, and the scenarios not run yet with the command that runs them.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedbandit_envs.bench.jobs import to_json
+from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
+from fedbandit_envs.bench.scenarios import Claim, FigureSpec, Scenario, get, names
+from fedbandit_envs.bench.store import atomic_write, load_config, load_results, table_paths
+from fedbandit_envs.bench.tables import Link, final_summary, html_table, markdown_table
+from fedbandit_envs.runner import Results
+
+VERDICTS = ("PASS", "FAIL", "ERROR")
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """A claim checked on results: ``status`` is PASS, FAIL or ERROR (the check raised)."""
+
+    name: str
+    description: str
+    status: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class FigureFile:
+    """A figure written as PNG and SVG."""
+
+    name: str
+    title: str
+    png: Path
+    svg: Path
+
+
+def evaluate_claims(claims: Sequence[Claim], results: Results) -> list[ClaimOutcome]:
+    """Check every claim on ``results``; a check that raises gives an ERROR outcome naming the exception."""
+    outcomes = []
+    for claim in claims:
+        try:
+            verdict = claim.check(results)
+        except Exception as error:  # a broken check must not hide the other claims
+            outcomes.append(ClaimOutcome(claim.name, claim.description, "ERROR", f"{type(error).__name__}: {error}"))
+            continue
+        status = "PASS" if verdict.passed else "FAIL"
+        outcomes.append(ClaimOutcome(claim.name, claim.description, status, verdict.evidence))
+    return outcomes
+
+
+def draw_figures(
+    results: Results, directory: str | Path, params: Sequence[str] = (), figures: Sequence[FigureSpec] = ()
+) -> list[FigureFile]:
+    """Draw the report's figures into ``directory/figures`` (PNG and SVG); returns them in report order.
+
+    Always: regret vs slot (one line per algorithm and value of the last swept parameter, one panel per
+    value of the others) and regret vs communication cost. With
+    privacy (an ``epsilon`` parameter or an ``epsilon_max`` column): regret vs epsilon. Then the
+    scenario's own ``figures``, or, when it declares none, final regret against each swept parameter.
+    """
+    from fedbandit_envs import plots
+
+    params = list(params)
+    folder = Path(directory) / "figures"
+    columns = results.curves[0] if results.curves else {}
+    drawn = []
+
+    def paths(name: str) -> tuple[Path, Path]:
+        return folder / f"{name}.png", folder / f"{name}.svg"
+
+    title = "Group pseudo-regret vs slot"
+    hue, facet = ("algorithm", *params[-1:]), params[:-1]
+    plots.plot_figure(results, FigureSpec("regret", hue=hue, facet=facet, title=title), paths("regret"), runs=params)
+    drawn.append(FigureFile("regret", title, *paths("regret")))
+    plots.plot_regret_vs_cost(results, paths("regret_vs_cost"), runs=params)
+    drawn.append(FigureFile("regret_vs_cost", "Final regret vs communication cost", *paths("regret_vs_cost")))
+    if "epsilon" in params or "epsilon_max" in columns:
+        plots.plot_regret_vs_epsilon(results, paths("regret_vs_epsilon"), runs=params)
+        drawn.append(FigureFile("regret_vs_epsilon", "Final regret vs privacy", *paths("regret_vs_epsilon")))
+    specs = list(figures) or [
+        FigureSpec(f"final_vs_{p}", x=p, facet=[q for q in params if q != p], title=f"Final group regret vs {p}")
+        for p in params
+        if p != "epsilon"
+    ]
+    for spec in specs:
+        plots.plot_figure(results, spec, paths(spec.name), runs=[p for p in params if p != spec.x])
+        drawn.append(FigureFile(spec.name, spec.title or spec.name, *paths(spec.name)))
+    return drawn
+
+
+@dataclass
+class Document:
+    """A report as blocks, rendered to Markdown (figures linked) or self-contained HTML (figures inlined)."""
+
+    title: str
+    blocks: list[tuple[str, Any]] = field(default_factory=list)
+
+    def heading(self, text: str) -> None:
+        """A section heading."""
+        self.blocks.append(("heading", text))
+
+    def paragraph(self, text: str) -> None:
+        """A paragraph of plain text."""
+        self.blocks.append(("paragraph", text))
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[Any]], row_classes: Sequence[str] = ()) -> None:
+        """A table (cells are text or :class:`~fedbandit_envs.bench.tables.Link`)."""
+        self.blocks.append(("table", (header, rows, row_classes)))
+
+    def figure(self, figure: FigureFile) -> None:
+        """A figure."""
+        self.blocks.append(("figure", figure))
+
+    def code(self, text: str) -> None:
+        """A preformatted block (configuration)."""
+        self.blocks.append(("code", text))
+
+    def markdown(self, base: Path) -> str:
+        """Markdown; figure paths relative to ``base`` (the report's directory)."""
+        out = [f"# {self.title}"]
+        for kind, value in self.blocks:
+            if kind == "heading":
+                out.append(f"## {value}")
+            elif kind == "paragraph":
+                out.append(value)
+            elif kind == "table":
+                out.append(markdown_table(value[0], value[1]))
+            elif kind == "figure":
+                png, svg = value.png.relative_to(base).as_posix(), value.svg.relative_to(base).as_posix()
+                out.append(f"![{value.title}]({png})\n\n*{value.title}* ([SVG]({svg}))")
+            else:
+                out.append(f"```json\n{value}\n```")
+        return "\n\n".join(out) + "\n"
+
+    def html(self) -> str:
+        """One self-contained HTML page: CSS inline, figures as inline SVG."""
+        out = [f"<h1>{html.escape(self.title)}</h1>"]
+        for kind, value in self.blocks:
+            if kind == "heading":
+                out.append(f"<h2>{html.escape(value)}</h2>")
+            elif kind == "paragraph":
+                out.append(f"<p>{html.escape(value)}</p>")
+            elif kind == "table":
+                out.append(html_table(*value))
+            elif kind == "figure":
+                svg = _inline_svg(value.svg.read_text())
+                out.append(
+                    f'<figure id="figure-{html.escape(value.name)}">{svg}'
+                    f"<figcaption>{html.escape(value.title)}</figcaption></figure>"
+                )
+            else:
+                out.append(f"<pre>{html.escape(value)}</pre>")
+        return (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(self.title)}</title>'
+            f"<style>{_CSS}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n"
+        )
+
+    def write(self, directory: Path, stem: str) -> list[Path]:
+        """Write ``<stem>.md`` and ``<stem>.html`` atomically into ``directory``."""
+        written = []
+        for suffix, text in ((".md", self.markdown(directory)), (".html", self.html())):
+            written.append(atomic_write(directory / f"{stem}{suffix}", lambda t, text=text: t.write_text(text)))
+        return written
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}"
+    "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}"
+    "th{background:#f3f3f3}tr.PASS td{background:#e9f7ec}tr.FAIL td{background:#fdecea}"
+    "tr.ERROR td{background:#fff4d6}figure{margin:1.5rem 0}figure svg{max-width:100%;height:auto}"
+    "figcaption{font-style:italic}pre{background:#f6f6f6;padding:1rem;overflow:auto}"
+)
+
+
+def _inline_svg(text: str) -> str:
+    """An SVG file's ``<svg>`` element (XML declaration and doctype removed) for inlining in HTML."""
+    return re.sub(r"^.*?(?=<svg)", "", text, count=1, flags=re.S)
+
+
+def claims_scenario(config: Mapping[str, Any], scenario: Scenario | None) -> tuple[Scenario | None, str]:
+    """The scenario whose claims and figures apply (given, or registered under the config's name) and a note."""
+    if scenario is not None:
+        return scenario, ""
+    name = config.get("scenario")
+    try:
+        return get(name), ""
+    except ValueError:
+        return None, f"scenario {name!r} is not registered here, so its claims cannot be checked."
+
+
+def plot_directory(directory: str | Path, scenario: Scenario | None = None) -> list[FigureFile]:
+    """Draw the figures of the sweep in ``directory`` (see :func:`draw_figures`) into ``directory/figures``."""
+    config = load_config(directory)
+    scenario, _ = claims_scenario(config, scenario)
+    params = list(config.get("parameters", {}).values())
+    return draw_figures(load_results(directory), directory, params, scenario.figures if scenario else ())
+
+
+def build_report(directory: str | Path, scenario: Scenario | None = None) -> tuple[Document, list[ClaimOutcome]]:
+    """The report document of a sweep directory and its claim outcomes (figures are drawn as a side effect)."""
+    directory = Path(directory)
+    results = load_results(directory)
+    config = load_config(directory)
+    scenario, note = claims_scenario(config, scenario)
+    params = list(config.get("parameters", {}).values())
+    figures = draw_figures(results, directory, params, scenario.figures if scenario else ())
+    claims = evaluate_claims(scenario.claims if scenario else (), results)
+    name = config.get("scenario") or (scenario.name if scenario else directory.name)
+    doc = Document(f"Report: {name}")
+    if scenario is not None or config.get("description"):
+        doc.paragraph(config.get("description") or scenario.description)
+    versions = ", ".join(f"{k} {v}" for k, v in config.get("versions", {}).items())
+    seeds = config.get("seeds", [])
+    doc.paragraph(
+        f"Scale {config.get('scale', '?')}, {len(seeds)} seed(s), checkpoints {config.get('checkpoints', '?')}, "
+        f"table {', '.join(p.name for p in table_paths(directory).values())}; {versions}."
+    )
+    doc.heading("Claims")
+    if claims:
+        passed = sum(c.status == "PASS" for c in claims)
+        doc.paragraph(f"{passed} of {len(claims)} claim(s) pass.")
+        rows = [[c.name, c.description, c.status, c.evidence] for c in claims]
+        doc.table(["claim", "statement", "verdict", "evidence"], rows, [c.status for c in claims])
+    else:
+        doc.paragraph(note or "This scenario states no claims.")
+    doc.heading("Final results (mean ± 95% CI over seeds)")
+    doc.table(*final_summary(results, params))
+    doc.heading("Leaderboard (lowest final group regret first, within each parameter point)")
+    doc.table(*leaderboard_table(leaderboard(results, params), params))
+    doc.heading("Figures")
+    for figure in figures:
+        doc.figure(figure)
+    doc.heading("Configuration")
+    doc.code(json.dumps(config, indent=2, default=to_json))
+    return doc, claims
+
+
+def write_report(directory: str | Path, scenario: Scenario | None = None) -> list[Path]:
+    """Write ``report.md``, ``report.html`` and ``figures/`` for the sweep in ``directory``; returns the reports.
+
+    Args:
+        directory: a sweep's results directory (the ``--out`` of ``fedbandit sweep``).
+        scenario: the scenario whose claims are checked (default: the registered one named in ``config.json``).
+    """
+    doc, _ = build_report(directory, scenario)
+    return doc.write(Path(directory), "report")
+
+
+def paper_scenarios() -> list[str]:
+    """Names of the registered scenarios that reproduce a paper (every scenario whose paper is not ``"suite"``)."""
+    return [name for name in names() if get(name).paper != "suite"]
+
+
+def write_replication_report(root: str | Path, scenarios: Sequence[str] | None = None) -> list[Path]:
+    """Write per-scenario reports and ``replication.md`` / ``replication.html`` for the paper scenarios under ``root``.
+
+    Args:
+        root: directory holding one results directory per scenario, ``<root>/<scenario name>/``.
+        scenarios: the scenarios to include (default: :func:`paper_scenarios`).
+    """
+    root = Path(root)
+    chosen = list(scenarios) if scenarios is not None else paper_scenarios()
+    doc = Document("Replication report")
+    rows, classes, missing = [], [], []
+    totals = {status: 0 for status in VERDICTS}
+    for name in chosen:
+        directory = root / name
+        if "curves" not in table_paths(directory):
+            missing.append([name, get(name).paper, f"fedbandit sweep {name} --out {directory}"])
+            continue
+        scenario_doc, claims = build_report(directory)
+        scenario_doc.write(directory, "report")
+        scale = load_config(directory).get("scale", "?")
+        scenario_rows = [[name, scale, c.name, c.status, c.evidence] for c in claims] or [[name, scale, "-", "-", ""]]
+        for i, row in enumerate(scenario_rows):
+            row.append(Link("report", f"{name}/report.html") if i == 0 else "")
+        rows += scenario_rows
+        classes += [c.status for c in claims] or [""]
+        for claim in claims:
+            totals[claim.status] += 1
+    doc.paragraph(
+        f"{len(chosen) - len(missing)} of {len(chosen)} scenario(s) run; claims: "
+        + ", ".join(f"{totals[s]} {s}" for s in VERDICTS)
+        + "."
+    )
+    doc.heading("Claims per scenario")
+    doc.table(["scenario", "scale", "claim", "verdict", "evidence", "report"], rows, classes)
+    if missing:
+        doc.heading("Not run yet")
+        doc.table(["scenario", "paper", "command"], missing)
+    if not chosen:
+        doc.paragraph("No paper scenarios are registered yet (`fedbandit list` shows the catalogue).")
+    root.mkdir(parents=True, exist_ok=True)
+    return doc.write(root, "replication")

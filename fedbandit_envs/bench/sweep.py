@@ -1,0 +1,162 @@
+"""Run a scenario's sweep: expand it into jobs, skip finished cells, run the rest on a backend, write the table.
+
+Python equivalent of ``fedbandit sweep``::
+
+    from fedbandit_envs.bench.sweep import run_sweep
+
+    summary = run_sweep("suite/baselines", "results/baselines", scale="ci", backend="pool")
+    print(summary.jobs_run, summary.tables)
+
+The scenario is resolved at a scale (:func:`~fedbandit_envs.bench.jobs.resolve_scenario`), expanded
+into jobs (:func:`~fedbandit_envs.bench.jobs.expand`: points x algorithms, all seeds of a job as
+batched replicas), the (cell, seed) pairs already stored in the output directory are skipped, each
+finished job is stored at once, and the tidy tables are rebuilt from everything stored
+(:class:`~fedbandit_envs.bench.store.ResultStore`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from fedbandit_envs.bench.backends import Backend, make_backend
+from fedbandit_envs.bench.jobs import Job, expand, import_targets, param_columns, pending, resolve_scenario
+from fedbandit_envs.bench.scenarios import Scenario
+from fedbandit_envs.bench.store import ResultStore
+
+
+@dataclass
+class SweepSummary:
+    """What a sweep did.
+
+    Attributes:
+        scenario: the resolved scenario.
+        directory: the results directory.
+        jobs: every job of the sweep (canonical order, all seeds).
+        jobs_run: the jobs run now (finished seeds removed).
+        cells_skipped: (cell, seed) pairs found already stored.
+        sim_time: seconds spent inside the runner, summed over the jobs run.
+        wall_time: seconds from start to the tables being written.
+        tables: paths of the tables written (empty for a dry run).
+    """
+
+    scenario: Scenario
+    directory: Path
+    jobs: list[Job]
+    jobs_run: list[Job]
+    cells_skipped: int
+    sim_time: float = 0.0
+    wall_time: float = 0.0
+    tables: list[Path] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """A few lines for the terminal: job counts and where the results are."""
+        runs = sum(len(job.seeds) for job in self.jobs)
+        lines = [
+            f"scenario {self.scenario.name}: {len(self.scenario.points())} point(s) x "
+            f"{len(self.scenario.algorithms)} algorithm(s) x {self.scenario.seeds} seed(s) = {runs} runs in "
+            f"{len(self.jobs)} job(s); {len(self.jobs_run)} job(s) to run, {self.cells_skipped} run(s) already stored",
+            f"results directory: {self.directory}",
+        ]
+        if self.tables:
+            lines.append(f"ran in {self.wall_time:.1f} s wall ({self.sim_time:.1f} s simulating)")
+            lines += [f"wrote {path}" for path in self.tables]
+        return "\n".join(lines)
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of fedbandit-envs, Python and numpy, recorded in every ``config.json``."""
+    try:
+        version = importlib.metadata.version("fedbandit-envs")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+        version = "unknown"
+    return {"fedbandit-envs": version, "python": platform.python_version(), "numpy": np.__version__}
+
+
+def sweep_config(
+    scenario: Scenario, scale: str, overrides: Mapping[str, Any] | None, backend: str, table_format: str
+) -> dict[str, Any]:
+    """The record written to ``config.json``: the resolved scenario and how the sweep ran."""
+    return {
+        "scenario": scenario.name,
+        "paper": scenario.paper,
+        "description": scenario.description,
+        "scale": scale,
+        "overrides": dict(overrides or {}),
+        "env_kwargs": dict(scenario.env_kwargs),
+        "algorithms": dict(scenario.algorithms),
+        "sweep": {key: list(values) for key, values in scenario.sweep.items()},
+        "parameters": param_columns(scenario),
+        "wrappers": list(scenario.wrappers),
+        "seeds": list(range(scenario.seeds)),
+        "checkpoints": scenario.checkpoints,
+        "runner": scenario.runner,
+        "claims": [claim.name for claim in scenario.claims],
+        "backend": backend,
+        "format": table_format,
+        "versions": package_versions(),
+    }
+
+
+def run_sweep(
+    scenario: Scenario | str,
+    out: str | Path,
+    scale: str = "ci",
+    overrides: Mapping[str, Any] | None = None,
+    seeds: int | None = None,
+    backend: str | Backend = "pool",
+    workers: int | None = None,
+    address: str | None = None,
+    seeds_per_job: int | None = None,
+    table_format: str = "auto",
+    progress: bool = False,
+    dry_run: bool = False,
+) -> SweepSummary:
+    """Run (or resume) a scenario's sweep into the directory ``out``.
+
+    Args:
+        scenario: a :class:`Scenario` or a registered name (``fedbandit list``).
+        out: the results directory (created; reused to resume).
+        scale: ``"ci"`` or ``"paper"``.
+        overrides: environment keywords and/or ``seeds``/``checkpoints``/``sweep`` on top of the scale.
+        seeds: number of seeds, overriding the scenario's.
+        backend: ``"inprocess"``, ``"pool"`` (default: all cores), ``"ray"``, or a :class:`Backend`.
+        workers: pool size (pool backend).
+        address: Ray cluster address (ray backend).
+        seeds_per_job: split each cell's seeds into jobs of this many (default: one job per cell).
+        table_format: ``"auto"``, ``"csv"`` or ``"parquet"``.
+        progress: show an overall progress bar (and per-job bars in process).
+        dry_run: expand and count the jobs only; nothing is run or written.
+    """
+    start = time.perf_counter()
+    scenario = resolve_scenario(scenario, scale, overrides, seeds)
+    import_targets(scenario)
+    runner = backend if isinstance(backend, Backend) else make_backend(backend, workers, address)
+    store = ResultStore(out, table_format)
+    jobs = expand(scenario, seeds_per_job)
+    todo = pending(jobs, store.finished())
+    skipped = sum(len(job.seeds) for job in jobs) - sum(len(job.seeds) for job in todo)
+    summary = SweepSummary(scenario, store.directory, jobs, todo, skipped)
+    if dry_run:
+        return summary
+    store.check_writable()
+    store.write_config(sweep_config(scenario, scale, overrides, runner.name, store.format))
+    bar = tqdm(total=len(todo), desc=scenario.name, unit="job", disable=not progress, position=0)
+    try:
+        for result in runner.run(todo, progress=progress):
+            store.save_part(result)
+            summary.sim_time += result.sim_time
+            bar.update()
+    finally:
+        bar.close()
+    summary.tables = store.write_tables(store.collect(jobs))
+    summary.wall_time = time.perf_counter() - start
+    return summary

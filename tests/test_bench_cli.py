@@ -1,0 +1,88 @@
+"""The fedbandit command: list, sweep (dry run, report), plot, report, and errors that say how to fix."""
+
+import pytest
+
+from fedbandit_envs.cli import main
+
+SMALL = ["--set", "horizon=100", "--seeds", "2", "--set", "checkpoints=4", "--no-progress"]
+
+
+def test_list_shows_scenarios(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "Scenarios (fedbandit sweep NAME" in out and "suite/baselines" in out and "3 x 3" in out
+
+
+def test_sweep_dry_run_shows_the_job_count_and_writes_nothing(tmp_path, capsys):
+    assert main(["sweep", "suite/baselines", "--out", str(tmp_path / "r"), "--dry-run", *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "= 6 runs in 3 job(s); 3 job(s) to run" in out and "suite/baselines / random seeds [0, 1]" in out
+    assert not (tmp_path / "r").exists()
+
+
+def test_sweep_with_report_then_plot_and_report_commands(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "r"
+    assert (
+        main(
+            [
+                "sweep",
+                "suite/baselines",
+                "--out",
+                str(out),
+                "--backend",
+                "inprocess",
+                "--format",
+                "csv",
+                "--report",
+                *SMALL,
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    header, *rows = (out / "results.csv").read_text().splitlines()
+    assert header.startswith("scenario,algorithm,seed,slot,group_regret") and len(rows) == 3 * 2 * 4
+    assert f"wrote {out / 'report.html'}" in printed
+    assert main(["plot", str(out)]) == 0
+    assert sorted(p.name for p in (out / "figures").iterdir()) == [
+        "regret.png",
+        "regret.svg",
+        "regret_vs_cost.png",
+        "regret_vs_cost.svg",
+    ]
+    assert main(["report", str(out)]) == 0
+    assert "sharing_helps" in (out / "report.md").read_text()
+    assert main(["sweep", "suite/baselines", "--out", str(out), "--backend", "inprocess", *SMALL]) == 0
+    assert "0 job(s) to run, 6 run(s) already stored" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["sweep", "nope/x"], "unknown scenario 'nope/x'; `fedbandit list` shows the catalogue"),
+        (["sweep", "suite/baselines", "--seeds", "-2"], "seeds must be a positive number of runs"),
+        (["sweep", "suite/baselines", "--backend", "inprocess", "--workers", "2"], "--workers only applies"),
+        (["sweep", "suite/baselines", "--address", "auto"], "--address only applies to --backend ray"),
+        (["report"], "give either a results DIRECTORY or --replication"),
+        (["report", "never_swept_dir"], "no results table in 'never_swept_dir'"),
+    ],
+)
+def test_bad_input_prints_how_to_fix_and_writes_nothing(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_output_directory(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    assert main(["sweep", "suite/baselines", "--out", str(tmp_path / "file" / "out"), *SMALL]) == 2
+    assert "cannot write results to" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+def test_malformed_setting_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", "suite/baselines", "--set", "horizon"])
+    assert exit_info.value.code == 2 and "expected KEY=VALUE" in capsys.readouterr().err

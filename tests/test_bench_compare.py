@@ -1,0 +1,119 @@
+"""Custom learners against the reference agents: compare(), the protocol checks, and the CLI commands."""
+
+import numpy as np
+import pytest
+
+from agents.base import Agent, Population
+from fedbandit_envs.bench.compare import compare, resolve_agent
+from fedbandit_envs.bench.store import load_results
+from fedbandit_envs.bench.sweep import run_sweep
+from fedbandit_envs.cli import main
+
+SMALL = {"horizon": 100, "seeds": 2, "checkpoints": 4}
+
+
+class EpsGreedy(Agent):
+    """Per-agent epsilon-greedy (explores with probability ``explore``)."""
+
+    def __init__(self, explore=0.1):
+        self.explore = explore
+
+    def reset(self, agent_id, context, rng):
+        self.rng = rng
+        self.counts = np.zeros(context.num_arms)
+        self.sums = np.zeros(context.num_arms)
+
+    def act(self, observation):
+        if observation["arm"] >= 0:
+            self.counts[observation["arm"]] += 1
+            self.sums[observation["arm"]] += float(observation["reward"])
+        if self.rng.random() < self.explore or self.counts.min() == 0:
+            return int(self.rng.integers(len(self.counts)))
+        return int(np.argmax(self.sums / self.counts))
+
+
+class NotALearner:
+    pass
+
+
+class HalfPopulation(Population):
+    def reset(self, context):
+        pass
+
+    def act(self, slot, partners):
+        pass
+
+
+def test_compare_adds_the_learner_and_ranks_everything():
+    comparison = compare(EpsGreedy, "suite/baselines", agent_kwargs={"explore": 0.2}, overrides=SMALL)
+    assert comparison.label == "EpsGreedy"
+    labels = ["random", "independent_ucb1", "full_sharing_ucb", "EpsGreedy"]
+    assert list(dict.fromkeys(r["algorithm"] for r in comparison.results.curves)) == labels
+    assert len(comparison.results.curves) == 4 * 2 * 4
+    assert sorted(e["rank"] for e in comparison.entries) == [1, 2, 3, 4]
+    means = [e["mean"] for e in comparison.entries]
+    assert means == sorted(means)
+    assert "| EpsGreedy |" in comparison.markdown()
+
+
+def test_compare_reuses_stored_reference_runs(tmp_path):
+    run_sweep("suite/baselines", tmp_path, overrides=SMALL, backend="inprocess")
+    comparison = compare(f"{__name__}:EpsGreedy", "suite/baselines", label="greedy", out=tmp_path, overrides=SMALL)
+    assert [job.algorithm for job in comparison.summary.jobs_run] == ["greedy"]
+    assert comparison.summary.cells_skipped == 3 * 2
+    assert {r["algorithm"] for r in load_results(tmp_path).curves} == {
+        "random",
+        "independent_ucb1",
+        "full_sharing_ucb",
+        "greedy",
+    }
+
+
+@pytest.mark.parametrize(
+    ("agent", "kwargs", "error", "message"),
+    [
+        ("no_such_module_xyz:Learner", {}, ValueError, "cannot import module 'no_such_module_xyz'.*PYTHONPATH"),
+        ("agents.baselines:NoSuchClass", {}, ValueError, "has no attribute 'NoSuchClass'.*IndependentUCB1"),
+        ("agents.baselines", {}, ValueError, "package.module:Class"),
+        (f"{__name__}:NotALearner", {}, TypeError, "does not implement the protocol.*'reset', 'act', 'observe'"),
+        (f"{__name__}:HalfPopulation", {}, TypeError, "does not implement the protocol.*abstract"),
+        (f"{__name__}:EpsGreedy", {"temperature": 1}, ValueError, "cannot build .*EpsGreedy with keywords"),
+        (42, {}, TypeError, "agent must be 'module:Class' or a class"),
+    ],
+)
+def test_bad_agents_give_clear_errors(agent, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        resolve_agent(agent, kwargs)
+
+
+def test_resolve_agent_wraps_per_agent_learners_and_keeps_populations():
+    assert resolve_agent("independent_ucb1").path == "independent_ucb1"
+    assert resolve_agent("agents.baselines:Random").path == "agents.baselines:Random"
+    spec = resolve_agent(EpsGreedy, {"explore": 0.3})
+    assert spec.path == "fedbandit_envs.bench.compare:per_agent"
+    assert dict(spec.kwargs) == {"agent": f"{__name__}:EpsGreedy", "explore": 0.3}
+    population = spec.factory()()
+    assert type(population).__name__ == "PerAgentPopulation"
+    with pytest.raises(ValueError, match="already an algorithm"):
+        compare("agents.baselines:Random", "suite/baselines", label="random")
+
+
+def test_cli_compare(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    args = ["compare", "--agent", "agents.baselines:RoundRobin", "--scenario", "suite/baselines", "--out", str(out)]
+    assert main([*args, "--set", "horizon=100", "--seeds", "2", "--backend", "inprocess", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "| RoundRobin |" in printed and "report.html" in printed
+    assert (out / "report.html").stat().st_size > 10_000
+
+
+def test_cli_compare_with_a_bad_agent_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    code = main(["compare", "--agent", "nowhere_pkg:Learner", "--scenario", "suite/baselines", "--out", str(out)])
+    assert code == 2
+    assert "cannot import module 'nowhere_pkg'" in capsys.readouterr().err
+    assert not out.exists()
+    assert (
+        main(["compare", "--agent", f"{__name__}:NotALearner", "--scenario", "suite/baselines", "--out", str(out)]) == 2
+    )
+    assert "does not implement the protocol" in capsys.readouterr().err

@@ -1,0 +1,247 @@
+"""Sweeps: job expansion, restart, backends (in-process, pool, Ray) and bad input."""
+
+import gzip
+import json
+
+import pytest
+
+from agents.baselines import IndependentUCB1
+from fedbandit_envs.bench.backends import JobFailed, PoolBackend, make_backend
+from fedbandit_envs.bench.jobs import cell_id, expand, param_columns, pending, resolve_scenario
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get, names
+from fedbandit_envs.bench.store import atomic_write, load_config, load_results
+from fedbandit_envs.bench.sweep import run_sweep
+
+SMALL = {"horizon": 120, "seeds": 3, "checkpoints": 4}
+
+
+def without_wall_time(rows):
+    return [{k: v for k, v in row.items() if k != "wall_time"} for row in rows]
+
+
+def same_tables(a, b):
+    return without_wall_time(a.curves) == without_wall_time(b.curves) and a.agents == b.agents
+
+
+def grid_scenario(seeds=5):
+    return Scenario(
+        name="test/grid",
+        paper="test",
+        description="expansion test",
+        env_kwargs={"num_agents": 2, "num_arms": 3, "horizon": 20},
+        algorithms={"a": AlgorithmSpec("random"), "b": AlgorithmSpec("independent_ucb1")},
+        sweep={"env.num_arms": (3, 4), "env.c2": (1.0, 2.0, 0.5)},
+        seeds=seeds,
+        checkpoints=2,
+    )
+
+
+def test_expansion_is_points_times_algorithms_times_seed_chunks():
+    jobs = expand(grid_scenario(), seeds_per_job=2)
+    # 2 x 3 points, 2 algorithms, seeds 0..4 in chunks (0, 1), (2, 3), (4,)
+    assert len(jobs) == 6 * 2 * 3
+    assert [job.seeds for job in jobs[:3]] == [(0, 1), (2, 3), (4,)]
+    assert (jobs[0].algorithm, jobs[3].algorithm, jobs[6].algorithm) == ("a", "b", "a")
+    assert jobs[0].point == {"env.num_arms": 3, "env.c2": 1.0}
+    assert jobs[6].point == {"env.num_arms": 3, "env.c2": 2.0}
+    assert jobs[-1].point == {"env.num_arms": 4, "env.c2": 0.5} and jobs[-1].params == {"num_arms": 4, "c2": 0.5}
+    cells = list(dict.fromkeys(job.cell for job in jobs))
+    assert len(cells) == 12 and all(job.cell == jobs[0].cell for job in jobs[:3])
+    one_job_per_cell = expand(grid_scenario())
+    assert len(one_job_per_cell) == 12 and one_job_per_cell[0].seeds == (0, 1, 2, 3, 4)
+
+
+def test_pending_drops_finished_seeds():
+    jobs = expand(grid_scenario(), seeds_per_job=2)
+    left = pending(jobs, {jobs[0].cell: {0, 1, 2}, jobs[3].cell: {0, 1, 2, 3, 4}})
+    assert len(left) == 36 - 1 - 3
+    assert [job.seeds for job in left[:2]] == [(3,), (4,)]
+    assert left[2].algorithm == "a" and left[2].point == {"env.num_arms": 3, "env.c2": 2.0}
+
+
+def test_cell_id_ignores_seed_count_but_not_settings():
+    base = get("suite/baselines")
+    three = resolve_scenario(base, "ci", seeds=3)
+    five = resolve_scenario(base, "ci", seeds=5)
+    longer = resolve_scenario(base, "ci", {"horizon": 999})
+    assert cell_id(three, "random", {}) == cell_id(five, "random", {})
+    assert cell_id(three, "random", {}) != cell_id(longer, "random", {})
+    assert cell_id(three, "random", {}) != cell_id(three, "independent_ucb1", {})
+    assert len(cell_id(three, "random", {})) == 16
+
+
+def test_resolve_scenario_applies_scale_overrides_and_seeds():
+    scenario = resolve_scenario("suite/baselines", "ci", {"horizon": 50, "checkpoints": 5}, seeds=2)
+    assert scenario.env_kwargs["horizon"] == 50 and scenario.checkpoints == 5 and scenario.seeds == 2
+    assert resolve_scenario("suite/baselines", "paper").env_kwargs["horizon"] == 20000
+
+
+def test_sweep_parameter_clashes_are_errors():
+    with pytest.raises(ValueError, match="'seed' column"):
+        param_columns(Scenario("t/x", "t", "", {}, {"a": AlgorithmSpec("random")}, sweep={"env.seed": (1,)}))
+    clash = Scenario("t/x", "t", "", {}, {"a": AlgorithmSpec("random")}, sweep={"env.p": (1,), "alg.p": (2,)})
+    with pytest.raises(ValueError, match="both map to the result column 'p'"):
+        param_columns(clash)
+
+
+class Flaky(IndependentUCB1):
+    """IndependentUCB1 that crashes while ``fail`` is set (simulates an interrupted sweep)."""
+
+    fail = False
+
+    def reset(self, context):
+        if Flaky.fail:
+            raise RuntimeError("simulated crash")
+        super().reset(context)
+
+
+def flaky_scenario():
+    algorithms = {
+        "random": AlgorithmSpec("random"),
+        "flaky": AlgorithmSpec(f"{__name__}:Flaky"),
+        "full_sharing_ucb": AlgorithmSpec("full_sharing_ucb"),
+    }
+    return Scenario("test/flaky", "test", "restart test", {"num_agents": 3, "num_arms": 4, "horizon": 60}, algorithms)
+
+
+def test_interrupted_sweep_resumes_and_equals_an_uninterrupted_run(tmp_path, monkeypatch):
+    scenario, overrides = flaky_scenario(), {"seeds": 3, "checkpoints": 3}
+    monkeypatch.setattr(Flaky, "fail", True)
+    with pytest.raises(JobFailed, match="(?s)flaky.*simulated crash.*run the same sweep again"):
+        run_sweep(scenario, tmp_path / "resumed", overrides=overrides, backend="inprocess", table_format="csv")
+    parts = sorted((tmp_path / "resumed" / "parts").iterdir())
+    assert len(parts) == 1  # the job before the crash is stored, complete
+    with gzip.open(parts[0], "rt") as handle:
+        assert json.loads(handle.readline())["seeds"] == [0, 1, 2]
+    assert not (tmp_path / "resumed" / "results.csv").exists()
+    assert not [p for p in (tmp_path / "resumed").rglob("*.tmp")]
+
+    monkeypatch.setattr(Flaky, "fail", False)
+    resumed = run_sweep(scenario, tmp_path / "resumed", overrides=overrides, backend="inprocess", table_format="csv")
+    assert [job.algorithm for job in resumed.jobs_run] == ["flaky", "full_sharing_ucb"]
+    assert resumed.cells_skipped == 3
+    again = run_sweep(scenario, tmp_path / "resumed", overrides=overrides, backend="inprocess", table_format="csv")
+    assert again.jobs_run == [] and again.cells_skipped == 9
+
+    fresh = run_sweep(scenario, tmp_path / "fresh", overrides=overrides, backend="inprocess", table_format="csv")
+    assert len(fresh.jobs_run) == 3
+    table, reference = load_results(tmp_path / "resumed"), load_results(tmp_path / "fresh")
+    assert len(table.curves) == 3 * 3 * 3 and len(table.agents) == 3 * 3 * 3 * 3
+    assert same_tables(table, reference)
+
+
+def test_more_seeds_run_only_the_new_seeds(tmp_path):
+    run_sweep("suite/baselines", tmp_path / "grown", overrides={**SMALL, "seeds": 2}, backend="inprocess")
+    grown = run_sweep("suite/baselines", tmp_path / "grown", overrides=SMALL, backend="inprocess")
+    assert [job.seeds for job in grown.jobs_run] == [(2,)] * 3
+    run_sweep("suite/baselines", tmp_path / "fresh", overrides=SMALL, backend="inprocess")
+    assert same_tables(load_results(tmp_path / "grown"), load_results(tmp_path / "fresh"))
+
+
+def test_pool_and_inprocess_give_identical_tables(tmp_path):
+    inprocess = run_sweep("suite/baselines", tmp_path / "a", overrides=SMALL, backend="inprocess")
+    pool = run_sweep("suite/baselines", tmp_path / "b", overrides=SMALL, backend=PoolBackend(2), seeds_per_job=2)
+    assert len(pool.jobs) == 6 and len(inprocess.jobs) == 3
+    a, b = load_results(tmp_path / "a"), load_results(tmp_path / "b")
+    assert len(a.curves) == 3 * 3 * 4
+    assert same_tables(a, b)
+    config = load_config(tmp_path / "b")
+    assert config["backend"] == "pool" and config["versions"]["fedbandit-envs"]
+    assert config["seeds"] == [0, 1, 2] and config["env_kwargs"]["horizon"] == 120
+
+
+def test_ray_backend_on_a_local_instance(tmp_path):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        run_sweep("suite/baselines", tmp_path / "ray", overrides=SMALL, backend="ray")
+        assert ray.is_initialized()  # a Ray instance started by the caller is left running
+    finally:
+        ray.shutdown()
+    run_sweep("suite/baselines", tmp_path / "local", overrides=SMALL, backend="inprocess")
+    assert same_tables(load_results(tmp_path / "ray"), load_results(tmp_path / "local"))
+    assert load_config(tmp_path / "ray")["backend"] == "ray"
+
+
+def test_dry_run_counts_jobs_and_writes_nothing(tmp_path):
+    summary = run_sweep("suite/baselines", tmp_path / "dry", overrides=SMALL, dry_run=True)
+    assert len(summary.jobs_run) == 3 and summary.tables == []
+    assert "3 job(s) to run" in summary.describe()
+    assert not (tmp_path / "dry").exists()
+
+
+def test_bad_input_gives_clear_errors_and_no_files(tmp_path):
+    with pytest.raises(ValueError, match="unknown scenario 'nope/x'.*fedbandit list"):
+        run_sweep("nope/x", tmp_path / "a")
+    for seeds in (-1, 0):
+        with pytest.raises(ValueError, match="seeds must be a positive number"):
+            run_sweep("suite/baselines", tmp_path / "a", seeds=seeds)
+    with pytest.raises(ValueError, match="seeds must be a positive number"):
+        run_sweep("suite/baselines", tmp_path / "a", overrides={"seeds": -3})
+    broken = Scenario("t/broken", "t", "", {"num_agents": 2}, {"mine": AlgorithmSpec("nowhere_pkg:Learner")})
+    with pytest.raises(
+        ValueError, match="algorithm 'mine' of scenario 't/broken': cannot import 'nowhere_pkg:Learner'"
+    ):
+        run_sweep(broken, tmp_path / "a")
+    assert not (tmp_path / "a").exists()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ValueError, match="cannot write results to .*choose a writable directory"):
+        run_sweep("suite/baselines", blocker / "out", overrides=SMALL)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        make_backend("spark")
+    with pytest.raises(ValueError, match="--address only applies to --backend ray"):
+        make_backend("pool", address="auto")
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        make_backend("pool", workers=0)
+    with pytest.raises(ValueError, match="seeds_per_job"):
+        expand(grid_scenario(), seeds_per_job=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_atomic_write_leaves_nothing_on_error(tmp_path):
+    target = tmp_path / "table.csv"
+    target.write_text("old complete table\n")
+
+    def crash(path):
+        path.write_text("half a ta")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, crash)
+    assert target.read_text() == "old complete table\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]
+
+
+def test_pool_failure_keeps_finished_jobs_and_resumes(tmp_path, monkeypatch):
+    scenario, overrides = flaky_scenario(), {"seeds": 2, "checkpoints": 2}
+    monkeypatch.setattr(Flaky, "fail", True)  # forked workers inherit the flag
+    with pytest.raises(JobFailed, match="simulated crash"):
+        run_sweep(scenario, tmp_path / "out", overrides=overrides, backend=PoolBackend(2))
+    stored = {json.loads(gzip.open(p, "rt").readline())["algorithm"] for p in (tmp_path / "out" / "parts").iterdir()}
+    assert "random" in stored and "flaky" not in stored  # full_sharing_ucb may have been dispatched already
+    assert not list((tmp_path / "out").glob("results*"))
+    monkeypatch.setattr(Flaky, "fail", False)
+    resumed = run_sweep(scenario, tmp_path / "out", overrides=overrides, backend=PoolBackend(2))
+    assert {job.algorithm for job in resumed.jobs_run} == {"random", "flaky", "full_sharing_ucb"} - stored
+    assert len(load_results(tmp_path / "out").curves) == 3 * 2 * 2
+
+
+@pytest.mark.parametrize("scale", ["ci", "paper"])
+def test_every_registered_scenario_expands(scale, tmp_path):
+    for name in names():
+        summary = run_sweep(name, tmp_path / "dry", scale=scale, dry_run=True)
+        runs = sum(len(job.seeds) for job in summary.jobs)
+        assert runs == len(summary.scenario.points()) * len(summary.scenario.algorithms) * summary.scenario.seeds > 0
+    assert not (tmp_path / "dry").exists()
+
+
+@pytest.mark.slow
+def test_suite_baselines_at_paper_scale(tmp_path):
+    # paper scale: 10 agents, 20 arms, 20000 slots, 20 seeds, on the process pool.
+    summary = run_sweep("suite/baselines", tmp_path, scale="paper", backend="pool")
+    assert len(summary.jobs) == 3 and summary.scenario.seeds == 20
+    results = load_results(tmp_path)
+    assert len(results.curves) == 3 * 20 * 20
+    verdict = get("suite/baselines").claims[0].check(results)
+    assert verdict.passed, verdict.evidence
