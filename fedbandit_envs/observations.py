@@ -69,7 +69,8 @@ def action_space(num_arms: int) -> spaces.Dict:
     return spaces.Dict({"arm": spaces.Discrete(num_arms), "messages": MessageSequence()})
 
 
-def _inboxes(batches: Sequence[MessageBatch], num_agents: int, replica: int) -> list[list[Message]]:
+def inboxes_by_agent(batches: Sequence[MessageBatch], num_agents: int, replica: int) -> list[list[Message]]:
+    """The messages of ``replica`` delivered to each agent, as :class:`Message` lists in delivery order."""
     inboxes: list[list[Message]] = [[] for _ in range(num_agents)]
     for batch in batches:
         rows = np.flatnonzero(batch.replica == replica)
@@ -88,13 +89,22 @@ def _inboxes(batches: Sequence[MessageBatch], num_agents: int, replica: int) -> 
     return inboxes
 
 
+def messages_by_sender(batches: Sequence[MessageBatch]) -> dict[int, list[Message]]:
+    """The rows of batches (one replica) as :class:`Message` lists keyed by sender, in send order."""
+    outgoing: dict[int, list[Message]] = {}
+    for batch in batches:
+        for message in batch.messages():
+            outgoing.setdefault(message.sender, []).append(message)
+    return outgoing
+
+
 def agent_observations(feedback: Feedback, next_slot: int, replica: int = 0) -> list[dict[str, Any]]:
     """One observation dict per agent of ``replica`` after ``feedback`` (see the module docstring)."""
     arms = feedback.arms[replica].tolist()
     rewards = np.array(feedback.rewards[replica], dtype=np.float64)
     partners = feedback.partners[replica].tolist()
     if feedback.inbox:
-        inboxes = [tuple(inbox) for inbox in _inboxes(feedback.inbox, len(arms), replica)]
+        inboxes = [tuple(inbox) for inbox in inboxes_by_agent(feedback.inbox, len(arms), replica)]
     else:
         inboxes = [()] * len(arms)
     return [

@@ -29,7 +29,7 @@ from fedbandit_envs.channel import DIRECTIONS
 from fedbandit_envs.core import Action, Feedback
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.envs.mab_core import FederatedMABCore
-from fedbandit_envs.observations import feedback_from_observations
+from fedbandit_envs.observations import feedback_from_observations, messages_by_sender
 
 #: Ledger totals reported per checkpoint (arrays of shape (B,) on the ledger).
 LEDGER_COLUMNS = ("messages", "copies", "scalars", "bytes", "links", "link_cost", "cost", "dropped")
@@ -121,15 +121,19 @@ class Results:
             path = directory / f"{stem}{suffix}.csv"
             with path.open("w", newline="") as handle:
                 if rows:
-                    writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                    columns = list(dict.fromkeys(name for row in rows for name in row))  # union, in first-seen order
+                    writer = csv.DictWriter(handle, fieldnames=columns)
                     writer.writeheader()
                     writer.writerows(rows)
             paths.append(path)
         return paths
 
 
-class _Recorder:
-    """Collects checkpoint rows from a core's arrays."""
+class Recorder:
+    """Collects the tidy checkpoint rows (curves and per-agent) of a run from a core's arrays.
+
+    Other runners (linear, procurement) subclass it to add columns; see :meth:`record`.
+    """
 
     def __init__(self, label: str, seeds: Sequence[int], slots: np.ndarray) -> None:
         self.label, self.seeds, self.slots = label, list(seeds), set(slots.tolist())
@@ -137,6 +141,7 @@ class _Recorder:
         self.start = time.perf_counter()
 
     def record(self, slot: int, core: FederatedMABCore, replica_offset: int = 0) -> None:
+        """Append the rows of every replica when ``slot`` is a checkpoint."""
         if slot not in self.slots:
             return
         ledger = core.channel.ledger
@@ -209,7 +214,7 @@ def run_batched(
     population = make_algorithm(algorithm)
     core = build_env(population, env_kwargs, wrappers).unwrapped.core
     slots = checkpoint_slots(core.config.horizon, checkpoints)
-    recorder = _Recorder(label or algorithm_name(algorithm), seeds, slots)
+    recorder = Recorder(label or algorithm_name(algorithm), seeds, slots)
     feedback = core.reset(list(seeds))
     population.reset(core.context)
     for t in tqdm(range(core.config.horizon), disable=not progress, desc=recorder.label, mininterval=0.5):
@@ -224,11 +229,8 @@ def _pettingzoo_actions(env: FederatedMAB, action: Action) -> dict[str, Any]:
     arms = action.arms[0].tolist()
     if not action.messages:
         return dict(zip(env.agents, arms))
-    outgoing: list[list] = [[] for _ in arms]
-    for batch in action.messages:
-        for message in batch.messages():
-            outgoing[message.sender].append(message)
-    return {a: {"arm": arms[i], "messages": outgoing[i]} for i, a in enumerate(env.agents)}
+    outgoing = messages_by_sender(action.messages)
+    return {a: {"arm": arms[i], "messages": outgoing.get(i, [])} for i, a in enumerate(env.agents)}
 
 
 def run_pettingzoo(
@@ -246,7 +248,7 @@ def run_pettingzoo(
         population = make_algorithm(algorithm)
         env = build_env(population, env_kwargs, wrappers)
         slots = checkpoint_slots(env.config.horizon, checkpoints)
-        recorder = _Recorder(label or algorithm_name(algorithm), seeds, slots)
+        recorder = Recorder(label or algorithm_name(algorithm), seeds, slots)
         observations, _ = env.reset(seed=seed)
         population.reset(env.context)
         partners = np.array([[observations[a]["partner"] for a in env.agents]], np.int64)
@@ -283,11 +285,34 @@ def run(
         label: the ``algorithm`` column (default: the algorithm's name).
         wrappers: functions ``env -> wrapped env`` applied in order (DP, faults).
     """
-    if not seeds:
-        raise ValueError("seeds must not be empty")
     if "coordinator" in env_kwargs:
         raise ValueError("env_kwargs must not contain 'coordinator': the algorithm provides its own")
+    paths = (run_batched, run_pettingzoo)
+    return dispatch(
+        make_algorithm, paths, algorithm, env_kwargs, seeds, checkpoints, batched, progress, label, wrappers
+    )
+
+
+def dispatch(
+    make: Callable[[Any], Any],
+    paths: tuple[Callable[..., Results], Callable[..., Results]],
+    algorithm: Any,
+    env_kwargs: Mapping[str, Any],
+    seeds: Sequence[int],
+    checkpoints: int | Sequence[int],
+    batched: bool | None,
+    progress: bool,
+    label: str | None,
+    wrappers: Sequence[Wrapper],
+) -> Results:
+    """The shared front of every family's ``run``: check the seeds and take the batched path when supported.
+
+    ``make`` builds the family's population from an algorithm spec; ``paths`` is ``(run_batched,
+    run_pettingzoo)``; the other arguments are those of :func:`run`.
+    """
+    if not seeds:
+        raise ValueError("seeds must not be empty")
     if batched is None:
-        batched = bool(getattr(make_algorithm(algorithm), "supports_batching", False))
-    runner: Callable[..., Results] = run_batched if batched else run_pettingzoo
+        batched = bool(getattr(make(algorithm), "supports_batching", False))
+    runner = paths[0] if batched else paths[1]
     return runner(algorithm, env_kwargs, seeds, checkpoints, progress, label, wrappers)

@@ -119,7 +119,7 @@ def _value_slices(num_arms: int) -> tuple[slice, slice]:
 
 
 # ---------------------------------------------------------------------- argument checks
-def _check_render_mode(render_mode: str | None) -> str | None:
+def check_render_mode(render_mode: str | None) -> str | None:
     """Return ``render_mode`` after checking it is None or a declared mode."""
     if render_mode is not None and render_mode not in RENDER_MODES:
         raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
@@ -135,7 +135,7 @@ def _as_params(name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(params)
 
 
-def _as_action(action: Any, num_arms: int) -> int:
+def discrete_action(action: Any, num_arms: int) -> int:
     """An arm index from a Discrete(K) action (int, numpy integer or 0-d / size-1 int array)."""
     array = np.asarray(action)
     if isinstance(action, bool) or array.dtype.kind not in "iu" or array.size != 1:
@@ -265,7 +265,7 @@ class LocalBanditEnv(_CoreView):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = _check_render_mode(render_mode)
+        self.render_mode = check_render_mode(render_mode)
         config = MABConfig(
             num_agents=1,
             num_arms=num_arms,
@@ -291,7 +291,7 @@ class LocalBanditEnv(_CoreView):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Pull arm ``action``; return (observation, reward, False, truncated at the horizon, info)."""
-        arm = _as_action(action, self.core.config.num_arms)
+        arm = discrete_action(action, self.core.config.num_arms)
         _, reward = self._step_core(np.array([[arm]], np.int64), [])
         return self._local_observation(), reward, False, self.core.done, self._info()
 
@@ -304,9 +304,16 @@ def _full_sharing() -> Any:
     return FullSharingUCB()
 
 
+def _cdp_mab() -> Any:
+    """Li and Song's CDP-MAB (epsilon = 1, noise left to a DP wrapper; its "pooled" broadcast is observed)."""
+    from agents.li_song import CDPMAB
+
+    return CDPMAB()
+
+
 #: Reference algorithms the peers of :class:`FederatedClientEnv` can run: name -> population factory.
 #: A population is an ``agents.base.Population``; its ``make_coordinator()`` is hosted by the core.
-PEER_ALGORITHMS: dict[str, Callable[[], Any]] = {"full_sharing": _full_sharing}
+PEER_ALGORITHMS: dict[str, Callable[[], Any]] = {"full_sharing": _full_sharing, "cdp_mab": _cdp_mab}
 
 
 def _make_population(peer_algorithm: str) -> Any:
@@ -362,7 +369,7 @@ class FederatedClientEnv(_CoreView):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = _check_render_mode(render_mode)
+        self.render_mode = check_render_mode(render_mode)
         self.peer_algorithm = peer_algorithm
         self.population = _make_population(peer_algorithm)
         config = MABConfig(
@@ -412,7 +419,7 @@ class FederatedClientEnv(_CoreView):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Client 0 pulls arm ``action`` while the peers follow their algorithm; see the class docstring."""
-        arm = _as_action(action, self.core.config.num_arms)
+        arm = discrete_action(action, self.core.config.num_arms)
         if not getattr(self, "_started", False):
             raise RuntimeError("call reset() before step()")
         joint = self.population.act(self.core.slot, self.core.partners)

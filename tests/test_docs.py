@@ -64,3 +64,11 @@ def test_cli_list(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "fedbandit/FederatedMAB-v0" in out and "independent_ucb1" in out
+
+
+def test_readme_lists_every_registered_id():
+    from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
+
+    readme = (ROOT / "README.md").read_text()
+    missing = [env_id for env_id in [*PARALLEL_ENVS, *GYMNASIUM_ENVS] if f"`{env_id}`" not in readme]
+    assert not missing, f"add these ids to the README table: {missing}"

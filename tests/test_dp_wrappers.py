@@ -970,3 +970,12 @@ def test_delta_spent_is_reported_in_infos_and_runner_tables():
     assert infos["agent_0"]["delta_spent"] == pytest.approx(3e-5, rel=1e-12)
     assert infos["agent_0"]["epsilon_spent"] == pytest.approx(1.5, rel=1e-12)
     assert infos["agent_1"]["delta_spent"] == 0.0
+
+
+def test_classical_gaussian_accepts_large_epsilon_only_when_allowed():
+    with pytest.raises(ValueError, match="epsilon"):
+        GaussianMessageDP(make_env(), epsilon=1.5, delta=1e-5)
+    env = GaussianMessageDP(make_env(), epsilon=1.5, delta=1e-5, allow_large_epsilon=True)
+    assert env.privatizer.noise.scale(np.float64(2.0), 1.5) == pytest.approx(
+        2.0 * math.sqrt(2 * math.log(1.25e5)) / 1.5
+    )

@@ -201,7 +201,7 @@ class FederatedMABCore:
             raise ValueError(f"arms must have shape (replicas, agents) = {expected}, got {arms.shape}")
         if arms.dtype.kind not in "iu":
             raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
-        if np.any((arms < 0) | (arms >= self.config.num_arms)):
+        if arms.min() < 0 or arms.max() >= self.config.num_arms:
             bad = arms[(arms < 0) | (arms >= self.config.num_arms)][0]
             raise ValueError(f"arm {bad} is out of range: arms are 0..{self.config.num_arms - 1}")
         return arms.astype(np.int64, copy=False)
@@ -223,7 +223,7 @@ class FederatedMABCore:
             outgoing = [b for b in messages if len(b)]
             for hook in self.message_hooks:
                 outgoing = hook(slot, outgoing)
-            prepared = self.channel.prepare(outgoing)
+            prepared = self.channel.prepare(outgoing) if outgoing else []
         noise = self._reward_noise(arms)
         means = self.means[self._rows, self._cols, arms]
         rewards = self.reward_model.transform(means, noise)
@@ -237,6 +237,8 @@ class FederatedMABCore:
         return Feedback(slot, arms, rewards, inbox, self.partners)
 
     def _prepare(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
+        if not messages:
+            return []
         for batch in messages:
             if np.any(batch.sender == SERVER):
                 raise ValueError("agents cannot send as SERVER; only the coordinator does")

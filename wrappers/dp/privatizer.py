@@ -110,11 +110,14 @@ class NoiseSpec:
         mechanism: ``"laplace"`` or ``"gaussian"``.
         delta: delta of one Gaussian release, in (0, 1) (unused for Laplace).
         gaussian_calibration: ``"classical"`` or ``"analytic"``.
+        allow_large_epsilon: permit epsilon >= 1 with the classical calibration (outside its proof; see
+            :func:`~wrappers.dp.mechanisms.gaussian_sigma_classical`).
     """
 
     mechanism: str
     delta: float = 0.0
     gaussian_calibration: str = "classical"
+    allow_large_epsilon: bool = False
 
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
@@ -130,8 +133,10 @@ class NoiseSpec:
         """Noise scale (Laplace b or Gaussian sigma) per entry."""
         if self.mechanism == "laplace":
             return sensitivity * laplace_scale(1.0, epsilon)
-        sigma_of = gaussian_sigma_analytic if self.gaussian_calibration == "analytic" else gaussian_sigma_classical
-        return sensitivity * sigma_of(1.0, epsilon, self.delta)
+        if self.gaussian_calibration == "analytic":
+            return sensitivity * gaussian_sigma_analytic(1.0, epsilon, self.delta)
+        sigma = gaussian_sigma_classical(1.0, epsilon, self.delta, allow_large_epsilon=self.allow_large_epsilon)
+        return sensitivity * sigma
 
     def draw(self, rng: np.random.Generator, scale: np.ndarray) -> np.ndarray:
         """Noise of the given per-entry scale."""

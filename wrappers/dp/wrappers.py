@@ -97,6 +97,8 @@ class GaussianMessageDP(MessageDP):
         delta: delta per message, in (0, 1).
         gaussian_calibration: ``"classical"`` (sigma = sqrt(2 ln(1.25/delta)) / epsilon per unit
             sensitivity) or ``"analytic"`` (Balle and Wang's tight sigma).
+        allow_large_epsilon: accept epsilon >= 1 with the classical calibration (outside its proof;
+            Solanki et al.'s schedule reaches it for large budgets).
         calibration, n_agg, budget, on_exhausted, strict: as in :class:`LaplaceMessageDP`.
     """
 
@@ -106,13 +108,14 @@ class GaussianMessageDP(MessageDP):
         epsilon: EpsilonSpec,
         delta: float,
         gaussian_calibration: str = "classical",
+        allow_large_epsilon: bool = False,
         calibration: str = "strict",
         n_agg: int = 1,
         budget: float | None = None,
         on_exhausted: str = "raise",
         strict: bool = True,
     ) -> None:
-        noise = NoiseSpec("gaussian", delta, gaussian_calibration)
+        noise = NoiseSpec("gaussian", delta, gaussian_calibration, allow_large_epsilon)
         privatizer = MessagePrivatizer(noise, epsilon, calibration, n_agg, budget, on_exhausted, strict)
         super().__init__(env, privatizer)
 
