@@ -1,0 +1,1105 @@
+"""Li and Wang (AAAI-22): asynchronous federated linear UCB with event-triggered communication.
+
+Reference agents for :class:`~fedbandit_envs.envs.linear.FederatedLinear` (spec
+``li-wang-async-linucb.md``), run by :mod:`fedbandit_envs.linear_runner`:
+
+* :class:`AsyncLinUCB` (Algorithms 1 and 2): a client uploads its buffer when
+  ``ld(V_i + lam I) - ld(V_i - dV_i + lam I) > log gamma_U`` and the server sends client j the
+  uploads it has not seen when ``ld(V_g + lam I) - ld(V_g - dV_{-j} + lam I) > log gamma_D``
+  (lam I inside the determinants, D1; strict ``>``, D2; downloads checked only at steps with an
+  upload, for every registered client including the uploader, D3).
+* :class:`OneLinUCB` (gamma = 1, eager registration: one centralised LinUCB) and :class:`NLinUCB`
+  (gamma = inf: N independent LinUCBs, no communication).
+* :class:`AsyncLinUCBAM` (Algorithms 3 and 5): heterogeneous clients; only the global part is
+  communicated; alternating minimisation splits each reward into global and local partial rewards;
+  Algorithm 5's warm-up state is the default (``am_init="warmup"``).
+* :class:`SyncLinUCB` (Algorithm 4, DisLinUCB adapted): when ``dt_i * [ld(V_i + lam I) -
+  ld(V_i - dV_i + lam I)] > D`` every registered client uploads and then downloads the full aggregate.
+
+Every upload and download is a real message through the environment's channel to the server
+(:class:`AsyncServer`, :class:`SyncServer`, hosted by the environment as its coordinator); costs come
+from the ledger. Linear algebra: Sherman-Morrison rank-one updates of ``(V + lam I)^-1`` and of its
+log-determinant at every observation; a Cholesky factorisation only when a download changed a
+client's matrix (once, at the client's next use); log-determinant ratios compared in log space.
+
+The server keeps, for every client j, the matrix ``V_g - dV_{-j}`` (its *base*: everything the server
+knows client j holds) instead of the buffer ``dV_{-j}`` itself. The two are the same state (the
+buffer is ``V_g - base``); the base is updated from the payloads the server actually received, so the
+representation stays exact when a message hook perturbs payloads, and the download check needs one
+cached log-determinant per client instead of N factorisations per upload. Every payload is
+materialised as a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from agents.base import Coordinator
+from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.envs.linear import LinearContext, LinearFeedback, LinearStep
+from fedbandit_envs.linear_runner import LinearPopulation
+from fedbandit_envs.topology import SERVER
+
+__all__ = [
+    "ALPHA_MODES",
+    "AM_INITS",
+    "FEATURE_MAPS",
+    "REGISTRATIONS",
+    "SYNC_PRESETS",
+    "AsyncLinUCB",
+    "AsyncLinUCBAM",
+    "AsyncServer",
+    "BufferedStats",
+    "NLinUCB",
+    "OneLinUCB",
+    "RidgeStats",
+    "SyncLinUCB",
+    "SyncServer",
+    "am_step",
+    "communication_bound",
+    "confidence_radius",
+    "log_det",
+    "log_det_bound",
+    "regret_factor",
+    "sync_threshold",
+    "table1_bounds",
+]
+
+ALPHA_MODES = ("theory", "constant", "theory_upper")
+REGISTRATIONS = ("lazy", "eager")
+AM_INITS = ("warmup", "given", "ridge")
+FEATURE_MAPS = ("split", "duplicate")
+SYNC_PRESETS = ("paper_regret", "paper_comm", "match_regret", "match_comm")
+
+#: Numerical rank: an eigenvalue counts when it exceeds ``RANK_TOL * max(1, largest eigenvalue)``
+#: (spec section 2.5); the AM pseudo-inverses drop the same eigenvalues.
+RANK_TOL = 1e-8
+
+
+# ---------------------------------------------------------------------- linear algebra
+def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
+    """``log det(M + lam I)`` of a stack of symmetric PSD matrices (..., p, p), by Cholesky.
+
+    A 0 x 0 matrix has log-determinant 0. Raises ``ValueError`` when some ``M + lam I`` is not positive
+    definite (e.g. a payload perturbed by a DP hook stopped being PSD).
+    """
+    p = matrices.shape[-1]
+    if p == 0:
+        return np.zeros(matrices.shape[:-2])
+    try:
+        factor = np.linalg.cholesky(matrices + lam * np.eye(p))
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            "a Gram matrix plus lam*I is not positive definite; its payloads were perturbed into an "
+            "indefinite matrix: project perturbed matrices to PSD (or raise lam) before they reach the agents"
+        ) from None
+    return 2.0 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
+
+
+def _pinv_psd(matrix: np.ndarray) -> np.ndarray:
+    """Moore-Penrose pseudo-inverse of a symmetric PSD matrix (eigenvalues below the rank tolerance dropped)."""
+    if matrix.shape[0] == 0:
+        return matrix.copy()
+    values, vectors = np.linalg.eigh(matrix)
+    keep = values > RANK_TOL * max(1.0, values[-1])
+    return (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
+
+
+def _rank(matrix: np.ndarray) -> int:
+    """Numerical rank of a symmetric PSD matrix (see :data:`RANK_TOL`)."""
+    if matrix.shape[0] == 0:
+        return 0
+    values = np.linalg.eigvalsh(matrix)
+    return int(np.count_nonzero(values > RANK_TOL * max(1.0, values[-1])))
+
+
+def _project(vector: np.ndarray, radius: float) -> np.ndarray:
+    """Projection onto the ball of ``radius``: ``v / max(|v| / radius, 1)``."""
+    return vector / max(float(np.linalg.norm(vector)) / radius, 1.0)
+
+
+def _pack(matrices: np.ndarray) -> np.ndarray:
+    """Upper triangles (..., p (p + 1) / 2) of symmetric matrices (..., p, p)."""
+    upper = np.triu_indices(matrices.shape[-1])
+    return matrices[..., upper[0], upper[1]]
+
+
+def _unpack(packed: np.ndarray, dim: int) -> np.ndarray:
+    """Symmetric matrices (..., p, p) from their packed upper triangles."""
+    upper = np.triu_indices(dim)
+    out = np.zeros((*packed.shape[:-1], dim, dim))
+    out[..., upper[0], upper[1]] = packed
+    out[..., upper[1], upper[0]] = packed
+    return out
+
+
+def confidence_radius(
+    log_det_v: np.ndarray,
+    dim: int,
+    count: np.ndarray,
+    noise: float,
+    lam: float,
+    delta: float,
+    norm_bound: float,
+    mode: str,
+    alpha: float,
+) -> np.ndarray:
+    """The LinUCB exploration radius alpha (spec Eq. 5 and section 2.1).
+
+    ``"theory"``: ``noise * sqrt(ld(V + lam I) - p log lam + 2 log(1/delta)) + sqrt(lam) * S``;
+    ``"theory_upper"``: the same with ``ld(V + lam I) - p log lam`` replaced by its upper bound
+    ``p log(1 + n / (p lam))`` (n observations, the authors' code); ``"constant"``: ``alpha``.
+    ``noise`` is sigma for LinUCB and sigma + 2 for the AM parts (Lemma 3).
+    """
+    if mode == "constant":
+        return np.full(np.shape(log_det_v), float(alpha))
+    if mode == "theory":
+        information = np.asarray(log_det_v) - dim * np.log(lam)
+    else:
+        information = dim * np.log1p(np.asarray(count) / (dim * lam)) if dim else np.zeros(np.shape(count))
+    return noise * np.sqrt(np.maximum(information, 0.0) + 2.0 * np.log(1.0 / delta)) + np.sqrt(lam) * norm_bound
+
+
+class RidgeStats:
+    """Ridge statistics of every client of B replicas in dimension p.
+
+    Holds ``V`` (B, N, p, p) without lam I, ``b`` (B, N, p), the observation ``count``, and the cached
+    ``inv = (V + lam I)^-1`` and ``ld = log det(V + lam I)``. Own observations update the caches by
+    Sherman-Morrison; added or replaced statistics mark them ``stale`` until the next :meth:`refresh`.
+    Index arguments ``rows, clients`` are equal-length int arrays of distinct (replica, client) pairs.
+    """
+
+    def __init__(self, num_replicas: int, num_clients: int, dim: int, lam: float) -> None:
+        self.dim, self.lam = dim, lam
+        shape = (num_replicas, num_clients)
+        self.v = np.zeros((*shape, dim, dim))
+        self.b = np.zeros((*shape, dim))
+        self.count = np.zeros(shape, np.int64)
+        self.inv = np.broadcast_to(np.eye(dim) / lam, (*shape, dim, dim)).copy()
+        self.ld = np.full(shape, dim * np.log(lam))
+        self.stale = np.zeros(shape, bool)
+
+    def refresh(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """Recompute the inverse and log-determinant of stale clients (a factorisation each)."""
+        stale = self.stale[rows, clients]
+        if stale.any():
+            r, c = rows[stale], clients[stale]
+            self.inv[r, c] = np.linalg.inv(self.v[r, c] + self.lam * np.eye(self.dim))
+            self.ld[r, c] = log_det(self.v[r, c], self.lam)
+            self.stale[r, c] = False
+
+    def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Add one observation (x (n, p), y (n,)) per pair by Sherman-Morrison; returns the outer products."""
+        self.refresh(rows, clients)
+        inv = self.inv[rows, clients]
+        inv_x = np.einsum("npq,nq->np", inv, x)
+        q = np.einsum("np,np->n", x, inv_x)
+        self.inv[rows, clients] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
+        self.ld[rows, clients] += np.log1p(q)
+        outer = x[:, :, None] * x[:, None, :]
+        self.v[rows, clients] += outer
+        self.b[rows, clients] += x * y[:, None]
+        self.count[rows, clients] += 1
+        return outer
+
+    def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
+        """Add received statistics (a download) to each pair."""
+        self.v[rows, clients] += v
+        self.b[rows, clients] += b
+        self.count[rows, clients] += count
+        self.stale[rows, clients] = True
+
+    def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
+        """Replace the statistics of each pair (a full synchronisation)."""
+        self.v[rows, clients] = v
+        self.b[rows, clients] = b
+        self.count[rows, clients] = count
+        self.stale[rows, clients] = True
+
+    def scores(self, rows: np.ndarray, clients: np.ndarray, contexts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        """UCB ``x^T theta_hat + alpha ||x||_{(V + lam I)^-1}`` of contexts (n, K, p) for each pair."""
+        self.refresh(rows, clients)
+        inv = self.inv[rows, clients]
+        theta = np.einsum("npq,nq->np", inv, self.b[rows, clients])
+        mean = np.einsum("nkp,np->nk", contexts, theta)
+        width = np.einsum("nkq,nkq->nk", np.einsum("nkp,npq->nkq", contexts, inv), contexts)
+        return mean + alpha[:, None] * np.sqrt(np.maximum(width, 0.0))
+
+
+class BufferedStats(RidgeStats):
+    """:class:`RidgeStats` plus the upload buffer ``dV, db`` (own data not yet sent, spec section 1.5).
+
+    Also caches ``ld_w = log det(V - dV + lam I)`` (the base W of the upload trigger, stale after a
+    download) and counts the buffered observations (``dcount``).
+    """
+
+    def __init__(self, num_replicas: int, num_clients: int, dim: int, lam: float) -> None:
+        super().__init__(num_replicas, num_clients, dim, lam)
+        self.dv = np.zeros_like(self.v)
+        self.db = np.zeros_like(self.b)
+        self.dcount = np.zeros_like(self.count)
+        self.ld_w = self.ld.copy()
+        self.w_stale = np.zeros_like(self.stale)
+
+    def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Add one observation to the statistics and to the upload buffer."""
+        outer = super().add_point(rows, clients, x, y)
+        self.dv[rows, clients] += outer
+        self.db[rows, clients] += x * y[:, None]
+        self.dcount[rows, clients] += 1
+        return outer
+
+    def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
+        """Add a download (it enters V and the base W, not the buffer)."""
+        super().add_stats(rows, clients, v, b, count)
+        self.w_stale[rows, clients] = True
+
+    def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
+        """Replace the statistics (the buffer is kept: a synchronisation empties it by :meth:`take`)."""
+        super().set_stats(rows, clients, v, b, count)
+        self.w_stale[rows, clients] = True
+
+    def log_ratio(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
+        """``ld(V + lam I) - ld(V - dV + lam I)`` of each pair (the upload trigger's left side)."""
+        self.refresh(rows, clients)
+        stale = self.w_stale[rows, clients]
+        if stale.any():
+            r, c = rows[stale], clients[stale]
+            self.ld_w[r, c] = log_det(self.v[r, c] - self.dv[r, c], self.lam)
+            self.w_stale[r, c] = False
+        return self.ld[rows, clients] - self.ld_w[rows, clients]
+
+    def take(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Empty the buffers of each pair (an upload); returns (dV, db, dcount)."""
+        self.refresh(rows, clients)
+        taken = self.dv[rows, clients], self.db[rows, clients], self.dcount[rows, clients]
+        self.dv[rows, clients] = 0.0
+        self.db[rows, clients] = 0.0
+        self.dcount[rows, clients] = 0
+        self.ld_w[rows, clients] = self.ld[rows, clients]
+        self.w_stale[rows, clients] = False
+        return taken
+
+
+# ---------------------------------------------------------------------- argument checks
+def _positive(name: str, value: Any) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
+def _choice(name: str, value: Any, options: Sequence[str]) -> str:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
+    return value
+
+
+def _threshold(name: str, value: Any) -> np.ndarray:
+    """A gamma threshold (scalar or per client), checked to be >= 1 (spec D2)."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim > 1 or np.any(np.isnan(array)) or np.any(array < 1.0):
+        raise ValueError(
+            f"{name} must be >= 1 (a scalar or one value per client; inf = never communicate): a threshold "
+            f"below 1 would fire on empty buffers (spec D2); got {value!r}"
+        )
+    return array
+
+
+def _log_thresholds(name: str, gamma: np.ndarray, num_clients: int) -> np.ndarray:
+    """The log of gamma per client (inf for gamma = inf)."""
+    if gamma.ndim == 1 and len(gamma) != num_clients:
+        raise ValueError(f"{name} has {len(gamma)} values; give a scalar or one value per client ({num_clients})")
+    return np.broadcast_to(np.log(gamma), (num_clients,)).copy()
+
+
+def _sender_rows(batch: MessageBatch) -> tuple[np.ndarray, np.ndarray]:
+    return batch.replica, batch.sender
+
+
+# ---------------------------------------------------------------------- the servers
+class AsyncServer(Coordinator):
+    """The server of Algorithm 1 (hosted by the environment): aggregates uploads, triggers downloads.
+
+    On each ``"upload"`` it adds the payload to ``V_g, b_g`` and to the sender's base; then every
+    registered client j whose ``ld(V_g + lam I) - ld(base_j + lam I) > log gamma_D[j]`` receives a
+    ``"download"`` of ``V_g - base_j`` (the buffer ``dV_{-j}``) and its base becomes ``V_g``.
+
+    Args:
+        gamma_d: the download threshold (scalar or one per client; >= 1, inf = never).
+        lam: the ridge parameter inside the determinants.
+        registration: ``"lazy"`` (a client registers at its first arrival, its buffer = everything on
+            the server) or ``"eager"`` (all clients from the start, spec D4).
+        pack_symmetric: payload matrices as packed upper triangles (p (p + 1) / 2 floats).
+        part: which statistics are communicated: ``"all"`` (dimension d) or ``"global"`` (d_g).
+        with_counts: messages carry observation counts (needed by ``alpha_mode="theory_upper"``).
+    """
+
+    def __init__(
+        self,
+        gamma_d: Any = 2.0,
+        lam: float = 0.1,
+        registration: str = "lazy",
+        pack_symmetric: bool = False,
+        part: str = "all",
+        with_counts: bool = False,
+    ) -> None:
+        self.gamma_d = _threshold("gamma_d", gamma_d)
+        self.lam = _positive("lam", lam)
+        self.registration = _choice("registration", registration, REGISTRATIONS)
+        self.pack_symmetric = bool(pack_symmetric)
+        self.part = _choice("part", part, ("all", "global"))
+        self.with_counts = bool(with_counts)
+
+    def reset(self, context: LinearContext, rngs: list[np.random.Generator]) -> None:
+        """Empty aggregate and bases; register every client in eager mode."""
+        b, n = context.num_replicas, context.num_agents
+        p = self.dim = context.dimension if self.part == "all" else context.global_dimension
+        self.log_gamma = _log_thresholds("gamma_d", self.gamma_d, n)
+        self.v = np.zeros((b, p, p))
+        self.b = np.zeros((b, p))
+        self.count = np.zeros(b, np.int64)
+        self.base_v = np.zeros((b, n, p, p))
+        self.base_b = np.zeros((b, n, p))
+        self.base_count = np.zeros((b, n), np.int64)
+        self.ld = np.full(b, p * np.log(self.lam))
+        self.base_ld = np.full((b, n), p * np.log(self.lam))
+        self.registered = np.full((b, n), self.registration == "eager")
+
+    def observe_arrivals(self, slot: int, clients: np.ndarray) -> None:
+        """Register the slot's active clients (lazy registration is free, as in the paper)."""
+        self.registered[np.arange(len(clients))[:, None], clients] = True
+
+    def _payload(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        dv = batch.payload["dV"]
+        dv = _unpack(dv, self.dim) if self.pack_symmetric else dv
+        count = batch.payload["count"] if self.with_counts else np.zeros(len(batch), np.int64)
+        return dv, batch.payload["db"], count
+
+    def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
+        """Aggregate the uploads, then send the triggered downloads (only in steps with an upload)."""
+        uploads = [batch for batch in inbox if batch.kind == "upload"]
+        if not uploads:
+            return []
+        for batch in uploads:
+            r, i = _sender_rows(batch)
+            dv, db, count = self._payload(batch)
+            np.add.at(self.v, r, dv)
+            np.add.at(self.b, r, db)
+            np.add.at(self.count, r, count)
+            np.add.at(self.base_v, (r, i), dv)
+            np.add.at(self.base_b, (r, i), db)
+            np.add.at(self.base_count, (r, i), count)
+            self.base_ld[r, i] = log_det(self.base_v[r, i], self.lam)
+        replicas = np.unique(np.concatenate([batch.replica for batch in uploads]))
+        self.ld[replicas] = log_det(self.v[replicas], self.lam)
+        fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
+        rows, clients = np.nonzero(fire)
+        if len(rows) == 0:
+            return []
+        r = replicas[rows]
+        dv, db = self.v[r] - self.base_v[r, clients], self.b[r] - self.base_b[r, clients]
+        payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
+        if self.with_counts:
+            payload["count"] = self.count[r] - self.base_count[r, clients]
+        self.base_v[r, clients] = self.v[r]
+        self.base_b[r, clients] = self.b[r]
+        self.base_count[r, clients] = self.count[r]
+        self.base_ld[r, clients] = self.ld[r]
+        return [MessageBatch("download", r, np.full(len(r), SERVER), clients, payload)]
+
+
+class SyncServer(Coordinator):
+    """The server of Algorithm 4: on ``"sync_upload"`` rounds, aggregates and sends ``(V_g, b_g)`` to all.
+
+    Every registered client of a replica that synchronises gets a ``"sync_download"`` of the full
+    aggregate (not a delta).
+
+    Args:
+        registration: ``"lazy"`` or ``"eager"`` (as in :class:`AsyncServer`).
+        pack_symmetric: payload matrices as packed upper triangles.
+        with_counts: messages carry observation counts.
+    """
+
+    def __init__(self, registration: str = "lazy", pack_symmetric: bool = False, with_counts: bool = False) -> None:
+        self.registration = _choice("registration", registration, REGISTRATIONS)
+        self.pack_symmetric = bool(pack_symmetric)
+        self.with_counts = bool(with_counts)
+
+    def reset(self, context: LinearContext, rngs: list[np.random.Generator]) -> None:
+        """Empty aggregate; register every client in eager mode."""
+        b, n, p = context.num_replicas, context.num_agents, context.dimension
+        self.dim = p
+        self.v = np.zeros((b, p, p))
+        self.b = np.zeros((b, p))
+        self.count = np.zeros(b, np.int64)
+        self.registered = np.full((b, n), self.registration == "eager")
+
+    def observe_arrivals(self, slot: int, clients: np.ndarray) -> None:
+        """Register the slot's active clients."""
+        self.registered[np.arange(len(clients))[:, None], clients] = True
+
+    def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
+        """Aggregate a synchronisation's uploads and broadcast the aggregate to every registered client."""
+        uploads = [batch for batch in inbox if batch.kind == "sync_upload"]
+        if not uploads:
+            return []
+        for batch in uploads:
+            dv = batch.payload["dV"]
+            np.add.at(self.v, batch.replica, _unpack(dv, self.dim) if self.pack_symmetric else dv)
+            np.add.at(self.b, batch.replica, batch.payload["db"])
+            if self.with_counts:
+                np.add.at(self.count, batch.replica, batch.payload["count"])
+        replicas = np.unique(np.concatenate([batch.replica for batch in uploads]))
+        rows, clients = np.nonzero(self.registered[replicas])
+        r = replicas[rows]
+        payload = {"dV": _pack(self.v[r]) if self.pack_symmetric else self.v[r], "db": self.b[r]}
+        if self.with_counts:
+            payload["count"] = self.count[r]
+        return [MessageBatch("sync_download", r, np.full(len(r), SERVER), clients, payload)]
+
+
+# ---------------------------------------------------------------------- shared client machinery
+class _LinUCBClients(LinearPopulation):
+    """Clients choosing arms by LinUCB on their (V, b) statistics: the act/observe side of Algs 2 and 4."""
+
+    def __init__(
+        self,
+        lam: float,
+        delta: float,
+        sigma: float,
+        norm_bound: float,
+        alpha_mode: str,
+        alpha: float,
+        registration: str,
+        pack_symmetric: bool,
+        dimension: int | None,
+    ) -> None:
+        self.lam = _positive("lam", lam)
+        self.delta = float(delta)
+        if not 0.0 < self.delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        self.sigma = float(sigma)
+        if not (np.isfinite(self.sigma) and self.sigma >= 0):
+            raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
+        self.norm_bound = _positive("norm_bound", norm_bound)
+        self.alpha_mode = _choice("alpha_mode", alpha_mode, ALPHA_MODES)
+        self.alpha = float(alpha)
+        if self.alpha_mode == "constant" and not (np.isfinite(self.alpha) and self.alpha >= 0):
+            raise ValueError(f"alpha must be a finite number >= 0 with alpha_mode='constant', got {alpha!r}")
+        self.registration = _choice("registration", registration, REGISTRATIONS)
+        self.pack_symmetric = bool(pack_symmetric)
+        self.dimension = dimension
+
+    def _check_context(self, context: LinearContext) -> None:
+        if not isinstance(context, LinearContext):
+            raise TypeError(f"{type(self).__name__} plays linear environments; got a {type(context).__name__}")
+        if self.dimension is not None and self.dimension != context.dimension:
+            raise ValueError(
+                f"the agent was built for dimension={self.dimension} but the environment's contexts have "
+                f"dimension {context.dimension}; build the agent with dimension={context.dimension} (or None)"
+            )
+        self.context = context
+        self._rows = np.arange(context.num_replicas)
+
+    def _check_contexts(self, contexts: np.ndarray) -> np.ndarray:
+        contexts = np.asarray(contexts, dtype=np.float64)
+        d = self.context.dimension
+        if contexts.ndim != 4 or contexts.shape[-1] != d:
+            raise ValueError(f"contexts must have shape (B, m, K, d={d}), got {contexts.shape}: a d mismatch")
+        if contexts.shape[2] < 2:
+            raise ValueError(f"a slot needs K >= 2 arm contexts, got K = {contexts.shape[2]}")
+        if not np.all(np.isfinite(contexts)):
+            raise ValueError("contexts contain NaN or inf; the environment must provide finite features")
+        return contexts
+
+    def _radius(self, stats: RidgeStats, rows: np.ndarray, clients: np.ndarray, noise: float) -> np.ndarray:
+        stats.refresh(rows, clients)
+        return confidence_radius(
+            stats.ld[rows, clients],
+            stats.dim,
+            stats.count[rows, clients],
+            noise,
+            self.lam,
+            self.delta,
+            self.norm_bound,
+            self.alpha_mode,
+            self.alpha,
+        )
+
+    def _start(self, context: LinearContext) -> None:
+        self._check_context(context)
+        b, n, d = context.num_replicas, context.num_agents, context.dimension
+        self.stats = BufferedStats(b, n, d, self.lam)
+        m = context.active_per_slot
+        self._clients = np.zeros((b, m), np.int64)
+        self._chosen = np.zeros((b, m, d))
+        self._rewards = np.zeros((b, m))
+
+    def act(self, step: LinearStep) -> np.ndarray:
+        """LinUCB on each active client's statistics; ties go to the smallest arm index."""
+        contexts = self._check_contexts(step.contexts)
+        arms = np.zeros(step.clients.shape, np.int64)
+        for j in range(step.clients.shape[1]):
+            clients = step.clients[:, j]
+            alpha = self._radius(self.stats, self._rows, clients, self.sigma)
+            arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha).argmax(axis=1)
+        self._clients = step.clients
+        self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
+        return arms
+
+    def observe(self, feedback: LinearFeedback) -> None:
+        """Keep the rewards; the update happens at the client's report round."""
+        self._rewards = np.asarray(feedback.rewards, dtype=np.float64)
+
+    def _update(self, positions: np.ndarray) -> np.ndarray:
+        """Local update of the reporting clients; returns their ids."""
+        clients = self._clients[self._rows, positions]
+        self.stats.add_point(
+            self._rows, clients, self._chosen[self._rows, positions], self._rewards[self._rows, positions]
+        )
+        return clients
+
+    def _upload(self, kind: str, rows: np.ndarray, clients: np.ndarray) -> list[MessageBatch]:
+        if len(rows) == 0:
+            return []
+        dv, db, count = self.stats.take(rows, clients)
+        payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
+        if self.alpha_mode == "theory_upper":
+            payload["count"] = count
+        return [MessageBatch(kind, rows, clients, np.full(len(rows), SERVER), payload)]
+
+    def _received(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        dv = batch.payload["dV"]
+        dv = _unpack(dv, self.stats.dim) if self.pack_symmetric else dv
+        count = batch.payload.get("count", 0)
+        return dv, batch.payload["db"], count
+
+
+class AsyncLinUCB(_LinUCBClients):
+    """Async-LinUCB (Algorithms 1 and 2): event-triggered uploads and downloads through a server.
+
+    Args:
+        gamma: threshold for both events (the paper's experiments use gamma_U = gamma_D = gamma).
+        gamma_u: upload threshold (default ``gamma``); a scalar or one value per client, >= 1, inf = never.
+        gamma_d: download threshold (default ``gamma``); same format.
+        lam: ridge parameter lambda (default 0.1, spec D7).
+        delta: confidence level delta of alpha (default 0.1).
+        sigma: noise scale used inside alpha (default 0.1).
+        norm_bound: S, the bound on |theta| in alpha (default 1).
+        alpha_mode: ``"theory"`` (exact log-det radius, spec 2.1, the default), ``"theory_upper"`` (the
+            authors' upper bound) or ``"constant"`` (``alpha``; the authors' real-data runs, D7).
+        alpha: the constant radius of ``alpha_mode="constant"`` (default 0.3, the authors' real-data value).
+        registration: ``"lazy"`` (paper pseudo-code, default) or ``"eager"`` (spec D4).
+        pack_symmetric: send matrices as packed upper triangles (d (d + 1) / 2 + d floats, spec 1.4).
+        dimension: optional expected context dimension (checked against the environment).
+    """
+
+    def __init__(
+        self,
+        gamma: Any = 2.0,
+        gamma_u: Any = None,
+        gamma_d: Any = None,
+        lam: float = 0.1,
+        delta: float = 0.1,
+        sigma: float = 0.1,
+        norm_bound: float = 1.0,
+        alpha_mode: str = "theory",
+        alpha: float = 0.3,
+        registration: str = "lazy",
+        pack_symmetric: bool = False,
+        dimension: int | None = None,
+    ) -> None:
+        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
+        self.gamma_u = _threshold("gamma_u", gamma if gamma_u is None else gamma_u)
+        self.gamma_d = _threshold("gamma_d", gamma if gamma_d is None else gamma_d)
+
+    def make_coordinator(self) -> AsyncServer:
+        """The event-triggered server with this algorithm's download threshold."""
+        self.server = AsyncServer(
+            self.gamma_d, self.lam, self.registration, self.pack_symmetric, "all", self.alpha_mode == "theory_upper"
+        )
+        return self.server
+
+    def reset(self, context: LinearContext) -> None:
+        """Empty statistics for every client (a new client starts from zeros, Algorithm 2)."""
+        self._start(context)
+        self.log_gamma_u = _log_thresholds("gamma_u", self.gamma_u, context.num_agents)
+
+    def report(self, slot: int, positions: np.ndarray) -> list[MessageBatch]:
+        """Local update, then upload if ``ld(V + lam I) - ld(V - dV + lam I) > log gamma_U``."""
+        clients = self._update(positions)
+        fire = self.stats.log_ratio(self._rows, clients) > self.log_gamma_u[clients]
+        return self._upload("upload", self._rows[fire], clients[fire])
+
+    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:
+        """Add each download to the recipient's statistics."""
+        for batch in inbox:
+            if batch.kind == "download":
+                self.stats.add_stats(batch.replica, batch.recipient, *self._received(batch))
+
+
+class OneLinUCB(AsyncLinUCB):
+    """Async-LinUCB with gamma = 1 and eager registration: every client holds all data before it acts.
+
+    Equals one centralised LinUCB on the joint stream, at a cost of N messages per slot (spec E1).
+    Keywords are those of :class:`AsyncLinUCB` except the thresholds (``registration`` may be set).
+    """
+
+    def __init__(self, registration: str = "eager", **kwargs: Any) -> None:
+        super().__init__(gamma=1.0, registration=registration, **kwargs)
+
+
+class NLinUCB(AsyncLinUCB):
+    """Async-LinUCB with gamma = inf: N independent LinUCBs that never communicate (spec E3).
+
+    Keywords are those of :class:`AsyncLinUCB` except the thresholds.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(gamma=np.inf, **kwargs)
+
+
+class SyncLinUCB(_LinUCBClients):
+    """Sync-LinUCB (Algorithm 4, DisLinUCB adapted to asynchronous arrivals).
+
+    The active client synchronises everyone when ``dt_i * [ld(V_i + lam I) - ld(V_i - dV_i + lam I)] > D``
+    (``dt_i``: its own steps since the last synchronisation): every registered client uploads its
+    buffer (even if empty) and receives the full aggregate, 2 messages per registered client. The
+    trigger is a global event, free as in the paper (clients learn of it without a message).
+
+    Args:
+        threshold: D > 0 (a number, or a preset of :data:`SYNC_PRESETS` computed by
+            :func:`sync_threshold` from N, d and T at reset).
+        lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension: as in
+            :class:`AsyncLinUCB`.
+    """
+
+    def __init__(
+        self,
+        threshold: float | str = 10.0,
+        lam: float = 0.1,
+        delta: float = 0.1,
+        sigma: float = 0.1,
+        norm_bound: float = 1.0,
+        alpha_mode: str = "theory",
+        alpha: float = 0.3,
+        registration: str = "lazy",
+        pack_symmetric: bool = False,
+        dimension: int | None = None,
+    ) -> None:
+        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
+        if isinstance(threshold, str):
+            _choice("threshold", threshold, SYNC_PRESETS)
+        elif not float(threshold) >= 0 or np.isnan(float(threshold)):
+            raise ValueError(f"threshold D must be a number >= 0 or one of {SYNC_PRESETS}, got {threshold!r}")
+        self.threshold = threshold
+
+    def make_coordinator(self) -> SyncServer:
+        """The synchronising server."""
+        self.server = SyncServer(self.registration, self.pack_symmetric, self.alpha_mode == "theory_upper")
+        return self.server
+
+    def reset(self, context: LinearContext) -> None:
+        """Empty statistics; no client has steps since a synchronisation."""
+        self._start(context)
+        b, n = context.num_replicas, context.num_agents
+        self.steps = np.zeros((b, n), np.int64)
+        self.registered = np.full((b, n), self.registration == "eager")
+        self.sync_threshold = (
+            sync_threshold(self.threshold, n, context.dimension, context.horizon)
+            if isinstance(self.threshold, str)
+            else float(self.threshold)
+        )
+
+    def act(self, step: LinearStep) -> np.ndarray:
+        """Register the active clients, then LinUCB."""
+        self.registered[self._rows[:, None], step.clients] = True
+        return super().act(step)
+
+    def report(self, slot: int, positions: np.ndarray) -> list[MessageBatch]:
+        """Local update; on a trigger every registered client of that replica uploads its buffer."""
+        clients = self._update(positions)
+        self.steps[self._rows, clients] += 1
+        ratio = self.stats.log_ratio(self._rows, clients)
+        fire = self.steps[self._rows, clients] * ratio > self.sync_threshold
+        if not fire.any():
+            return []
+        rows, members = np.nonzero(self.registered[fire])
+        replicas = self._rows[fire][rows]
+        self.steps[self._rows[fire]] = 0
+        return self._upload("sync_upload", replicas, members)
+
+    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:
+        """Replace each recipient's statistics by the aggregate."""
+        for batch in inbox:
+            if batch.kind == "sync_download":
+                self.stats.set_stats(batch.replica, batch.recipient, *self._received(batch))
+
+
+# ---------------------------------------------------------------------- alternating minimisation
+class _AffineBall:
+    """The map ``e -> proj(u + c e)`` in scalar form (all inner products precomputed).
+
+    The AM iteration only changes the scalar partial reward of the new point, so each half-step is
+    ``theta(e) = (u + c e) / max(|u + c e| / S, 1)``; its inner product with the new point and the
+    distance between two iterates follow from five scalars.
+    """
+
+    def __init__(self, u: np.ndarray, c: np.ndarray, x: np.ndarray, radius: float) -> None:
+        self.u, self.c, self.radius = u, c, radius
+        self.uu, self.uc, self.cc = float(u @ u), float(u @ c), float(c @ c)
+        self.xu, self.xc = float(x @ u), float(x @ c)
+
+    def scale(self, e: float) -> float:
+        """1 / max(|u + c e| / S, 1)."""
+        norm = np.sqrt(max(self.uu + 2.0 * e * self.uc + e * e * self.cc, 0.0))
+        return 1.0 / max(norm / self.radius, 1.0)
+
+    def dot(self, e: float, a: float) -> float:
+        """``x^T theta(e)`` given ``a = scale(e)``."""
+        return (self.xu + e * self.xc) * a
+
+    def vector(self, e: float, a: float) -> np.ndarray:
+        """``theta(e)``."""
+        return (self.u + self.c * e) * a
+
+    def distance(self, e1: float, a1: float, e2: float, a2: float) -> float:
+        """``|theta(e1) - theta(e2)|``."""
+        da, db = a1 - a2, e1 * a1 - e2 * a2
+        return float(np.sqrt(max(self.uu * da * da + 2.0 * self.uc * da * db + self.cc * db * db, 0.0)))
+
+
+def am_step(
+    gram_g: np.ndarray,
+    b_g: np.ndarray,
+    gram_l: np.ndarray,
+    b_l: np.ndarray,
+    x_g: np.ndarray,
+    x_l: np.ndarray,
+    y: float,
+    theta_g: np.ndarray,
+    theta_l: np.ndarray,
+    radius: float = 1.0,
+    n_am: int = 100,
+    tol: float = 1e-10,
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Alternating minimisation for one new point (spec section 2.4, Eq. 7, D8, D9).
+
+    Iterates, local step first, from the warm start ``(theta_g, theta_l)``::
+
+        theta_l = proj(pinv(G_l + x_l x_l^T) (b_l + x_l (y - x_g^T theta_g)))
+        theta_g = proj(pinv(G_g + x_g x_g^T) (b_g + x_g (y - x_l^T theta_l)))
+
+    at most ``n_am`` times or until both iterates move less than ``tol``. Returns the final pair and
+    the partial rewards ``y_g = y - x_l^T theta_l`` and ``y_l = y - x_g^T theta_g``.
+    """
+    pinv_g = _pinv_psd(gram_g + np.outer(x_g, x_g))
+    pinv_l = _pinv_psd(gram_l + np.outer(x_l, x_l))
+    glob = _AffineBall(pinv_g @ b_g, pinv_g @ x_g, x_g, radius)
+    local = _AffineBall(pinv_l @ b_l, pinv_l @ x_l, x_l, radius)
+    s = float(x_g @ theta_g)
+    previous: tuple[float, float, float, float] | None = None
+    e = f = a_l = a_g = 0.0
+    for _ in range(max(int(n_am), 1)):
+        e = y - s
+        a_l = local.scale(e)
+        f = y - local.dot(e, a_l)
+        a_g = glob.scale(f)
+        s = glob.dot(f, a_g)
+        if previous is None:
+            moved_l = float(np.linalg.norm(local.vector(e, a_l) - theta_l))
+            moved_g = float(np.linalg.norm(glob.vector(f, a_g) - theta_g))
+        else:
+            moved_l = local.distance(e, a_l, previous[0], previous[1])
+            moved_g = glob.distance(f, a_g, previous[2], previous[3])
+        previous = (e, a_l, f, a_g)
+        if max(moved_l, moved_g) < tol:
+            break
+    return glob.vector(f, a_g), local.vector(e, a_l), f, y - s
+
+
+def _batch_am(
+    v_g: np.ndarray,
+    b_g: np.ndarray,
+    x_g: np.ndarray,
+    x_l: np.ndarray,
+    y: np.ndarray,
+    theta_g: np.ndarray,
+    radius: float,
+    n_am: int,
+    tol: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 6 on a local batch (Algorithm 5, line 14), local step first; returns (theta_g, theta_l)."""
+    pinv_l = _pinv_psd(x_l.T @ x_l)
+    pinv_g = _pinv_psd(v_g + x_g.T @ x_g)
+    theta_l = np.zeros(x_l.shape[1])
+    for _ in range(max(int(n_am), 1)):
+        new_l = _project(pinv_l @ (x_l.T @ (y - x_g @ theta_g)), radius)
+        new_g = _project(pinv_g @ (b_g + x_g.T @ (y - x_l @ new_l)), radius)
+        moved = max(float(np.linalg.norm(new_l - theta_l)), float(np.linalg.norm(new_g - theta_g)))
+        theta_g, theta_l = new_g, new_l
+        if moved < tol:
+            break
+    return theta_g, theta_l
+
+
+class AsyncLinUCBAM(_LinUCBClients):
+    """Async-LinUCB-AM (Algorithms 3 and 5) for heterogeneous clients.
+
+    Each client keeps communicated global statistics (dimension d_g, Algorithm 1 with gamma_U,
+    gamma_D) and private local statistics (dimension d_i); alternating minimisation (:func:`am_step`)
+    splits each reward into the partial rewards the two parts learn from. Arms maximise
+    ``UCB_g(x_g) + UCB_l(x_l)`` with radii ``(sigma + 2) sqrt(...) + sqrt(lam) S`` (Lemma 3). With
+    ``am_init="warmup"`` (Algorithm 5) a client first plays LinUCB on its full feature vector with its
+    own data, until its local Gram matrix has full rank or its downloaded global matrix has rank d_g;
+    it then runs batch AM on its data and continues as in Algorithm 3.
+
+    With ``feature_map="duplicate"`` the warm-up feature ``[x; x]`` never has full rank 2d, and no
+    client uploads before its transition, so the spec's literal test would never fire. Decision: the
+    local test asks for rank d (all the information in ``x``), and the initial global estimate is the
+    first half of the minimum-norm least-squares solution on ``[x; x]``.
+
+    Args:
+        gamma, gamma_u, gamma_d: thresholds of the global part (as in :class:`AsyncLinUCB`).
+        lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension: as in
+            :class:`AsyncLinUCB` (``alpha_mode="constant"`` uses ``alpha`` for both parts).
+        am_init: ``"warmup"`` (Algorithm 5, default), ``"given"`` (Algorithm 3 starting from
+            ``theta_g_init``; for tests, D11) or ``"ridge"`` (each AM starts from the current ridge
+            estimates, no warm-up; the authors' code, D9/D11).
+        theta_g_init: the initial global estimate of ``am_init="given"``: (d_g,), (B, d_g) or (B, N, d_g).
+        n_am: the maximum number of alternations per AM (default 100).
+        am_tol: the AM stopping tolerance on the iterates' movement (default 1e-10).
+        feature_map: ``"split"`` (x_g = first d_g coordinates, x_l = the rest, D10) or ``"duplicate"``
+            (x_g = x_l = x, d_g = d_l = d; the real-data experiments).
+    """
+
+    def __init__(
+        self,
+        gamma: Any = 5.0,
+        gamma_u: Any = None,
+        gamma_d: Any = None,
+        lam: float = 0.1,
+        delta: float = 0.1,
+        sigma: float = 0.1,
+        norm_bound: float = 1.0,
+        alpha_mode: str = "theory",
+        alpha: float = 0.3,
+        registration: str = "lazy",
+        pack_symmetric: bool = False,
+        dimension: int | None = None,
+        am_init: str = "warmup",
+        theta_g_init: np.ndarray | None = None,
+        n_am: int = 100,
+        am_tol: float = 1e-10,
+        feature_map: str = "split",
+    ) -> None:
+        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
+        self.gamma_u = _threshold("gamma_u", gamma if gamma_u is None else gamma_u)
+        self.gamma_d = _threshold("gamma_d", gamma if gamma_d is None else gamma_d)
+        self.am_init = _choice("am_init", am_init, AM_INITS)
+        if self.am_init == "given" and theta_g_init is None:
+            raise ValueError("am_init='given' needs theta_g_init (an initial estimate of the global parameter)")
+        self.theta_g_init = None if theta_g_init is None else np.asarray(theta_g_init, dtype=np.float64)
+        if int(n_am) < 1:
+            raise ValueError(f"n_am must be >= 1, got {n_am}")
+        self.n_am = int(n_am)
+        self.am_tol = _positive("am_tol", am_tol)
+        self.feature_map = _choice("feature_map", feature_map, FEATURE_MAPS)
+
+    def make_coordinator(self) -> AsyncServer:
+        """The event-triggered server of the global statistics."""
+        part = "global" if self.feature_map == "split" else "all"
+        self.server = AsyncServer(
+            self.gamma_d, self.lam, self.registration, self.pack_symmetric, part, self.alpha_mode == "theory_upper"
+        )
+        return self.server
+
+    def _parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(x_g, x_l) of contexts (..., d)."""
+        if self.feature_map == "duplicate":
+            return x, x
+        return x[..., : self.d_g], x[..., self.d_g :]
+
+    def _full(self, x: np.ndarray) -> np.ndarray:
+        """The warm-up feature vector: x (split) or [x; x] (duplicate)."""
+        return np.concatenate([x, x], axis=-1) if self.feature_map == "duplicate" else x
+
+    def reset(self, context: LinearContext) -> None:
+        """Empty global, local and warm-up statistics; AM state from ``am_init``."""
+        self._check_context(context)
+        b, n, d, m = context.num_replicas, context.num_agents, context.dimension, context.active_per_slot
+        self.d_g = d if self.feature_map == "duplicate" else context.global_dimension
+        d_l = d if self.feature_map == "duplicate" else d - self.d_g
+        self.stats = BufferedStats(b, n, self.d_g, self.lam)
+        self.local = RidgeStats(b, n, d_l, self.lam)
+        self.theta_g = np.zeros((b, n, self.d_g))
+        self.theta_l = np.zeros((b, n, d_l))
+        if self.am_init == "given":
+            self.theta_g[:] = np.broadcast_to(self._initial_theta(b), (b, n, self.d_g))
+        self.ready = np.full((b, n), self.am_init != "warmup")
+        self.full = RidgeStats(b, n, self._full(np.zeros(d)).shape[0], self.lam) if self.am_init == "warmup" else None
+        self.store: dict[tuple[int, int], list[tuple[np.ndarray, float]]] = {}
+        self.full_dims = self.d_g + np.asarray(context.local_dimensions, np.int64)
+        if self.feature_map == "duplicate":  # [x; x] has rank <= d: full rank means rank d (see the class docstring)
+            self.full_dims = np.full(n, d)
+        self.log_gamma_u = _log_thresholds("gamma_u", self.gamma_u, n)
+        self._clients = np.zeros((b, m), np.int64)
+        self._chosen = np.zeros((b, m, d))
+        self._rewards = np.zeros((b, m))
+
+    def _initial_theta(self, num_replicas: int) -> np.ndarray:
+        theta = self.theta_g_init
+        if theta.shape[-1] != self.d_g or theta.ndim not in (1, 2, 3):
+            raise ValueError(f"theta_g_init must end in d_g = {self.d_g}, got shape {theta.shape}")
+        return theta[:, None, :] if theta.ndim == 2 else theta
+
+    def act(self, step: LinearStep) -> np.ndarray:
+        """Eq. 8 (UCB_g + UCB_l) for clients past the warm-up, full-feature LinUCB for those in it."""
+        contexts = self._check_contexts(step.contexts)
+        arms = np.zeros(step.clients.shape, np.int64)
+        noise = self.sigma + 2.0
+        for j in range(step.clients.shape[1]):
+            clients, x = step.clients[:, j], contexts[:, j]
+            x_g, x_l = self._parts(x)
+            scores = self.stats.scores(self._rows, clients, x_g, self._radius(self.stats, self._rows, clients, noise))
+            scores += self.local.scores(self._rows, clients, x_l, self._radius(self.local, self._rows, clients, noise))
+            warm = ~self.ready[self._rows, clients]
+            if warm.any():
+                r, c = self._rows[warm], clients[warm]
+                alpha = self._radius(self.full, r, c, self.sigma)
+                scores[warm] = self.full.scores(r, c, self._full(x[warm]), alpha)
+            arms[:, j] = scores.argmax(axis=1)
+        self._clients = step.clients
+        self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
+        return arms
+
+    def report(self, slot: int, positions: np.ndarray) -> list[MessageBatch]:
+        """AM update (or warm-up step) of the reporting clients, then the upload check (Algorithm 1)."""
+        clients = self._clients[self._rows, positions]
+        x = self._chosen[self._rows, positions]
+        y = self._rewards[self._rows, positions]
+        for b in range(len(self._rows)):
+            if self.ready[b, clients[b]]:
+                self._am_update(b, int(clients[b]), x[b], float(y[b]))
+            else:
+                self._warmup_update(b, int(clients[b]), x[b], float(y[b]))
+        fire = self.stats.log_ratio(self._rows, clients) > self.log_gamma_u[clients]
+        return self._upload("upload", self._rows[fire], clients[fire])
+
+    def _am_update(self, b: int, i: int, x: np.ndarray, y: float) -> None:
+        x_g, x_l = self._parts(x)
+        rows, clients = np.array([b]), np.array([i])
+        if self.am_init == "ridge":
+            self.stats.refresh(rows, clients)
+            self.local.refresh(rows, clients)
+            self.theta_g[b, i] = self.stats.inv[b, i] @ self.stats.b[b, i]
+            self.theta_l[b, i] = self.local.inv[b, i] @ self.local.b[b, i]
+        theta_g, theta_l, y_g, y_l = am_step(
+            self.stats.v[b, i],
+            self.stats.b[b, i],
+            self.local.v[b, i],
+            self.local.b[b, i],
+            x_g,
+            x_l,
+            y,
+            self.theta_g[b, i],
+            self.theta_l[b, i],
+            self.norm_bound,
+            self.n_am,
+            self.am_tol,
+        )
+        self.theta_g[b, i], self.theta_l[b, i] = theta_g, theta_l
+        self.stats.add_point(rows, clients, x_g[None], np.array([y_g]))
+        self.local.add_point(rows, clients, x_l[None], np.array([y_l]))
+
+    def _warmup_update(self, b: int, i: int, x: np.ndarray, y: float) -> None:
+        """Algorithm 5, state 0: store the point, test the transition, and switch with batch AM."""
+        full = self._full(x)
+        self.full.add_point(np.array([b]), np.array([i]), full[None], np.array([y]))
+        store = self.store.setdefault((b, i), [])
+        store.append((x, y))
+        local_full = len(store) >= self.full_dims[i] and _rank(self.full.v[b, i]) >= self.full_dims[i]
+        if not (local_full or _rank(self.stats.v[b, i]) >= self.d_g):
+            return
+        xs = np.stack([point for point, _ in store])
+        ys = np.array([value for _, value in store])
+        x_g, x_l = self._parts(xs)
+        if local_full:
+            theta_g = (_pinv_psd(self.full.v[b, i]) @ self.full.b[b, i])[: self.d_g]
+        else:
+            theta_g = _pinv_psd(self.stats.v[b, i]) @ self.stats.b[b, i]
+        theta_g, theta_l = _batch_am(
+            self.stats.v[b, i], self.stats.b[b, i], x_g, x_l, ys, theta_g, self.norm_bound, self.n_am, self.am_tol
+        )
+        y_g, y_l = ys - x_l @ theta_l, ys - x_g @ theta_g
+        rows, clients = np.array([b]), np.array([i])
+        gram_g, sum_g = x_g.T @ x_g, x_g.T @ y_g
+        self.stats.add_stats(rows, clients, gram_g[None], sum_g[None], len(ys))
+        self.stats.dv[b, i], self.stats.db[b, i], self.stats.dcount[b, i] = gram_g, sum_g, len(ys)
+        self.local.set_stats(rows, clients, (x_l.T @ x_l)[None], (x_l.T @ y_l)[None], len(ys))
+        self.theta_g[b, i], self.theta_l[b, i] = theta_g, theta_l
+        self.ready[b, i] = True
+        del self.store[(b, i)]
+
+    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:
+        """Add each download to the recipient's global statistics."""
+        for batch in inbox:
+            if batch.kind == "download":
+                self.stats.add_stats(batch.replica, batch.recipient, *self._received(batch))
+
+
+# ---------------------------------------------------------------------- theory helpers (spec sections 4.6 and 5)
+def log_det_bound(dimension: int, horizon: int, lam: float, context_norm: float = 1.0) -> float:
+    """``L_T <= d log(1 + T max|x|^2 / (d lam))``, the bound on ``ld(lam I + S_T) - d log lam`` (spec E5)."""
+    return float(dimension * np.log1p(horizon * context_norm**2 / (dimension * lam)))
+
+
+def communication_bound(num_clients: int, log_det_gain: float, gamma_u: float, gamma_d: float) -> float:
+    """Spec E5: ``C_T < M L_T / log min(gamma_U, gamma_D)`` for M registered clients (inf at gamma = 1)."""
+    gamma_min = min(float(gamma_u), float(gamma_d))
+    if gamma_min <= 1.0:
+        return float("inf")
+    return float(num_clients * log_det_gain / np.log(gamma_min))
+
+
+def regret_factor(gamma: float, num_clients: int) -> float:
+    """Table 1's regret factor ``sqrt(gamma [1 + (N - 1)(gamma - 1)])``."""
+    return float(np.sqrt(gamma * (1.0 + (num_clients - 1) * (gamma - 1.0))))
+
+
+def sync_threshold(preset: str, num_clients: int, dimension: int, horizon: int) -> float:
+    """The Sync-LinUCB threshold D of a preset (spec section 2.6).
+
+    ``"paper_regret"``: T / (N^2 d log T); ``"paper_comm"``: T / (N^1.5 d log T) (Table 1);
+    ``"match_regret"``: T / (N d log T); ``"match_comm"``: T / (d log T) (the authors' code).
+    """
+    exponent = {"paper_regret": 2.0, "paper_comm": 1.5, "match_regret": 1.0, "match_comm": 0.0}
+    _choice("preset", preset, SYNC_PRESETS)
+    return float(horizon / (num_clients ** exponent[preset] * dimension * np.log(horizon)))
+
+
+def table1_bounds(num_clients: int, dimension: int, horizon: int, lam: float) -> dict[str, dict[str, float]]:
+    """Table 1's thresholds with their E5 communication bounds and regret factors.
+
+    Returns ``{name: {"gamma" or "D": value, "comm_bound": ..., "regret_factor": ...}}`` for the Async
+    choices gamma = 1, e^{1/N}, e^{N^-1/2}, inf and the Sync presets (``comm_bound`` only for Async;
+    gamma = 1 has the exact count N T instead, spec D27).
+    """
+    n = num_clients
+    gain = log_det_bound(dimension, horizon, lam)
+    table: dict[str, dict[str, float]] = {}
+    for name, gamma in (
+        ("gamma_1", 1.0),
+        ("gamma_exp_1_over_n", np.exp(1.0 / n)),
+        ("gamma_exp_n_half", np.exp(n**-0.5)),
+    ):
+        bound = float(n * horizon) if gamma == 1.0 else communication_bound(n, gain, gamma, gamma)
+        table[name] = {"gamma": float(gamma), "comm_bound": bound, "regret_factor": regret_factor(gamma, n)}
+    table["gamma_inf"] = {"gamma": float("inf"), "comm_bound": 0.0, "regret_factor": float(np.sqrt(n))}
+    for preset in ("paper_regret", "paper_comm"):
+        table[f"sync_{preset}"] = {"D": sync_threshold(preset, n, dimension, horizon)}
+    return table

@@ -1,0 +1,1029 @@
+"""Federated linear contextual bandits with asynchronous client arrivals (Li and Wang, AAAI-22).
+
+N clients share a server. In every slot an **arrival process** picks the active client ``i_t``; it
+sees K arm contexts in R^d, pulls one arm and observes ``y_t = f_{i_t}(x_t) + eta_t``. Rewards are
+linear: homogeneous (``f_i(x) = theta^T x`` for every client) or heterogeneous (a shared global part
+of dimension ``d_g`` plus a client-specific part of dimension ``d_i``, spec Eq. 2). The noise is
+sigma-sub-Gaussian (Gaussian, uniform on [-sigma, sigma], or Rademacher +-sigma).
+
+**A slot has two phases** (spec section 1.1): in the *act* phase the active client chooses an arm
+from the statistics it holds; in the *report* phase it updates itself and may send messages (any
+client may, e.g. for a global synchronisation), the hosted coordinator (the server) answers, and its
+replies are delivered before the next slot begins. Every message goes through the costed
+:class:`~fedbandit_envs.channel.Channel` of a ``"server"`` topology, so the ledger counts uploads
+(``up``) and downloads (``down``); the default price is one unit per message (``c1=0``,
+``price_per_message=1``), which is the paper's communication cost C_T.
+
+Multi-active extension (outside the paper's theory, its section 3.2 remark): with
+``active_per_slot = m > 1`` the arrival process draws m distinct clients per slot; all of them
+choose arms from their slot-start statistics, then they report **one at a time** (m report rounds,
+each one complete with the server's replies) in a seeded random order from the ``arrivals`` stream.
+
+Randomness (spec D30): arrivals, report orders and Dirichlet weights come from the ``arrivals``
+stream, contexts from ``contexts``, noise from ``rewards`` and the hidden parameters (theta, a context
+pool) from ``instance``. Everything is pre-drawn in blocks of :data:`BLOCK` slots independently of
+the actions, so algorithms compared under one seed see the same stream.
+
+:class:`LinearCore` simulates B replicas at once (arrays with a leading replica axis);
+:class:`FederatedLinear` is its PettingZoo ``ParallelEnv`` (B = 1) with an active mask.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, Ledger, Message, MessageBatch
+from fedbandit_envs.channel import batches_from_messages as _batches_from_messages
+from fedbandit_envs.core import AgentContext
+from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
+from fedbandit_envs.rewards import draw_noise
+from fedbandit_envs.seeding import SeedLike, SeedStreams
+from fedbandit_envs.topology import SERVER, server
+
+__all__ = [
+    "ARRIVALS",
+    "BLOCK",
+    "CONTEXT_MODES",
+    "MODES",
+    "NOISE_KINDS",
+    "ArrivalProcess",
+    "FederatedLinear",
+    "LinearConfig",
+    "LinearContext",
+    "LinearCore",
+    "LinearFeedback",
+    "LinearStep",
+    "ReplicaStream",
+    "StreamBlock",
+    "StreamSource",
+    "SyntheticReplica",
+    "linear_channel",
+    "sample_unit_ball",
+]
+
+#: Slots drawn at once per replica (fixed: it is part of the draw order of every stream).
+BLOCK = 256
+CONTEXT_MODES = ("ball", "pool")
+ARRIVALS = ("uniform", "categorical", "zipf", "dirichlet", "round_robin", "trace")
+NOISE_KINDS = ("gaussian", "uniform", "rademacher")
+MODES = ("homogeneous", "heterogeneous")
+PHASES = ("act", "report")
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+    return int(value)
+
+
+def _choice(name: str, value: Any, options: Sequence[str]) -> str:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------- samplers
+def sample_unit_ball(rng: np.random.Generator, shape: tuple[int, ...], dims: np.ndarray | int) -> np.ndarray:
+    """Points uniform in the unit ball of R^k, zero-padded to the last axis of ``shape``.
+
+    ``dims`` (an int, or an int array broadcastable to ``shape[:-1]``) is k, the number of leading
+    coordinates used by each point. Draw order: ``shape`` standard normals (directions), then
+    ``shape[:-1]`` uniforms (radius ``U^(1/k)``). The covariance of each point is ``I_k / (k + 2)``.
+    """
+    dims = np.asarray(dims)
+    width = shape[-1]
+    directions = rng.standard_normal(shape)
+    if np.any(dims < width):
+        directions *= np.arange(width) < dims[..., None]
+    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+    radius = rng.random(shape[:-1]) ** (1.0 / np.maximum(dims, 1))
+    return directions * radius[..., None]
+
+
+def _unit_vector(rng: np.random.Generator, size: int) -> np.ndarray:
+    """A standard Gaussian vector normalised to unit length (empty when ``size`` is 0)."""
+    vector = rng.standard_normal(size)
+    return vector / np.linalg.norm(vector) if size else vector
+
+
+@dataclass(frozen=True)
+class ArrivalProcess:
+    """Which clients are active in each slot (spec section 6.3, D16).
+
+    Attributes:
+        kind: ``"uniform"``, ``"categorical"`` (``params["p"]``: one probability per client),
+            ``"zipf"`` (``p_i`` proportional to ``1 / i**params.get("exponent", 1.0)``, i = 1..N),
+            ``"dirichlet"`` (``p ~ Dirichlet(params.get("concentration", 1.0))`` drawn once per
+            episode from the ``arrivals`` stream), ``"round_robin"`` (client ``(t m + j) mod N``) or
+            ``"trace"`` (``params["trace"]``: a (T,) or (T, m) array of client ids, replayed).
+        num_clients: N.
+        active_per_slot: m distinct active clients per slot (1 in the paper).
+        params: the parameters of ``kind`` (see above).
+    """
+
+    kind: str
+    num_clients: int
+    active_per_slot: int = 1
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _choice("arrival", self.kind, ARRIVALS)
+        if self.active_per_slot > self.num_clients:
+            raise ValueError(
+                f"active_per_slot ({self.active_per_slot}) must not exceed num_clients ({self.num_clients})"
+            )
+        allowed = {"categorical": {"p"}, "zipf": {"exponent"}, "dirichlet": {"concentration"}, "trace": {"trace"}}
+        unknown = set(self.params) - allowed.get(self.kind, set())
+        if unknown:
+            raise ValueError(f"unknown arrival_params {sorted(unknown)} for arrival={self.kind!r}")
+        self._fixed_probabilities()
+        if self.kind == "dirichlet" and not float(self.params.get("concentration", 1.0)) > 0:
+            raise ValueError("arrival_params['concentration'] must be > 0")
+        if self.kind == "trace":
+            self.trace_array()
+
+    def _fixed_probabilities(self) -> np.ndarray | None:
+        n = self.num_clients
+        if self.kind == "categorical":
+            if "p" not in self.params:
+                raise ValueError("arrival='categorical' needs arrival_params={'p': [p_0, ..., p_{N-1}]}")
+            p = np.asarray(self.params["p"], dtype=np.float64)
+            if p.shape != (n,) or not np.all(np.isfinite(p)) or np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
+                raise ValueError(f"arrival_params['p'] must be {n} non-negative probabilities summing to 1")
+            if np.count_nonzero(p) < self.active_per_slot:
+                raise ValueError("arrival_params['p'] needs at least active_per_slot clients with p > 0")
+            return p / p.sum()
+        if self.kind == "zipf":
+            exponent = float(self.params.get("exponent", 1.0))
+            if not np.isfinite(exponent) or exponent < 0:
+                raise ValueError(f"arrival_params['exponent'] must be a finite number >= 0, got {exponent}")
+            weights = 1.0 / np.arange(1, n + 1) ** exponent
+            return weights / weights.sum()
+        return None
+
+    def trace_array(self) -> np.ndarray:
+        """The replayed trace as a (T, m) int array (``kind="trace"`` only)."""
+        if "trace" not in self.params:
+            raise ValueError("arrival='trace' needs arrival_params={'trace': client ids per slot}")
+        trace = np.asarray(self.params["trace"])
+        if trace.dtype.kind not in "iu":
+            raise TypeError(f"arrival_params['trace'] must hold integer client ids, got dtype {trace.dtype}")
+        trace = trace.astype(np.int64).reshape(len(trace), -1)
+        if trace.shape[1] != self.active_per_slot:
+            raise ValueError(f"arrival_params['trace'] must have shape (T,) or (T, {self.active_per_slot})")
+        if np.any((trace < 0) | (trace >= self.num_clients)):
+            raise ValueError(f"arrival_params['trace'] holds ids outside [0, {self.num_clients})")
+        if self.active_per_slot > 1 and np.any(np.diff(np.sort(trace, axis=1), axis=1) == 0):
+            raise ValueError("arrival_params['trace'] repeats a client within a slot; active clients must be distinct")
+        return trace
+
+    def probabilities(self, rng: np.random.Generator) -> np.ndarray | None:
+        """The arrival distribution of one episode (None for uniform, round-robin and trace arrivals)."""
+        if self.kind == "dirichlet":
+            return rng.dirichlet(np.full(self.num_clients, float(self.params.get("concentration", 1.0))))
+        return self._fixed_probabilities()
+
+    def draw(
+        self, rng: np.random.Generator, probabilities: np.ndarray | None, start: int, length: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Active clients (length, m) of slots ``start ..`` and their report order (length, m).
+
+        The order is a permutation of positions per slot (identity when m = 1, drawn otherwise).
+        """
+        n, m = self.num_clients, self.active_per_slot
+        if self.kind == "round_robin":
+            clients = (np.arange(start, start + length)[:, None] * m + np.arange(m)) % n
+        elif self.kind == "trace":
+            trace = self.trace_array()
+            if start + length > len(trace):
+                raise ValueError(f"arrival_params['trace'] has {len(trace)} slots; the horizon needs {start + length}")
+            clients = trace[start : start + length]
+        elif m == 1:
+            if probabilities is None:
+                clients = rng.integers(n, size=(length, 1))
+            else:
+                clients = rng.choice(n, size=(length, 1), p=probabilities)
+        else:
+            keys = rng.gumbel(size=(length, n))
+            if probabilities is not None:
+                with np.errstate(divide="ignore"):
+                    keys = keys + np.log(probabilities)
+            clients = np.argsort(-keys, axis=1, kind="stable")[:, :m]
+        order = np.zeros((length, 1), np.int64) if m == 1 else np.argsort(rng.random((length, m)), axis=1)
+        return clients.astype(np.int64), order.astype(np.int64)
+
+
+# ---------------------------------------------------------------------- streams
+class StreamBlock(NamedTuple):
+    """Pre-drawn data of ``L`` consecutive slots of one replica (m active clients per slot).
+
+    Attributes:
+        clients: (L, m) active client ids.
+        order: (L, m) report order (a permutation of positions 0..m-1 per slot).
+        contexts: (L, m, K, d) arm contexts of each active client.
+        means: (L, m, K) expected reward of each arm for its client (hidden).
+        noise: (L, m) reward noise, added to the mean of the pulled arm.
+        baseline: (L, m) reward of a uniform-random policy on the same stream, or None.
+    """
+
+    clients: np.ndarray
+    order: np.ndarray
+    contexts: np.ndarray
+    means: np.ndarray
+    noise: np.ndarray
+    baseline: np.ndarray | None = None
+
+
+class ReplicaStream(ABC):
+    """The stream of one replica: hidden parameters and pre-drawn blocks."""
+
+    #: The hidden (N, d) parameter of every client (zero-padded), for evaluators; None for logged data.
+    theta: np.ndarray | None = None
+
+    @abstractmethod
+    def block(self, start: int, length: int) -> StreamBlock:
+        """The data of slots ``start .. start + length - 1`` (called once per block, in order)."""
+
+
+class StreamSource(ABC):
+    """A problem the :class:`LinearCore` can simulate (synthetic linear rewards or logged replay).
+
+    Attributes:
+        num_agents: N, the number of clients.
+        num_arms: K.
+        dimension: d, the (padded) width of a context.
+        horizon: T slots.
+        active_per_slot: m active clients per slot.
+        global_dimension: d_g (= d for homogeneous problems).
+        local_dimensions: d_i per client (0 for homogeneous problems).
+        reward_bounds: the support of the rewards.
+        context_bound: the largest absolute coordinate of a context (the observation Box bound).
+    """
+
+    num_agents: int
+    num_arms: int
+    dimension: int
+    horizon: int
+    active_per_slot: int
+    global_dimension: int
+    local_dimensions: tuple[int, ...]
+    reward_bounds: tuple[float, float]
+    context_bound: float
+    instance_seed: int | None = None
+    #: Whether the blocks carry a random policy's reward (``StreamBlock.baseline``), as replay does.
+    has_baseline: bool = False
+
+    @abstractmethod
+    def replica(self, streams: SeedStreams, instance_streams: SeedStreams) -> ReplicaStream:
+        """The stream of one replica (``instance_streams`` fixes the hidden instance)."""
+
+
+@dataclass(frozen=True)
+class LinearConfig(StreamSource):
+    """A synthetic federated linear bandit (validated on construction; spec sections 1.2 and 4.1).
+
+    Attributes:
+        num_clients: N >= 1.
+        num_arms: K >= 2.
+        dimension: d >= 1, the context width (d_g + max d_i for heterogeneous problems).
+        horizon: T >= 1 slots.
+        mode: ``"homogeneous"`` (one unit-norm theta) or ``"heterogeneous"`` (unit-norm theta_g in
+            R^{d_g} shared, unit-norm theta_i in R^{d_i} per client; a context is ``[x_g; x_l; 0...]``).
+        global_dimension: d_g in [0, d] (heterogeneous only; default d // 2).
+        local_dimensions: d_i, an int or one int per client (heterogeneous only; default d - d_g).
+        noise: ``"gaussian"`` (N(0, sigma^2)), ``"uniform"`` (U[-sigma, sigma]) or ``"rademacher"`` (+-sigma).
+        sigma: the sub-Gaussian noise scale (default 0.1, spec D7).
+        context_mode: ``"ball"`` (K fresh points uniform in the unit ball of the client's dimension,
+            spec D15) or ``"pool"`` (K distinct points of a fixed pool of unit vectors with variance
+            (d - k) / d on coordinate k, the authors' code).
+        pool_size: the size of the ``"pool"`` (default 1000).
+        arrival: the arrival process (see :class:`ArrivalProcess`).
+        arrival_params: its parameters.
+        active_per_slot: m >= 1 active clients per slot (1 in the paper; see the module docstring).
+        instance_seed: fix theta (and the pool) across resets (otherwise drawn from each reset's seed).
+    """
+
+    num_clients: int = 1000
+    num_arms: int = 25
+    dimension: int = 25
+    horizon: int = 30000
+    mode: str = "homogeneous"
+    global_dimension: int | None = None  # type: ignore[assignment]
+    local_dimensions: int | Sequence[int] | None = None  # type: ignore[assignment]
+    noise: str = "gaussian"
+    sigma: float = 0.1
+    context_mode: str = "ball"
+    pool_size: int = 1000
+    arrival: str = "uniform"
+    arrival_params: Mapping[str, Any] = field(default_factory=dict)
+    active_per_slot: int = 1
+    instance_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        n = _check_int("num_clients", self.num_clients, 1)
+        _check_int("num_arms", self.num_arms, 2)
+        d = _check_int("dimension", self.dimension, 1)
+        _check_int("horizon", self.horizon, 1)
+        _check_int("active_per_slot", self.active_per_slot, 1)
+        _check_int("pool_size", self.pool_size, 2)
+        _choice("mode", self.mode, MODES)
+        _choice("noise", self.noise, NOISE_KINDS)
+        _choice("context_mode", self.context_mode, CONTEXT_MODES)
+        if not (np.isfinite(self.sigma) and self.sigma >= 0):
+            raise ValueError(f"sigma must be a finite number >= 0, got {self.sigma!r}")
+        if self.mode == "homogeneous":
+            if self.global_dimension not in (None, d) or self.local_dimensions not in (None, 0):
+                raise ValueError("global_dimension and local_dimensions are for mode='heterogeneous' only")
+            d_g, local = d, np.zeros(n, np.int64)
+        else:
+            d_g = d // 2 if self.global_dimension is None else _check_int("global_dimension", self.global_dimension, 0)
+            local = np.asarray(d - d_g if self.local_dimensions is None else self.local_dimensions)
+            if local.ndim > 1 or local.size not in (1, n):
+                raise ValueError(f"local_dimensions must be an int or one int per client ({n}), got {local.shape}")
+            local = np.broadcast_to(local, (n,))
+            if d_g > d or local.dtype.kind not in "iu" or np.any(local < 0) or np.any(d_g + local > d):
+                raise ValueError(
+                    f"need 0 <= global_dimension <= dimension and 0 <= local_dimensions <= dimension - "
+                    f"global_dimension (d={d}, d_g={d_g}, d_i={self.local_dimensions!r})"
+                )
+            if np.any(d_g + local < 1):
+                raise ValueError("every client needs d_g + d_i >= 1 features")
+            if d_g + int(local.max()) != d:
+                raise ValueError(f"dimension must equal global_dimension + max(local_dimensions) = {d_g + local.max()}")
+        if self.context_mode == "pool" and len(np.unique(local)) > 1:
+            raise ValueError("context_mode='pool' needs the same local dimension for every client")
+        object.__setattr__(self, "global_dimension", int(d_g))
+        object.__setattr__(self, "local_dimensions", tuple(int(v) for v in local))
+        object.__setattr__(self, "arrival_params", dict(self.arrival_params))
+        object.__setattr__(
+            self, "_arrivals", ArrivalProcess(self.arrival, n, self.active_per_slot, self.arrival_params)
+        )
+
+    # StreamSource attributes
+    @property
+    def num_agents(self) -> int:  # type: ignore[override]
+        """N, the number of clients."""
+        return self.num_clients
+
+    @property
+    def arrivals(self) -> ArrivalProcess:
+        """The validated arrival process."""
+        return self._arrivals  # type: ignore[attr-defined]
+
+    @property
+    def reward_bounds(self) -> tuple[float, float]:  # type: ignore[override]
+        """Rewards are unbounded (sub-Gaussian noise) unless sigma = 0."""
+        return (-np.inf, np.inf)
+
+    @property
+    def context_bound(self) -> float:  # type: ignore[override]
+        """Contexts lie in the unit ball, so every coordinate is in [-1, 1]."""
+        return 1.0
+
+    @property
+    def client_dimensions(self) -> np.ndarray:
+        """d_g + d_i per client (the number of leading context coordinates in use)."""
+        return self.global_dimension + np.asarray(self.local_dimensions, np.int64)
+
+    def context_covariance(self, client: int = 0) -> np.ndarray:
+        """Sigma_c = E[x x^T] of ``"ball"`` contexts of ``client``: ``I_k / (k + 2)`` on its k coordinates.
+
+        For ``"pool"`` contexts use :meth:`SyntheticReplica.pool_covariance` (the pool is random).
+        """
+        if self.context_mode != "ball":
+            raise ValueError("context_covariance is closed-form for context_mode='ball' only; use the replica's pool")
+        k = int(self.client_dimensions[client])
+        diagonal = np.where(np.arange(self.dimension) < k, 1.0 / (k + 2), 0.0)
+        return np.diag(diagonal)
+
+    def lambda_c(self, client: int = 0) -> float:
+        """The smallest eigenvalue of Sigma_c on the client's coordinates (Assumption 1), 1/(k+2) for balls."""
+        return 1.0 / (int(self.client_dimensions[client]) + 2)
+
+    def replica(self, streams: SeedStreams, instance_streams: SeedStreams) -> SyntheticReplica:
+        """The stream of one replica."""
+        return SyntheticReplica(self, streams, instance_streams)
+
+
+class SyntheticReplica(ReplicaStream):
+    """One replica of a :class:`LinearConfig`: hidden theta, optional pool, and block draws."""
+
+    def __init__(self, config: LinearConfig, streams: SeedStreams, instance_streams: SeedStreams) -> None:
+        self.config = config
+        instance = instance_streams.generator("instance")
+        n, d, d_g = config.num_clients, config.dimension, config.global_dimension
+        theta = np.zeros((n, d))
+        theta[:, :d_g] = _unit_vector(instance, d_g)
+        if config.mode == "heterogeneous":
+            for i, d_i in enumerate(config.local_dimensions):
+                theta[i, d_g : d_g + d_i] = _unit_vector(instance, d_i)
+        self.theta = theta
+        self.pool = None
+        if config.context_mode == "pool":
+            k = int(config.client_dimensions[0])
+            scale = np.sqrt(np.arange(k, 0, -1) / k)
+            pool = np.zeros((config.pool_size, d))
+            pool[:, :k] = instance.standard_normal((config.pool_size, k)) * scale
+            self.pool = pool / np.linalg.norm(pool, axis=1, keepdims=True)
+        self._arrival_rng = streams.generator("arrivals")
+        self._probabilities = config.arrivals.probabilities(self._arrival_rng)
+        self._context_rng = streams.generator("contexts")
+        self._noise_rng = streams.generator("rewards")
+        self._dims = config.client_dimensions
+
+    def pool_covariance(self) -> np.ndarray:
+        """E[x x^T] of ``"pool"`` contexts (the pool's second moment)."""
+        if self.pool is None:
+            raise ValueError("this replica has no pool (context_mode='ball')")
+        return self.pool.T @ self.pool / len(self.pool)
+
+    def block(self, start: int, length: int) -> StreamBlock:
+        """Arrivals, contexts, means and noise of ``length`` slots."""
+        cfg = self.config
+        clients, order = cfg.arrivals.draw(self._arrival_rng, self._probabilities, start, length)
+        shape = (length, cfg.active_per_slot, cfg.num_arms, cfg.dimension)
+        if self.pool is None:
+            contexts = sample_unit_ball(self._context_rng, shape, self._dims[clients][..., None])
+        else:
+            keys = self._context_rng.random((length, cfg.active_per_slot, len(self.pool)))
+            contexts = self.pool[np.argsort(keys, axis=-1)[..., : cfg.num_arms]]
+        means = np.einsum("lmkd,lmd->lmk", contexts, self.theta[clients])
+        raw = draw_noise("uniform" if cfg.noise != "gaussian" else "normal", self._noise_rng, clients.shape)
+        if cfg.noise == "uniform":
+            raw = 2.0 * raw - 1.0
+        elif cfg.noise == "rademacher":
+            raw = np.where(raw < 0.5, -1.0, 1.0)
+        return StreamBlock(clients, order, contexts, means, cfg.sigma * raw)
+
+
+# ---------------------------------------------------------------------- what algorithms see
+@dataclass(frozen=True)
+class LinearContext(AgentContext):
+    """The public facts of a linear episode (an :class:`AgentContext` plus the feature layout).
+
+    Attributes:
+        dimension: d, the context width.
+        global_dimension: d_g (= d for homogeneous problems).
+        local_dimensions: d_i per client (0 for homogeneous problems); client i's context is
+            ``[x_g (d_g); x_l (d_i); zeros]``.
+        active_per_slot: m active clients per slot.
+        context_bound: the largest absolute context coordinate.
+    """
+
+    dimension: int
+    global_dimension: int
+    local_dimensions: tuple[int, ...]
+    active_per_slot: int
+    context_bound: float
+
+
+@dataclass(frozen=True)
+class LinearStep:
+    """The act phase of a slot, for every replica: who is active and what they see.
+
+    Attributes:
+        slot: the slot index t.
+        clients: (B, m) active client ids.
+        contexts: (B, m, K, d) their arm contexts.
+    """
+
+    slot: int
+    clients: np.ndarray
+    contexts: np.ndarray
+
+
+@dataclass(frozen=True)
+class LinearFeedback:
+    """The outcome of the act phase: the arms pulled and the rewards observed, for every replica.
+
+    Attributes:
+        slot: the slot index t.
+        clients: (B, m) active client ids.
+        arms: (B, m) arms pulled.
+        rewards: (B, m) observed rewards.
+    """
+
+    slot: int
+    clients: np.ndarray
+    arms: np.ndarray
+    rewards: np.ndarray
+
+
+class MessageHook(ABC):
+    """Transforms the clients' outgoing batches of a report round before the channel (DP noise, faults)."""
+
+    @abstractmethod
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Start an episode (one SeedStreams per replica)."""
+
+    @abstractmethod
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """Return the batches to transmit."""
+
+
+# ---------------------------------------------------------------------- batched core
+class LinearCore:
+    """B replicas of a federated linear bandit with a channel and an optional hosted server.
+
+    Use: ``step = core.reset(seeds)``; then per slot ``feedback = core.pull(arms)`` followed by
+    ``core.active_per_slot`` calls ``inbox = core.communicate(messages)`` (one report round each; the
+    reporting position of each replica is :meth:`reporters`); the last round moves to the next slot
+    (:attr:`step`). The coordinator (``reset(context, rngs)``, ``step(slot, inbox) -> replies``) may
+    also define ``observe_arrivals(slot, clients)``: the core calls it when a slot starts, so the
+    server knows who is active (the paper's free registration of new clients).
+
+    Args:
+        source: the problem (:class:`LinearConfig` or a replay source).
+        channel: the channel options (default: one unit per message, nothing else).
+        coordinator: the server of the algorithm being played.
+    """
+
+    def __init__(self, source: StreamSource, channel: ChannelConfig | None = None, coordinator: Any = None) -> None:
+        if not isinstance(source, StreamSource):
+            raise TypeError(f"source must be a StreamSource such as LinearConfig, got {type(source).__name__}")
+        self.config = source
+        self.channel = Channel(channel or linear_channel())
+        self.coordinator = coordinator
+        self.message_hooks: list[MessageHook] = []
+        self._topology = server(source.num_agents)
+
+    def add_message_hook(self, hook: MessageHook) -> None:
+        """Install a transformation of outgoing client messages (takes effect at the next reset)."""
+        self.message_hooks.append(hook)
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, seeds: Sequence[SeedLike]) -> LinearStep:
+        """Start B = len(seeds) replicas; returns the act phase of slot 0."""
+        src = self.config
+        if len(seeds) == 0:
+            raise ValueError("reset needs at least one seed (one per replica)")
+        streams = [SeedStreams.from_seed(s) for s in seeds]
+        fixed = SeedStreams.from_seed(src.instance_seed) if src.instance_seed is not None else None
+        self.replicas = [src.replica(s, fixed or s) for s in streams]
+        b, n, m = len(streams), src.num_agents, src.active_per_slot
+        self.num_replicas = b
+        topologies = [self._topology] * b
+        self.channel.reset(topologies, [s.generator("channel") for s in streams])
+        self.context = LinearContext(
+            num_agents=n,
+            num_arms=src.num_arms,
+            horizon=src.horizon,
+            topologies=tuple(topologies),
+            reward_bounds=src.reward_bounds,
+            agent_seeds=tuple(s.sequence("agents") for s in streams),
+            dimension=src.dimension,
+            global_dimension=src.global_dimension,
+            local_dimensions=tuple(src.local_dimensions),
+            active_per_slot=m,
+            context_bound=src.context_bound,
+        )
+        if self.coordinator is not None:
+            self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
+        for hook in self.message_hooks:
+            hook.reset(self.context, streams)
+        self.regret = np.zeros((b, n))
+        self.last_regret = np.zeros((b, m))
+        self.arrivals = np.zeros((b, n), np.int64)
+        self.reward = np.zeros(b)
+        self.baseline_reward = np.zeros(b) if src.has_baseline else None
+        self.slot = 0
+        self._rows = np.arange(b)[:, None]
+        self._start_slot()
+        return self.step
+
+    def _load_block(self) -> None:
+        length = min(BLOCK, self.config.horizon - self.slot)
+        blocks = [r.block(self.slot, length) for r in self.replicas]
+        self._block = StreamBlock(*(None if f[0] is None else np.stack(f) for f in zip(*blocks)))
+        self._block_start = self.slot
+
+    def _start_slot(self) -> None:
+        if self.slot % BLOCK == 0:
+            self._load_block()
+        k = self.slot - self._block_start
+        blk = self._block
+        self.clients = blk.clients[:, k]
+        self.contexts = blk.contexts[:, k]
+        self.means = blk.means[:, k]
+        self._noise = blk.noise[:, k]
+        self._order = blk.order[:, k]
+        self._baseline = None if blk.baseline is None else blk.baseline[:, k]
+        self.phase = "act"
+        self.round = 0
+        np.add.at(self.arrivals, (np.broadcast_to(self._rows, self.clients.shape), self.clients), 1)
+        observe = getattr(self.coordinator, "observe_arrivals", None)
+        if observe is not None:
+            observe(self.slot, self.clients)
+
+    @property
+    def done(self) -> bool:
+        """Whether the horizon has been reached."""
+        return self.slot >= self.config.horizon
+
+    @property
+    def step(self) -> LinearStep:
+        """The act phase of the current slot."""
+        return LinearStep(self.slot, self.clients, self.contexts)
+
+    def reporters(self) -> np.ndarray:
+        """(B,) position (index into the slot's active clients) that reports in the current round."""
+        return self._order[:, self.round]
+
+    # ------------------------------------------------------------------ act phase
+    def check_arms(self, arms: Any) -> np.ndarray:
+        """Validate a (B, m) integer arm array."""
+        arms = np.asarray(arms)
+        expected = self.clients.shape
+        if arms.shape != expected:
+            raise ValueError(f"arms must have shape (replicas, active clients) = {expected}, got {arms.shape}")
+        if arms.dtype.kind not in "iu":
+            raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
+        k = self.config.num_arms
+        if np.any((arms < 0) | (arms >= k)):
+            bad = arms[(arms < 0) | (arms >= k)][0]
+            raise ValueError(f"arm {bad} is out of range: arms are 0..{k - 1}")
+        return arms.astype(np.int64, copy=False)
+
+    def pull(self, arms: Any) -> LinearFeedback:
+        """Pull the active clients' arms (B, m); returns their rewards and opens the report phase."""
+        if self.done:
+            raise RuntimeError("the horizon is reached; call reset() to start a new episode")
+        if self.phase != "act":
+            raise RuntimeError("this slot's arms are already pulled; finish its report rounds with communicate()")
+        arms = self.check_arms(arms)
+        chosen = np.take_along_axis(self.means, arms[..., None], axis=-1)[..., 0]
+        rewards = chosen + self._noise
+        self.last_regret = self.means.max(axis=-1) - chosen
+        np.add.at(self.regret, (np.broadcast_to(self._rows, arms.shape), self.clients), self.last_regret)
+        self.reward += rewards.sum(axis=1)
+        if self.baseline_reward is not None:
+            self.baseline_reward += self._baseline.sum(axis=1)
+        self.last_arms, self.last_rewards = arms, rewards
+        self.phase = "report"
+        return LinearFeedback(self.slot, self.clients, arms, rewards)
+
+    # ------------------------------------------------------------------ report phase
+    def communicate(self, messages: Sequence[MessageBatch] = ()) -> list[MessageBatch]:
+        """One report round: route the clients' messages, run the server, deliver its replies.
+
+        Returns the copies delivered to clients in this round. The last round of a slot closes it
+        and starts the next one. Everything is validated before any state changes.
+        """
+        if self.phase != "report":
+            raise RuntimeError("communicate() follows pull(): pull the active clients' arms first")
+        for batch in messages:
+            if not isinstance(batch, MessageBatch):
+                raise TypeError(
+                    f"communicate() takes MessageBatch objects, got {type(batch).__name__}; "
+                    "convert Message objects with fedbandit_envs.channel.batches_from_messages"
+                )
+            if np.any(batch.sender == SERVER):
+                raise ValueError("clients cannot send as SERVER; only the coordinator does")
+        prepared = self.channel.prepare(messages)
+        if self.coordinator is None and any(np.any(b.recipient == SERVER) for b in prepared):
+            raise ValueError("a message was sent to SERVER but no coordinator is hosted; pass coordinator=...")
+        if self.message_hooks:
+            outgoing = [b for b in messages if len(b)]
+            for hook in self.message_hooks:
+                outgoing = hook(self.slot, outgoing)
+            prepared = self.channel.prepare(outgoing)
+        slot = self.slot
+        arrived = (self.channel.due(slot) if self.round == 0 else []) + self.channel.transmit(slot, prepared)
+        to_server = [b.take(b.recipient == SERVER) for b in arrived]
+        inbox = [b.take(b.recipient != SERVER) for b in arrived]
+        if self.coordinator is not None:
+            replies = self.coordinator.step(slot, [b for b in to_server if len(b)])
+            for batch in replies:
+                if not np.all(batch.sender == SERVER):
+                    raise ValueError("coordinator replies must have sender SERVER")
+            inbox += self.channel.transmit(slot, self.channel.prepare(replies))
+        self.round += 1
+        if self.round == self.config.active_per_slot:
+            self.channel.close_slot()
+            self.slot += 1
+            if not self.done:
+                self._start_slot()
+        return [b for b in inbox if len(b)]
+
+    # ------------------------------------------------------------------ evaluator views
+    def extra_metrics(self, replica: int) -> dict[str, float]:
+        """Cumulative realised reward (and the random policy's, with the normalised reward, for replay)."""
+        metrics = {"reward": float(self.reward[replica])}
+        if self.baseline_reward is not None:
+            random = float(self.baseline_reward[replica])
+            metrics.update(random_reward=random, normalised_reward=metrics["reward"] / (random + 1.0))
+        return metrics
+
+
+# ---------------------------------------------------------------------- PettingZoo view
+def linear_channel(
+    c1: float = 0.0,
+    price_per_message: float = 1.0,
+    price_per_byte: float = 0.0,
+    free_server_downlink: bool = True,
+    latency: int = 0,
+    latency_jitter: int = 0,
+    drop_prob: float = 0.0,
+    record_messages: bool = False,
+) -> ChannelConfig:
+    """The channel of the linear environments: a star around the server, one unit per message by default."""
+    costs = CostModel(c1, 0.0, "used_links", free_server_downlink, price_per_message, price_per_byte)
+    return ChannelConfig(costs, latency, latency_jitter, drop_prob, None, record_messages)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+class FederatedLinear(ParallelEnv):
+    """A federated linear contextual bandit with asynchronous arrivals as a PettingZoo ``ParallelEnv``.
+
+    Agents ``client_0 .. client_{N-1}`` stay live for the whole episode; each slot takes
+    ``1 + active_per_slot`` environment steps (see the module docstring):
+
+    * **act step** (``obs["phase"] == 0``): the active clients (``obs["active"] == 1``) see their
+      (K, d) ``contexts`` and their action's ``"arm"`` is pulled; the step returns their rewards.
+      Other agents' actions are ignored (they may be omitted). Messages are not allowed here.
+    * **report step** (``obs["phase"] == 1``): the reporting client sees the ``arm`` it pulled, its
+      ``reward`` and its ``contexts`` again; any client may send messages (the server is ``SERVER``).
+      The server's replies arrive in the ``inbox`` of the returned observations.
+
+    Observation (a dict per agent): ``phase`` (0 act, 1 report), ``slot``, ``active`` (0/1),
+    ``contexts`` (K, d) (zeros unless active), ``arm`` (-1 unless reporting), ``reward`` (0-d),
+    ``inbox`` (tuple of :class:`~fedbandit_envs.channel.Message`). Action: an arm index or
+    ``{"arm": k, "messages": [...]}``.
+
+    Hidden from agents: theta (:attr:`theta`), the expected rewards and pseudo-regret (``infos`` of
+    the active clients in the act step: ``expected_rewards``, ``instant_regret``, ``pseudo_regret``)
+    and the ledger (:attr:`ledger`). The horizon is a truncation.
+
+    Args:
+        num_clients, num_arms, dimension, horizon, mode, global_dimension, local_dimensions, noise,
+            sigma, context_mode, pool_size, arrival, arrival_params, active_per_slot, instance_seed:
+            the problem (see :class:`LinearConfig`).
+        c1: cost of a client-server link used in a slot (default 0: the paper counts messages only).
+        price_per_message: cost per message (default 1: the cost is the paper's C_T).
+        price_per_byte: cost per payload byte.
+        free_server_downlink: the server's replies open no link.
+        latency, latency_jitter, drop_prob: channel imperfections (outside the paper).
+        record_messages: keep one ledger record per message.
+        coordinator: the server of the algorithm being played.
+        render_mode: None or ``"ansi"``.
+    """
+
+    metadata = {"name": "fedbandit/FederatedLinear-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(
+        self,
+        num_clients: int = 1000,
+        num_arms: int = 25,
+        dimension: int = 25,
+        horizon: int = 30000,
+        *,
+        mode: str = "homogeneous",
+        global_dimension: int | None = None,
+        local_dimensions: int | Sequence[int] | None = None,
+        noise: str = "gaussian",
+        sigma: float = 0.1,
+        context_mode: str = "ball",
+        pool_size: int = 1000,
+        arrival: str = "uniform",
+        arrival_params: Mapping[str, Any] | None = None,
+        active_per_slot: int = 1,
+        instance_seed: int | None = None,
+        c1: float = 0.0,
+        price_per_message: float = 1.0,
+        price_per_byte: float = 0.0,
+        free_server_downlink: bool = True,
+        latency: int = 0,
+        latency_jitter: int = 0,
+        drop_prob: float = 0.0,
+        record_messages: bool = False,
+        coordinator: Any | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        source = LinearConfig(
+            num_clients=num_clients,
+            num_arms=num_arms,
+            dimension=dimension,
+            horizon=horizon,
+            mode=mode,
+            global_dimension=global_dimension,
+            local_dimensions=local_dimensions,
+            noise=noise,
+            sigma=sigma,
+            context_mode=context_mode,
+            pool_size=pool_size,
+            arrival=arrival,
+            arrival_params=dict(arrival_params or {}),
+            active_per_slot=active_per_slot,
+            instance_seed=instance_seed,
+        )
+        channel = linear_channel(
+            c1,
+            price_per_message,
+            price_per_byte,
+            free_server_downlink,
+            latency,
+            latency_jitter,
+            drop_prob,
+            record_messages,
+        )
+        self._setup(source, channel, coordinator, render_mode)
+
+    def _setup(self, source: StreamSource, channel: ChannelConfig, coordinator: Any, render_mode: str | None) -> None:
+        """Build the core and the spaces (shared with subclasses such as the replay environment)."""
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.config = source
+        self.core = LinearCore(source, channel, coordinator)
+        n, k, d = source.num_agents, source.num_arms, source.dimension
+        self.possible_agents = [f"client_{i}" for i in range(n)]
+        self.agents: list[str] = []
+        self._index = {name: i for i, name in enumerate(self.possible_agents)}
+        bound = float(source.context_bound)
+        low, high = source.reward_bounds
+        observation = spaces.Dict(
+            {
+                "phase": spaces.Discrete(2),
+                "slot": spaces.Discrete(source.horizon + 1),
+                "active": spaces.Discrete(2),
+                "contexts": spaces.Box(-bound, bound, shape=(k, d), dtype=np.float64),
+                "arm": spaces.Discrete(k + 1, start=-1),
+                "reward": spaces.Box(min(low, 0.0), max(high, 0.0), shape=(), dtype=np.float64),
+                "inbox": MessageSequence(),
+            }
+        )
+        self._observation_space = observation
+        self._action_spaces = {
+            a: spaces.Dict({"arm": spaces.Discrete(k), "messages": MessageSequence()}) for a in self.possible_agents
+        }
+        self.state_space = spaces.Box(-np.inf, np.inf, shape=(n + 2,), dtype=np.float64)
+        self._zero_contexts = _read_only(np.zeros((k, d)))
+        self._zero_reward = _read_only(np.zeros(()))
+        self._master_seed: np.random.SeedSequence | None = None
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space (one object shared by every agent)."""
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The action space of ``agent`` (the same object on every call)."""
+        return self._action_spaces[agent]
+
+    # ------------------------------------------------------------------ evaluator-only views
+    @property
+    def theta(self) -> np.ndarray | None:
+        """The hidden (N, d) reward parameters of the current episode (None for logged data)."""
+        return self.core.replicas[0].theta
+
+    @property
+    def ledger(self) -> Ledger:
+        """The communication ledger of the current episode."""
+        return self.core.channel.ledger
+
+    @property
+    def context(self) -> LinearContext:
+        """The public facts an algorithm gets at reset."""
+        return self.core.context
+
+    # ------------------------------------------------------------------ API
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Start an episode. ``seed`` fixes every random stream; ``None`` continues the seed sequence."""
+        if seed is not None:
+            self._master_seed = np.random.SeedSequence(int(seed))
+            episode_seed: Any = int(seed)
+        else:
+            if self._master_seed is None:
+                self._master_seed = np.random.SeedSequence()
+            episode_seed = self._master_seed.spawn(1)[0]
+        self.core.reset([episode_seed])
+        self.agents = list(self.possible_agents)
+        self._reporter = -1
+        return self._observations([]), {a: {} for a in self.agents}
+
+    def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """Play one phase: the act phase pulls the active clients' arms, a report step routes messages."""
+        if not self.agents:
+            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+        unknown = [a for a in actions if a not in self._index]
+        if unknown:
+            raise ValueError(f"unknown agents in actions: {unknown[:5]}; agents are 'client_0' .. 'client_{{N-1}}'")
+        core = self.core
+        rewards = dict.fromkeys(self.agents, 0.0)
+        infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        if core.phase == "act":
+            inbox: list[MessageBatch] = []
+            self._act(actions, rewards, infos)
+        else:
+            inbox = self._report(actions)
+        truncated = core.done
+        observations = self._observations(inbox)
+        terminations = dict.fromkeys(self.agents, False)
+        truncations = dict.fromkeys(self.agents, truncated)
+        if truncated:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def _act(self, actions: Mapping[str, Any], rewards: dict, infos: dict) -> None:
+        core = self.core
+        active = [self.possible_agents[i] for i in core.clients[0].tolist()]
+        missing = [a for a in active if a not in actions]
+        if missing:
+            raise ValueError(f"the active clients {missing} must act in this step (obs['active'] == 1)")
+        arms = np.empty((1, len(active)), np.int64)
+        for j, agent in enumerate(active):
+            arms[0, j], sent = split_action(actions[agent])
+            if sent:
+                raise ValueError(f"{agent} sent messages in the act phase; send them in the report phase that follows")
+        means = core.means[0]
+        feedback = core.pull(arms)
+        for j, agent in enumerate(active):
+            i = self._index[agent]
+            rewards[agent] = float(feedback.rewards[0, j])
+            infos[agent] = {
+                "slot": feedback.slot,
+                "expected_rewards": means[j].copy(),
+                "instant_regret": float(core.last_regret[0, j]),
+                "pseudo_regret": float(core.regret[0, i]),
+            }
+
+    def _report(self, actions: Mapping[str, Any]) -> list[MessageBatch]:
+        messages: list[Message] = []
+        for agent, action in actions.items():
+            if not isinstance(action, Mapping) or not action.get("messages"):
+                continue
+            _, sent = split_action(action)
+            i = self._index[agent]
+            for message in sent:
+                if message.sender != i:
+                    raise ValueError(
+                        f"{agent} sent a message with sender={message.sender}; a client may only send as itself ({i})"
+                    )
+            messages.extend(sent)
+        return self.core.communicate(_batches_from_messages(messages))
+
+    def _observations(self, inbox: list[MessageBatch]) -> dict[str, dict[str, Any]]:
+        core = self.core
+        phase = 0 if core.phase == "act" else 1
+        idle = {
+            "phase": phase,
+            "slot": core.slot,
+            "active": 0,
+            "contexts": self._zero_contexts,
+            "arm": -1,
+            "reward": self._zero_reward,
+            "inbox": (),
+        }
+        observations = {a: dict(idle) for a in self.agents}
+        if not self.agents:
+            return observations
+        if inbox:
+            for i, messages in enumerate(inboxes_by_agent(inbox, len(self.possible_agents), 0)):
+                if messages:
+                    observations[self.possible_agents[i]]["inbox"] = tuple(messages)
+        if core.done:
+            return observations
+        if phase == 0:
+            for j, i in enumerate(core.clients[0].tolist()):
+                observations[self.possible_agents[i]].update(active=1, contexts=core.contexts[0, j])
+        else:
+            j = int(core.reporters()[0])
+            i = int(core.clients[0, j])
+            observations[self.possible_agents[i]].update(
+                active=1,
+                contexts=core.contexts[0, j],
+                arm=int(core.last_arms[0, j]),
+                reward=np.array(core.last_rewards[0, j]),
+            )
+        return observations
+
+    def state(self) -> np.ndarray:
+        """Global view: each client's cumulative pseudo-regret, then the slot and the phase."""
+        phase = 0.0 if self.core.phase == "act" else 1.0
+        return np.concatenate([self.core.regret[0], [float(self.core.slot), phase]])
+
+    def render(self) -> str | None:
+        """A one-line text summary (``render_mode="ansi"``)."""
+        if self.render_mode is None:
+            return None
+        totals = self.ledger.totals()
+        return (
+            f"slot {self.core.slot}/{self.config.horizon} ({self.core.phase})  "
+            f"pseudo-regret {self.core.regret[0].sum():.2f}  messages {totals['messages']}"
+        )
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,118 @@
+"""Single-client Gymnasium view of the linear contextual bandit, for training RL policies.
+
+:class:`LinearBanditEnv` (``fedbandit/LinearBandit-v0``) drives the batched
+:class:`~fedbandit_envs.envs.linear.LinearCore` with one client and one replica: every step shows the
+K arm contexts (a ``float32`` Box, flattened to (K d,) by default, or (K, d) with ``flatten=False``), takes a
+``Discrete(K)`` arm and returns the linear reward ``theta^T x + eta``. With a fixed ``instance_seed``
+theta is the same in every episode, so a memoryless policy can learn ``argmax_k theta^T x_k``
+(stable-baselines3 trains on it). Pseudo-regret and the expected rewards stay in ``info``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from fedbandit_envs.envs.linear import LinearConfig, LinearCore
+from fedbandit_envs.views import check_render_mode, discrete_action
+
+__all__ = ["LinearBanditEnv"]
+
+
+class LinearBanditEnv(gymnasium.Env):
+    """One client's linear contextual bandit (the paper's setting with N = 1).
+
+    Observation: the K contexts of the slot, ``float32`` in [-1, 1], flattened to shape (K d,) (the
+    default: stable-baselines3's MLP policies expect 1-D vectors) or a (K, d) matrix with ``flatten=False``.
+    Action: the arm index. Reward: ``theta^T x_arm + eta``. ``terminated`` is always False;
+    the horizon is a truncation. Info: ``expected_rewards`` (K,), ``instant_regret`` and
+    ``pseudo_regret`` (cumulative).
+
+    Seeding: ``reset(seed=s)`` runs the core's replica with seed ``s`` (the same streams as the
+    PettingZoo environment with one client); ``reset()`` draws the replica seed from ``np_random``.
+
+    Args:
+        num_arms: K >= 2.
+        dimension: d >= 1.
+        horizon: T >= 1 steps.
+        noise: ``"gaussian"``, ``"uniform"`` or ``"rademacher"``.
+        sigma: the noise scale.
+        context_mode: ``"ball"`` or ``"pool"``.
+        flatten: observe a flat (K d,) vector (default) instead of a (K, d) matrix.
+        instance_seed: fix theta across resets (otherwise drawn from each reset's seed).
+        render_mode: None or ``"ansi"``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        num_arms: int = 10,
+        dimension: int = 5,
+        horizon: int = 200,
+        noise: str = "gaussian",
+        sigma: float = 0.1,
+        context_mode: str = "ball",
+        flatten: bool = True,
+        instance_seed: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.render_mode = check_render_mode(render_mode)
+        config = LinearConfig(
+            num_clients=1,
+            num_arms=num_arms,
+            dimension=dimension,
+            horizon=horizon,
+            noise=noise,
+            sigma=sigma,
+            context_mode=context_mode,
+            instance_seed=instance_seed,
+        )
+        self.core = LinearCore(config)
+        self.flatten = bool(flatten)
+        shape = (num_arms * dimension,) if self.flatten else (num_arms, dimension)
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float32)
+        self.action_space = spaces.Discrete(num_arms)
+        self._started = False
+
+    def _observation(self) -> np.ndarray:
+        contexts = self.core.contexts[0, 0] if not self.core.done else np.zeros(self.core.contexts.shape[2:])
+        obs = np.clip(contexts, -1.0, 1.0).astype(np.float32)
+        return obs.reshape(self.observation_space.shape)
+
+    def _info(self) -> dict[str, Any]:
+        return {"pseudo_regret": float(self.core.regret[0, 0])}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """Start an episode (``options`` is unused)."""
+        super().reset(seed=seed)
+        replica_seed = int(seed) if seed is not None else int(self.np_random.integers(2**63 - 1))
+        self.core.reset([replica_seed])
+        self._started = True
+        return self._observation(), self._info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Pull arm ``action``; return (observation, reward, False, truncated at the horizon, info)."""
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        arm = discrete_action(action, self.core.config.num_arms)
+        expected = self.core.means[0, 0].copy()
+        reward = float(self.core.pull(np.array([[arm]], np.int64)).rewards[0, 0])
+        instant = float(self.core.last_regret[0, 0])
+        self.core.communicate()
+        info = {**self._info(), "expected_rewards": expected, "instant_regret": instant}
+        return self._observation(), reward, False, self.core.done, info
+
+    def render(self) -> str | None:
+        """A one-line text summary (``render_mode="ansi"``)."""
+        if self.render_mode is None:
+            return None
+        if not self._started:
+            return "not started: call reset()"
+        return f"slot {self.core.slot}/{self.core.config.horizon}  pseudo-regret {self.core.regret[0, 0]:.3f}"
+
+    def close(self) -> None:
+        """Nothing to release."""
