@@ -1,0 +1,490 @@
+"""The successive-elimination engine shared by Li and Song's populations (spec section 2.0).
+
+A *federation* is a group of agents that shares one active set: a whole replica for CDP-, DDP- and
+HDP-MAB, a single agent for Single-MAB. Per federation the engine runs the public schedule:
+
+1. **explore** epoch r: n_r cycles of round-robin over sorted I_{r-1} (D3), the same arm for every member;
+2. at the epoch's end every member computes its epoch means x^ (and, with agent-drawn noise, y^);
+3. **communicate**: the subclass's protocol runs one hop per slot; in each of these slots every member
+   pulls its local empirical best arm (D11); exploitation rewards update nothing;
+4. the round's outcome (the survivors I_r, or a commit arm) starts the next epoch in the next slot,
+   or the **commit** phase (one arm to the horizon), or the **cycle** phase (``after_cap="round_robin"``).
+
+Time model. Messages in this suite are attached to a slot's pulls, and a reward is known only after
+its slot, so the first hop of a round occupies the slot after the epoch's last exploration slot. Every
+hop therefore costs one exploitation slot: CDP spends 1 slot per round, GIS d_G, SAC
+max_q ecc_q(SA_q) + 1 (the sinks upload one hop after their component is collected). This is the
+spec's ``first_hop_free=False`` reading of D9 for CDP and DDP; the default ``True`` (a free first hop)
+needs a message-only boundary exchange in the core, which the suite does not have.
+
+Randomness: agent-drawn Laplace noise comes from the replica's ``agents`` stream, one (members, #I)
+block per federation and epoch in epoch order, so algorithms that differ only in topology or delay
+draw identical noise (common random numbers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from agents.base import Population
+from agents.li_song.schedules import (
+    CALIBRATIONS,
+    EpochPlan,
+    algorithm_epsilon,
+    check_epsilon,
+    check_participation,
+    check_rounds,
+    eliminate,
+    epoch_plan,
+    target_accuracy,
+)
+from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs.core import Action, AgentContext, Feedback
+from fedbandit_envs.topology import Topology
+
+__all__ = [
+    "AFTER_CAP",
+    "AGGREGATES",
+    "EXPLOIT_SOURCES",
+    "HYBRID_AGGREGATIONS",
+    "NOISE_SOURCES",
+    "EliminationState",
+    "aggregate_values",
+    "LiSongConfig",
+    "LiSongPopulation",
+    "epoch_mean_privacy",
+]
+
+#: D7: what happens when the round cap R is reached with more than one active arm.
+AFTER_CAP = ("commit", "round_robin")
+#: D11: the arm pulled during communication slots (the agent's non-private mean, or the last aggregate).
+EXPLOIT_SOURCES = ("local", "last_global")
+#: D4: what the elimination averages (historical means, or the epoch-only means as an ablation).
+AGGREGATES = ("ybar", "yhat")
+#: D5: how the HDP server combines its components.
+HYBRID_AGGREGATIONS = ("weighted", "unweighted")
+#: Who adds the Laplace noise: the DP wrapper (``Sensitive`` fields) or the agent itself (``Privatized``).
+NOISE_SOURCES = ("wrapper", "agent")
+
+#: Phases of a federation.
+EXPLORE, COMMUNICATE, COMMIT, CYCLE = 0, 1, 2, 3
+
+#: The accountant key of the agents' own Laplace mechanism (charged once: epochs compose in parallel).
+ACCOUNT_KEY = "li_song_epoch_means"
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class LiSongConfig:
+    """Hyper-parameters of a Li-Song population and its server (each class documents the ones it uses).
+
+    Attributes:
+        epsilon: the privacy parameter epsilon (None: non-private, no privacy term in S(r) and C(r)).
+        privacy_calibration: ``"paper"`` or ``"strict"`` (D13, see :data:`CALIBRATIONS`).
+        participation: p in (0, 1]; N = ceil(p M) agents upload per round (D12).
+        rounds: the round cap R (None: the standard 2^-r schedule without a cap).
+        delta_schedule_base: Delta of the Delta^(r/R) schedule: a float in (0, 1) or ``"oracle"`` (D6).
+        after_cap: ``"commit"`` or ``"round_robin"`` (D7).
+        exploit_source: ``"local"`` or ``"last_global"`` (D11).
+        noise: ``"wrapper"`` or ``"agent"`` (see :data:`NOISE_SOURCES`).
+        aggregate: ``"ybar"`` or ``"yhat"`` (D4).
+        hybrid_aggregation: ``"weighted"`` or ``"unweighted"`` (D5, HDP only).
+    """
+
+    epsilon: float | None = 1.0
+    privacy_calibration: str = "paper"
+    participation: float = 1.0
+    rounds: int | None = None
+    delta_schedule_base: float | str = "oracle"
+    after_cap: str = "commit"
+    exploit_source: str = "local"
+    noise: str = "wrapper"
+    aggregate: str = "ybar"
+    hybrid_aggregation: str = "weighted"
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.epsilon)
+        check_participation(self.participation)
+        check_rounds(self.rounds)
+        _check_choice("privacy_calibration", self.privacy_calibration, CALIBRATIONS)
+        _check_choice("after_cap", self.after_cap, AFTER_CAP)
+        _check_choice("exploit_source", self.exploit_source, EXPLOIT_SOURCES)
+        _check_choice("noise", self.noise, NOISE_SOURCES)
+        _check_choice("aggregate", self.aggregate, AGGREGATES)
+        _check_choice("hybrid_aggregation", self.hybrid_aggregation, HYBRID_AGGREGATIONS)
+        base = self.delta_schedule_base
+        if base != "oracle":
+            if isinstance(base, bool) or not isinstance(base, int | float | np.floating):
+                raise TypeError(f"delta_schedule_base must be 'oracle' or a float in (0, 1), got {base!r}")
+            if not 0.0 < float(base) < 1.0:
+                raise ValueError(f"delta_schedule_base must lie in (0, 1) (the minimum gap Delta, D6), got {base}")
+
+    def gap_base(self) -> float | None:
+        """Delta of the capped schedule (None without a cap); raises if ``"oracle"`` was never resolved."""
+        if self.rounds is None:
+            return None
+        if self.delta_schedule_base == "oracle":
+            raise ValueError(
+                "delta_schedule_base='oracle' (D6) is resolved from the instance by agents.li_song.run "
+                "(the instance must be fixed with instance_seed); otherwise pass a float in (0, 1)"
+            )
+        return float(self.delta_schedule_base)
+
+
+class EliminationState:
+    """The public elimination state of one federation: active set, completed rounds and S(r).
+
+    Agents and the server each keep one and advance it with the same outcomes, so they agree on every
+    schedule value.
+
+    Args:
+        num_arms: K.
+        horizon: T.
+        n_agg: agents averaged per round.
+        epsilon: the algorithm's epsilon (after calibration), or None.
+        rounds: the round cap R, or None.
+        delta: the gap base of the capped schedule (needed when ``rounds`` is set).
+        after_cap: D7 behaviour when the cap is reached with several arms.
+    """
+
+    def __init__(
+        self,
+        num_arms: int,
+        horizon: int,
+        n_agg: int,
+        epsilon: float | None,
+        rounds: int | None,
+        delta: float | None,
+        after_cap: str,
+    ) -> None:
+        self.num_arms, self.horizon, self.n_agg, self.epsilon = num_arms, horizon, n_agg, epsilon
+        self.rounds, self.delta, self.after_cap = rounds, delta, after_cap
+        self.active = np.ones(num_arms, bool)
+        self.completed = 0
+        self.samples = 0
+        self.plan: EpochPlan | None = None
+        self.commit = -1
+        self.values: np.ndarray | None = None
+
+    @property
+    def exploring(self) -> bool:
+        """Whether another epoch follows (several active arms and the cap not reached)."""
+        capped = self.rounds is not None and self.completed >= self.rounds
+        return self.active.sum() > 1 and not capped
+
+    def begin_epoch(self) -> EpochPlan:
+        """The plan of the next epoch (call only while :attr:`exploring`)."""
+        r = self.completed + 1
+        accuracy = target_accuracy(r, self.rounds, self.delta)
+        self.plan = epoch_plan(
+            r, self.n_agg, self.num_arms, self.horizon, self.epsilon, int(self.active.sum()), accuracy, self.samples
+        )
+        return self.plan
+
+    def decide(self, values: np.ndarray) -> tuple[np.ndarray, int]:
+        """Survivors (K,) and commit arm (-1: none) of the current round from the (K,) aggregate ``values``."""
+        arms = np.flatnonzero(self.active)
+        survivors = np.zeros(self.num_arms, bool)
+        survivors[arms[eliminate(values[arms], self.plan.radius)]] = True
+        commit = -1
+        if survivors.sum() == 1:
+            commit = int(np.flatnonzero(survivors)[0])
+        elif self.rounds is not None and self.completed + 1 >= self.rounds and self.after_cap == "commit":
+            kept = np.flatnonzero(survivors)
+            commit = int(kept[np.argmax(values[kept])])
+        return survivors, commit
+
+    def advance(self, survivors: np.ndarray, commit: int, values: np.ndarray) -> None:
+        """Close the current round with its outcome."""
+        self.completed += 1
+        self.samples = self.plan.samples
+        self.active = np.asarray(survivors, bool).copy()
+        self.commit = int(commit)
+        self.values = np.asarray(values, np.float64).copy()
+
+
+def aggregate_values(
+    totals: np.ndarray,
+    latest: np.ndarray,
+    samples: int,
+    n_agg: int,
+    aggregate: str = "ybar",
+    sizes: np.ndarray | None = None,
+) -> np.ndarray:
+    """The elimination values over the active arms from per-source sums (spec 2.1-2.4).
+
+    Args:
+        totals: (sources, #I) cumulative sums sum_j n_j y^(j) of each source (an agent or a component).
+        latest: (sources, #I) the current epoch's y^ of each source (summed over a component's agents).
+        samples: S(r).
+        n_agg: agents represented by all sources together (M or N).
+        aggregate: ``"ybar"`` (historical means, D4) or ``"yhat"`` (epoch means, ablation).
+        sizes: agents per source for the paper-literal unweighted mean of component means (D5); None
+            gives the sample-weighted mean sum / n_agg.
+    """
+    source = totals if aggregate == "ybar" else latest
+    per_sample = samples if aggregate == "ybar" else 1
+    if sizes is None:
+        return source.sum(axis=0) / (n_agg * per_sample)
+    return (source / sizes[:, None]).sum(axis=0) / (len(sizes) * per_sample)
+
+
+def epoch_mean_privacy(noised: bool, epsilon: float | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The declaration of an epoch-mean message: ``mean`` with ``n`` (records) and ``epoch`` (partition).
+
+    Without agent noise the mean is ``Sensitive`` (sensitivity 1/n_r; a DP wrapper noises it once and
+    accounts it under the epoch's partition key). With agent noise it is ``Privatized`` with the agent's
+    guarantee ``epsilon`` (n_agg epsilon under the paper calibration), charged once for the whole run.
+    """
+    if noised:
+        mean: Any = Privatized(epsilon=epsilon, account_key=ACCOUNT_KEY, description="Laplace noise of the agent")
+    else:
+        mean = Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n", partition_field="epoch")
+    return {"mean": mean, "n": Public(), "epoch": Public(), **(extra or {})}
+
+
+class LiSongPopulation(Population):
+    """Base class of the Li-Song populations (see the module docstring for the phases).
+
+    Subclasses define the federations, n_agg, the topology check and the round protocol
+    (:meth:`_epoch_done`, :meth:`_messages`, :meth:`_receive`), and finish a round with :meth:`_finish`.
+
+    Args:
+        config: the hyper-parameters.
+    """
+
+    def __init__(self, config: LiSongConfig) -> None:
+        self.config = config
+
+    @classmethod
+    def from_config(cls, config: LiSongConfig) -> LiSongPopulation:
+        """A population of this class with the given hyper-parameters."""
+        population = cls.__new__(cls)
+        LiSongPopulation.__init__(population, config)
+        return population
+
+    def completed(self, replica: int, slots: int) -> tuple[int, int]:
+        """(rounds, hop slots) that replica ``replica`` completed within its first ``slots`` slots.
+
+        With one federation per agent (Single-MAB) the rounds are the most any agent completed.
+        """
+        rounds, hops = 0, 0
+        for f in np.flatnonzero(self.fed_replica == replica).tolist():
+            done = [log for log in self.round_log[f] if log.get("end_slot", slots) < slots]
+            rounds, hops = max(rounds, len(done)), max(hops, sum(log["hops"] for log in done))
+        return rounds, hops
+
+    # ------------------------------------------------------------------ subclass interface
+    def n_agg(self, num_agents: int) -> int:
+        """Agents whose data each elimination averages."""
+        return num_agents
+
+    def check_topology(self, topology: Topology) -> None:
+        """Raise ValueError if the protocol cannot run on ``topology``."""
+
+    def _federation_of(self, num_replicas: int, num_agents: int) -> np.ndarray:
+        """(B, M) federation index of every agent (default: one federation per replica)."""
+        return np.repeat(np.arange(num_replicas), num_agents).reshape(num_replicas, num_agents)
+
+    def _epoch_done(self, f: int, slot: int, means: np.ndarray) -> None:
+        """Start the round of federation ``f`` after its epoch ended in ``slot``; ``means`` is (members, #I)."""
+        raise NotImplementedError
+
+    def _messages(self, slot: int, feds: np.ndarray) -> list[MessageBatch]:
+        """The messages of ``slot`` of the communicating federations ``feds``."""
+        return []
+
+    def _receive(self, feedback: Feedback, feds: np.ndarray) -> None:
+        """Read a step's inbox; ``feds`` were communicating in that slot."""
+
+    # ------------------------------------------------------------------ binding (agents.li_song.run)
+    def bind(
+        self,
+        num_agents: int,
+        epsilon: Any = None,
+        calibration: str | None = None,
+        n_agg: int | None = None,
+        delta: float | None = None,
+    ) -> None:
+        """Take epsilon and the calibration from a DP wrapper, and Delta from the instance (D6).
+
+        Args:
+            num_agents: M of the environment.
+            epsilon: the wrapper's epsilon (ignored unless ``noise="wrapper"``).
+            calibration: the wrapper's calibration.
+            n_agg: the wrapper's n_agg (must match under the paper calibration).
+            delta: the instance's minimum gap, used when ``delta_schedule_base="oracle"``.
+        """
+        config = self.config
+        if epsilon is not None and config.noise == "wrapper":
+            if callable(epsilon):
+                raise TypeError("Li-Song agents need a constant epsilon in the DP wrapper, not a schedule")
+            expected = self.n_agg(num_agents)
+            if calibration == "paper" and n_agg != expected:
+                raise ValueError(
+                    f"the DP wrapper's n_agg={n_agg} must equal the agents averaged per round ({expected}): "
+                    f"pass n_agg={expected} to the wrapper"
+                )
+            config = replace(config, epsilon=float(epsilon), privacy_calibration=calibration)
+        if delta is not None and config.rounds is not None and config.delta_schedule_base == "oracle":
+            config = replace(config, delta_schedule_base=float(delta))
+        self.config = config
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, context: AgentContext) -> None:
+        """Start every federation's first epoch."""
+        low, high = context.reward_bounds
+        if low < 0.0 or high > 1.0:
+            raise ValueError(
+                f"Li-Song's algorithms need rewards in [0, 1] (sensitivity 1/n_r), got bounds {context.reward_bounds}; "
+                "use reward_model='bernoulli' or 'beta'"
+            )
+        for topology in context.topologies:
+            self.check_topology(topology)
+        cfg = self.config
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        self.context = context
+        self.num_agg = self.n_agg(m)
+        self.epsilon = algorithm_epsilon(cfg.epsilon, cfg.privacy_calibration, self.num_agg)
+        self.message_epsilon = None if self.epsilon is None else self.epsilon * self.num_agg
+        self.agent_noise = self.epsilon is not None and cfg.noise == "agent"
+        delta = cfg.gap_base()
+        self.fed_of = self._federation_of(b, m)
+        num_feds = int(self.fed_of.max()) + 1
+        self.fed_replica = np.zeros(num_feds, np.int64)
+        self.fed_members: list[np.ndarray] = [np.zeros(0, np.int64)] * num_feds
+        for replica in range(b):
+            for f in np.unique(self.fed_of[replica]):
+                self.fed_replica[f] = replica
+                self.fed_members[f] = np.flatnonzero(self.fed_of[replica] == f)
+        self.states = [
+            EliminationState(k, context.horizon, self.num_agg, self.epsilon, cfg.rounds, delta, cfg.after_cap)
+            for _ in range(num_feds)
+        ]
+        self.phase = np.full(num_feds, EXPLORE, np.int64)
+        self.start = np.zeros(num_feds, np.int64)
+        self.end = np.zeros(num_feds, np.int64)
+        self.size = np.ones(num_feds, np.int64)
+        self.order = np.zeros((num_feds, k), np.int64)
+        self.commit = np.zeros(num_feds, np.int64)
+        self._feds = np.arange(num_feds)
+        self.epoch_sums = np.zeros((b, m, k))
+        self.explore_sums = np.zeros((b, m, k))
+        self.exploit = np.zeros((b, m), np.int64)
+        self._rows, self._cols = np.arange(b)[:, None], np.arange(m)[None, :]
+        self.noise_rngs = context.agent_rngs()
+        #: Per federation, one dict per round: schedule values and the slots it used (diagnostics).
+        self.round_log: list[list[dict[str, Any]]] = [[] for _ in range(num_feds)]
+        self._static: np.ndarray | None = None
+        for f in range(num_feds):
+            self._begin(f, 0)
+
+    def _begin(self, f: int, slot: int) -> None:
+        """Start federation ``f``'s next epoch (or its commit / cycle phase) at ``slot``."""
+        state = self.states[f]
+        if state.exploring:
+            plan = state.begin_epoch()
+            self.phase[f], self.end[f] = EXPLORE, slot + plan.epoch_length - 1
+            self.round_log[f].append(
+                {
+                    "round": plan.round,
+                    "num_active": plan.num_active,
+                    "pulls": plan.pulls,
+                    "samples": plan.samples,
+                    "radius": plan.radius,
+                    "noise_scale": plan.noise_scale,
+                    "explore_start": slot,
+                    "explore_end": int(self.end[f]),
+                }
+            )
+        elif state.commit >= 0:
+            self.phase[f], self.commit[f] = COMMIT, state.commit
+        else:
+            self.phase[f] = CYCLE
+        arms = np.flatnonzero(state.active)
+        self.order[f, : len(arms)], self.size[f], self.start[f] = arms, len(arms), slot
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Cache the per-slot views of the phases (they change only at epoch and round ends)."""
+        exploring = self.phase == EXPLORE
+        self._exploring = exploring
+        self._exploring_agents = exploring[self.fed_of]
+        self._all_exploring = bool(exploring.all())
+        self._next_end = int(self.end[exploring].min()) if exploring.any() else -1
+        self._communicating = np.flatnonzero(self.phase == COMMUNICATE)
+        self._committing = bool((self.phase == COMMIT).any())
+        if np.all(self.phase == COMMIT):
+            self._static = self.commit[self.fed_of]
+
+    def _on_epoch_end(self, f: int, slot: int) -> None:
+        """Epoch means of the members, their exploitation arm (D11), agent noise; then the protocol."""
+        replica, members, state = self.fed_replica[f], self.fed_members[f], self.states[f]
+        plan, arms = state.plan, np.flatnonzero(state.active)
+        sums = self.epoch_sums[replica, members]
+        self.explore_sums[replica, members] += sums
+        self.epoch_sums[replica, members] = 0.0
+        means = sums[:, arms] / plan.pulls
+        if self.config.exploit_source == "local" or state.values is None:
+            scores = self.explore_sums[replica, members][:, arms]
+        else:
+            scores = np.broadcast_to(state.values[arms], means.shape)
+        self.exploit[replica, members] = arms[np.argmax(scores, axis=1)]
+        if self.agent_noise:
+            means = means + self.noise_rngs[replica].laplace(0.0, plan.noise_scale, means.shape)
+        self.phase[f] = COMMUNICATE
+        self._refresh()
+        self._epoch_done(f, slot, means)
+
+    def _finish(self, f: int, slot: int, survivors: np.ndarray, commit: int, values: np.ndarray) -> None:
+        """Close federation ``f``'s round in ``slot`` with its outcome and start what follows in ``slot + 1``."""
+        self.states[f].advance(survivors, commit, values)
+        log = self.round_log[f][-1]
+        log.update(end_slot=slot, hops=slot - log["explore_end"], survivors=int(np.sum(survivors)))
+        self._begin(f, slot + 1)
+
+    # ------------------------------------------------------------------ slots
+    def act(self, slot: int, partners: np.ndarray) -> Action:
+        """Exploration arm, exploitation arm (communicating) or commit arm of every agent; hop messages."""
+        if self._static is not None:
+            return Action(self._static)
+        fed_arms = self.order[self._feds, (slot - self.start) % self.size]
+        if self._committing:
+            fed_arms = np.where(self.phase == COMMIT, self.commit, fed_arms)
+        arms = fed_arms[self.fed_of]
+        if not len(self._communicating):
+            return Action(arms)
+        communicating = self.phase == COMMUNICATE
+        arms = np.where(communicating[self.fed_of], self.exploit, arms)
+        batches = self._messages(slot, self._communicating)
+        batches.sort(key=lambda batch: int(batch.sender.min()))  # the PettingZoo path's grouping order
+        return Action(arms, batches)
+
+    def observe(self, feedback: Feedback) -> None:
+        """Accumulate exploration rewards, end epochs, and run the protocol on the inbox."""
+        if self._static is not None:
+            return
+        slot = feedback.slot
+        exploring, agents, everyone, next_end = (
+            self._exploring,
+            self._exploring_agents,
+            self._all_exploring,
+            self._next_end,
+        )
+        if feedback.inbox or len(self._communicating):
+            self._receive(feedback, self._communicating)
+        if next_end < 0:
+            return
+        rewards = feedback.rewards if everyone else np.where(agents, feedback.rewards, 0.0)
+        self.epoch_sums[self._rows, self._cols, feedback.arms] += rewards
+        if slot >= next_end:
+            for f in np.flatnonzero(exploring & (self.end == slot)):
+                self._on_epoch_end(int(f), slot)

@@ -1,0 +1,440 @@
+"""HDP-MAB with Find Sink Agents and the SAC protocol (Li and Song, Algorithms 4 and 5).
+
+The agents form Q disjoint connected components; in each, one *sink* agent is linked to the server.
+:func:`find_sink_agents` (Alg. 4) picks each component's lowest-id centre (D20) and a BFS
+shortest-path tree towards it (parent = lowest-id closer neighbour, D22); :func:`hybrid_topology`
+builds the environment's topology with the server linked to those sinks.
+
+A round (one hop per slot, D9): in hop h every non-sink agent forwards to its parent the vectors it
+has not forwarded yet (its own privatized epoch mean in hop 0, those received in hop h - 1 later), as
+raw (origin, y^) pairs, so payload-hops are sum_i sd(i, SA_q) (App. F). A sink whose component is
+complete uploads the component's sum and size to the server in the next hop (SINK_UPLOAD: its own
+epoch mean and the sum of the relayed ones); the server (:class:`HDPServer`) waits for every sink,
+aggregates sample-weighted (D5: sum_q s_q / M, the CDP aggregate) or unweighted, eliminates and
+broadcasts (free downlink) to the sinks; the agents of a component learn I_r through the free
+synchronisation broadcast (spec 2.4 step 2.5, D23). A round takes max_q ecc_q(SA_q) + 1 hop slots
+(one when every component is a single agent, which is CDP-MAB with p = 1); see
+:mod:`agents.li_song.engine` for the time model.
+
+Privacy as in CDP-MAB: an agent's own epoch mean leaves it once (to its parent, or in its sink's
+upload) declared ``Sensitive`` (the DP wrapper noises it once) or, with ``noise="agent"``,
+``Privatized``; relays and sums of relayed values are ``Privatized()`` post-processing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.base import Coordinator
+from agents.li_song.cdp import first_rows, pooled_broadcast
+from agents.li_song.engine import (
+    EliminationState,
+    LiSongConfig,
+    LiSongPopulation,
+    aggregate_values,
+    epoch_mean_privacy,
+)
+from agents.li_song.schedules import algorithm_epsilon
+from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.channel.privacy import Privatized, Public
+from fedbandit_envs.core import AgentContext, Feedback
+from fedbandit_envs.topology import (
+    SERVER,
+    Topology,
+    complete,
+    default_erdos_renyi_p,
+    erdos_renyi,
+    from_adjacency,
+    path,
+    ring,
+    star,
+)
+
+__all__ = ["COMPONENT_GRAPHS", "HDPMAB", "HDPServer", "SinkPlan", "find_sink_agents", "hybrid_topology", "sink_plan"]
+
+#: Graph kinds of :func:`hybrid_topology` components (star: the hub is the component's lowest id).
+COMPONENT_GRAPHS = ("complete", "star", "erdos_renyi", "ring", "path")
+
+RELAY_PRIVACY = {"origin": Public(), "mean": Privatized(description="y^ of another agent, relayed unchanged")}
+
+
+@dataclass(frozen=True)
+class SinkPlan:
+    """The output of Find Sink Agents (Alg. 4) for a hybrid topology.
+
+    Attributes:
+        components: the agents of each component (sorted; components ordered by their lowest agent).
+        sinks: (Q,) the sink agent SA_q of each component.
+        hops: (Q,) ecc_q(SA_q), the convergecast hops of each component (0 for a single agent).
+        parent: (M,) parent of each agent on the BFS tree towards its sink (-1 for sinks, D22).
+        depth: (M,) sd(i, SA_q), the hop distance of each agent to its sink.
+        height: (M,) height of each agent's subtree in that tree (leaves 0).
+    """
+
+    components: tuple[np.ndarray, ...]
+    sinks: np.ndarray
+    hops: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    height: np.ndarray
+
+    @property
+    def t_delay(self) -> int:
+        """The spec's delay max_q max(ecc_q(SA_q) - 1, 0) (D9 with a free first hop)."""
+        return max(int(self.hops.max()) - 1, 0)
+
+    @property
+    def round_hops(self) -> int:
+        """Hop slots of a round in this suite: the convergecast plus the sinks' upload hop."""
+        return int(self.hops.max()) + 1
+
+
+def sink_plan(topology: Topology, sinks: Sequence[int]) -> SinkPlan:
+    """The SAC trees of ``topology`` towards the given sinks (one agent per connected component)."""
+    components = topology.components()
+    sinks = np.asarray(sinks, np.int64)
+    component_of = topology.component_of()
+    if len(sinks) != len(components) or sorted(component_of[sinks].tolist()) != list(range(len(components))):
+        raise ValueError(
+            f"HDP-MAB needs exactly one sink (server-linked agent) per connected component: the topology has "
+            f"{len(components)} components and sinks {sinks.tolist()}; build it with hybrid_topology()"
+        )
+    sinks = sinks[np.argsort(component_of[sinks])]
+    distances = topology.distances()
+    parent = np.full(topology.num_agents, -1, np.int64)
+    depth = np.zeros(topology.num_agents, np.int64)
+    for members, sink in zip(components, sinks.tolist()):
+        tree = topology.bfs_parents(sink)
+        parent[members] = tree[members]
+        depth[members] = distances[sink, members]
+    height = np.zeros(topology.num_agents, np.int64)
+    for agent in np.argsort(-depth, kind="stable").tolist():  # deepest first: children before parents
+        if parent[agent] >= 0:
+            height[parent[agent]] = max(height[parent[agent]], height[agent] + 1)
+    hops = np.array([depth[members].max() for members in components], np.int64)
+    return SinkPlan(tuple(components), sinks, hops, parent, depth, height)
+
+
+def find_sink_agents(topology: Topology) -> SinkPlan:
+    """Alg. 4: each component's sink is its lowest-id agent of minimum eccentricity (a centre, D20)."""
+    eccentricity = topology.eccentricity()
+    sinks = [int(members[np.argmin(eccentricity[members])]) for members in topology.components()]
+    return sink_plan(topology, sinks)
+
+
+def _groups(num_agents: int, components: Sequence[int] | Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """Agent groups from component sizes (consecutive blocks) or explicit agent lists; must partition the agents."""
+    if len(components) == 0:
+        raise ValueError("components must list at least one component (sizes or agent lists)")
+    sizes = [isinstance(c, int | np.integer) and not isinstance(c, bool) for c in components]
+    if any(sizes) and not all(sizes):
+        raise TypeError(f"components must be all sizes or all agent lists, got {list(components)!r}")
+    if all(sizes):
+        if any(c < 1 for c in components):
+            raise ValueError(f"component sizes must be >= 1, got {list(components)}")
+        bounds = np.cumsum([0, *components])
+        groups = [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    else:
+        groups = [np.asarray(sorted(c), np.int64) for c in components]
+    members = np.concatenate(groups)
+    missing = sorted(set(range(num_agents)) - set(members.tolist()))
+    repeated = sorted({int(a) for a in members if np.sum(members == a) > 1})
+    outside = sorted({int(a) for a in members if not 0 <= a < num_agents})
+    if missing or repeated or outside:
+        raise ValueError(
+            f"components must cover the {num_agents} agents exactly once: missing {missing[:10]}, "
+            f"repeated {repeated[:10]}, out of range {outside[:10]}"
+        )
+    return groups
+
+
+def hybrid_topology(
+    num_agents: int,
+    components: Sequence[int] | Sequence[Sequence[int]],
+    graph: str = "complete",
+    rng: np.random.Generator | None = None,
+) -> Topology:
+    """A hybrid topology (Table II): component graphs, the server linked to each component's sink (Alg. 4).
+
+    Args:
+        num_agents: M; the components must cover agents 0..M-1 exactly once.
+        components: component sizes (consecutive agent blocks, e.g. ``[20] * 5``) or lists of agent ids.
+        graph: the graph of every component, one of :data:`COMPONENT_GRAPHS` (``"erdos_renyi"`` uses
+            p = min(1, 2 ln M_q / M_q), resampled until connected, D18).
+        rng: the generator of random component graphs.
+    """
+    if graph not in COMPONENT_GRAPHS:
+        raise ValueError(f"graph must be one of {COMPONENT_GRAPHS}, got {graph!r}")
+    if graph == "erdos_renyi" and rng is None:
+        raise ValueError("graph='erdos_renyi' needs rng=numpy.random.default_rng(seed)")
+    adjacency = np.zeros((num_agents, num_agents), bool)
+    for group in _groups(num_agents, components):
+        size = len(group)
+        if size == 1:
+            continue
+        if graph == "erdos_renyi":
+            sub = erdos_renyi(size, default_erdos_renyi_p(size), rng)
+        else:
+            kind = "path" if graph == "ring" and size < 3 else graph
+            sub = {"complete": complete, "star": star, "ring": ring, "path": path}[kind](size)
+        adjacency[np.ix_(group, group)] = sub.adjacency
+    layout = from_adjacency(adjacency, name="hybrid")
+    server_links = np.zeros(num_agents, bool)
+    server_links[find_sink_agents(layout).sinks] = True
+    return from_adjacency(adjacency, server_links, "hybrid")
+
+
+class HDPServer(Coordinator):
+    """The HDP-MAB server: waits for every sink's upload, aggregates (D5), eliminates, broadcasts to the sinks.
+
+    Args:
+        config: the population's hyper-parameters.
+    """
+
+    def __init__(self, config: LiSongConfig) -> None:
+        self.config = config
+
+    def reset(self, context: AgentContext, rngs: list[np.random.Generator]) -> None:
+        """Read each replica's components and sinks; start round 1."""
+        cfg = self.config
+        m, k = context.num_agents, context.num_arms
+        epsilon = algorithm_epsilon(cfg.epsilon, cfg.privacy_calibration, m)
+        self.plans = [sink_plan(t, np.flatnonzero(t.server_links)) for t in context.topologies]
+        self.states = []
+        for _ in context.topologies:
+            state = EliminationState(k, context.horizon, m, epsilon, cfg.rounds, cfg.gap_base(), cfg.after_cap)
+            state.begin_epoch()
+            self.states.append(state)
+        self.component = [{int(s): q for q, s in enumerate(plan.sinks)} for plan in self.plans]
+        self.sizes = [np.array([len(c) for c in plan.components], np.float64) for plan in self.plans]
+        q_max = max(len(plan.sinks) for plan in self.plans)
+        b = context.num_replicas
+        self.totals = np.zeros((b, q_max, k))
+        self.latest = np.zeros((b, q_max, k))
+        self.received = np.zeros((b, q_max), bool)
+        self.counts = np.zeros((b, k), np.int64)
+        self.sums = np.zeros((b, k))
+        self.selected = np.ones((b, m), bool)
+
+    def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
+        """Add the sinks' uploads; close every replica whose sinks have all uploaded."""
+        if not inbox:
+            return []
+        for batch in inbox:
+            if batch.kind == "sink_upload":
+                self._add(batch)
+        done = []
+        for b, plan in enumerate(self.plans):
+            if self.states[b].plan is not None and self.received[b, : len(plan.sinks)].all():
+                self._close(b)
+                done.append(b)
+        if not done:
+            return []
+        active = np.stack([self.states[b].active for b in done])
+        commits = [self.states[b].commit for b in done]
+        rounds = [self.states[b].completed for b in done]
+        return [
+            pooled_broadcast(done, self.counts[done], self.sums[done], active, self.selected[done], commits, rounds)
+        ]
+
+    def _add(self, batch: MessageBatch) -> None:
+        for row in range(len(batch)):
+            b = int(batch.replica[row])
+            q = self.component[b][int(batch.sender[row])]
+            arms = np.flatnonzero(self.states[b].active)
+            component_sum = batch.payload["own"][row] + batch.payload["relayed"][row]
+            self.totals[b, q, arms] += batch.payload["n"][row] * component_sum
+            self.latest[b, q, arms] = component_sum
+            self.received[b, q] = True
+
+    def _close(self, b: int) -> None:
+        state, q = self.states[b], len(self.plans[b].sinks)
+        arms = np.flatnonzero(state.active)
+        sizes = self.sizes[b] if self.config.hybrid_aggregation == "unweighted" else None
+        values = np.zeros(len(state.active))
+        values[arms] = aggregate_values(
+            self.totals[b, :q][:, arms],
+            self.latest[b, :q][:, arms],
+            state.plan.samples,
+            state.n_agg,
+            self.config.aggregate,
+            sizes,
+        )
+        survivors, commit = state.decide(values)
+        self.counts[b, arms] = state.n_agg * state.plan.samples
+        self.sums[b, arms] = values[arms] * self.counts[b, arms]
+        state.advance(survivors, commit, values)
+        self.received[b] = False
+        state.plan = state.begin_epoch() if state.exploring else None
+
+
+class HDPMAB(LiSongPopulation):
+    """HDP-MAB (Algorithms 4 and 5; Cor. 2 with a round cap) on a hybrid topology.
+
+    The environment's topology must give each connected component exactly one server-linked agent,
+    its sink (build it with :func:`hybrid_topology`).
+
+    Args:
+        epsilon: the privacy parameter (None: non-private); the DP wrapper needs ``n_agg = M``.
+        rounds: the round cap R >= 1 (None: no cap; Delta^(r/R) schedule with a cap).
+        delta_schedule_base: Delta of that schedule: a float in (0, 1) or ``"oracle"`` (D6).
+        after_cap: ``"commit"`` (D7) or ``"round_robin"`` after R rounds.
+        exploit_source: the arm of hop slots: ``"local"`` (D11) or ``"last_global"``.
+        noise: ``"wrapper"`` (the DP wrapper noises the declared means) or ``"agent"``.
+        aggregate: ``"ybar"`` (D4) or ``"yhat"`` (ablation).
+        hybrid_aggregation: ``"weighted"`` (sum of component sums / M, D5) or ``"unweighted"`` (the mean
+            of the component means, Alg. 5 line 14).
+        privacy_calibration: ``"paper"`` or ``"strict"`` (D13).
+    """
+
+    def __init__(
+        self,
+        epsilon: float | None = 1.0,
+        rounds: int | None = None,
+        delta_schedule_base: float | str = "oracle",
+        after_cap: str = "commit",
+        exploit_source: str = "local",
+        noise: str = "wrapper",
+        aggregate: str = "ybar",
+        hybrid_aggregation: str = "weighted",
+        privacy_calibration: str = "paper",
+    ) -> None:
+        super().__init__(
+            LiSongConfig(
+                epsilon=epsilon,
+                privacy_calibration=privacy_calibration,
+                rounds=rounds,
+                delta_schedule_base=delta_schedule_base,
+                after_cap=after_cap,
+                exploit_source=exploit_source,
+                noise=noise,
+                aggregate=aggregate,
+                hybrid_aggregation=hybrid_aggregation,
+            )
+        )
+
+    def make_coordinator(self) -> HDPServer:
+        """The server of the sinks."""
+        return HDPServer(self.config)
+
+    def check_topology(self, topology: Topology) -> None:
+        """One server-linked sink per component (raises ValueError otherwise)."""
+        sink_plan(topology, np.flatnonzero(topology.server_links))
+
+    def reset(self, context: AgentContext) -> None:
+        """SAC trees of every replica; empty convergecast state."""
+        super().reset(context)
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        self.plans = [sink_plan(t, np.flatnonzero(t.server_links)) for t in context.topologies]
+        self.own = np.zeros((b, m, k))
+        self.vectors = np.zeros((b, m, k))
+        self.pending = np.zeros((b, m, m), bool)
+        self.collected = np.zeros((b, m, m), bool)
+        self.uploaded = np.zeros((b, m), bool)
+
+    def _epoch_done(self, f: int, slot: int, means: np.ndarray) -> None:
+        arms, plan = np.flatnonzero(self.states[f].active), self.plans[f]
+        self.own[f] = 0.0
+        self.own[f][:, arms] = means
+        is_sink = plan.parent < 0
+        self.pending[f] = np.diag(~is_sink)
+        self.collected[f] = False
+        self.uploaded[f] = False
+
+    def _messages(self, slot: int, feds: np.ndarray) -> list[MessageBatch]:
+        batches = []
+        for b in feds.tolist():
+            batches += self._hop(b)
+        return batches
+
+    def _hop(self, b: int) -> list[MessageBatch]:
+        """FORWARD rows of the non-sinks holding unforwarded vectors, and the uploads of complete sinks."""
+        state, plan = self.states[b], self.plans[b]
+        arms, epoch = np.flatnonzero(state.active), state.plan
+        sender, origin = np.nonzero(self.pending[b])
+        self.pending[b] = False
+        own = sender == origin
+        parent = plan.parent[sender]
+        ids = origin.astype(np.int32)
+        batches = [
+            MessageBatch(
+                "forward",
+                np.full(int((~own).sum()), b),
+                sender[~own],
+                parent[~own],
+                {"origin": ids[~own], "mean": self.vectors[b][origin[~own]][:, arms]},
+                privacy=RELAY_PRIVACY,
+            )
+        ]
+        count = int(own.sum())
+        if count:
+            payload = {
+                "origin": ids[own],
+                "mean": self.own[b][origin[own]][:, arms],
+                "n": np.full(count, epoch.pulls, np.int32),
+                "epoch": np.full(count, epoch.round, np.int32),
+            }
+            privacy = epoch_mean_privacy(self.agent_noise, self.message_epsilon, {"origin": Public()})
+            batches.append(
+                MessageBatch("forward", np.full(count, b), sender[own], parent[own], payload, privacy=privacy)
+            )
+        batches.append(self._uploads(b, arms))
+        return [batch for batch in batches if len(batch)]
+
+    def _uploads(self, b: int, arms: np.ndarray) -> MessageBatch:
+        """SINK_UPLOAD of every sink whose component is complete: its own mean and the relayed sum."""
+        plan, epoch = self.plans[b], self.states[b].plan
+        sinks, own, relayed, sizes = [], [], [], []
+        for members, sink in zip(plan.components, plan.sinks.tolist()):
+            others = members[members != sink]
+            if self.uploaded[b, sink] or not self.collected[b, sink, others].all():
+                continue
+            self.uploaded[b, sink] = True
+            sinks.append(sink)
+            own.append(self.own[b, sink, arms])
+            relayed.append(self.vectors[b][others][:, arms].sum(axis=0))
+            sizes.append(len(members))
+        rows = len(sinks)
+        payload = {
+            "own": np.reshape(own, (rows, len(arms))),
+            "relayed": np.reshape(relayed, (rows, len(arms))),
+            "members": np.asarray(sizes, np.int32),
+            "n": np.full(rows, epoch.pulls, np.int32),
+            "epoch": np.full(rows, epoch.round, np.int32),
+        }
+        privacy = epoch_mean_privacy(self.agent_noise, self.message_epsilon)
+        privacy = {
+            "own": privacy.pop("mean"),
+            "relayed": Privatized(description="sum of the component's relayed y^"),
+            "members": Public(),
+            **privacy,
+        }
+        return MessageBatch("sink_upload", np.full(rows, b), sinks, np.full(rows, SERVER), payload, privacy=privacy)
+
+    def _receive(self, feedback: Feedback, feds: np.ndarray) -> None:
+        outcome: dict[int, tuple[MessageBatch, int]] = {}
+        for batch in feedback.inbox:
+            if batch.kind == "forward":
+                self._deliver(batch)
+            elif batch.kind == "pooled":
+                outcome.update({b: (batch, row) for b, row in first_rows(batch).items()})
+        for b, (batch, row) in outcome.items():
+            if b in feds:
+                counts = batch.payload["counts"][row]
+                values = np.divide(batch.payload["sums"][row], counts, out=np.zeros(len(counts)), where=counts > 0)
+                self._finish(b, feedback.slot, batch.payload["active"][row], int(batch.payload["commit"][row]), values)
+
+    def _deliver(self, batch: MessageBatch) -> None:
+        """Store forwarded vectors; sinks collect them, other agents queue them for their parent."""
+        origin = batch.payload["origin"].astype(np.int64)
+        for b in np.unique(batch.replica).tolist():
+            rows = np.flatnonzero(batch.replica == b)
+            arms = np.flatnonzero(self.states[b].active)
+            recipient, came = batch.recipient[rows], origin[rows]
+            self.vectors[b][came[:, None], arms[None, :]] = batch.payload["mean"][rows]
+            is_sink = self.plans[b].parent[recipient] < 0
+            self.collected[b, recipient[is_sink], came[is_sink]] = True
+            self.pending[b, recipient[~is_sink], came[~is_sink]] = True

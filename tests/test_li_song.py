@@ -1,0 +1,477 @@
+"""Li and Song's algorithms: the exact checks of spec section 5, protocols, privacy, equivalence, bad input."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from scipy import stats
+
+from agents.li_song import (
+    CDPMAB,
+    DDPMAB,
+    HDPMAB,
+    LiSongMAB,
+    SingleMAB,
+    epoch_plan,
+    find_sink_agents,
+    hybrid_topology,
+    participants,
+    run,
+    target_accuracy,
+)
+from agents.li_song.engine import COMMUNICATE, aggregate_values
+from agents.li_song.schedules import eliminate
+from fedbandit_envs.bench import names
+from fedbandit_envs.runner import ALGORITHMS, build_env, make_algorithm
+from fedbandit_envs.runner import run as plain_run
+from fedbandit_envs.topology import from_adjacency, ring
+from fedbandit_envs.views import FederatedClientEnv
+from wrappers.dp import LaplaceMessageDP
+
+
+def laplace(n_agg, epsilon=1.0, calibration="paper"):
+    return lambda env: LaplaceMessageDP(env, epsilon=epsilon, calibration=calibration, n_agg=n_agg)
+
+
+def play(population, env_kwargs, seeds=(0,), wrappers=(), on_step=None):
+    """Run a population by hand on a (wrapped) core; returns the core and the (T, B, M) arms."""
+    env = build_env(population, env_kwargs, wrappers)
+    core = env.unwrapped.core
+    feedback = core.reset(list(seeds))
+    population.reset(core.context)
+    arms = []
+    for t in range(core.config.horizon):
+        action = population.act(t, feedback.partners)
+        feedback = core.step(action.arms, action.messages)
+        population.observe(feedback)
+        arms.append(feedback.arms.copy())
+        if on_step is not None:
+            on_step(t, population, feedback)
+    return core, np.array(arms)
+
+
+# --------------------------------------------------------------------------------------------- schedules (5.1, 5.2)
+GOLDEN = [  # n_agg, K, T, eps, r, #I, accuracy, S(r-1) | term1, term2, S, n, C, 1/b
+    ((50, 100, 1e5, 1.0, 1, 100, 0.5, 0), (11.6464, 0.2730, 12, 12, 0.125989, 600)),
+    ((50, 100, 1e5, 0.1, 1, 100, 0.5, 0), (11.6464, 2.7301, 12, 12, 0.151584, 60)),
+    ((50, 100, 1e5, 1.0, 2, 40, 0.25, 12), (47.7889, 1.1329, 48, 36, 0.063838, 1800)),
+    ((participants(0.2, 50), 100, 1e5, 1.0, 1, 100, 0.5, 0), (58.2321, 3.0524, 59, 59, 0.130651, 590)),
+    ((50, 100, 1e5, 1.0, 1, 100, 0.01 ** (1 / 5), 0), (18.3710, 0.3429, 19, 19, 0.099662, 950)),
+    ((5, 10, 1e5, 0.1, 1, 10, 0.5, 0), (101.7277, 80.6881, 102, 102, 0.223716, 51)),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), GOLDEN)
+def test_golden_schedule_values(args, expected):
+    n_agg, k, horizon, eps, r, active, accuracy, previous = args
+    plan = epoch_plan(r, n_agg, k, int(horizon), eps, active, accuracy, previous)
+    term1, term2, samples, pulls, radius, inverse_scale = expected
+    assert plan.term1 == pytest.approx(term1, abs=5e-5)
+    assert plan.term2 == pytest.approx(term2, abs=5e-5)
+    assert (plan.samples, plan.pulls) == (samples, pulls)
+    assert plan.radius == pytest.approx(radius, abs=5e-7)
+    assert plan.noise_scale == pytest.approx(1 / inverse_scale, rel=1e-12)
+
+
+def test_accuracy_schedules_and_participants():
+    assert [target_accuracy(r) for r in (1, 2, 3)] == [0.5, 0.25, 0.125]
+    assert [target_accuracy(r, 2, 0.01) for r in (1, 2)] == pytest.approx([0.1, 0.01], rel=1e-12)
+    five = [target_accuracy(r, 5, 0.01) for r in range(1, 6)]
+    assert five == pytest.approx([0.398107, 0.158489, 0.063096, 0.025119, 0.01], abs=5e-7)
+    assert target_accuracy(5, 5, 0.01) == 0.01  # Delta~_R = Delta exactly
+    assert participants(0.7, 10) == 7 and participants(0.2, 50) == 10 and participants(1.0, 50) == 50
+    assert participants(0.01, 50) == 1
+    # D2: S(r) >= S(r-1) + 1 even when the target would shrink
+    assert epoch_plan(3, 50, 100, 10**5, None, 2, 0.5, 100).samples == 101
+
+
+def test_elimination_keeps_the_argmax_and_shrinks():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        values = rng.random(rng.integers(1, 30))
+        keep = eliminate(values, rng.random() * 0.1)
+        assert keep[np.argmax(values)] and keep.sum() >= 1
+    assert eliminate(np.array([0.75, 0.5, 0.625]), 0.125).tolist() == [True, False, True]  # a gap of exactly 2C removes
+
+
+def test_aggregates_weighted_unweighted_and_epoch_only():
+    totals = np.array([[6.0, 3.0], [2.0, 4.0]])  # two sources: sums of n_j y^(j) over S = 2 samples
+    latest = np.array([[1.0, 0.5], [0.25, 1.0]])
+    assert aggregate_values(totals, latest, 2, 4).tolist() == [1.0, 0.875]  # (6 + 2) / (4 * 2), (3 + 4) / 8
+    assert aggregate_values(totals, latest, 2, 4, "yhat").tolist() == [0.3125, 0.375]  # (1 + 0.25) / 4
+    sizes = np.array([3.0, 1.0])  # unweighted mean of component means (D5, Alg. 5 line 14)
+    assert aggregate_values(totals, latest, 2, 4, "ybar", sizes).tolist() == [(6 / 3 + 2) / 4, (3 / 3 + 4) / 4]
+
+
+def test_after_the_cap_commit_or_round_robin():
+    env = {"num_agents": 3, "num_arms": 6, "horizon": 3000, "instance": [0.5, 0.5, 0.49, 0.48, 0.1, 0.0]}
+    for after_cap in ("commit", "round_robin"):
+        population = CDPMAB(rounds=1, delta_schedule_base=0.5, after_cap=after_cap)
+        core, arms = play(population, env)
+        row, state = population.round_log[0][0], population.states[0]
+        tail = arms[row["end_slot"] + 1 :, 0]
+        survivors = np.flatnonzero(state.active)
+        assert state.completed == 1 and len(survivors) > 1 and len(tail) > 100
+        if after_cap == "commit":  # D7: the best aggregate among the survivors, for every agent
+            best = survivors[np.argmax(state.values[survivors])]
+            assert np.all(tail == best)
+        else:
+            assert np.all(tail == survivors[np.arange(len(tail)) % len(survivors)][:, None])
+
+
+def test_exploitation_arm_sources():
+    """D11: in hop slots each agent pulls its own non-private best; ``last_global`` pulls the previous aggregate's."""
+    env = {
+        "num_agents": 8,
+        "num_arms": 6,
+        "horizon": 3000,
+        "topology": "ring",
+        "instance": [0.6, 0.55, 0.5, 0.45, 0.3, 0.2],
+    }
+    for source in ("local", "last_global"):
+        population = DDPMAB(exploit_source=source)
+        _, arms = play(population, env)
+        second = population.round_log[0][1]
+        hop_arms = arms[second["explore_end"] + 1 : second["end_slot"] + 1, 0]
+        assert len(hop_arms) == 4 and np.all(hop_arms == hop_arms[0])  # the same arm in every hop slot
+        if source == "last_global":
+            previous = population.round_log[0][0]
+            assert previous["survivors"] > 1 and np.all(hop_arms[0] == hop_arms[0, 0])
+        else:
+            assert len(set(hop_arms[0].tolist())) > 1  # local estimates differ between agents
+
+
+# --------------------------------------------------------------------------------------------- privacy (5.3, 5.4, 5.14)
+M50 = {"num_agents": 50, "num_arms": 100, "c1": 25.0, "instance_seed": 0}
+
+
+@pytest.mark.parametrize("noise", ["wrapper", "agent"])
+def test_laplace_scale_and_accountant(noise):
+    """(y^ - x^) n_agg eps n_r is Lap(1) (KS, 5000 draws); the accountant reports n_agg eps = 25."""
+    population = CDPMAB(epsilon=0.5, noise=noise)
+    pulls = epoch_plan(1, 50, 100, 1000, 0.5, 100, 0.5, 0).pulls
+    core, _ = play(population, {**M50, "horizon": 1000}, wrappers=[laplace(50, 0.5)])
+    server = core.coordinator
+    assert server.states[0].completed == 1 and population.round_log[0][0]["pulls"] == pulls == 9
+    xhat = population.explore_sums[0] / pulls
+    yhat = server.totals[0] / pulls
+    residual = ((yhat - xhat) * 50 * 0.5 * pulls).ravel()
+    assert stats.kstest(residual, "laplace").pvalue > 0.001
+    assert np.all(core.message_hooks[0].epsilon_spent()[0] == 25.0)
+
+
+def test_strict_calibration_uses_epsilon_over_n_agg():
+    population = CDPMAB(epsilon=2.0, privacy_calibration="strict")
+    core, _ = play(population, {**M50, "horizon": 1500}, wrappers=[laplace(1, 2.0, "strict")])
+    plan = population.round_log[0][0]
+    expected = epoch_plan(1, 50, 100, 1500, 2.0 / 50, 100, 0.5, 0)
+    assert core.coordinator.states[0].completed == 1 and expected.term2 > 0.5 * expected.term1
+    assert (plan["pulls"], plan["noise_scale"]) == (expected.pulls, expected.noise_scale)
+    assert expected.noise_scale == pytest.approx(1 / (2.0 * expected.pulls))  # Lap(1/(eps n_r)): eps-DP per message
+    xhat = population.explore_sums[0] / expected.pulls
+    residual = ((core.coordinator.totals[0] / expected.pulls - xhat) * 2.0 * expected.pulls).ravel()
+    assert stats.kstest(residual, "laplace").pvalue > 0.001
+    assert np.all(core.message_hooks[0].epsilon_spent()[0] == 2.0)
+
+
+def test_without_noise_ybar_is_the_non_private_mean():
+    population = CDPMAB(epsilon=None)
+    core, _ = play(population, {"num_agents": 4, "num_arms": 5, "horizon": 4000, "instance_seed": 1})
+    state = core.coordinator.states[0]
+    assert state.completed >= 2
+    assert np.allclose(core.coordinator.totals[0] / state.samples, population.explore_sums[0] / state.samples)
+
+
+def test_each_epoch_mean_is_noised_once_under_partial_participation():
+    """Every (agent, epoch) reaches the server once; y-bar covers epochs 1..r; N epsilon is charged per epoch key."""
+    env = {
+        "num_agents": 10,
+        "num_arms": 4,
+        "horizon": 20000,
+        "instance": [0.5, 0.47, 0.45, 0.4],
+        "record_messages": True,
+    }
+    population = CDPMAB(participation=0.3)
+    core, _ = play(population, env, wrappers=[laplace(3)])
+    records = core.channel.ledger.records()
+    uploads = records["kind"] == "upload"
+    rounds = core.coordinator.states[0].completed
+    assert rounds >= 3
+    assert np.all(records["link_cost"][uploads] <= 1.0) and core.channel.ledger.cost[0] == 3 * rounds
+    accountant = core.message_hooks[0].accountants[0]
+    for agent in range(10):
+        keys = accountant.summary(agent)["partitions"]
+        assert all(p["events"] == 1 for p in keys.values())  # one release per epoch: never re-noised
+    assert np.all(core.message_hooks[0].epsilon_spent()[0] <= 3.0)
+
+
+# --------------------------------------------------------------------------------------------- time line (5.5)
+def test_slot_conservation_and_balanced_epochs():
+    population = CDPMAB(epsilon=1.0)
+    core, arms = play(population, {"num_agents": 5, "num_arms": 6, "horizon": 6000, "instance_seed": 3})
+    log = population.round_log[0]
+    used = 0
+    for row in log:
+        explored = arms[row["explore_start"] : row["explore_end"] + 1, 0]
+        if "end_slot" not in row:  # the partial epoch at the horizon
+            used += len(explored)
+            break
+        assert row["hops"] == 1 and len(explored) == row["num_active"] * row["pulls"]
+        for agent in range(5):
+            counts = np.bincount(explored[:, agent], minlength=6)
+            assert sorted(counts[counts > 0]) == [row["pulls"]] * row["num_active"]
+        used += len(explored) + row["hops"]
+    commit = arms[used:, 0]
+    assert used + len(commit) == 6000
+    if len(commit):
+        assert np.all(commit == commit[0, 0])
+
+
+def test_cdp_cost_is_c1_n_rounds_and_rounds_at_most_r():
+    env = {"num_agents": 50, "num_arms": 10, "horizon": 30000, "c1": 25.0, "instance_seed": 0}
+    for p, per_round in ((1.0, 1250), (0.2, 250), (0.8, 1000)):
+        results = run(lambda p=p: CDPMAB(participation=p, noise="agent"), env, [0, 1], checkpoints=3)
+        for row in results.curves:
+            assert row["cost"] == per_round * row["rounds_done"]
+        assert results.curves[-1]["rounds_done"] >= 2
+    capped = run(lambda: CDPMAB(rounds=2, delta_schedule_base=0.2, noise="agent"), env, [0], checkpoints=1)
+    assert capped.curves[0]["rounds_done"] == 2 and capped.curves[0]["cost"] == 2 * 1250
+
+
+# --------------------------------------------------------------------------------------------- GIS (5.7, 5.8, 5.10)
+@pytest.mark.parametrize(("graph", "links", "diameter"), [("star", 98, 2), ("complete", 1225, 1), ("ring", 1250, 25)])
+def test_gis_per_round_links_hops_and_deliveries(graph, links, diameter):
+    env = {"num_agents": 50, "num_arms": 3, "horizon": 2500, "topology": graph, "link_accounting": "graph_edges"}
+    population = DDPMAB()
+    core, _ = play(population, {**env, "instance_seed": 0})
+    log = [row for row in population.round_log[0] if "end_slot" in row]
+    ledger = core.channel.ledger
+    # hops = d_G. Each hop is one exploitation slot in this suite; the spec's t_delay = d_G - 1 (D9) counts
+    # the first hop as free, which needs a message-only boundary exchange the core does not have.
+    assert len(log) >= 1 and all(row["hops"] == diameter for row in log)
+    assert ledger.links[0] == links * len(log) == ledger.link_cost[0]
+    assert ledger.kind_messages["data"][0] == 50 * 49 * len(log)  # every vector delivered once per agent
+
+
+def test_gis_hop_semantics_and_used_links_formula_on_a_random_graph():
+    env = {"num_agents": 30, "num_arms": 3, "horizon": 2000, "topology": "erdos_renyi", "topology_seed": 4}
+    topology = build_env(DDPMAB(), env, []).unwrapped.core
+    topology.reset([0])
+    graph = topology.topologies[0]
+    distance, eccentricity, edges = graph.distances(), graph.eccentricity(), graph.edges()
+
+    checked = []
+
+    def check(t, population, feedback):
+        if population.phase[0] == COMMUNICATE:
+            hop = population.hops[0] - 1
+            assert np.array_equal(population.held[0], distance <= hop + 1)
+            checked.append(hop)
+
+    population = DDPMAB()
+    core, _ = play(population, {**env, "instance_seed": 0}, on_step=check)
+    d = graph.diameter()
+    # checked after every hop but the last (the round is then over); hop -1 is the epoch's end (own vector only)
+    assert d >= 3 and set(checked) == set(range(-1, d - 1))
+    rounds = sum("end_slot" in row for row in population.round_log[0])
+    per_hop = [
+        np.sum((h == 0) | (np.maximum(eccentricity[edges[:, 0]], eccentricity[edges[:, 1]]) >= h)) for h in range(d)
+    ]
+    assert rounds >= 1 and core.channel.ledger.links[0] == rounds * sum(per_hop) <= rounds * d * len(edges)
+
+
+# --------------------------------------------------------------------------------------------- SAC (5.7, Table II)
+TABLE2_LAYOUTS = {  # sizes, graph, graph_edges per round, used_links per round (c1 = 50, c2 = 1)
+    "case1": ([20] * 5, "complete", 1200, 345),
+    "case2": ([53, 24, 10, 6, 7], "complete", 1985, 345),
+    "case3": ([100], "complete", 5000, 149),
+    "case5": ([20] * 5, "star", 345, 345),
+    "case6": ([1] * 100, "complete", 5000, 5000),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TABLE2_LAYOUTS))
+def test_hybrid_per_round_costs_in_both_modes(case):
+    sizes, graph, graph_edges, used_links = TABLE2_LAYOUTS[case]
+    topology = hybrid_topology(100, sizes, graph)
+    plan = find_sink_agents(topology)
+    assert np.array_equal(plan.sinks, topology.sinks)
+    env = {"num_agents": 100, "num_arms": 3, "horizon": 1500, "topology": topology, "c1": 50.0, "instance_seed": 0}
+    for mode, per_round in (("graph_edges", graph_edges), ("used_links", used_links)):
+        population = HDPMAB()
+        core, _ = play(population, {**env, "link_accounting": mode})
+        log = [row for row in population.round_log[0] if "end_slot" in row]
+        assert len(log) >= 1 and all(row["hops"] == plan.round_hops for row in log)
+        assert core.channel.ledger.cost[0] == per_round * len(log)
+        forwards = core.channel.ledger.kind_messages.get("forward", np.zeros(1))[0]
+        assert forwards == plan.depth.sum() * len(log)  # payload-hops = sum_i sd(i, SA_q) (App. F)
+
+
+def test_find_sink_agents_on_random_components():
+    topology = hybrid_topology(40, [20, 20], "erdos_renyi", np.random.default_rng(3))
+    plan = find_sink_agents(topology)
+    eccentricity = topology.eccentricity()
+    for members, sink, hops in zip(plan.components, plan.sinks, plan.hops):
+        assert sink == members[np.argmin(eccentricity[members])]  # the lowest-id centre (D20)
+        assert hops == eccentricity[sink] == plan.depth[members].max()
+    assert plan.t_delay == max(plan.hops.max() - 1, 0) and plan.round_hops == plan.hops.max() + 1
+    for agent in range(40):
+        if plan.parent[agent] >= 0:
+            assert plan.depth[plan.parent[agent]] == plan.depth[agent] - 1
+
+
+# --------------------------------------------------------------------------------------------- CRN identities (5.9)
+CRN = {"num_agents": 10, "num_arms": 8, "horizon": 8000, "instance_seed": 4, "reward_tape": True, "c1": 1.0}
+KEYS = ("group_regret", "cost", "epsilon_max", "rounds_done")
+
+
+def curves(results, keys=KEYS):
+    return [tuple(row[k] for k in keys) for row in results.curves]
+
+
+def test_ddp_on_complete_graph_equals_cdp():
+    seeds, checkpoints = [0, 1, 2], list(range(500, 8001, 500))
+    cdp = run(lambda: CDPMAB(noise="agent"), CRN, seeds, checkpoints, wrappers=[laplace(10)])
+    ddp = run(DDPMAB, {**CRN, "topology": "complete"}, seeds, checkpoints, wrappers=[laplace(10)])
+    assert curves(cdp, ("group_regret", "epsilon_max", "rounds_done")) == curves(
+        ddp, ("group_regret", "epsilon_max", "rounds_done")
+    )
+    assert cdp.curves[-1]["rounds_done"] >= 3
+
+
+def test_hybrid_case6_equals_cdp_in_regret_and_cost():
+    seeds, checkpoints = [0, 1, 2], list(range(500, 8001, 500))
+    cdp = run(CDPMAB, CRN, seeds, checkpoints, wrappers=[laplace(10)])
+    hdp = run(HDPMAB, {**CRN, "topology": hybrid_topology(10, [1] * 10)}, seeds, checkpoints, wrappers=[laplace(10)])
+    assert curves(cdp) == curves(hdp)
+
+
+def test_graph_delay_only_adds_exploitation_slots():
+    """HDP with one complete component needs one hop more than DDP on that graph in this suite (upload hop)."""
+    one = run(HDPMAB, {**CRN, "topology": hybrid_topology(10, [10])}, [0], checkpoints=1)
+    ddp = run(DDPMAB, {**CRN, "topology": "complete"}, [0], checkpoints=1)
+    (h,), (d,) = one.curves, ddp.curves
+    assert h["rounds_done"] == d["rounds_done"] and h["hop_slots"] == 2 * d["hop_slots"]
+
+
+# --------------------------------------------------------------------------------------------- batched == PettingZoo
+SMALL = {"num_agents": 6, "num_arms": 5, "horizon": 2500, "instance_seed": 2}
+ALGORITHMS_UNDER_TEST = [
+    ("cdp", CDPMAB, "server", 6),
+    ("cdp_partial_wrapper", lambda: CDPMAB(participation=0.5), "server", 3),
+    ("cdp_partial_agent", lambda: CDPMAB(participation=0.5, noise="agent"), "server", 3),
+    ("ddp_ring", DDPMAB, "ring", 6),
+    ("hdp", HDPMAB, hybrid_topology(6, [1, 2, 3], "path"), 6),
+    ("single", SingleMAB, "server", 6),
+    ("structure_hybrid", LiSongMAB, hybrid_topology(6, [3, 3], "star"), 6),
+]
+
+
+@pytest.mark.parametrize(("name", "factory", "topology", "n_agg"), ALGORITHMS_UNDER_TEST)
+@pytest.mark.parametrize("private", [False, True])
+def test_batched_replica_equals_pettingzoo_run(name, factory, topology, n_agg, private):
+    env = {**SMALL, "topology": topology}
+    wrappers = [laplace(n_agg)] if private else []
+    checkpoints = list(range(100, 2501, 100))
+    keys = ("group_regret", "messages", "copies", "bytes", "links", "cost", "rounds_done", "hop_slots")
+    batched = run(factory, env, [3, 4], checkpoints, batched=True, wrappers=wrappers)
+    single = run(factory, env, [4], checkpoints, batched=False, wrappers=wrappers)
+    got = [tuple(r[k] for k in keys) for r in batched.curves if r["seed"] == 4]
+    assert got == [tuple(r[k] for k in keys) for r in single.curves]
+    if private:
+        assert [r["epsilon_max"] for r in batched.curves if r["seed"] == 4] == [r["epsilon_max"] for r in single.curves]
+    assert single.curves[-1]["rounds_done"] >= 1
+
+
+# --------------------------------------------------------------------------------------------- registration, view
+def test_registered_algorithms_and_scenarios():
+    assert isinstance(make_algorithm("cdp_mab"), CDPMAB)
+    assert isinstance(make_algorithm("ddp_mab"), DDPMAB)
+    assert isinstance(make_algorithm("hdp_mab"), HDPMAB)
+    assert {"cdp_mab", "ddp_mab", "hdp_mab"} <= set(ALGORITHMS)
+    expected = {
+        "fig4_epsilon",
+        "fig5_participation",
+        "fig6_rounds",
+        "fig7_tradeoff",
+        "fig8_heterogeneous",
+        "fig9_graphs5",
+        "fig10_graphs",
+        "fig11_hybrid",
+        "fig12_heterogeneous_structures",
+        "table1_graph_costs",
+        "table2_used_links",
+    }
+    assert {f"li_song/{name}" for name in expected} <= set(names())
+
+
+def test_federated_client_view_with_cdp_peers():
+    env = FederatedClientEnv(num_agents=4, num_arms=5, horizon=800, peer_algorithm="cdp_mab", instance_seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env, skip_render_check=True)
+    observation, _ = env.reset(seed=2)
+    assert not observation[-10:].any()  # no pooled statistics before the first round
+    rng = np.random.default_rng(0)
+    for _ in range(800):
+        observation, reward, terminated, truncated, info = env.step(int(rng.integers(5)))
+    assert truncated and not terminated
+    assert env.coordinator.states[0].completed >= 1  # the peers' rounds complete although client 0 plays randomly
+    assert observation[-10:].any() and info["messages_sent"] == env.coordinator.states[0].completed
+
+
+# --------------------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("p", [0.0, -0.1, 1.5])
+def test_bad_participation(p):
+    with pytest.raises(ValueError, match="participation"):
+        CDPMAB(participation=p)
+
+
+@pytest.mark.parametrize("rounds", [0, -2])
+def test_bad_round_cap(rounds):
+    with pytest.raises(ValueError, match="rounds"):
+        CDPMAB(rounds=rounds)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1.0, math.inf, math.nan])
+def test_bad_epsilon(epsilon):
+    with pytest.raises(ValueError, match="epsilon"):
+        DDPMAB(epsilon=epsilon)
+
+
+def test_disconnected_graph_for_ddp():
+    adjacency = ring(4).adjacency.copy()
+    disconnected = np.zeros((8, 8), bool)
+    disconnected[:4, :4] = disconnected[4:, 4:] = adjacency
+    with pytest.raises(ValueError, match="connected agent graph"):
+        run(DDPMAB, {"num_agents": 8, "num_arms": 3, "horizon": 10, "topology": from_adjacency(disconnected)}, [0])
+
+
+def test_hybrid_components_must_cover_the_agents():
+    with pytest.raises(ValueError, match="cover the 10 agents exactly once"):
+        hybrid_topology(10, [3, 3])
+    with pytest.raises(ValueError, match="repeated"):
+        hybrid_topology(4, [[0, 1], [1, 2, 3]])
+    with pytest.raises(TypeError, match="all sizes or all agent lists"):
+        hybrid_topology(4, [2, [2, 3]])
+    with pytest.raises(ValueError, match="one sink"):
+        run(HDPMAB, {"num_agents": 6, "num_arms": 3, "horizon": 10, "topology": "ring"}, [0])
+
+
+def test_other_bad_configurations():
+    with pytest.raises(ValueError, match="server"):
+        run(CDPMAB, {"num_agents": 4, "num_arms": 3, "horizon": 10, "topology": "ring"}, [0])
+    with pytest.raises(ValueError, match="oracle"):  # the plain runner cannot resolve Delta (D6)
+        plain_run(lambda: CDPMAB(rounds=3), {"num_agents": 4, "num_arms": 3, "horizon": 10}, [0])
+    with pytest.raises(ValueError, match="instance_seed"):
+        run(lambda: CDPMAB(rounds=3), {"num_agents": 4, "num_arms": 3, "horizon": 10}, [0, 1])
+    with pytest.raises(ValueError, match="n_agg"):
+        run(CDPMAB, {"num_agents": 4, "num_arms": 3, "horizon": 10}, [0], wrappers=[laplace(2)])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        run(CDPMAB, {"num_agents": 2, "num_arms": 3, "horizon": 10, "reward_model": "gaussian"}, [0])
+    with pytest.raises(ValueError, match="after_cap"):
+        CDPMAB(after_cap="never")
+    with pytest.raises(ValueError, match="delta_schedule_base"):
+        CDPMAB(rounds=2, delta_schedule_base=1.5)
