@@ -1,0 +1,490 @@
+"""Gossip_UCB and Fed_UCB (Zhu, Zhu, Liu & Liu, "Federated Bandit: A Gossiping Approach", SIGMETRICS 2021).
+
+Implements ``shared/specs/zhu-gossip-ucb.md``: Algorithm 1 (Gossip_UCB, §2.2 with the confidence bound of eq. (11),
+§2.3) and Algorithm 4 (Fed_UCB, §2.5: the binary-tree mechanism of §2.4 on every agent's reward stream, with the
+bound of eq. (12)), as vectorised populations over B replicas, N agents and M arms (the paper's letters: N agents,
+M arms). The decisions of spec §3 are the defaults (``profile="strict"``); ``profile="paper_literal"`` switches the
+four DP readings of D10, D11, D12 and D13 to the paper's text.
+
+Time line (D20). The first M environment slots are the warm-up: every agent pulls arm k in slot k and nothing is
+sent. The T = horizon - M slots after it are the main rounds t = 1..T (round t is slot M + t - 1). In round t every
+agent
+
+1. (``act``) reads the estimates ñ_j(t) its neighbours sent in round t - 1 (ñ_j(1) = 1, D5), computes
+   ñ_i(t+1) = max(n⁻_i(t), ñ_j(t) : j in N_i), pulls a uniform arm of A = {k : n⁻_k < ñ_k(t) - N} (D15, D29) or,
+   if A is empty, the argmax of ϑ(t-1) + C with uniform tie-breaking (D14); it sends ``counts`` = ñ_i(t+1) to every
+   neighbour (D6) and, if the channel announced a gossip partner, ``theta`` = ϑ_i(t-1) to it;
+2. (``observe``) adds its reward to n and S (increment first, then average: D2, D3), and updates
+   ϑ = (ϑ + ϑ_partner)/2 + (X̃_new - X̃) on the gossip edge, ϑ = ϑ + (X̃_new - X̃) elsewhere, so that
+   sum_i ϑ_i = sum_i X̃_i holds exactly at every round (spec §5.1 T3).
+
+The channel samples the gossip edge (``FederatedMAB(gossip="uniform_edge")``, D7, or ``"node_then_neighbour"``) and
+charges every message: per main round 2 ``theta`` messages (2M float64) and 2|E| ``counts`` messages (2|E|M int64),
+spec §2.6. A ``counts`` message that is lost keeps the last value received (stale); a ``theta`` that does not arrive
+in its own slot is ignored and the agent makes the local update (sum preservation then no longer holds exactly).
+
+Randomness: every replica's ``agents`` stream is split into a policy child (argmax ties, the pick from A) and one DP
+child per agent (Fed_UCB's Laplace draws), spec §2.7; switching DP on never changes the policy draws.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from agents.base import Population
+from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
+from fedbandit_envs.channel.privacy import Privatized
+from fedbandit_envs.core import Action, AgentContext, Feedback
+from wrappers.dp.mechanisms import BinaryTreeMechanism
+
+__all__ = [
+    "COUNT_SYNC_MODES",
+    "PROFILES",
+    "FedUCB",
+    "GossipUCB",
+    "default_alpha1",
+    "dp_bonus",
+    "gossip_bonus",
+]
+
+#: ``count_sync`` modes (D6): ñ to every neighbour every round (the paper's box), or only over the gossip edge.
+COUNT_SYNC_MODES = ("neighbours", "gossip_edge_only")
+
+#: Fed_UCB profiles: the spec's decisions (D10, D11, D12, D13) and the paper-literal readings.
+PROFILES: dict[str, dict[str, Any]] = {
+    "strict": {"eps_split": "levels", "dp_init": "noised", "log_n_floor": True, "noise_on_empty": False},
+    "paper_literal": {"eps_split": "ln_T", "dp_init": "raw", "log_n_floor": False, "noise_on_empty": False},
+}
+
+#: Policy uniforms are drawn per replica in blocks of this many main rounds (part of the draw order).
+POLICY_BLOCK = 256
+
+#: Index of the policy child of a replica's ``agents`` seed; agent i's DP child is ``(DP_CHILD, i)``.
+POLICY_CHILD, DP_CHILD = 0, 1
+
+
+def default_alpha1(num_agents: int) -> float:
+    """The constant α₁ = 64 / N^17 of eq. (11) under the reading of D8 (behaviourally irrelevant)."""
+    return 64.0 / float(num_agents) ** 17
+
+
+def gossip_bonus(num_agents: int, log_t: float, counts: np.ndarray) -> np.ndarray:
+    """Eq. (11) without α₁: ``sqrt(2 N ln t / n)`` for pre-pull counts ``n`` (D4, D9); N multiplies, as written."""
+    return np.sqrt(2.0 * num_agents * log_t / counts)
+
+
+def dp_bonus(
+    num_agents: int,
+    log_t: float,
+    counts: np.ndarray,
+    eps_prime: float,
+    log_n_floor: bool = True,
+    scale: float = 1.0,
+) -> np.ndarray:
+    """Eq. (12) without α₁ (spec §2.5): ``sqrt(2N (128 N s ln t l(n) / (n² ε′²) + 1/n) ln t)``.
+
+    ``eps_prime`` is the per-node epsilon the tree actually uses (``log²T / ε²`` of the paper is ``1/ε′²``);
+    ``l(n) = max(ln n, 1)`` with ``log_n_floor`` (D12), ``ln n`` without; ``s = scale`` is ``dp_bonus_scale``.
+    """
+    log_n = np.log(counts)
+    if log_n_floor:
+        log_n = np.maximum(log_n, 1.0)
+    dp_term = 128.0 * num_agents * scale * log_t * log_n / (counts**2 * eps_prime**2)
+    return np.sqrt(2.0 * num_agents * (dp_term + 1.0 / counts) * log_t)
+
+
+def _child(seed: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
+    """The child ``key`` of ``seed`` without spawning (the context's sequences are shared, never mutated)."""
+    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, *key), pool_size=seed.pool_size)
+
+
+class GossipUCB(Population):
+    """Gossip_UCB (Algorithm 1): UCB on gossiped estimates ϑ of the global means, with max-count consistency.
+
+    Needs N >= 3 agents (the paper excludes N = 2), a connected agent graph with at least one edge, a horizon
+    longer than the M warm-up slots, and the channel's gossip activation (``gossip="uniform_edge"``). The decision
+    takes the argmax over ϑ + bonus *without* α₁ (α₁ is arm-independent; adding it could flip floating-point
+    near-ties, spec §2.3), so trajectories do not depend on ``alpha1``.
+
+    Args:
+        alpha1: α₁ of eq. (11) (D8); ``None`` gives ``64 / N**17``. Only reported in :meth:`indices`.
+        count_sync: ``"neighbours"`` (default, D6: ñ to every neighbour every round) or ``"gossip_edge_only"``
+            (non-paper variant: ñ only over the active gossip edge; voids Lemmas 1-3).
+    """
+
+    supports_batching = True
+
+    def __init__(self, alpha1: float | None = None, count_sync: str = "neighbours") -> None:
+        if alpha1 is not None and (isinstance(alpha1, bool) or not math.isfinite(_as_float("alpha1", alpha1))):
+            raise ValueError(f"alpha1 must be a finite number or None (64 / N**17), got {alpha1!r}")
+        if count_sync not in COUNT_SYNC_MODES:
+            raise ValueError(f"count_sync must be one of {COUNT_SYNC_MODES}, got {count_sync!r}")
+        self.alpha1 = alpha1
+        self.count_sync = count_sync
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, context: AgentContext) -> None:
+        """Check the setting and zero the statistics (the warm-up slots fill them)."""
+        _check_context(context, type(self).__name__)
+        b, n, m = context.num_replicas, context.num_agents, context.num_arms
+        self.num_agents, self.num_arms = n, m
+        self._alpha1 = default_alpha1(n) if self.alpha1 is None else float(self.alpha1)
+        self.counts = np.zeros((b, n, m))  # n[i, k], exact integers held as float64
+        self.sums = np.zeros((b, n, m))  # S[i, k]: exact sum of the (clipped) observations
+        self.means = np.zeros((b, n, m))  # X̃[i, k]: local (Fed_UCB: noisy) sample mean
+        self.theta = np.zeros((b, n, m))  # ϑ[i, k]: gossiped estimate of the global mean
+        self.max_counts = np.ones((b, n, m))  # ñ_i: the value computed in the previous round (ñ(1) = 1, D5)
+        self._received = np.ones((b, n, n, m))  # [b, i, j]: last ñ_j received by i (1 until a message arrives)
+        self._incoming = np.zeros((b, n, m))
+        self._cell = (np.arange(b * n) * m).reshape(b, n)  # flat index of (b, i, arm 0)
+        self._replica = np.repeat(np.arange(b), n)
+        self._sender = np.tile(np.arange(n), b)
+        self._neighbours = np.full(b * n, NEIGHBOURS)
+        self._policy_rngs = [np.random.default_rng(_child(seed, POLICY_CHILD)) for seed in context.agent_seeds]
+        self._keys = np.empty((b, POLICY_BLOCK, n, m))
+        self._privacy = self._message_privacy()
+
+    def _message_privacy(self) -> dict[str, Privatized] | None:
+        """Declaration of the ``theta`` / ``counts`` payloads; Gossip_UCB sends raw statistics (undeclared)."""
+        return None
+
+    # ------------------------------------------------------------------ decision
+    def _bonus(self, log_t: float) -> np.ndarray:
+        """The exploration bonus of the index (without α₁)."""
+        return gossip_bonus(self.num_agents, log_t, self.counts)
+
+    def indices(self, t: int) -> np.ndarray:
+        """The (B, N, M) indices ϑ + C, α₁ included, that main round ``t`` >= 1 would use (for reports)."""
+        if t < 1:
+            raise ValueError(f"t is a main round (1 = the first slot after the warm-up), got {t}")
+        return self.theta + self._bonus(math.log(t)) + self._alpha1
+
+    def _policy_keys(self, t: int) -> np.ndarray:
+        """(B, N, M) uniforms of main round t (ties and the pick from A choose the largest key)."""
+        offset = (t - 1) % POLICY_BLOCK
+        if offset == 0:
+            shape = (POLICY_BLOCK, self.num_agents, self.num_arms)
+            for b, rng in enumerate(self._policy_rngs):
+                self._keys[b] = rng.random(shape)
+        return self._keys[:, offset]
+
+    def act(self, slot: int, partners: np.ndarray) -> Action:
+        """Warm-up pull, or Algorithm 1 steps 1-9 plus the round's ``counts`` and ``theta`` messages."""
+        b, n = partners.shape
+        if slot < self.num_arms:
+            return Action(np.full((b, n), slot, np.int64))
+        t = slot - self.num_arms + 1
+        if t == 1 and not np.any(partners >= 0):
+            raise ValueError(
+                f"{type(self).__name__} needs the channel to announce a gossip edge every round; build the env "
+                "with gossip='uniform_edge' (or 'node_then_neighbour')"
+            )
+        new_max = np.maximum(self.counts, self._received.max(axis=2))  # ñ(t+1), from the pre-pull n⁻(t)
+        behind = self.counts < self.max_counts - self.num_agents  # A, tested against ñ(t) (D29)
+        index = self.theta + self._bonus(math.log(t))
+        candidates = np.where(behind.any(axis=-1, keepdims=True), behind, index == index.max(axis=-1, keepdims=True))
+        arms = np.where(candidates, self._policy_keys(t), -1.0).argmax(axis=-1)
+        self.max_counts = new_max
+        return Action(arms, self._messages(partners))
+
+    def _messages(self, partners: np.ndarray) -> list[MessageBatch]:
+        """``counts`` (ñ(t+1), int64) to the neighbours and ``theta`` (ϑ(t-1), float64) to the gossip partner."""
+        flat_partners = partners.reshape(-1)
+        gossip = np.flatnonzero(flat_partners >= 0)
+        m = self.num_arms
+        if self.count_sync == "neighbours":
+            rows, recipient = slice(None), self._neighbours
+        else:
+            rows, recipient = gossip, flat_partners[gossip]
+        counts = MessageBatch(
+            kind="counts",
+            replica=self._replica[rows],
+            sender=self._sender[rows],
+            recipient=recipient,
+            payload={"counts": self.max_counts.reshape(-1, m)[rows].astype(np.int64)},
+            privacy=None if self._privacy is None else {"counts": self._privacy["counts"]},
+        )
+        theta = MessageBatch(
+            kind="theta",
+            replica=self._replica[gossip],
+            sender=self._sender[gossip],
+            recipient=flat_partners[gossip],
+            payload={"theta": self.theta.reshape(-1, m)[gossip]},
+            privacy=None if self._privacy is None else {"theta": self._privacy["theta"]},
+        )
+        return [counts, theta]
+
+    # ------------------------------------------------------------------ learning
+    def observe(self, feedback: Feedback) -> None:
+        """Warm-up initialisation, or Algorithm 1 steps 10-18 with the messages delivered in this slot."""
+        slot = feedback.slot
+        if slot < self.num_arms:
+            self._initialise_arm(slot, self._observation(feedback.rewards))
+            return
+        has_partner = self._read_inbox(feedback)
+        cells = (self._cell + feedback.arms).reshape(-1)
+        values = self._observation(feedback.rewards).reshape(-1)
+        counts, sums, means = self.counts.reshape(-1), self.sums.reshape(-1), self.means.reshape(-1)
+        counts[cells] += 1.0
+        sums[cells] += values
+        new_means = self._pulled_means(cells, values, slot - self.num_arms + 1)
+        increments = new_means - means[cells]
+        means[cells] = new_means
+        self.theta = np.where(has_partner[..., None], (self.theta + self._incoming) / 2, self.theta)
+        self.theta.reshape(-1)[cells] += increments
+
+    def _observation(self, rewards: np.ndarray) -> np.ndarray:
+        """The value an observation contributes to S (Fed_UCB clips it for DP)."""
+        return rewards
+
+    def _initialise_arm(self, arm: int, values: np.ndarray) -> None:
+        """Warm-up slot ``arm``: n = 1, S = X̃ = ϑ = the first observation of ``arm``."""
+        self.counts[..., arm] = 1.0
+        self.sums[..., arm] = values
+        self.means[..., arm] = self._initial_means(arm, values)
+        self.theta[..., arm] = self.means[..., arm]
+
+    def _initial_means(self, arm: int, values: np.ndarray) -> np.ndarray:
+        """X̃(0) of ``arm`` from its first observations (B, N)."""
+        return values
+
+    def _pulled_means(self, cells: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
+        """New X̃ of the pulled (replica, agent, arm) cells after S and n were updated (D2, D3)."""
+        return self.sums.reshape(-1)[cells] / self.counts.reshape(-1)[cells]
+
+    def _read_inbox(self, feedback: Feedback) -> np.ndarray:
+        """Store the neighbours' ñ and the partner's ϑ of this slot; returns who received a ϑ (B, N)."""
+        has_partner = np.zeros(self.counts.shape[:2], bool)
+        for batch in feedback.inbox:
+            if batch.kind == "counts":
+                where = (batch.replica, batch.recipient, batch.sender)
+                # ñ_j never decreases, so the maximum is the latest value even if copies arrive out of order
+                self._received[where] = np.maximum(self._received[where], batch.payload["counts"])
+            elif batch.kind == "theta":
+                fresh = batch.slot == feedback.slot
+                self._incoming[batch.replica[fresh], batch.recipient[fresh]] = batch.payload["theta"][fresh]
+                has_partner[batch.replica[fresh], batch.recipient[fresh]] = True
+        return has_partner
+
+    def estimates(self) -> dict[str, np.ndarray]:
+        """Copies of ϑ (``"theta"``), X̃ (``"means"``), n (``"counts"``) and ñ (``"max_counts"``), each (B, N, M)."""
+        return {
+            "theta": self.theta.copy(),
+            "means": self.means.copy(),
+            "counts": self.counts.copy(),
+            "max_counts": self.max_counts.copy(),
+        }
+
+
+class FedUCB(GossipUCB):
+    """Fed_UCB (Algorithm 4): Gossip_UCB on noisy local means from a binary-tree mechanism per (agent, arm).
+
+    Each agent privatises its **input stream** (spec §1.4): arm k's stream holds the agent's observation of k at
+    stream index s = t + 1 (the init sample at s = 1, D11) and zeros elsewhere (global time, D26); one
+    :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism` per arm releases its noisy prefix sum, and
+    X̃ = noisy sum / n. The index uses eq. (12) (:func:`dp_bonus`). Messages are post-processing and carry
+    ``Privatized(epsilon=..., account_key="fed_ucb_input_stream")`` declarations, so a DP wrapper charges the
+    declared epsilon once per agent and adds no noise. With ``epsilon=math.inf`` there are no draws, the bound is
+    eq. (11), and the trajectory equals Gossip_UCB's bit for bit under the strict profile (T11).
+
+    Args:
+        epsilon: total privacy level ε of each agent's stream, > 0 (``math.inf``: no noise).
+        profile: ``"strict"`` (spec decisions) or ``"paper_literal"``; sets the defaults of the next four knobs.
+        eps_split: ``"levels"`` (D10: ε′ = ε / (floor(log2(T+1)) + 1), a guaranteed ε) or ``"ln_T"`` (ε′ = ε / ln T).
+        dp_init: ``"noised"`` (D11: the init sample is stream index 1 and is noised) or ``"raw"`` (paper: X̃(0) = X(0)
+            un-noised, the trees cover rounds 1..T only).
+        log_n_floor: D12: ``l(n) = max(ln n, 1)`` in eq. (12) (True) or the literal ``ln n`` (False).
+        noise_on_empty: D13: noise tree nodes without an observation too (False: the text's reading).
+        dp_bonus_scale: multiplier of the 128-term of eq. (12); 1.0 is the paper. Smaller values are a labelled
+            CI-scale device only (spec §2.5, §4.2).
+        clip_for_dp: ``(lo, hi)``: clip observations before they enter S and the trees; sensitivity ``hi - lo``
+            (D18). ``None``: sensitivity 1, a nominal epsilon unless the rewards lie in a range of width <= 1.
+        alpha1, count_sync: as in :class:`GossipUCB`.
+    """
+
+    #: Account key of the agents' own mechanism in a DP wrapper's accountant.
+    ACCOUNT_KEY = "fed_ucb_input_stream"
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        profile: str = "strict",
+        *,
+        eps_split: str | None = None,
+        dp_init: str | None = None,
+        log_n_floor: bool | None = None,
+        noise_on_empty: bool | None = None,
+        dp_bonus_scale: float = 1.0,
+        clip_for_dp: tuple[float, float] | None = None,
+        alpha1: float | None = None,
+        count_sync: str = "neighbours",
+    ) -> None:
+        super().__init__(alpha1=alpha1, count_sync=count_sync)
+        epsilon = _as_float("epsilon", epsilon)
+        if not epsilon > 0:
+            raise ValueError(f"epsilon must be > 0 (math.inf for no noise), got {epsilon}")
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
+        chosen = {"eps_split": eps_split, "dp_init": dp_init, "log_n_floor": log_n_floor}
+        chosen["noise_on_empty"] = noise_on_empty
+        options = {k: PROFILES[profile][k] if v is None else v for k, v in chosen.items()}
+        if options["eps_split"] not in BinaryTreeMechanism.SPLITS:
+            raise ValueError(f"eps_split must be one of {BinaryTreeMechanism.SPLITS}, got {options['eps_split']!r}")
+        if options["dp_init"] not in ("noised", "raw"):
+            raise ValueError(f"dp_init must be 'noised' or 'raw', got {options['dp_init']!r}")
+        for name in ("log_n_floor", "noise_on_empty"):
+            if not isinstance(options[name], bool):
+                raise TypeError(f"{name} must be a bool (or None for the profile's value), got {options[name]!r}")
+        dp_bonus_scale = _as_float("dp_bonus_scale", dp_bonus_scale)
+        if not (dp_bonus_scale >= 0 and math.isfinite(dp_bonus_scale)):
+            raise ValueError(f"dp_bonus_scale must be finite and >= 0 (1.0 is the paper), got {dp_bonus_scale}")
+        if clip_for_dp is not None:
+            lo, hi = (_as_float("clip_for_dp", v) for v in clip_for_dp)
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(f"clip_for_dp must be (lo, hi) with finite lo < hi, got {clip_for_dp!r}")
+            clip_for_dp = (lo, hi)
+        self.epsilon = epsilon
+        self.profile = profile
+        self.eps_split: str = options["eps_split"]
+        self.dp_init: str = options["dp_init"]
+        self.log_n_floor: bool = options["log_n_floor"]
+        self.noise_on_empty: bool = options["noise_on_empty"]
+        self.dp_bonus_scale = dp_bonus_scale
+        self.clip_for_dp = clip_for_dp
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, context: AgentContext) -> None:
+        """Gossip_UCB's reset plus one binary-tree mechanism per (replica, agent, arm)."""
+        _check_context(context, type(self).__name__)
+        self._stream_offset = 0 if self.dp_init == "noised" else 1  # stream index s = t + 1 - offset
+        horizon = context.horizon - context.num_arms
+        tree_args = {
+            "epsilon": self.epsilon,
+            "stream_length": horizon + 1 - self._stream_offset,
+            "sensitivity": 1.0 if self.clip_for_dp is None else self.clip_for_dp[1] - self.clip_for_dp[0],
+            "split": self.eps_split,
+            "noise_on_empty": self.noise_on_empty,
+            "horizon": horizon if self.eps_split == "ln_T" else None,
+        }
+        n, m = context.num_agents, context.num_arms
+        self._trees = []
+        for seed in context.agent_seeds:
+            for i in range(n):
+                rng = None if math.isinf(self.epsilon) else np.random.default_rng(_child(seed, DP_CHILD, i))
+                self._trees += [BinaryTreeMechanism(**tree_args, rng=rng) for _ in range(m)]
+        self._reference = self._trees[0]
+        self._eps_prime = self._reference.eps_prime
+        self._reward_bounds = context.reward_bounds
+        super().reset(context)
+        self._initial = np.zeros_like(self.sums)  # X(0), kept for dp_init="raw"
+
+    @property
+    def eps_prime(self) -> float:
+        """ε′, the epsilon of one tree node (after reset)."""
+        return self._mechanism().eps_prime
+
+    def _mechanism(self) -> BinaryTreeMechanism:
+        if not hasattr(self, "_reference"):
+            raise RuntimeError("call reset() first: the tree depends on the horizon")
+        return self._reference
+
+    def privacy_report(self) -> dict[str, Any]:
+        """The agent's privacy declaration (spec §6), the same for every agent.
+
+        Keys: ``mechanism``, ``epsilon`` (requested), ``epsilon_guaranteed`` (``levels * eps_prime``; about 1.44 ε
+        with ``eps_split="ln_T"``), ``eps_prime``, ``levels``, ``unit``, ``clip``, ``valid``. ``valid`` is True when
+        every record lies in a range of width <= the sensitivity (``clip_for_dp`` set, or bounded rewards of width
+        <= 1) and the init sample is noised; otherwise the epsilon is nominal (D11, D18).
+        """
+        tree = self._mechanism()
+        lo, hi = self._reward_bounds
+        bounded = self.clip_for_dp is not None or (math.isfinite(lo) and math.isfinite(hi) and hi - lo <= 1.0)
+        return {
+            "mechanism": "binary_tree_laplace",
+            "epsilon": self.epsilon,
+            "epsilon_guaranteed": tree.epsilon_guaranteed,
+            "eps_prime": tree.eps_prime,
+            "levels": tree.levels,
+            "unit": "one observation of this agent",
+            "clip": self.clip_for_dp,
+            "valid": bool(bounded and self.dp_init == "noised" and not math.isinf(self.epsilon)),
+        }
+
+    def _message_privacy(self) -> dict[str, Privatized] | None:
+        """``Privatized`` declarations of both payloads (post-processing of the private input stream)."""
+        if math.isinf(self.epsilon):
+            return None
+        report = self.privacy_report()
+        description = f"Fed_UCB binary-tree input perturbation, eps_prime={report['eps_prime']:.6g}"
+        if not report["valid"]:
+            description += " (nominal epsilon: unbounded rewards or raw init sample, spec D11/D18)"
+        declared = Privatized(
+            epsilon=report["epsilon_guaranteed"], account_key=self.ACCOUNT_KEY, description=description
+        )
+        return {"theta": declared, "counts": declared}
+
+    # ------------------------------------------------------------------ decision and learning
+    def _bonus(self, log_t: float) -> np.ndarray:
+        """Eq. (12) with the tree's ε′ (eq. (11) when ε is infinite)."""
+        if math.isinf(self.epsilon):
+            return super()._bonus(log_t)
+        return dp_bonus(self.num_agents, log_t, self.counts, self._eps_prime, self.log_n_floor, self.dp_bonus_scale)
+
+    def _observation(self, rewards: np.ndarray) -> np.ndarray:
+        """Observations clipped to ``clip_for_dp`` (D18), unchanged without it."""
+        if self.clip_for_dp is None:
+            return rewards
+        return np.clip(rewards, *self.clip_for_dp)
+
+    def _initial_means(self, arm: int, values: np.ndarray) -> np.ndarray:
+        """X̃(0): the noisy stream sum at s = 1 (D11), or the raw sample (``dp_init="raw"``)."""
+        self._initial[..., arm] = values
+        if self.dp_init == "raw":
+            return values
+        cells = (self._cell + arm).reshape(-1)
+        return np.array([self._trees[c].add(v) for c, v in zip(cells.tolist(), values.reshape(-1).tolist())]).reshape(
+            values.shape
+        )
+
+    def _pulled_means(self, cells: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
+        """Algorithm 3: each pulled arm's tree appends the zeros since its last pull, then this observation."""
+        position = t - self._stream_offset  # records before this one in the stream
+        noisy = np.empty(len(cells))
+        for r, (cell, value) in enumerate(zip(cells.tolist(), values.tolist())):
+            tree = self._trees[cell]
+            if tree.count < position:
+                tree.skip(position - tree.count)
+            noisy[r] = tree.add(value)
+        if self.dp_init == "raw":
+            noisy = self._initial.reshape(-1)[cells] + noisy
+        return noisy / self.counts.reshape(-1)[cells]
+
+
+def _as_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
+def _check_context(context: AgentContext, algorithm: str) -> None:
+    """N >= 3, a horizon beyond the warm-up, and a connected agent graph with an edge in every replica."""
+    n, m = context.num_agents, context.num_arms
+    if n < 3:
+        raise ValueError(
+            f"{algorithm} needs num_agents >= 3 (the paper excludes N = 2, which is equivalent to centralised "
+            f"learning); got num_agents={n}"
+        )
+    if context.horizon <= m:
+        raise ValueError(
+            f"{algorithm} needs horizon > num_arms: the first num_arms={m} slots are the warm-up (D20); "
+            f"got horizon={context.horizon}; pass horizon = T + num_arms"
+        )
+    for topology in context.topologies:
+        if topology.num_edges == 0 or not topology.is_connected():
+            raise ValueError(
+                f"{algorithm} needs a connected agent graph with at least one edge, got topology "
+                f"{topology.name!r}; use e.g. topology='complete' or 'ring' with gossip='uniform_edge'"
+            )

@@ -1,0 +1,386 @@
+"""Scenarios of Zhu et al. (Gossip_UCB / Fed_UCB): spec zhu-gossip-ucb §4.
+
+* ``zhu/sa_epsilon`` (S-A, §4.2): N = 3, M = 5, complete graph K3 (λ₂ = 0.5), Gaussian observations
+  µ_{i,k} + N(0, 1), Fed_UCB at ε in {1, 2, 5, ∞}. Paper scale T = 10⁶, 100 trials; CI scale is the spec's
+  "CI-3x5" (min_gap 0.05, T = 2·10⁴, 5 trials) with ``dp_bonus_scale = 1e-3`` (labelled) so the ε effect is resolved.
+* ``zhu/sa_collaboration`` (RC2, RC3): Gossip_UCB against local UCB1 (no communication) on the S-A setting.
+* ``zhu/sb_epsilon`` (S-B, §4.2): N = 10, M = 10, ring C10 (λ₂ = 0.980902), otherwise as S-A.
+* ``zhu/diabetes_standin`` (§4.3): N = 3, M = 5, K3, Bernoulli replay of the synthetic stand-in of the UCI diabetes
+  data (:func:`fedbandit_envs.data.standin_means`); :func:`diabetes_scenario` builds the same for a real CSV.
+
+The environment horizon is T + M: the first M slots are the warm-up (D20). Every scenario records a checkpoint at
+slot M, and the claims measure the paper's regret (§1.2, D19: rounds 1..T, without the warm-up) as
+``mean_regret(slot) - mean_regret(M)``, agent-averaged (RC9). Instances are fixed across trials (``instance_seed``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedbandit_envs.bench.scenarios import (
+    AlgorithmSpec,
+    Claim,
+    ClaimVerdict,
+    Scenario,
+    register,
+    split_point,
+)
+from fedbandit_envs.data.diabetes import diabetes_means, standin_means
+from fedbandit_envs.runner import Results, load_object
+
+EPSILONS = (1.0, 2.0, 5.0, math.inf)
+CI_HORIZON = 20_000
+PAPER_HORIZON = 1_000_000
+#: Seed of the fixed synthetic instances. Chosen on instance properties only (not on results): with it two of the
+#: three S-A agents have a local best arm that is not the global best (the paper: every agent ranks arms differently).
+INSTANCE_SEED = 4
+#: The CI-scale multiplier of eq. (12)'s 128-term (spec §4.2); always labelled in results.
+CI_DP_BONUS_SCALE = 1e-3
+
+
+def zhu_instance(
+    rng: np.random.Generator, num_agents: int, num_arms: int, min_gap: float = 0.0, max_tries: int = 100_000
+) -> np.ndarray:
+    """Synthetic instance of spec §4.2: µ ~ U[0,1]^{N×M}, redrawn until it qualifies.
+
+    Accepted when (a) the N local rankings are distinct permutations, (b) some agent's local best arm differs from
+    the global best arm of µ_k = mean_i µ_{i,k}, and (c) every non-zero global gap is >= ``min_gap``.
+    """
+    if not 0.0 <= min_gap < 1.0:
+        raise ValueError(f"min_gap must lie in [0, 1), got {min_gap}")
+    for _ in range(max_tries):
+        means = rng.random((num_agents, num_arms))
+        rankings = {tuple(row) for row in np.argsort(-means, axis=1).tolist()}
+        global_means = means.mean(axis=0)
+        gaps = global_means.max() - global_means
+        if (
+            len(rankings) == num_agents
+            and np.any(means.argmax(axis=1) != global_means.argmax())
+            and np.all(gaps[gaps > 0] >= min_gap)
+        ):
+            return means
+    raise ValueError(f"no instance qualified in max_tries={max_tries}; lower min_gap or raise max_tries")
+
+
+def diabetes_standin_instance(rng: np.random.Generator, num_agents: int, num_arms: int) -> np.ndarray:
+    """The synthetic diabetes stand-in as an ``instance`` callable (fixed data; ``rng`` is not used)."""
+    if num_arms != 5:
+        raise ValueError(f"the diabetes bandit has 5 arms (drug classes, D23), got num_arms={num_arms}")
+    return standin_means(num_agents)
+
+
+def zhu_checkpoints(horizon: int, num_arms: int, count: int = 20) -> tuple[int, ...]:
+    """Slot counts: the end of the warm-up (M), then ``count`` evenly spaced main rounds up to T (T/2 included)."""
+    return (num_arms, *(num_arms + horizon * j // count for j in range(1, count + 1)))
+
+
+# --------------------------------------------------------------------------------------------- running
+def run_scenario(scenario: Scenario, scale: str | None = "ci", progress: bool = False) -> Results:
+    """Run every (sweep point, algorithm) of ``scenario`` at ``scale`` (None: as given) over its seeds.
+
+    Rows get the sweep values in columns named after the sweep key's keyword (``"alg.epsilon"`` -> ``epsilon``),
+    as :mod:`fedbandit_envs.bench.claims` expects. Returns the combined results.
+    """
+    if scale is not None:
+        scenario = scenario.at_scale(scale)
+    runner = load_object(scenario.runner)
+    seeds = list(range(scenario.seeds))
+    results = Results()
+    for point in scenario.points():
+        parts = split_point(point)
+        env = {**scenario.env_kwargs, **parts["env"]}
+        wrappers = [spec.factory(parts["wrapper"]) for spec in scenario.wrappers]
+        tags = {key.partition(".")[2]: value for key, value in point.items()}
+        for label, spec in scenario.algorithms.items():
+            part = runner(
+                spec.factory(parts["alg"]),
+                env,
+                seeds,
+                checkpoints=scenario.checkpoints,
+                progress=progress,
+                label=label,
+                wrappers=wrappers,
+            )
+            for row in (*part.curves, *part.agents):
+                row.update(tags)
+            results.extend(part)
+    return results
+
+
+def main_regret(results: Results, by: Sequence[str] = ("algorithm",)) -> dict[tuple, dict[int, dict[int, float]]]:
+    """Agent-averaged regret over the main rounds: ``{group: {seed: {t: R(t)}}}``.
+
+    ``t`` counts main rounds; R(t) = ``mean_regret`` at slot M + t minus ``mean_regret`` at slot M (the first
+    checkpoint of every run, :func:`zhu_checkpoints`).
+    """
+    runs: dict[tuple, dict[int, dict[int, float]]] = {}
+    for row in results.curves:
+        key = tuple(row.get(k) for k in by)
+        runs.setdefault(key, {}).setdefault(row["seed"], {})[row["slot"]] = float(row["mean_regret"])
+    out: dict[tuple, dict[int, dict[int, float]]] = {}
+    for key, seeds in runs.items():
+        for seed, curve in seeds.items():
+            warmup = min(curve)
+            out.setdefault(key, {})[seed] = {s - warmup: r - curve[warmup] for s, r in curve.items() if s > warmup}
+    return out
+
+
+def _final(curves: dict[int, dict[int, float]]) -> np.ndarray:
+    """Per-seed R(T) (seeds in sorted order)."""
+    return np.array([curve[max(curve)] for _, curve in sorted(curves.items())])
+
+
+def _growth_ratios(curves: dict[int, dict[int, float]]) -> np.ndarray:
+    """Per-seed R(T) / R(T/2)."""
+    ratios = []
+    for _, curve in sorted(curves.items()):
+        horizon = max(curve)
+        if horizon // 2 not in curve:
+            raise ValueError(f"the checkpoints miss T/2 = {horizon // 2} main rounds; use zhu_checkpoints")
+        ratios.append(curve[horizon] / curve[horizon // 2])
+    return np.array(ratios)
+
+
+# --------------------------------------------------------------------------------------------- claims
+def sublinear_claim(algorithm: str, max_ratio: float, epsilon: float | None = None) -> Claim:
+    """RC2 / RC7: the trial mean of R(T)/R(T/2) is <= ``max_ratio`` (linear regret gives 2).
+
+    With ``epsilon`` the runs of ``algorithm`` at that sweep value are checked (e.g. Fed_UCB at ε = ∞).
+    """
+    label = algorithm if epsilon is None else f"{algorithm} (epsilon={epsilon:g})"
+
+    def check(results: Results) -> ClaimVerdict:
+        if epsilon is None:
+            curves = main_regret(results)[(algorithm,)]
+        else:
+            curves = main_regret(results, by=("algorithm", "epsilon"))[(algorithm, epsilon)]
+        ratios = _growth_ratios(curves)
+        mean = float(ratios.mean())
+        evidence = f"{label}: mean R(T)/R(T/2) = {mean:.3f} (per trial {np.round(ratios, 3).tolist()})"
+        return ClaimVerdict(mean <= max_ratio, evidence, {"mean_ratio": mean, "ratios": ratios.tolist()})
+
+    return Claim("sublinear", f"{label} regret is sublinear: mean R(T)/R(T/2) <= {max_ratio}", check)
+
+
+def collaboration_claim(gossip: str, local: str, min_local_ratio: float = 1.8, factor: float = 2.0) -> Claim:
+    """RC3: local UCB1 grows linearly (mean R(T)/R(T/2) >= 1.8) and ends >= ``factor`` times Gossip_UCB's regret."""
+
+    def check(results: Results) -> ClaimVerdict:
+        regret = main_regret(results)
+        ratio = float(_growth_ratios(regret[(local,)]).mean())
+        local_final, gossip_final = float(_final(regret[(local,)]).mean()), float(_final(regret[(gossip,)]).mean())
+        passed = ratio >= min_local_ratio and local_final >= factor * gossip_final
+        evidence = (
+            f"{local}: R(T)/R(T/2) = {ratio:.3f}, R(T) = {local_final:.1f}; {gossip}: R(T) = {gossip_final:.1f} "
+            f"(ratio of finals {local_final / gossip_final:.2f})"
+        )
+        values = {"local_ratio": ratio, "local_final": local_final, "gossip_final": gossip_final}
+        return ClaimVerdict(passed, evidence, values)
+
+    description = f"collaboration is necessary: {local} is linear and >= {factor}x the regret of {gossip}"
+    return Claim("collaboration_needed", description, check)
+
+
+def epsilon_finals(results: Results, algorithm: str) -> dict[float, np.ndarray]:
+    """Per-seed R(T) of ``algorithm`` for each ``epsilon`` of the sweep, by increasing epsilon."""
+    regret = main_regret(results, by=("algorithm", "epsilon"))
+    finals = {key[1]: _final(curves) for key, curves in regret.items() if key[0] == algorithm}
+    return dict(sorted(finals.items()))
+
+
+def monotone_epsilon_claim(algorithm: str = "fed_ucb", num_se: float = 2.0) -> Claim:
+    """RC4: R(1) >= R(2) >= R(5) >= R(∞); a step the wrong way fails only beyond ``num_se`` standard errors."""
+
+    def check(results: Results) -> ClaimVerdict:
+        finals = epsilon_finals(results, algorithm)
+        eps = list(finals)
+        ok = True
+        for small, large in zip(eps, eps[1:]):
+            a, b = finals[small], finals[large]
+            se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)) if len(a) > 1 else 0.0
+            ok &= bool(b.mean() - a.mean() <= num_se * se)
+        text = " >= ".join(f"R({e:g}) = {finals[e].mean():.1f}" for e in eps)
+        return ClaimVerdict(ok and len(eps) > 1, text, {str(e): float(v.mean()) for e, v in finals.items()})
+
+    return Claim("monotone_in_epsilon", "privacy costs regret: R(T) decreases as epsilon grows (RC4)", check)
+
+
+def infinity_lowest_claim(algorithm: str = "fed_ucb") -> Claim:
+    """RC6: R(∞) < R(ε) for every finite ε (strict, on trial means)."""
+
+    def check(results: Results) -> ClaimVerdict:
+        finals = {e: float(v.mean()) for e, v in epsilon_finals(results, algorithm).items()}
+        finite = [e for e in finals if math.isfinite(e)]
+        passed = math.inf in finals and bool(finite) and all(finals[math.inf] < finals[e] for e in finite)
+        text = ", ".join(f"R({e:g}) = {v:.1f}" for e, v in finals.items())
+        return ClaimVerdict(passed, text, {str(e): v for e, v in finals.items()})
+
+    return Claim("infinity_lowest", "epsilon = inf (Gossip_UCB) has the lowest regret (RC6)", check)
+
+
+def inverse_epsilon_claim(
+    algorithm: str = "fed_ucb",
+    bounds: Mapping[float, tuple[float, float]] | None = None,
+    informational: bool = False,
+) -> Claim:
+    """RC5: with X(ε) = R(ε) - R(∞), X(1)/X(2) in [1.4, 3.5] and X(1)/X(5) in [2.5, 15] (the paper's 1/ε).
+
+    ``informational=True`` always passes and only reports the ratios, also the paper's literal total-regret
+    ratios R(1) : R(2) : R(5) (spec RC5: they may fail at paper scale because the bound saturates).
+    """
+    bounds = dict(bounds or {2.0: (1.4, 3.5), 5.0: (2.5, 15.0)})
+
+    def check(results: Results) -> ClaimVerdict:
+        finals = {e: float(v.mean()) for e, v in epsilon_finals(results, algorithm).items()}
+        excess = {e: finals[e] - finals[math.inf] for e in finals if math.isfinite(e)}
+        ratios = {e: excess[1.0] / excess[e] for e in bounds}
+        totals = {e: finals[e] / finals[1.0] for e in excess}
+        passed = informational or all(lo <= ratios[e] <= hi for e, (lo, hi) in bounds.items())
+        text = ", ".join(f"X(1)/X({e:g}) = {r:.2f}" for e, r in ratios.items())
+        text += "; total R(eps)/R(1): " + ", ".join(f"{e:g}: {r:.3f}" for e, r in totals.items())
+        if informational:
+            text += " (informational)"
+        return ClaimVerdict(passed, text, {"excess_ratios": ratios, "total_ratios": totals})
+
+    return Claim("inverse_epsilon", "excess regret of Fed_UCB scales like 1/epsilon (RC5)", check)
+
+
+# --------------------------------------------------------------------------------------------- scenarios
+def _env(num_agents: int, num_arms: int, topology: str, instance: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "num_agents": num_agents,
+        "num_arms": num_arms,
+        "horizon": CI_HORIZON + num_arms,
+        "topology": topology,
+        "gossip": "uniform_edge",
+        "instance": instance,
+        "instance_seed": INSTANCE_SEED,
+        **extra,
+    }
+
+
+def _scales(num_arms: int, ci_extra: Mapping[str, Any], paper_extra: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        "ci": {
+            "horizon": CI_HORIZON + num_arms,
+            "seeds": 5,
+            "checkpoints": zhu_checkpoints(CI_HORIZON, num_arms),
+            **ci_extra,
+        },
+        "paper": {
+            "horizon": PAPER_HORIZON + num_arms,
+            "seeds": 100,
+            "checkpoints": zhu_checkpoints(PAPER_HORIZON, num_arms),
+            **paper_extra,
+        },
+    }
+
+
+def _epsilon_scenario(name: str, description: str, env: dict[str, Any], ci_instance: Any, claims: tuple) -> Scenario:
+    """Fed_UCB at ε in {1, 2, 5, ∞}; the CI scale adds the labelled ``dp_bonus_scale`` (spec §4.2)."""
+    num_arms = env["num_arms"]
+    ci_sweep = {"alg.epsilon": EPSILONS, "alg.dp_bonus_scale": (CI_DP_BONUS_SCALE,)}
+    return Scenario(
+        name=name,
+        paper="zhu",
+        description=description,
+        env_kwargs=env,
+        algorithms={"fed_ucb": AlgorithmSpec("fed_ucb")},
+        sweep={"alg.epsilon": EPSILONS},
+        seeds=5,
+        checkpoints=zhu_checkpoints(CI_HORIZON, num_arms),  # type: ignore[arg-type]
+        claims=claims,
+        scales=_scales(num_arms, {"instance": ci_instance, "sweep": ci_sweep}, {}),
+    )
+
+
+_GAUSSIAN = {"reward_model": "gaussian", "reward_params": {"sigma": 1.0}}
+_PAPER_INSTANCE = partial(zhu_instance, min_gap=0.0)
+_CI_INSTANCE = partial(zhu_instance, min_gap=0.05)
+_EPSILON_CLAIMS = (monotone_epsilon_claim(), infinity_lowest_claim(), inverse_epsilon_claim())
+
+SA_EPSILON = register(
+    _epsilon_scenario(
+        "zhu/sa_epsilon",
+        "S-A: Fed_UCB at epsilon 1, 2, 5, inf on N=3 agents, M=5 arms, K3, Gaussian observations (Fig. 1(a)).",
+        _env(3, 5, "complete", _PAPER_INSTANCE, **_GAUSSIAN),
+        _CI_INSTANCE,
+        _EPSILON_CLAIMS,
+    )
+)
+
+SA_COLLABORATION = register(
+    Scenario(
+        name="zhu/sa_collaboration",
+        paper="zhu",
+        description="RC2/RC3: Gossip_UCB is sublinear; local UCB1 without communication is linear and worse (S-A).",
+        env_kwargs=_env(3, 5, "complete", _PAPER_INSTANCE, **_GAUSSIAN),
+        algorithms={"gossip_ucb": AlgorithmSpec("gossip_ucb"), "local_ucb1": AlgorithmSpec("independent_ucb1")},
+        seeds=5,
+        checkpoints=zhu_checkpoints(CI_HORIZON, 5),  # type: ignore[arg-type]
+        claims=(sublinear_claim("gossip_ucb", 1.6), collaboration_claim("gossip_ucb", "local_ucb1")),
+        scales=_scales(5, {"instance": _CI_INSTANCE}, {}),
+    )
+)
+
+SB_EPSILON = register(
+    _epsilon_scenario(
+        "zhu/sb_epsilon",
+        "S-B: Fed_UCB at epsilon 1, 2, 5, inf on a ring of N=10 agents, M=10 arms, Gaussian observations (Fig. 1(b)).",
+        _env(10, 10, "ring", _PAPER_INSTANCE, **_GAUSSIAN),
+        _CI_INSTANCE,
+        (infinity_lowest_claim(),),
+    )
+)
+
+_DATA_CLAIMS = (infinity_lowest_claim(), sublinear_claim("fed_ucb", 1.8, epsilon=math.inf))
+
+DIABETES_STANDIN = register(
+    _epsilon_scenario(
+        "zhu/diabetes_standin",
+        "Real-data stand-in (§4.3): Fed_UCB on Bernoulli replay of synthetic diabetes records, N=3 hospitals, K3.",
+        _env(3, 5, "complete", diabetes_standin_instance, reward_model="bernoulli"),
+        diabetes_standin_instance,
+        _DATA_CLAIMS,
+    )
+)
+
+
+def diabetes_scenario(path: str | Path, split: str = "contiguous", seed: int | None = None) -> Scenario:
+    """The §4.3 experiment on a real ``diabetic_data.csv`` (not registered: the file is the user's).
+
+    Fed_UCB at ε in {1, 2, 5, ∞}, N = 3 hospitals on K3, Bernoulli replay, as ``zhu/diabetes_standin``; RC6 and
+    RC7 (Gossip_UCB sublinear, R(T)/R(T/2) < 1.8, on the ε = ∞ runs) are its claims.
+    """
+    means = diabetes_means(path, 3, split, seed)
+    env = _env(3, 5, "complete", means, reward_model="bernoulli")
+    description = f"UCI diabetes data from {str(path)!r}, {split} split"
+    return _epsilon_scenario("zhu/diabetes", description, env, means, _DATA_CLAIMS)
+
+
+#: Every scenario of this module, by name.
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (SA_EPSILON, SA_COLLABORATION, SB_EPSILON, DIABETES_STANDIN)}
+
+__all__ = [
+    "CI_DP_BONUS_SCALE",
+    "EPSILONS",
+    "SCENARIOS",
+    "collaboration_claim",
+    "diabetes_scenario",
+    "diabetes_standin_instance",
+    "epsilon_finals",
+    "infinity_lowest_claim",
+    "inverse_epsilon_claim",
+    "main_regret",
+    "monotone_epsilon_claim",
+    "run_scenario",
+    "sublinear_claim",
+    "zhu_checkpoints",
+    "zhu_instance",
+]
