@@ -1,0 +1,249 @@
+"""Scenarios of Solanki et al. (solanki-pfcb §4): Figs. 2-5 (EXP1-EXP3) and the stress family.
+
+Fig. 2: FCB, homogeneous vs heterogeneous; EXP1 / Fig. 3: regret of NF, FCB, P-FCB; EXP2 / Fig. 4: FRR
+against epsilon; EXP3 / Fig. 5: per-agent regret against n; stress: constraint violations.
+
+Every scenario runs with :func:`fedbandit_envs.procurement_runner.run`, whose rows carry ``frr`` and
+``nf_group_regret`` (the non-federated baseline on the same instance and seeds) and the violation
+columns. Instances are swept with ``env.instance_seed`` (the spec's protocol: instances x seeds). The
+``"ci"`` scale is the spec's reduced config (T = 2e4, 2 instances x 3 seeds); ``"paper"`` is §4.1 (T = 1e5,
+5 instances x 20 seeds). Claims use the means at the last checkpoint, pooled over instances and seeds;
+FRR claims use the ratio of the pooled means ``sum R_A / sum R_NF``. The paper's soft numbers are
+reported in the verdicts' values, not checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from fedbandit_envs.bench.claims import final_means
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register
+from fedbandit_envs.runner import Results
+
+RUNNER = "fedbandit_envs.procurement_runner:run"
+
+#: §4.1: m = 30, alpha = 0.4 (the family default), n = 10, T = 1e5 at paper scale.
+COMMON = {"num_agents": 10, "num_producers": 30, "horizon": 100_000}
+CI = {"horizon": 20_000, "seeds": 3, "checkpoints": 10}
+PAPER = {"horizon": 100_000, "seeds": 20, "checkpoints": 20}
+INSTANCES = {"ci": [0, 1], "paper": [0, 1, 2, 3, 4]}
+FAMILIES = {"uniform": {"instance": "uniform"}, "normal": {"instance": "normal", "instance_params": {"std": 0.2}}}
+
+#: The paper's EXP1 ratios (§4.1): regret of NF and P-FCB(1) relative to FCB, and P-FCB(1)'s FRR.
+PAPER_EXP1 = {
+    "uniform": {"nf_over_fcb": 3.33, "pfcb_over_fcb": 2.36, "frr_pfcb": 0.71},
+    "normal": {"nf_over_fcb": 4.94, "pfcb_over_fcb": 3.35, "frr_pfcb": 0.68},
+}
+
+
+# ---------------------------------------------------------------------- claim helpers
+def pooled_frr(results: Results, by: Sequence[str] = ("algorithm",)) -> dict[tuple, float]:
+    """``sum R_A / sum R_NF`` at each run's last checkpoint, grouped by the ``by`` columns."""
+    regret = final_means(results, "group_regret", by)
+    reference = final_means(results, "nf_group_regret", by)
+    return {key: regret[key] / reference[key] for key in regret}
+
+
+def _scales(sweep: dict[str, list[Any]] | None = None, paper_sweep: dict[str, list[Any]] | None = None) -> dict:
+    """The ci and paper overrides, with the instance sweep of each scale added to ``sweep``."""
+    ci_sweep = {**(sweep or {}), "env.instance_seed": INSTANCES["ci"]}
+    full_sweep = {**(paper_sweep or sweep or {}), "env.instance_seed": INSTANCES["paper"]}
+    return {"ci": {**CI, "sweep": ci_sweep}, "paper": {**PAPER, "sweep": full_sweep}}
+
+
+def exp1_claims(family: str) -> tuple[Claim, ...]:
+    """§4.2 checks 13-14: FCB < P-FCB(1) < NF; P-FCB(0.3) >= P-FCB(1) (5% tolerance); FRR ordering."""
+
+    def ordering(results: Results) -> ClaimVerdict:
+        means = {key[0]: value for key, value in final_means(results, "mean_regret").items()}
+        ok = means["fcb"] < means["pfcb_eps1"] < means["non_federated"]
+        ok = ok and means["pfcb_eps0.3"] >= 0.95 * means["pfcb_eps1"]
+        measured = {
+            "nf_over_fcb": means["non_federated"] / means["fcb"],
+            "pfcb_over_fcb": means["pfcb_eps1"] / means["fcb"],
+        }
+        text = ", ".join(f"{k} {v:.4g}" for k, v in means.items())
+        return ClaimVerdict(bool(ok), f"mean regret per agent at T: {text}", {**means, **measured})
+
+    def frr(results: Results) -> ClaimVerdict:
+        ratios = {key[0]: value for key, value in pooled_frr(results).items()}
+        ok = ratios["pfcb_eps1"] < 1 and ratios["fcb"] < ratios["pfcb_eps1"]
+        paper = PAPER_EXP1[family]
+        return ClaimVerdict(
+            bool(ok),
+            f"FRR(P-FCB eps=1) = {ratios['pfcb_eps1']:.3f} < 1 and FRR(FCB) = {ratios['fcb']:.3f} below it "
+            f"(paper, soft: {paper['frr_pfcb']})",
+            {**{f"frr_{k}": v for k, v in ratios.items()}, **{f"paper_{k}": v for k, v in paper.items()}},
+        )
+
+    return (
+        Claim("ordering", "FCB < P-FCB(eps=1) < Non-federated, and P-FCB(eps=0.3) >= P-FCB(eps=1).", ordering),
+        Claim("frr", "FRR of P-FCB(eps=1) is below 1 and above FRR of FCB.", frr),
+    )
+
+
+def frr_non_increasing(parameter: str) -> Claim:
+    """§4.2 check 15: FRR(eps) is non-increasing: Spearman <= -0.8, no step up > 0.05, FRR at the largest eps < 1."""
+
+    def check(results: Results) -> ClaimVerdict:
+        series = {key[1]: value for key, value in pooled_frr(results, ("algorithm", parameter)).items()}
+        points = sorted(series)
+        values = [series[p] for p in points]
+        rho = float(stats.spearmanr(points, values).statistic)
+        worst_step = max(b - a for a, b in zip(values, values[1:]))
+        ok = rho <= -0.8 and worst_step <= 0.05 and values[-1] < 1
+        text = ", ".join(f"{p}: {v:.3f}" for p, v in zip(points, values))
+        return ClaimVerdict(
+            bool(ok), f"FRR by {parameter}: {text}; Spearman {rho:.2f}", dict(zip(map(str, points), values))
+        )
+
+    return Claim("frr_non_increasing", "FRR of P-FCB does not increase with epsilon (Fig. 4).", check)
+
+
+def regret_falls_with_n() -> Claim:
+    """§4.2 check 16: per-agent regret at T falls with n: Spearman <= -0.8 and R(largest n) < R(smallest n)."""
+
+    def check(results: Results) -> ClaimVerdict:
+        means = final_means(results, "mean_regret", ("algorithm", "num_agents"))
+        series = {key[1]: value for key, value in means.items()}
+        points = sorted(series)
+        values = [series[p] for p in points]
+        rho = float(stats.spearmanr(points, values).statistic)
+        ok = rho <= -0.8 and values[-1] < values[0]
+        text = ", ".join(f"n={p}: {v:.4g}" for p, v in zip(points, values))
+        return ClaimVerdict(
+            bool(ok), f"regret per agent: {text}; Spearman {rho:.2f}", dict(zip(map(str, points), values))
+        )
+
+    return Claim(
+        "regret_falls_with_n", "Per-agent regret of P-FCB falls as the number of agents grows (Fig. 5).", check
+    )
+
+
+def federation_helps_both_settings() -> Claim:
+    """§4.2 check 17: FRR(T) < 1 for the homogeneous and the heterogeneous setting (their gap is reported)."""
+
+    def check(results: Results) -> ClaimVerdict:
+        ratios = {key[1]: value for key, value in pooled_frr(results, ("algorithm", "homogeneous")).items()}
+        ok = all(v < 1 for v in ratios.values()) and len(ratios) == 2
+        gap = abs(ratios.get(True, np.nan) - ratios.get(False, np.nan))
+        return ClaimVerdict(
+            bool(ok),
+            f"FRR(T): homogeneous {ratios.get(True, np.nan):.3f}, heterogeneous {ratios.get(False, np.nan):.3f} "
+            f"(gap {gap:.3f}; soft target <= 0.15)",
+            {"homogeneous": ratios.get(True), "heterogeneous": ratios.get(False), "gap": gap},
+        )
+
+    return Claim("federation_helps", "FCB lowers regret in both the homogeneous and heterogeneous settings.", check)
+
+
+def few_violations(algorithms: Sequence[str], threshold: float = 0.01) -> Claim:
+    """§4.2 check 18: after exploration, at most 1% of (agent, round) pairs break QC, for each of ``algorithms``.
+
+    The other algorithms' rates are reported in the verdict's values.
+    """
+
+    def check(results: Results) -> ClaimVerdict:
+        rates = {key[0]: value for key, value in final_means(results, "violation_rate_after_explore").items()}
+        ok = all(rates[a] <= threshold for a in algorithms)
+        text = ", ".join(f"{k} {v:.4%}" for k, v in rates.items())
+        return ClaimVerdict(bool(ok), f"QC violation rate after exploration: {text}", rates)
+
+    return Claim("few_violations", f"At most {threshold:.0%} QC violations after exploration (default preset).", check)
+
+
+# ---------------------------------------------------------------------- scenarios
+PFCB = "solanki_pfcb"
+EPSILONS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+NUM_AGENTS = [10, 15, 20, 25, 30, 35, 40]
+
+for family, family_kwargs in FAMILIES.items():
+    register(
+        Scenario(
+            name=f"solanki/fig2_{family}",
+            paper="solanki",
+            description=f"Fig. 2: FRR of FCB (Alg. 1, sharing every round), homogeneous vs heterogeneous, {family}.",
+            env_kwargs={**COMMON, **family_kwargs, **({"instance_params": {"std": 0.1}} if family == "normal" else {})},
+            algorithms={"fcb_sync": AlgorithmSpec("solanki_fcb_sync")},
+            sweep={"env.homogeneous": [True, False]},
+            seeds=PAPER["seeds"],
+            checkpoints=PAPER["checkpoints"],
+            claims=(federation_helps_both_settings(),),
+            scales=_scales({"env.homogeneous": [True, False]}),
+            runner=RUNNER,
+        )
+    )
+    register(
+        Scenario(
+            name=f"solanki/exp1_{family}",
+            paper="solanki",
+            description=f"EXP1 / Fig. 3: regret per agent of NF, FCB, P-FCB (eps 1 and 0.3), family {family}.",
+            env_kwargs={**COMMON, **family_kwargs},
+            algorithms={
+                "non_federated": AlgorithmSpec("solanki_nf"),
+                "fcb": AlgorithmSpec("solanki_fcb"),
+                "pfcb_eps1": AlgorithmSpec(PFCB, {"epsilon": 1.0}),
+                "pfcb_eps0.3": AlgorithmSpec(PFCB, {"epsilon": 0.3}),
+            },
+            seeds=PAPER["seeds"],
+            checkpoints=PAPER["checkpoints"],
+            claims=exp1_claims(family),
+            scales=_scales(),
+            runner=RUNNER,
+        )
+    )
+    register(
+        Scenario(
+            name=f"solanki/exp2_{family}",
+            paper="solanki",
+            description=f"EXP2 / Fig. 4: FRR of P-FCB against epsilon (D-23 grid 0.2..1.0), family {family}.",
+            env_kwargs={**COMMON, **family_kwargs},
+            algorithms={"pfcb": AlgorithmSpec(PFCB)},
+            sweep={"alg.epsilon": EPSILONS},
+            seeds=PAPER["seeds"],
+            checkpoints=PAPER["checkpoints"],
+            claims=(frr_non_increasing("epsilon"),),
+            scales=_scales({"alg.epsilon": EPSILONS}),
+            runner=RUNNER,
+        )
+    )
+    register(
+        Scenario(
+            name=f"solanki/exp3_{family}",
+            paper="solanki",
+            description=f"EXP3 / Fig. 5: per-agent regret of P-FCB (eps 1) against n, nested agents (D-23), {family}.",
+            env_kwargs={**COMMON, **family_kwargs, "agent_pool": max(NUM_AGENTS)},
+            algorithms={"pfcb": AlgorithmSpec(PFCB, {"epsilon": 1.0})},
+            sweep={"env.num_agents": NUM_AGENTS},
+            seeds=PAPER["seeds"],
+            checkpoints=PAPER["checkpoints"],
+            claims=(regret_falls_with_n(),),
+            scales=_scales({"env.num_agents": NUM_AGENTS}),
+            runner=RUNNER,
+        )
+    )
+
+register(
+    Scenario(
+        name="solanki/stress",
+        paper="solanki",
+        description="Stress family (U at alpha 0.7, the constraint binds): violations and regret; the paper-literal "
+        "preset (UCB in the constraint, gamma 0) is reported, not checked.",
+        env_kwargs={**COMMON, "instance": "stress"},
+        algorithms={
+            "non_federated": AlgorithmSpec("solanki_nf"),
+            "fcb": AlgorithmSpec("solanki_fcb"),
+            "pfcb_eps1": AlgorithmSpec(PFCB, {"epsilon": 1.0}),
+            "pfcb_paper_literal": AlgorithmSpec(PFCB, {"epsilon": 1.0, "preset": "paper_literal"}),
+        },
+        seeds=PAPER["seeds"],
+        checkpoints=PAPER["checkpoints"],
+        claims=(few_violations(["non_federated", "fcb", "pfcb_eps1"]),),
+        scales=_scales(),
+        runner=RUNNER,
+    )
+)

@@ -1,0 +1,834 @@
+"""Federated combinatorial procurement (Solanki et al., solanki-pfcb §1 and §6).
+
+n aggregators (agents) buy units from m producers. Producer ``i`` has a hidden quality ``q_i``: each unit it
+delivers is good with probability ``q_i``. Agent ``j`` pays ``c[j, i]`` per unit and may buy at most
+``k[j, i]`` units per round; both are known to it. A round's action is the procurement vector (the
+super-arm) ``l[j] in {0..k[j, i]}^m``; the agent observes, per producer, the units it procured and the good
+units among them (semi-bandit feedback), and earns ``sum_i (rho x_i - c_i l_i)``.
+
+Hidden from the agents (reported to evaluators): the expected revenue ``r(l) = sum_i l_i (rho q_i - c_i)``,
+the quality constraint ``QC: sum_i l_i (q_i - alpha) >= 0`` (D-04), and the per-round regret (D-05/D-06)
+``r* - r(l)`` if QC holds, else the penalty ``L = r* - sum_i k_i min(0, rho q_i - c_i)``, where ``r*`` is the
+revenue of the benchmark oracle's vector on the true qualities. The regret against the MILP optimum is
+logged too (``exact_regret``).
+
+Array layout: agents first, producers last (``(B, n, m)`` with B replicas), i.e. ``c[j, i]`` is the
+transpose of the paper's ``c_ij``. The instance is fixed when the environment is built (from
+``instance_seed``), because the action spaces ``MultiDiscrete(k[j] + 1)`` depend on it; the seed of
+``reset`` drives the unit outcomes (the ``rewards`` stream).
+
+Unit outcomes use common random numbers: one uniform ``u`` per (round, agent, producer), and
+``x = F^{-1}_{Bin(l, q_i)}(u)``, so ``x`` grows with ``l`` for fixed ``u`` and two algorithms see the same
+draws wherever their actions agree.
+
+Communication is a separate phase (spec §6 ``CommChannel``): after ``step`` of round t, agents may call
+``communicate`` once; messages go through the message hooks (DP wrappers) and the costed channel (complete
+graph by default) and are delivered at once, to be used before the decisions of round t + 1.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+from scipy import stats
+
+from fedbandit_envs.channel import (
+    Channel,
+    ChannelConfig,
+    CostModel,
+    Ledger,
+    Message,
+    MessageBatch,
+    batches_from_messages,
+)
+from fedbandit_envs.core import AgentContext
+from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
+from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
+from fedbandit_envs.seeding import SeedLike, SeedStreams
+from fedbandit_envs.topology import SERVER, Topology, build_topology
+
+__all__ = [
+    "INSTANCE_FAMILIES",
+    "FedProcurementEnv",
+    "ProcurementContext",
+    "ProcurementCore",
+    "ProcurementFeedback",
+    "ProcurementInstance",
+    "ProcurementPopulation",
+    "build_instance",
+    "normal_instance",
+    "stress_instance",
+    "uniform_instance",
+]
+
+
+# ====================================================================================== instances
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array = np.array(array)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class ProcurementInstance:
+    """One procurement problem (validated on construction; arrays become read-only).
+
+    Attributes:
+        quality: (m,) hidden qualities ``q_i`` in [0, 1].
+        costs: (n, m) cost per unit ``c[j, i] >= 0`` that agent j pays producer i.
+        capacities: (n, m) integer capacities ``k[j, i] >= 1`` (units per round).
+        alpha: the quality threshold, in [0, 1].
+        rho: revenue per unit of quality, > 0 (D-02: 1 by default).
+        homogeneous: costs and capacities are the same for every agent (checked).
+    """
+
+    quality: np.ndarray
+    costs: np.ndarray
+    capacities: np.ndarray
+    alpha: float
+    rho: float = 1.0
+    homogeneous: bool = False
+
+    def __post_init__(self) -> None:
+        q = np.asarray(self.quality, dtype=np.float64)
+        if q.ndim != 1 or len(q) < 1:
+            raise ValueError(f"quality must be a 1-D array with one entry per producer, got shape {q.shape}")
+        if not np.all(np.isfinite(q)) or np.any((q < 0) | (q > 1)):
+            raise ValueError("quality must lie in [0, 1] for every producer (it is a probability)")
+        c = np.asarray(self.costs, dtype=np.float64)
+        k = np.asarray(self.capacities)
+        if c.ndim != 2 or c.shape[1] != len(q) or k.shape != c.shape:
+            raise ValueError(
+                f"costs and capacities must both have shape (num_agents, num_producers) = (n, {len(q)}); "
+                f"got {c.shape} and {k.shape}"
+            )
+        if not np.all(np.isfinite(c)) or np.any(c < 0):
+            raise ValueError("costs must be finite and >= 0")
+        if k.dtype.kind not in "iu" and not (k.dtype.kind == "f" and np.all(k == np.round(k))):
+            raise ValueError(f"capacities must be integers, got dtype {k.dtype}")
+        if np.any(k < 1):
+            raise ValueError(
+                f"capacities must be integers >= 1 (units per round), got min {k.min()}; a negative or zero capacity "
+                "leaves the agent nothing to buy from that producer"
+            )
+        alpha, rho = self.alpha, self.rho
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.number) or not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha (quality threshold) must be a number in [0, 1], got {alpha!r}")
+        if isinstance(rho, bool) or not isinstance(rho, int | float | np.number) or not (0.0 < rho < np.inf):
+            raise ValueError(f"rho (revenue per unit of quality) must be a finite number > 0, got {rho!r}")
+        if self.homogeneous and not (np.all(c == c[:1]) and np.all(k == k[:1])):
+            raise ValueError("homogeneous=True needs the same costs and capacities for every agent")
+        object.__setattr__(self, "quality", _read_only(q))
+        object.__setattr__(self, "costs", _read_only(c))
+        object.__setattr__(self, "capacities", _read_only(k.astype(np.int64)))
+        object.__setattr__(self, "alpha", float(alpha))
+        object.__setattr__(self, "rho", float(rho))
+        object.__setattr__(self, "homogeneous", bool(self.homogeneous))
+
+    @property
+    def num_agents(self) -> int:
+        """n, the number of agents (aggregators)."""
+        return self.costs.shape[0]
+
+    @property
+    def num_producers(self) -> int:
+        """m, the number of producers."""
+        return self.costs.shape[1]
+
+    @property
+    def unit_revenue(self) -> np.ndarray:
+        """(n, m) expected revenue of one unit, ``r[j, i] = rho q_i - c[j, i]``."""
+        return self.rho * self.quality - self.costs
+
+    def expected_revenue(self, units: np.ndarray) -> np.ndarray:
+        """``r(l) = sum_i l_i r[j, i]`` for units of shape (..., n, m); returns (..., n)."""
+        return (np.asarray(units) * self.unit_revenue).sum(axis=-1)
+
+    def qc_slack(self, units: np.ndarray) -> np.ndarray:
+        """``sum_i l_i (q_i - alpha)`` for units of shape (..., m); QC holds when it is ``>= -1e-12``."""
+        return (np.asarray(units) * (self.quality - self.alpha)).sum(axis=-1)
+
+    def qc_satisfied(self, units: np.ndarray) -> np.ndarray:
+        """Whether the true quality constraint holds (judged with the true q and the plain alpha)."""
+        return self.qc_slack(units) >= -QC_TOLERANCE
+
+    def penalty(self, r_star: np.ndarray) -> np.ndarray:
+        """The violation penalty ``L_j = r*_j - sum_i k[j, i] min(0, r[j, i])`` (D-06), shape (n,)."""
+        return np.asarray(r_star) - (self.capacities * np.minimum(0.0, self.unit_revenue)).sum(axis=-1)
+
+    def first_agents(self, num_agents: int) -> ProcurementInstance:
+        """The instance restricted to agents ``0 .. num_agents - 1`` (nested agent sets, D-23)."""
+        if not 1 <= num_agents <= self.num_agents:
+            raise ValueError(f"num_agents must be in [1, {self.num_agents}], got {num_agents}")
+        return ProcurementInstance(
+            self.quality,
+            self.costs[:num_agents],
+            self.capacities[:num_agents],
+            self.alpha,
+            self.rho,
+            self.homogeneous,
+        )
+
+
+def _draw_instance(
+    rng: np.random.Generator,
+    num_agents: int,
+    num_producers: int,
+    draw: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray],
+    alpha: float,
+    rho: float,
+    homogeneous: bool,
+    max_capacity: int,
+    agent_pool: int | None,
+) -> ProcurementInstance:
+    """Draw q, then c, then k (for ``agent_pool`` agents, of which the first ``num_agents`` are kept)."""
+    for name, value, minimum in (("num_agents", num_agents, 1), ("num_producers", num_producers, 1)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    if isinstance(max_capacity, bool) or not isinstance(max_capacity, int | np.integer) or max_capacity < 1:
+        raise ValueError(
+            f"max_capacity must be an int >= 1 (capacities are drawn from 1..max_capacity), got {max_capacity!r}"
+        )
+    pool = num_agents if agent_pool is None else agent_pool
+    if isinstance(pool, bool) or not isinstance(pool, int | np.integer) or pool < num_agents:
+        raise ValueError(f"agent_pool must be an int >= num_agents ({num_agents}) or None, got {agent_pool!r}")
+    m = num_producers
+    quality = draw(rng, (m,))
+    if homogeneous:
+        costs = np.broadcast_to(draw(rng, (m,)), (num_agents, m))
+        capacities = np.broadcast_to(rng.integers(1, max_capacity + 1, m), (num_agents, m))
+    else:
+        costs = draw(rng, (pool, m))[:num_agents]
+        capacities = rng.integers(1, max_capacity + 1, (pool, m))[:num_agents]
+    return ProcurementInstance(quality, costs, capacities, alpha, rho, homogeneous)
+
+
+def uniform_instance(
+    num_agents: int,
+    num_producers: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.4,
+    rho: float = 1.0,
+    homogeneous: bool = False,
+    max_capacity: int = 50,
+    agent_pool: int | None = None,
+) -> ProcurementInstance:
+    """Family U (§4.1, D-22): ``q_i, c[j, i] ~ U[0, 1]``, ``k[j, i] ~ UniformInt{1..max_capacity}``.
+
+    Homogeneous: c and k drawn once per producer and shared. ``agent_pool``: draw c and k for that many
+    agents and keep the first ``num_agents`` (nested agent sets across n, D-23).
+    """
+    return _draw_instance(
+        rng, num_agents, num_producers, lambda g, s: g.random(s), alpha, rho, homogeneous, max_capacity, agent_pool
+    )
+
+
+def normal_instance(
+    num_agents: int,
+    num_producers: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.4,
+    mean: float | None = None,
+    std: float = 0.2,
+    rho: float = 1.0,
+    homogeneous: bool = False,
+    max_capacity: int = 50,
+    agent_pool: int | None = None,
+) -> ProcurementInstance:
+    """Family N (§4.1, D-22): ``q_i, c[j, i] ~ N(mean, std)`` clipped to [0, 1] (mean defaults to alpha).
+
+    Figs 3-5 use ``std = 0.2``, Fig 2 ``std = 0.1``. Other arguments as in :func:`uniform_instance`.
+    """
+    centre = alpha if mean is None else mean
+    if not (np.isfinite(centre) and np.isfinite(std) and std >= 0):
+        raise ValueError(f"normal family needs a finite mean and std >= 0, got mean={mean!r}, std={std!r}")
+    return _draw_instance(
+        rng,
+        num_agents,
+        num_producers,
+        lambda g, s: np.clip(g.normal(centre, std, s), 0.0, 1.0),
+        alpha,
+        rho,
+        homogeneous,
+        max_capacity,
+        agent_pool,
+    )
+
+
+def stress_instance(
+    num_agents: int,
+    num_producers: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.7,
+    rho: float = 1.0,
+    homogeneous: bool = False,
+    max_capacity: int = 50,
+    agent_pool: int | None = None,
+) -> ProcurementInstance:
+    """The stress family (§4.2 check 18): family U at ``alpha = 0.7``, where the constraint binds for most agents."""
+    return uniform_instance(
+        num_agents,
+        num_producers,
+        rng,
+        alpha=alpha,
+        rho=rho,
+        homogeneous=homogeneous,
+        max_capacity=max_capacity,
+        agent_pool=agent_pool,
+    )
+
+
+#: Instance families by name: ``(num_agents, num_producers, rng, **params) -> ProcurementInstance``.
+INSTANCE_FAMILIES: dict[str, Callable[..., ProcurementInstance]] = {
+    "uniform": uniform_instance,
+    "normal": normal_instance,
+    "stress": stress_instance,
+}
+
+
+def build_instance(
+    instance: ProcurementInstance | str,
+    num_agents: int,
+    num_producers: int,
+    instance_seed: SeedLike,
+    **params: Any,
+) -> ProcurementInstance:
+    """A ready instance, or one drawn from a family name with the ``instance`` stream of ``instance_seed``.
+
+    ``params`` set to None are left to the family's defaults.
+    """
+    params = {k: v for k, v in params.items() if v is not None}
+    if isinstance(instance, ProcurementInstance):
+        if params:
+            raise ValueError(f"instance parameters {sorted(params)} are only for a family name, not a ready instance")
+        return instance
+    if instance not in INSTANCE_FAMILIES:
+        raise ValueError(
+            f"instance must be one of {sorted(INSTANCE_FAMILIES)} or a ProcurementInstance, got {instance!r}"
+        )
+    rng = SeedStreams.from_seed(instance_seed).generator("instance")
+    try:
+        return INSTANCE_FAMILIES[instance](num_agents, num_producers, rng, **params)
+    except TypeError as error:
+        raise TypeError(f"bad parameters for the {instance!r} family: {error}") from None
+
+
+# ====================================================================================== protocol
+@dataclass(frozen=True)
+class ProcurementContext(AgentContext):
+    """The public facts of a procurement episode: an :class:`AgentContext` plus the agents' known parameters.
+
+    ``num_arms`` is m, the number of producers.
+
+    Attributes:
+        costs: (n, m) per-unit costs (agent j knows row j).
+        capacities: (n, m) capacities (agent j knows row j).
+        alpha: the quality threshold.
+        rho: revenue per unit of quality.
+    """
+
+    costs: np.ndarray
+    capacities: np.ndarray
+    alpha: float
+    rho: float
+
+
+@dataclass
+class ProcurementFeedback:
+    """What the agents receive from one round, for every replica.
+
+    Attributes:
+        slot: the round just played (0-based; the spec's round ``t = slot + 1``; -1 after reset).
+        units: (B, n, m) units procured.
+        successes: (B, n, m) good units among them.
+        rewards: (B, n) realised utilities ``sum_i (rho x_i - c_i l_i)``.
+    """
+
+    slot: int
+    units: np.ndarray
+    successes: np.ndarray
+    rewards: np.ndarray
+
+
+class ProcurementPopulation(ABC):
+    """A vectorised procurement learner acting for all n agents of B replicas.
+
+    It is the procurement analogue of :class:`agents.base.Population`, whose protocol does not fit: there an
+    action is one arm per agent and the feedback one scalar reward, while here an action is a vector of units
+    per producer and the feedback is semi-bandit (units and good units per producer); and the communication
+    phase follows the outcomes of the round (spec §6), so messages are a separate call rather than part of
+    the action. The runner's loop per round is
+    ``act -> core.step -> observe -> outgoing -> core.communicate (DP hooks, channel) -> receive``.
+    """
+
+    #: Whether the population can run B > 1 replicas at once (the runner's batched path).
+    supports_batching: bool = True
+
+    @abstractmethod
+    def reset(self, context: ProcurementContext) -> None:
+        """Start an episode; draw randomness only from ``context.agent_rngs()``."""
+
+    @abstractmethod
+    def act(self, slot: int) -> np.ndarray:
+        """The (B, n, m) integer units of every agent for ``slot``."""
+
+    @abstractmethod
+    def observe(self, feedback: ProcurementFeedback) -> None:
+        """Learn from the round's units and good units."""
+
+    def outgoing(self, slot: int) -> list[MessageBatch]:
+        """Messages to send after round ``slot`` (default: none)."""
+        return []
+
+    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:  # noqa: B027 (optional hook)
+        """Process the messages delivered after round ``slot`` (default: ignore them)."""
+
+
+# ====================================================================================== core
+def binomial_search_grid(quality: np.ndarray, max_units: int) -> np.ndarray:
+    """The flat inverse-CDF grid of ``Binomial(l, q_i)`` for ``l, x in 0..K``: ``row + F_row(x)``.
+
+    Row ``i (K + 1) + l`` holds ``F(x) = P(Bin(l, q_i) <= x)`` (1 for ``x >= l``) plus the row index, so the
+    whole grid is sorted and ``x = searchsorted(grid, row + u) - row (K + 1)`` inverts the CDF at ``u in (0, 1]``.
+    """
+    size = max_units + 1
+    units = np.arange(size)
+    cdf = stats.binom.cdf(units[None, None, :], units[None, :, None], np.asarray(quality)[:, None, None])
+    cdf = np.where(units[None, None, :] >= units[None, :, None], 1.0, np.minimum(cdf, 1.0))
+    rows = np.arange(len(quality) * size, dtype=np.float64).reshape(len(quality), size, 1)
+    return (rows + cdf).reshape(-1)
+
+
+class ProcurementCore:
+    """B replicas of the procurement problem on one fixed instance, with a costed channel and message hooks.
+
+    Args:
+        instance: the problem.
+        horizon: T >= 1 rounds.
+        channel: channel options (costs, drops, message records).
+        topology: the communication graph (a name of :func:`build_topology`, a Topology or an adjacency matrix).
+        oracle: the benchmark oracle of the regret (D-05: the agents' oracle, ``"greedy"`` by default).
+    """
+
+    def __init__(
+        self,
+        instance: ProcurementInstance,
+        horizon: int,
+        channel: ChannelConfig | None = None,
+        topology: str | Topology | np.ndarray = "complete",
+        oracle: str | Oracle = "greedy",
+    ) -> None:
+        if not isinstance(instance, ProcurementInstance):
+            raise TypeError(f"instance must be a ProcurementInstance, got {type(instance).__name__}")
+        if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
+            raise ValueError(f"horizon must be an int >= 1, got {horizon!r}")
+        self.instance = instance
+        self.horizon = int(horizon)
+        self.channel = Channel(channel or ChannelConfig())
+        self.topology = build_topology(topology, instance.num_agents)
+        self.oracle = make_oracle(oracle)
+        self.message_hooks: list[MessageHook] = []
+        q, c, k, alpha, rho = instance.quality, instance.costs, instance.capacities, instance.alpha, instance.rho
+        self.benchmark_units = self.oracle(q, q, c, k, alpha, rho)
+        self.r_star = instance.expected_revenue(self.benchmark_units)
+        self.penalty = instance.penalty(self.r_star)
+        self.exact_r_star = instance.expected_revenue(ExactOracle()(q, q, c, k, alpha, rho))
+        self.exact_penalty = instance.penalty(self.exact_r_star)
+        self._unit_revenue = instance.unit_revenue
+        self._qc_rate = q - alpha
+        self._max_units = int(k.max())
+        self._grid = binomial_search_grid(q, self._max_units)
+        self._row_offset = np.arange(instance.num_producers) * (self._max_units + 1)
+        self.slot = 0
+
+    def add_message_hook(self, hook: MessageHook) -> None:
+        """Install a transformation of outgoing messages (DP noise, faults); takes effect at the next reset."""
+        self.message_hooks.append(hook)
+
+    @property
+    def done(self) -> bool:
+        """Whether the horizon has been reached."""
+        return self.slot >= self.horizon
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, seeds: Sequence[SeedLike]) -> ProcurementFeedback:
+        """Start B = len(seeds) replicas; returns the empty feedback of slot -1."""
+        if len(seeds) == 0:
+            raise ValueError("reset needs at least one seed (one per replica)")
+        inst = self.instance
+        streams = [SeedStreams.from_seed(s) for s in seeds]
+        b, n, m = len(streams), inst.num_agents, inst.num_producers
+        self.num_replicas = b
+        self._rngs = [s.generator("rewards") for s in streams]
+        self._uniforms = np.empty((b, 0, n, m))
+        self.channel.reset([self.topology] * b, [s.generator("channel") for s in streams])
+        max_spend = (inst.capacities * inst.costs).sum(axis=1).max()
+        self.context = ProcurementContext(
+            num_agents=n,
+            num_arms=m,
+            horizon=self.horizon,
+            topologies=(self.topology,) * b,
+            reward_bounds=(-float(max_spend), float(inst.rho * inst.capacities.sum(axis=1).max())),
+            agent_seeds=tuple(s.sequence("agents") for s in streams),
+            costs=inst.costs,
+            capacities=inst.capacities,
+            alpha=inst.alpha,
+            rho=inst.rho,
+        )
+        for hook in self.message_hooks:
+            hook.reset(self.context, streams)
+        self.slot = 0
+        self._communicated = -1
+        self.regret = np.zeros((b, n))
+        self.exact_regret = np.zeros((b, n))
+        self.violations = np.zeros((b, n), np.int64)
+        self.last_regret = np.zeros((b, n))
+        self.last_revenue = np.zeros((b, n))
+        self.last_qc = np.ones((b, n), bool)
+        zeros = np.zeros((b, n, m), np.int64)
+        self.last = ProcurementFeedback(-1, zeros, zeros.copy(), np.zeros((b, n)))
+        return self.last
+
+    # ------------------------------------------------------------------ step
+    def check_units(self, units: Any) -> np.ndarray:
+        """Validate a (B, n, m) integer units array against the capacities."""
+        units = np.asarray(units)
+        expected = (self.num_replicas, self.instance.num_agents, self.instance.num_producers)
+        if units.shape != expected:
+            raise ValueError(f"units must have shape (replicas, agents, producers) = {expected}, got {units.shape}")
+        if units.dtype.kind not in "iu":
+            raise TypeError(f"units must be integers (units per producer), got dtype {units.dtype}")
+        capacities = self.instance.capacities
+        bad = (units < 0) | (units > capacities)
+        if np.any(bad):
+            b, j, i = (int(x) for x in np.argwhere(bad)[0])
+            raise ValueError(
+                f"agent {j} asks for {units[b, j, i]} units from producer {i}; "
+                f"its action must lie in [0, {capacities[j, i]}] (the capacity k[{j}, {i}])"
+            )
+        return units.astype(np.int64, copy=False)
+
+    def _next_uniforms(self) -> np.ndarray:
+        offset = self.slot % NOISE_BLOCK
+        if offset == 0:
+            shape = (NOISE_BLOCK, self.instance.num_agents, self.instance.num_producers)
+            self._uniforms = np.stack([1.0 - rng.random(shape) for rng in self._rngs])
+        return self._uniforms[:, offset]
+
+    def step(self, units: Any) -> ProcurementFeedback:
+        """Play one round with (B, n, m) ``units``; validated before any state changes."""
+        if self.done:
+            raise RuntimeError("the horizon is reached; call reset() to start a new episode")
+        units = self.check_units(units)
+        inst = self.instance
+        rows = self._row_offset + units
+        successes = np.searchsorted(self._grid, rows + self._next_uniforms()) - rows * (self._max_units + 1)
+        rewards = inst.rho * successes.sum(axis=-1) - (inst.costs * units).sum(axis=-1)
+        revenue = (units * self._unit_revenue).sum(axis=-1)
+        qc = (units * self._qc_rate).sum(axis=-1) >= -QC_TOLERANCE
+        self.last_regret = np.where(qc, self.r_star - revenue, self.penalty)
+        self.regret += self.last_regret
+        self.exact_regret += np.where(qc, self.exact_r_star - revenue, self.exact_penalty)
+        self.violations += ~qc
+        self.last_revenue, self.last_qc = revenue, qc
+        self.last = ProcurementFeedback(self.slot, units, successes, rewards)
+        self.slot += 1
+        return self.last
+
+    # ------------------------------------------------------------------ communication
+    def communicate(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
+        """Send the messages of the round just played and return the copies delivered now.
+
+        Call it at most once per round, after :meth:`step`. Messages are validated, transformed by the
+        hooks (e.g. DP noise), routed and costed; with no latency every copy arrives in this call.
+        """
+        slot = self.slot - 1
+        if slot < 0:
+            raise RuntimeError("communicate() follows step(): the messages of a round are sent after its outcomes")
+        if self._communicated == slot:
+            raise RuntimeError(f"communicate() was already called for round {slot}; send all messages in one call")
+        for batch in messages:
+            if np.any(batch.sender == SERVER) or np.any(batch.recipient == SERVER):
+                raise ValueError("the procurement environment has no server: send to agents or NEIGHBOURS only")
+        prepared = self.channel.prepare(messages)
+        if self.message_hooks:
+            outgoing = [b for b in messages if len(b)]
+            for hook in self.message_hooks:
+                outgoing = hook(slot, outgoing)
+            prepared = self.channel.prepare(outgoing)
+        arrived = self.channel.due(slot) + self.channel.transmit(slot, prepared)
+        self.channel.close_slot()
+        self._communicated = slot
+        return [b for b in arrived if len(b)]
+
+
+# ====================================================================================== PettingZoo
+def inbox_messages(batches: Sequence[MessageBatch], num_agents: int, replica: int = 0) -> list[tuple[Message, ...]]:
+    """The delivered copies of ``replica`` as one tuple of :class:`Message` per recipient agent."""
+    inboxes: list[list[Message]] = [[] for _ in range(num_agents)]
+    for batch in batches:
+        for message in batch.take(batch.replica == replica).messages():
+            inboxes[message.recipient].append(message)
+    return [tuple(inbox) for inbox in inboxes]
+
+
+class FedProcurementEnv(ParallelEnv):
+    """Federated combinatorial procurement as a PettingZoo ``ParallelEnv`` (solanki-pfcb §6).
+
+    Every round each aggregator submits its procurement vector (``MultiDiscrete(k[j] + 1)``) and observes
+    ``{"procured", "successes", "t"}``; the horizon is a truncation. Messages go through
+    :meth:`communicate` after :meth:`step` (see the module docstring).
+
+    ``infos[agent]`` at reset holds the agent's known parameters (``costs``, ``capacities``, ``alpha``,
+    ``rho``, ``T``). With ``evaluation=True`` every step adds the hidden evaluation values
+    ``expected_revenue``, ``qc_satisfied``, ``regret`` (of the round), ``L``, ``r_star``,
+    ``cumulative_regret``, ``exact_regret`` (cumulative, against the MILP optimum) and ``violations``
+    (cumulative QC violations), plus the agent's ``messages_sent``, ``bytes_sent`` and ``cost``.
+    Agents must not read them.
+
+    Args:
+        num_agents: n >= 1 (ignored when ``instance`` is a ProcurementInstance).
+        num_producers: m >= 1 (idem).
+        horizon: T >= 1 rounds.
+        instance: a family name (``"uniform"``, ``"normal"``, ``"stress"``) or a ProcurementInstance.
+        instance_params: options of the family (e.g. ``{"std": 0.1}``, ``{"max_capacity": 5}``).
+        alpha: quality threshold (default: the family's, 0.4; 0.7 for ``"stress"``).
+        rho: revenue per unit of quality.
+        homogeneous: the same costs and capacities for every agent.
+        agent_pool: draw costs and capacities for this many agents and keep the first n (D-23).
+        instance_seed: the seed of the instance (fixed across resets).
+        oracle: the benchmark oracle (D-05): ``"greedy"`` (default) or ``"exact"``.
+        topology: the communication graph (default ``"complete"``: peer-to-peer broadcast, §1.7).
+        c2: cost of an agent-agent link used in a round; link_accounting, price_per_message,
+            price_per_byte: see :class:`CostModel`.
+        drop_prob: probability that a message copy is lost.
+        record_messages: keep one ledger record per transmitted copy.
+        evaluation: report the hidden evaluation values in ``infos``.
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    metadata = {"name": "fedbandit/Procurement-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(
+        self,
+        num_agents: int = 10,
+        num_producers: int = 30,
+        horizon: int = 1000,
+        *,
+        instance: ProcurementInstance | str = "uniform",
+        instance_params: Mapping[str, Any] | None = None,
+        alpha: float | None = None,
+        rho: float | None = None,
+        homogeneous: bool | None = None,
+        agent_pool: int | None = None,
+        instance_seed: int = 0,
+        oracle: str | Oracle = "greedy",
+        topology: str | Topology | np.ndarray = "complete",
+        c2: float = 1.0,
+        link_accounting: str = "used_links",
+        price_per_message: float = 0.0,
+        price_per_byte: float = 0.0,
+        drop_prob: float = 0.0,
+        record_messages: bool = False,
+        evaluation: bool = True,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        params = {"alpha": alpha, "rho": rho, "homogeneous": homogeneous, "agent_pool": agent_pool}
+        self.problem = build_instance(
+            instance, num_agents, num_producers, instance_seed, **dict(instance_params or {}), **params
+        )
+        costs = CostModel(
+            c2=c2, link_accounting=link_accounting, price_per_message=price_per_message, price_per_byte=price_per_byte
+        )
+        channel = ChannelConfig(costs, drop_prob=drop_prob, record_messages=record_messages)
+        self.core = ProcurementCore(self.problem, horizon, channel, topology, oracle)
+        self.horizon = int(horizon)
+        self.evaluation = bool(evaluation)
+        self.render_mode = render_mode
+        n, m = self.problem.num_agents, self.problem.num_producers
+        self.possible_agents = [f"aggregator_{j}" for j in range(n)]
+        self.agents: list[str] = []
+        self._index = {name: j for j, name in enumerate(self.possible_agents)}
+        self._action_spaces = {
+            a: spaces.MultiDiscrete(self.problem.capacities[j] + 1) for j, a in enumerate(self.possible_agents)
+        }
+        self._observation_spaces = {
+            a: spaces.Dict(
+                {
+                    "procured": spaces.MultiDiscrete(self.problem.capacities[j] + 1),
+                    "successes": spaces.MultiDiscrete(self.problem.capacities[j] + 1),
+                    "t": spaces.Discrete(self.horizon + 1),
+                }
+            )
+            for j, a in enumerate(self.possible_agents)
+        }
+        self.state_space = spaces.Box(-np.inf, np.inf, shape=(2 * n * m + n,), dtype=np.float64)
+        self._master_seed: np.random.SeedSequence | None = None
+
+    # ------------------------------------------------------------------ spaces and known parameters
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of ``agent`` (the same object on every call)."""
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """``MultiDiscrete(k[j] + 1)``: units per producer (the same object on every call)."""
+        return self._action_spaces[agent]
+
+    def agent_params(self, agent: str) -> dict[str, Any]:
+        """The parameters ``agent`` knows: its costs and capacities, alpha, rho and the horizon T."""
+        j = self._agent_index(agent)
+        inst = self.problem
+        return {
+            "costs": inst.costs[j].copy(),
+            "capacities": inst.capacities[j].copy(),
+            "alpha": inst.alpha,
+            "rho": inst.rho,
+            "T": self.horizon,
+        }
+
+    def _agent_index(self, agent: str) -> int:
+        if agent not in self._index:
+            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents[:3]}...")
+        return self._index[agent]
+
+    # ------------------------------------------------------------------ evaluator-only views
+    @property
+    def ledger(self) -> Ledger:
+        """The communication ledger of the current episode."""
+        return self.core.channel.ledger
+
+    @property
+    def context(self) -> ProcurementContext:
+        """The public facts an algorithm gets at reset (costs, capacities, alpha, rho, its seed stream)."""
+        return self.core.context
+
+    # ------------------------------------------------------------------ API
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Start an episode. ``seed`` fixes the outcome streams; ``None`` continues the seed sequence."""
+        if seed is not None:
+            self._master_seed = np.random.SeedSequence(int(seed))
+            episode_seed: Any = int(seed)
+        else:
+            if self._master_seed is None:
+                self._master_seed = np.random.SeedSequence()
+            episode_seed = self._master_seed.spawn(1)[0]
+        self.core.reset([episode_seed])
+        self.agents = list(self.possible_agents)
+        infos = {a: self.agent_params(a) for a in self.agents}
+        return self._observations(), infos
+
+    def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """Play one round with every live agent's procurement vector."""
+        if not self.agents:
+            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+        missing = [a for a in self.agents if a not in actions]
+        unknown = [a for a in actions if a not in self._index]
+        if missing or unknown:
+            raise ValueError(
+                f"actions must have one entry per live agent; missing {missing[:5]}, unknown {unknown[:5]}"
+            )
+        units = np.zeros((1, self.problem.num_agents, self.problem.num_producers), np.int64)
+        for agent, action in actions.items():
+            vector = np.asarray(action)
+            if vector.shape != (self.problem.num_producers,):
+                raise ValueError(
+                    f"the action of {agent} must be a vector of {self.problem.num_producers} unit counts, "
+                    f"got shape {vector.shape}"
+                )
+            if vector.dtype.kind not in "iu":
+                raise TypeError(f"the action of {agent} must hold integers (units), got dtype {vector.dtype}")
+            units[0, self._index[agent]] = vector
+        feedback = self.core.step(units)
+        rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
+        truncated = self.core.done
+        observations = self._observations()
+        terminations = dict.fromkeys(self.agents, False)
+        truncations = dict.fromkeys(self.agents, truncated)
+        infos = self._infos()
+        if truncated:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def communicate(self, messages: Mapping[str, Sequence[Message]]) -> dict[str, tuple[Message, ...]]:
+        """Send each agent's messages after the round just played; returns every agent's inbox.
+
+        ``messages`` maps an agent to a list of :class:`Message` with ``sender`` equal to its index
+        (recipients: an agent index or ``NEIGHBOURS``). Call at most once per round, after :meth:`step`.
+        """
+        outgoing: list[Message] = []
+        for agent, sent in messages.items():
+            j = self._agent_index(agent)
+            for message in sent:
+                if not isinstance(message, Message):
+                    raise TypeError(f"messages of {agent} must be Message objects, got {type(message).__name__}")
+                if message.sender != j:
+                    raise ValueError(f"{agent} sent a message with sender={message.sender}; it may only send as {j}")
+                outgoing.append(message)
+        inbox = self.core.communicate(batches_from_messages(outgoing))
+        return dict(zip(self.possible_agents, inbox_messages(inbox, self.problem.num_agents)))
+
+    def _observations(self) -> dict[str, dict[str, Any]]:
+        last = self.core.last
+        return {
+            a: {"procured": last.units[0, j].copy(), "successes": last.successes[0, j].copy(), "t": self.core.slot}
+            for j, a in enumerate(self.possible_agents)
+        }
+
+    def _infos(self) -> dict[str, dict[str, Any]]:
+        ledger = self.ledger
+        core = self.core
+        infos: dict[str, dict[str, Any]] = {}
+        for j, a in enumerate(self.agents):
+            info: dict[str, Any] = {
+                "messages_sent": int(ledger.sent_messages[0, j]),
+                "bytes_sent": int(ledger.sent_bytes[0, j]),
+                "cost": float(ledger.node_cost[0, j]),
+            }
+            if self.evaluation:
+                info.update(
+                    expected_revenue=float(core.last_revenue[0, j]),
+                    qc_satisfied=bool(core.last_qc[0, j]),
+                    regret=float(core.last_regret[0, j]),
+                    L=float(core.penalty[j]),
+                    r_star=float(core.r_star[j]),
+                    cumulative_regret=float(core.regret[0, j]),
+                    exact_regret=float(core.exact_regret[0, j]),
+                    violations=int(core.violations[0, j]),
+                )
+            infos[a] = info
+        return infos
+
+    def state(self) -> np.ndarray:
+        """Global view: last units and good units of every agent, and every agent's cumulative regret."""
+        last = self.core.last
+        return np.concatenate(
+            [
+                last.units[0].ravel().astype(np.float64),
+                last.successes[0].ravel().astype(np.float64),
+                self.core.regret[0],
+            ]
+        )
+
+    def render(self) -> str | None:
+        """A one-line text summary (``render_mode="ansi"``)."""
+        if self.render_mode is None:
+            return None
+        totals = self.ledger.totals()
+        return (
+            f"round {self.core.slot}/{self.horizon}  group regret {self.core.regret[0].sum():.2f}  "
+            f"QC violations {int(self.core.violations[0].sum())}  messages {totals['messages']}"
+        )
+
+    def close(self) -> None:
+        """Nothing to release."""

