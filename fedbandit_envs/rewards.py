@@ -22,7 +22,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import betaincinv
+from scipy.special import betaincinv, stdtrit
 
 NoiseKind = Literal["uniform", "normal"]
 
@@ -331,3 +331,84 @@ def make_reward_model(spec: str | RewardModel, **params: object) -> RewardModel:
     if unknown:
         raise TypeError(f"reward model {spec!r} does not take parameters {unknown}; accepted: {sorted(accepted)}")
     return cls(**params)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Heavy-tailed models with finite variance (Dubey & Pentland's byzantine setting, spec §1.1 and §6 item 8)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _open_uniform(noise: np.ndarray) -> np.ndarray:
+    """U[0, 1) noise clipped to [2^-54, 1 - 2^-54] (only an exact 0 moves), so quantiles stay finite."""
+    return np.clip(np.asarray(noise, dtype=np.float64), 2.0**-54, 1.0 - 2.0**-54)
+
+
+@dataclass(frozen=True)
+class StudentTRewards(RewardModel):
+    """Student-t arms: ``mean + sigma * sqrt((nu - 2) / nu) * T_nu``, by the inverse CDF of uniform noise.
+
+    ``T_nu`` has ``nu > 2`` degrees of freedom, so the reward has mean exactly ``mean`` and standard deviation
+    exactly ``sigma`` (finite variance, polynomial tails: moments of order ``>= nu`` are infinite).
+    """
+
+    nu: float = 3.0
+    sigma: float = 1.0
+
+    noise_kind: ClassVar[NoiseKind] = "uniform"
+    name: ClassVar[str] = "student_t"
+
+    def __post_init__(self) -> None:
+        nu = _check_positive("nu", self.nu)
+        if nu <= 2.0:
+            raise ValueError(f"nu must be > 2 for a finite variance, got {nu}; pass e.g. nu=3")
+        object.__setattr__(self, "nu", nu)
+        object.__setattr__(self, "sigma", _check_positive("sigma", self.sigma))
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Unbounded rewards."""
+        return (-math.inf, math.inf)
+
+    def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
+        """``mean + sigma * sqrt((nu-2)/nu) * t_nu^{-1}(u)`` elementwise."""
+        scale = self.sigma * math.sqrt((self.nu - 2.0) / self.nu)
+        return np.add(means, scale * stdtrit(self.nu, _open_uniform(noise)), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ParetoRewards(RewardModel):
+    """Pareto arms, centred and scaled: ``mean + sigma * (P - E P) / sd(P)`` with ``P ~ Pareto(alpha, 1)``.
+
+    ``P = (1 - u) ** (-1 / alpha)`` by the inverse CDF of uniform noise. With ``alpha > 2`` the reward has mean
+    exactly ``mean`` and standard deviation exactly ``sigma``; its right tail is heavy, its left tail bounded
+    (``reward >= mean - sigma * sqrt((alpha - 2) / alpha)``).
+    """
+
+    alpha: float = 3.0
+    sigma: float = 1.0
+
+    noise_kind: ClassVar[NoiseKind] = "uniform"
+    name: ClassVar[str] = "pareto"
+
+    def __post_init__(self) -> None:
+        alpha = _check_positive("alpha", self.alpha)
+        if alpha <= 2.0:
+            raise ValueError(f"alpha must be > 2 for a finite variance, got {alpha}; pass e.g. alpha=3")
+        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "sigma", _check_positive("sigma", self.sigma))
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Unbounded rewards (bounded below for each mean, but the model has no global bounds)."""
+        return (-math.inf, math.inf)
+
+    def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
+        """The centred, scaled Pareto quantile of ``noise`` elementwise."""
+        a = self.alpha
+        mean_p = a / (a - 1.0)
+        sd_p = math.sqrt(a / ((a - 1.0) ** 2 * (a - 2.0)))
+        pareto = np.power(1.0 - _open_uniform(noise), -1.0 / a)
+        return np.add(means, self.sigma * (pareto - mean_p) / sd_p, dtype=np.float64)
+
+
+REWARD_MODELS.update({"student_t": StudentTRewards, "pareto": ParetoRewards})

@@ -201,13 +201,15 @@ def _expand(batch: MessageBatch, context: AgentContext) -> MessageBatch:
 
 
 def _canonical(batches: Sequence[MessageBatch]) -> tuple[np.ndarray, np.ndarray]:
-    """Replica of each row of the concatenated batches, and the rows' order by (replica, sender, recipient, kind)."""
+    """Replica of each row of the concatenated batches, and their order by (replica, sender, recipient, kind, count).
+
+    Rows tied on all five keep their relative order, which is a sender's own message order on both runner paths.
+    """
     kinds = sorted({b.kind for b in batches})
     kind = np.concatenate([np.full(len(b), kinds.index(b.kind)) for b in batches])
+    columns = [np.concatenate([getattr(b, name) for b in batches]) for name in ("count", "recipient", "sender")]
     replica = np.concatenate([b.replica for b in batches])
-    sender = np.concatenate([b.sender for b in batches])
-    recipient = np.concatenate([b.recipient for b in batches])
-    return replica, np.lexsort((kind, recipient, sender, replica))
+    return replica, np.lexsort((columns[0], kind, columns[1], columns[2], replica))
 
 
 class _Hook:
@@ -329,7 +331,8 @@ class ByzantineAdversary(_Hook):
 
     def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Corrupt the target fields of exposed records; other messages pass unchanged."""
-        columns: list[list[np.ndarray]] = [[] for _ in range(8)]
+        columns: list[list[np.ndarray]] = [[] for _ in range(9)]
+        kinds = sorted({batch.kind for batch in batches})
         per_row: dict[int, int] = {}
         for i, batch in enumerate(batches):
             if not self._targeted(batch):
@@ -340,12 +343,13 @@ class ByzantineAdversary(_Hook):
             exposed = np.flatnonzero(self.byzantine[replica, sender] & (created_here | (self.mode == "relay")))
             stage = np.where(created_here[exposed], 0, 1)
             found = (np.full(len(exposed), i), exposed, replica[exposed], sender[exposed], origin[exposed])
-            for column, values in zip(columns, (*found, created[exposed], stage, np.full(len(exposed), slot))):
+            rank = np.full(len(exposed), kinds.index(batch.kind))
+            for column, values in zip(columns, (*found, created[exposed], stage, np.full(len(exposed), slot), rank)):
                 column.append(values)
         if not per_row:
             return batches
-        batch_id, record, replica, sender, origin, created, stage, slots = (np.concatenate(c) for c in columns)
-        order = np.lexsort((created, origin, sender, replica))
+        batch_id, record, replica, sender, origin, created, stage, slots, kind = (np.concatenate(c) for c in columns)
+        order = np.lexsort((kind, created, origin, sender, replica))
         payloads: dict[int, dict[str, np.ndarray]] = {}
         for b in np.unique(replica):
             rows = order[replica[order] == b]
@@ -507,7 +511,7 @@ class _FaultWrapper(BaseParallelWrapper):
 
     def __init__(self, env: Any, hook: Any) -> None:
         super().__init__(env)
-        core = getattr(env.unwrapped, "core", None)
+        core = getattr(getattr(env, "unwrapped", None), "core", None)
         if core is None or not hasattr(core, "add_message_hook"):
             raise TypeError(f"{type(self).__name__} wraps a fedbandit environment (e.g. FederatedMAB), got {env!r}")
         core.add_message_hook(hook)

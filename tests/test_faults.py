@@ -1,0 +1,229 @@
+"""Fault wrappers (wrappers.faults): byzantine corruption, drops and delays (dubey-pentland §1.4, §5.1, §6 item 6)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from agents.dubey import ByzantineProofUCB, PrivateMultiAgentUCB
+from fedbandit_envs.channel.flooding import TTLFlooding
+from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.runner import run
+from wrappers.faults import ByzantineAgents, MessageDelays, MessageDrops, Normal, PointMass, Uniform
+
+
+def target_bad_arms(field, arm, true_value, rng):
+    """An arm-aware Q: push the best arm (0) down to 0 and every other arm up to 10."""
+    return np.where(arm == 0, 0.0, 10.0)
+
+
+def flood_copies(env, gamma, slots, content=None):
+    """Drive a sample flood on ``env``'s core; return every copy delivered: (slot, recipient, sender, origin,
+    created, reward), plus the flood service and the core."""
+    core = env.unwrapped.core
+    core.reset([4])
+    m = core.config.num_agents
+    service = TTLFlooding(gamma, "sample")
+    service.reset(1, m)
+    rows = []
+    arms = np.zeros((1, m), np.int64)
+    for t in range(slots):
+        own = {"arm": arms, "reward": np.full((1, m), 0.5)} if t >= 1 else None
+        feedback = core.step(arms, service.send(t, own))
+        for batch in feedback.inbox:
+            per_row = batch.payload["origin"].shape[1]
+            for r in range(len(batch)):
+                for j in range(per_row):
+                    rows.append(
+                        (
+                            t,
+                            int(batch.recipient[r]),
+                            int(batch.sender[r]),
+                            int(batch.payload["origin"][r, j]),
+                            int(batch.payload["created"][r, j]),
+                            float(batch.payload["reward"][r, j]),
+                        )
+                    )
+        service.receive(t, feedback.inbox)
+    return rows, service, core
+
+
+# ---------------------------------------------------------------------------------------------------- byzantine
+def test_the_adversary_corrupts_a_plain_mean_but_not_the_robust_estimator():
+    # every agent byzantine, contam_eps = 0.1, Q pushes the best arm down and the others up. Measured final group
+    # regret over seeds 0-3 (M = 20 ring, gamma = 2, T = 300): plain mean 109-121 clean vs 1262-1525 attacked;
+    # robust (eps_alg = 0.1) 315-464 clean vs 364-444 attacked. If corruption were off, the plain mean would not move.
+    env = {"num_agents": 20, "num_arms": 4, "horizon": 300, "topology": "ring", "instance": [0.8, 0.6, 0.4, 0.2]}
+    regret = {}
+    for contam in (0.0, 0.1):
+        wrappers = [lambda e, c=contam: ByzantineAgents(e, contam_eps=c, q=target_bad_arms)]
+        for name, make in (
+            ("robust", lambda: ByzantineProofUCB(gamma=2, eps_alg=0.1)),
+            ("mean", lambda: ByzantineProofUCB(gamma=2, estimator="mean")),
+        ):
+            results = run(make, env, [0, 1, 2, 3], checkpoints=1, wrappers=wrappers)
+            regret[name, contam] = np.array([row["group_regret"] for row in results.curves])
+    assert np.all(regret["mean", 0.1] > 5 * regret["mean", 0.0])  # the attack works on a plain mean ...
+    assert np.all(regret["robust", 0.1] < 0.5 * regret["mean", 0.1])  # ... the robust estimator resists it
+    assert regret["robust", 0.1].mean() < 1.5 * regret["robust", 0.0].mean()
+
+
+def test_source_corruption_is_consistent_binomial_and_logged():
+    env = ByzantineAgents(
+        FederatedMAB(num_agents=12, num_arms=2, horizon=40, topology="ring"), contam_eps=0.2, byzantine=[0, 3, 4]
+    )
+    rows, _, _ = flood_copies(env, 3, 40)
+    adversary = env.adversary
+    payload = defaultdict(set)
+    for _, _, _, origin, created, reward in rows:
+        payload[origin, created].add(reward)
+    assert all(len(values) == 1 for values in payload.values())  # every copy of an id is identical
+    corrupted = {key for key, values in payload.items() if values != {0.5}}
+    assert corrupted <= adversary.corrupted_ids()  # hidden flags cover every corrupted record seen
+    assert {origin for origin, _ in corrupted} <= {0, 3, 4}  # honest agents' records are never touched
+    assert {origin for origin, _ in corrupted} == {0, 3, 4}
+    log = adversary.corruptions()
+    assert set(log["value"].tolist()) == {10.0} and set(log["true_value"].tolist()) == {0.5}
+    assert (log["stage"] == 0).all() and (log["sender"] == log["origin"]).all()
+    # 3 byzantine agents x 39 created records; the number corrupted is Binomial(117, 0.2)
+    assert adversary.exposed[0] == 117
+    assert stats.binomtest(int(adversary.corrupted[0]), 117, 0.2).pvalue > 0.01
+    assert adversary.byzantine[0].tolist() == [i in (0, 3, 4) for i in range(12)]
+
+
+def test_relay_mode_also_corrupts_forwarded_records():
+    env = ByzantineAgents(
+        FederatedMAB(num_agents=10, num_arms=2, horizon=30, topology="ring"),
+        contam_eps=0.3,
+        byzantine=[2],
+        mode="relay",
+        q=Uniform(5.0, 6.0),
+    )
+    rows, _, _ = flood_copies(env, 3, 30)
+    log = env.adversary.corruptions()
+    relayed = log["stage"] == 1
+    assert relayed.any() and (log["sender"][relayed] == 2).all() and (log["origin"][relayed] != 2).all()
+    assert ((log["value"] >= 5.0) & (log["value"] < 6.0)).all()
+    # a relay sends one corrupted copy to all its neighbours: copies from one sender of one id agree
+    by_sender = defaultdict(set)
+    for _, _, sender, origin, created, reward in rows:
+        by_sender[sender, origin, created].add(reward)
+    assert all(len(values) == 1 for values in by_sender.values())
+    # copies of a record relayed through agent 2 differ from copies that avoided it
+    corrupted_relays = {(int(o), int(c)) for o, c in zip(log["origin"][relayed], log["created"][relayed])}
+    some = next(iter(corrupted_relays))
+    seen = {reward for (_, _, _, origin, created, reward) in rows if (origin, created) == some}
+    assert len(seen) == 2
+
+
+def test_corruption_distributions():
+    rng = np.random.default_rng(0)
+    true = np.zeros(20_000)
+    arm = np.zeros(20_000, np.int64)
+    assert (PointMass(-3.0)("reward", arm, true, rng) == -3.0).all()
+    uniform = Uniform(2.0, 4.0)("reward", arm, true, rng)
+    assert uniform.min() >= 2.0 and uniform.max() < 4.0 and abs(uniform.mean() - 3.0) < 0.02
+    normal = Normal(1.0, 2.0)("reward", arm, true, rng)
+    assert abs(normal.mean() - 1.0) < 0.05 and abs(normal.std() - 2.0) < 0.05  # sd of the mean: 0.014
+    with pytest.raises(ValueError, match="low < high"):
+        Uniform(1.0, 1.0)
+    with pytest.raises(ValueError, match="std must be > 0"):
+        Normal(0.0, 0.0)
+
+
+def test_a_silent_adversary_changes_nothing():
+    # contam_eps = 0: the adversary stream is separate, so the run is identical to one without the wrapper
+    env = {"num_agents": 10, "num_arms": 3, "horizon": 80, "topology": "ring"}
+    make = lambda: ByzantineProofUCB(gamma=2)  # noqa: E731
+    plain = run(make, env, [1, 2], checkpoints=8)
+    wrapped = run(make, env, [1, 2], checkpoints=8, wrappers=[lambda e: ByzantineAgents(e, contam_eps=0.0)])
+    keys = ("group_regret", "messages", "bytes")
+    assert [[r[k] for k in keys] for r in plain.curves] == [[r[k] for k in keys] for r in wrapped.curves]
+
+
+def test_bad_adversary_input():
+    env = FederatedMAB(num_agents=5, num_arms=2, horizon=10, topology="ring")
+    with pytest.raises(ValueError, match="contam_eps must lie in"):
+        ByzantineAgents(env, contam_eps=1.5)
+    with pytest.raises(ValueError, match="contam_eps must lie in"):
+        ByzantineAgents(env, contam_eps=-0.1)
+    with pytest.raises(ValueError, match=r"byzantine \[7\] are not in the population: agents are 0..4"):
+        ByzantineAgents(env, contam_eps=0.1, byzantine=[1, 7])
+    with pytest.raises(ValueError, match="must not repeat"):
+        ByzantineAgents(env, contam_eps=0.1, byzantine=[1, 1])
+    with pytest.raises(ValueError, match="either byzantine"):
+        ByzantineAgents(env, contam_eps=0.1, byzantine=[1], fraction=0.5)
+    with pytest.raises(ValueError, match="fraction must lie in"):
+        ByzantineAgents(env, contam_eps=0.1, fraction=2.0)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        ByzantineAgents(env, contam_eps=0.1, mode="sink")
+    with pytest.raises(TypeError, match="q must be"):
+        ByzantineAgents(env, contam_eps=0.1, q=3.0)
+    with pytest.raises(TypeError, match="fields must be"):
+        ByzantineAgents(env, contam_eps=0.1, fields="reward")
+    with pytest.raises(TypeError, match="wraps a fedbandit environment"):
+        ByzantineAgents(object(), contam_eps=0.1)
+    bad_q = ByzantineAgents(
+        FederatedMAB(num_agents=4, num_arms=2, horizon=5, topology="ring"),
+        contam_eps=1.0,
+        q=lambda field, arm, true_value, rng: np.zeros(3),
+    )
+    with pytest.raises(ValueError, match="q returned shape"):
+        flood_copies(bad_q, 1, 3)
+
+
+def test_fraction_picks_a_seeded_set_of_byzantine_agents():
+    env = ByzantineAgents(FederatedMAB(num_agents=20, num_arms=2, horizon=5, topology="ring"), 0.1, fraction=0.25)
+    env.reset(seed=3)
+    first = env.adversary.byzantine[0].copy()
+    env.reset(seed=3)
+    assert first.sum() == 5 and (env.adversary.byzantine[0] == first).all()
+    env.reset(seed=4)
+    assert not (env.adversary.byzantine[0] == first).all()
+
+
+# ---------------------------------------------------------------------------------------------------- drops, delays
+def test_drops_lose_copies_at_the_requested_rate_and_only_where_asked():
+    env = MessageDrops(FederatedMAB(num_agents=10, num_arms=2, horizon=60, topology="complete"), 0.3, senders=[0, 1])
+    rows, service, core = flood_copies(env, 1, 60)
+    lost = env.hook.dropped[0]
+    # senders 0 and 1 each broadcast 59 records to 9 neighbours: 1062 copies exposed, Binomial(1062, 0.3) lost
+    assert stats.binomtest(int(lost), 1062, 0.3).pvalue > 0.01
+    received = np.bincount([sender for _, _, sender, *_ in rows], minlength=10)
+    assert received[2:].tolist() == [59 * 9] * 8 and received[0] + received[1] == 1062 - lost
+    assert core.channel.ledger.messages[0] == 10 * 59 * 9 - lost  # a lost copy is never transmitted
+    with pytest.raises(ValueError, match="prob must lie in"):
+        MessageDrops(FederatedMAB(num_agents=3, num_arms=2, horizon=5), 1.2)
+    with pytest.raises(ValueError, match="not in the population"):
+        MessageDrops(FederatedMAB(num_agents=3, num_arms=2, horizon=5), 0.1, senders=[3])
+
+
+def test_delays_hold_copies_back_by_the_requested_slots():
+    env = MessageDelays(FederatedMAB(num_agents=6, num_arms=2, horizon=30, topology="ring"), delay=2, jitter=1)
+    rows, _, _ = flood_copies(env, 1, 30)
+    ages = np.array([slot - created for slot, _, _, _, created, _ in rows])
+    assert set(ages.tolist()) == {2, 3}  # one hop: age 0 + delay 2 + jitter in {0, 1}
+    assert abs((ages == 3).mean() - 0.5) < 0.1  # about 300 copies; sd of the fraction 0.03
+    untouched = MessageDelays(FederatedMAB(num_agents=6, num_arms=2, horizon=10, topology="ring"), 3, kinds=["x"])
+    rows, _, _ = flood_copies(untouched, 1, 10)
+    assert {slot - created for slot, _, _, _, created, _ in rows} == {0}
+    with pytest.raises(ValueError, match="delay must be an int >= 0"):
+        MessageDelays(FederatedMAB(num_agents=3, num_arms=2, horizon=5), -1)
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [lambda e: MessageDrops(e, 0.25), lambda e: MessageDelays(e, delay=1, jitter=1)],
+    ids=["drops", "delays"],
+)
+def test_fault_hooks_give_identical_batched_and_pettingzoo_runs(wrap):
+    env = {"num_agents": 8, "num_arms": 3, "horizon": 50, "topology": "erdos_renyi", "topology_params": {"p": 0.4}}
+    make = lambda: PrivateMultiAgentUCB(gamma=2, dp_eps=0.5, max_age=5)  # noqa: E731
+    keys = ("group_regret", "messages", "bytes", "links")
+    batched = run(make, env, [2, 3], checkpoints=50, batched=True, wrappers=[wrap])
+    single = run(make, env, [3], checkpoints=50, batched=False, wrappers=[wrap])
+    rows = lambda r: [[row[k] for k in keys] for row in r.curves if row["seed"] == 3]  # noqa: E731
+    assert rows(batched) == rows(single)

@@ -1,0 +1,175 @@
+"""TTL flooding (fedbandit_envs.channel.flooding): reach, timing, forwarding and exact copy counts (dubey §2.0, §5.1).
+
+A flood is driven through the real simulation core, so every copy goes through the channel and its ledger. Agents
+create one record per slot from slot 1 on (as the Dubey populations do), so the spec's transmission formula
+``tx_m(r) = deg(m) * |{o : d(m, o) <= gamma - 1, r - d(m, o) >= 1}|`` applies verbatim to slot ``r``.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from fedbandit_envs import topology as topo
+from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
+from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from wrappers.faults import MessageDelays, MessageDrops
+
+WATTS_STROGATZ = topo.from_adjacency(
+    nx.to_numpy_array(nx.connected_watts_strogatz_graph(30, 4, 0.2, seed=3), dtype=bool), name="ws30"
+)
+GRAPHS = {"path6": topo.path(6), "ring7": topo.ring(7), "ws30": WATTS_STROGATZ}
+
+
+def flood(topology, gamma, slots, core=None, max_age=None):
+    """Run a flood on ``topology``; return the records received, the per-slot sent counts and the flood."""
+    m = topology.num_agents
+    if core is None:
+        core = FederatedMABCore(MABConfig(num_agents=m, num_arms=2, horizon=slots, topology=topology))
+    core.reset([0])
+    service = TTLFlooding(gamma, "probe", max_age=max_age)
+    service.reset(1, m)
+    received: list[FloodRecords] = []
+    received_slot: list[np.ndarray] = []
+    sent = []
+    before = core.channel.ledger.sent_messages[0, :m].copy()
+    for t in range(slots):
+        content = {"value": np.full((1, m), 0.5 + t)} if t >= 1 else None
+        feedback = core.step(np.zeros((1, m), np.int64), service.send(t, content))
+        after = core.channel.ledger.sent_messages[0, :m].copy()
+        sent.append(after - before)
+        before = after
+        new = service.receive(t, feedback.inbox)
+        if new is not None:
+            received.append(new)
+            received_slot.append(np.full(len(new), t))
+    records = FloodRecords.concatenate(received)
+    return records, np.concatenate(received_slot), np.array(sent), service, core
+
+
+def expected_receipts(topology, gamma, slots):
+    """(slot received, holder, origin, created, ttl) of every first receipt, from distances alone."""
+    dist = topology.distances()
+    rows = set()
+    for origin in range(topology.num_agents):
+        for holder in range(topology.num_agents):
+            d = dist[origin, holder]
+            if not 1 <= d <= gamma:
+                continue
+            for created in range(1, slots):
+                if created + d - 1 <= slots - 1:
+                    rows.add((created + d - 1, holder, origin, created, gamma - d))
+    return rows
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+@pytest.mark.parametrize("gamma", [1, 2, 3])
+def test_reach_timing_ttl_and_uniqueness(graph, gamma):
+    topology = GRAPHS[graph]
+    records, slot, _, service, _ = flood(topology, gamma, 12)
+    got = list(
+        zip(
+            slot.tolist(),
+            records.holder.tolist(),
+            records.origin.tolist(),
+            records.created.tolist(),
+            records.ttl.tolist(),
+        )
+    )
+    assert len(got) == len(set(got))  # every id reaches a holder once: duplicates are dropped
+    assert set(got) == expected_receipts(topology, gamma, 12)  # reach B_gamma, arrival created + d - 1, ttl gamma - d
+    assert np.all(records.content["value"] == 0.5 + records.created)  # contents travel unchanged
+    assert service.expired.sum() == 0
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+@pytest.mark.parametrize("gamma", [1, 2, 3])
+def test_ledger_counts_the_spec_transmission_formula_every_slot(graph, gamma):
+    topology = GRAPHS[graph]
+    _, _, sent, _, core = flood(topology, gamma, 10)
+    dist, degree = topology.distances(), topology.degree()
+    for r in range(10):
+        expected = [degree[m] * np.sum((dist[m] <= gamma - 1) & (r - dist[m] >= 1)) for m in range(topology.num_agents)]
+        assert sent[r].tolist() == expected
+    # steady state (r >= gamma): deg(m) * |B_{gamma-1}(m)|
+    steady = [degree[m] * len(topology.ball(m, gamma - 1)) for m in range(topology.num_agents)]
+    assert sent[-1].tolist() == steady
+    # a record is 3 header int64 + one float64: 32 bytes and 4 scalars per logical copy
+    ledger = core.channel.ledger
+    assert ledger.bytes[0] == 32 * ledger.messages[0] and ledger.scalars[0] == 4 * ledger.messages[0]
+
+
+def test_first_receipts_and_duplicates_per_slot_in_steady_state():
+    topology, gamma, slots = WATTS_STROGATZ, 2, 10
+    _, slot, sent, service, _ = flood(topology, gamma, slots)
+    balls = np.array([len(topology.ball(m, gamma)) - 1 for m in range(topology.num_agents)])
+    # accepted over the whole run: every record of every origin within gamma hops that had time to arrive
+    dist = topology.distances()
+    expected = [sum(slots - d for d in dist[m] if 1 <= d <= gamma) for m in range(topology.num_agents)]
+    assert service.accepted[0].tolist() == expected
+    # in steady state each agent accepts |B_gamma(m)| - 1 new records per slot
+    assert np.bincount(slot, minlength=slots)[-1] == balls.sum()
+    # every copy delivered is either accepted or a duplicate; copies sent = copies received (no loss)
+    assert (service.received == service.accepted + service.duplicates).all()
+    assert service.received.sum() == sent.sum()
+    # first receipts by age: age = hop distance - 1
+    by_distance = [sum(slots - d for m in range(30) for d in dist[m] if d == h) for h in (1, 2)]
+    assert service.ages[0].tolist() == by_distance
+
+
+def test_packing_one_row_per_set_bit_and_exact_bytes():
+    topology = topo.complete(14)  # gamma = 2: each agent forwards 13 records + its own = 14 = 8 + 4 + 2
+    service = TTLFlooding(2, "probe")
+    service.reset(1, 14)
+    service.send(0, None)
+    core = FederatedMABCore(MABConfig(num_agents=14, num_arms=2, horizon=3, topology=topology))
+    core.reset([0])
+    feedback = core.step(np.zeros((1, 14), np.int64), service.send(1, {"value": np.ones((1, 14))}))
+    service.receive(1, feedback.inbox)
+    batches = service.send(2, {"value": np.ones((1, 14))})
+    assert [int(b.count[0]) for b in batches] == [8, 4, 2]
+    assert all(len(b) == 14 for b in batches)
+    assert [b.payload["origin"].shape for b in batches] == [(14, 8), (14, 4), (14, 2)]
+    origins = np.concatenate([b.payload["origin"] for b in batches], axis=1)
+    assert (origins[:, 0] == np.arange(14)).all()  # own record first ...
+    assert (np.sort(origins[:, 1:], axis=1) == origins[:, 1:]).all()  # ... then forwards by origin
+    for b in batches:  # ttl is decremented on the outgoing copy: own gamma - 1, forwards 0
+        assert (b.payload["ttl"] == np.where(b.payload["origin"] == b.sender[:, None], 1, 0)).all()
+
+
+def test_gamma_zero_is_silent_and_bad_gamma_is_rejected():
+    records_sent = TTLFlooding(0)
+    records_sent.reset(1, 3)
+    assert records_sent.send(1, {"value": np.ones((1, 3))}) == []
+    with pytest.raises(ValueError, match="gamma must be >= 0"):
+        TTLFlooding(-1)
+    with pytest.raises(TypeError, match="gamma must be an int"):
+        TTLFlooding(1.5)
+    with pytest.raises(ValueError, match="max_age must be >= 0"):
+        TTLFlooding(2, max_age=-1)
+    service = TTLFlooding(1)
+    service.reset(2, 3)
+    with pytest.raises(ValueError, match="shape"):
+        service.send(1, {"value": np.ones((1, 3))})
+
+
+def test_drops_never_cause_double_acceptance_and_delays_need_max_age():
+    topology = WATTS_STROGATZ
+    env = MessageDrops(FederatedMAB(num_agents=30, num_arms=2, horizon=15, topology=topology), prob=0.3)
+    records, slot, _, service, _ = flood(topology, 3, 15, core=env.unwrapped.core)
+    ids = list(zip(records.holder.tolist(), records.origin.tolist(), records.created.tolist()))
+    assert len(ids) == len(set(ids)) and env.hook.dropped[0] > 0
+    assert len(ids) < len(expected_receipts(topology, 3, 15))  # drops lost some records ...
+    dist = topology.distances()
+    assert np.all(slot - records.created >= dist[records.origin, records.holder] - 1)  # ... and delayed others
+
+    delayed = MessageDelays(FederatedMAB(num_agents=6, num_arms=2, horizon=12, topology=topo.path(6)), delay=1)
+    records, _, _, strict, _ = flood(topo.path(6), 2, 12, core=delayed.unwrapped.core)
+    # a copy now takes two slots per hop: age 2d - 1; the default max_age = gamma - 1 = 1 keeps distance 1 only
+    assert (topo.path(6).distances()[records.origin, records.holder] == 1).all() and strict.expired.sum() > 0
+    records, slot, _, tolerant, _ = flood(topo.path(6), 2, 12, core=delayed.unwrapped.core, max_age=3)
+    assert tolerant.expired.sum() == 0
+    d = topo.path(6).distances()[records.origin, records.holder]
+    assert np.all(slot - records.created == 2 * d - 1)  # one extra slot per hop
