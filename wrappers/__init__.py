@@ -1,8 +1,19 @@
-"""Wrappers around the environments: differential privacy on outgoing messages (:mod:`wrappers.dp`).
+"""Wrappers around the environments: differential privacy and fault injection.
 
-Fault wrappers (byzantine agents, drops, delays, budgets) build on the same message hooks.
+:mod:`wrappers.dp` noises outgoing messages and accounts privacy; :mod:`wrappers.faults` injects
+byzantine agents, drops and delays. All install message hooks on the core, so they apply on the
+PettingZoo and the batched paths alike.
 """
 
 from wrappers.dp import GaussianMessageDP, LaplaceMessageDP, PrivacyBudgetExceeded, TreeMessageDP
+from wrappers.faults import ByzantineAgents, MessageDelays, MessageDrops
 
-__all__ = ["GaussianMessageDP", "LaplaceMessageDP", "PrivacyBudgetExceeded", "TreeMessageDP"]
+__all__ = [
+    "ByzantineAgents",
+    "GaussianMessageDP",
+    "LaplaceMessageDP",
+    "MessageDelays",
+    "MessageDrops",
+    "PrivacyBudgetExceeded",
+    "TreeMessageDP",
+]

@@ -182,9 +182,12 @@ class Channel:
         """
         arriving = []
         for batch in prepared:
-            stamped = batch.with_rows(np.arange(len(batch)), batch.recipient, slot)
+            stamped = batch.stamped(slot)
             self.ledger.transmit(slot, stamped)
             kept = self._apply_drops(stamped)
+            if not self.config.has_delays:
+                arriving.append(kept)
+                continue
             delay = self._delays(kept)
             if np.any(delay == 0):
                 arriving.append(kept.take(delay == 0))

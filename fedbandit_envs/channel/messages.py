@@ -225,6 +225,19 @@ class MessageBatch:
             self.privacy,
         )
 
+    def stamped(self, slot: int) -> MessageBatch:
+        """The same rows (payload shared, not copied) stamped with the send ``slot``."""
+        return MessageBatch._trusted(
+            self.kind,
+            self.replica,
+            self.sender,
+            self.recipient,
+            self.payload,
+            self.count,
+            np.full(len(self), slot, np.int64),
+            self.privacy,
+        )
+
     def with_payload(self, payload: Mapping[str, np.ndarray], privacy: PrivacySchema | None) -> MessageBatch:
         """The same rows with a new payload and privacy declaration (e.g. after a DP wrapper noised it)."""
         return MessageBatch(

@@ -249,8 +249,16 @@ class FederatedMABCore:
 
     def _route(self, slot: int, prepared: list[MessageBatch]) -> list[MessageBatch]:
         arrived = self.channel.due(slot) + self.channel.transmit(slot, prepared)
-        to_server = [b.take(b.recipient == SERVER) for b in arrived]
-        inbox = [b.take(b.recipient != SERVER) for b in arrived]
+        to_server, inbox = [], []
+        for batch in arrived:
+            server_rows = batch.recipient == SERVER
+            if server_rows.all():
+                to_server.append(batch)
+            elif not server_rows.any():
+                inbox.append(batch)
+            else:
+                to_server.append(batch.take(server_rows))
+                inbox.append(batch.take(~server_rows))
         if self.coordinator is not None:
             replies = self.coordinator.step(slot, [b for b in to_server if len(b)])
             for batch in replies:
