@@ -78,6 +78,22 @@ class SeedStreams:
         )
 
 
-def resolve_seed(seed: int | None, fallback: SeedLike) -> SeedLike:
-    """Use ``seed`` when given, else ``fallback`` (an explicit override such as ``instance_seed``)."""
-    return fallback if seed is None else seed
+class EpisodeSeeds:
+    """The seeds of an environment's successive episodes.
+
+    ``next(seed)`` with an int restarts the sequence from that seed (and returns it, so the episode is
+    exactly the run of that seed); ``next(None)`` continues the sequence with a fresh child seed (the
+    first call without any seed draws fresh entropy), as Gymnasium's ``reset(seed=None)`` does.
+    """
+
+    def __init__(self) -> None:
+        self._master: np.random.SeedSequence | None = None
+
+    def next(self, seed: int | None) -> SeedLike:
+        """The seed of the next episode."""
+        if seed is not None:
+            self._master = np.random.SeedSequence(int(seed))
+            return int(seed)
+        if self._master is None:
+            self._master = np.random.SeedSequence()
+        return self._master.spawn(1)[0]

@@ -44,7 +44,7 @@ from fedbandit_envs.channel import batches_from_messages as _batches_from_messag
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.rewards import draw_noise
-from fedbandit_envs.seeding import SeedLike, SeedStreams
+from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, server
 
 __all__ = [
@@ -872,7 +872,7 @@ class FederatedLinear(ParallelEnv):
         self.state_space = spaces.Box(-np.inf, np.inf, shape=(n + 2,), dtype=np.float64)
         self._zero_contexts = _read_only(np.zeros((k, d)))
         self._zero_reward = _read_only(np.zeros(()))
-        self._master_seed: np.random.SeedSequence | None = None
+        self._episode_seeds = EpisodeSeeds()
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
@@ -902,13 +902,7 @@ class FederatedLinear(ParallelEnv):
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Start an episode. ``seed`` fixes every random stream; ``None`` continues the seed sequence."""
-        if seed is not None:
-            self._master_seed = np.random.SeedSequence(int(seed))
-            episode_seed: Any = int(seed)
-        else:
-            if self._master_seed is None:
-                self._master_seed = np.random.SeedSequence()
-            episode_seed = self._master_seed.spawn(1)[0]
+        episode_seed = self._episode_seeds.next(seed)
         self.core.reset([episode_seed])
         self.agents = list(self.possible_agents)
         self._reporter = -1

@@ -14,6 +14,7 @@ from fedbandit_envs.core import AgentContext, Feedback
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.observations import action_space, agent_observations, observation_space, split_action
+from fedbandit_envs.seeding import EpisodeSeeds
 from fedbandit_envs.topology import Topology
 
 
@@ -111,7 +112,7 @@ class FederatedMAB(ParallelEnv):
         }
         self._action_spaces = {a: action_space(num_arms) for a in self.possible_agents}
         self.state_space = spaces.Box(-np.inf, np.inf, shape=(3 * num_agents,), dtype=np.float64)
-        self._master_seed: np.random.SeedSequence | None = None
+        self._episode_seeds = EpisodeSeeds()
         self._feedback: Feedback | None = None
 
     # ------------------------------------------------------------------ spaces
@@ -154,13 +155,7 @@ class FederatedMAB(ParallelEnv):
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Start an episode. ``seed`` fixes every random stream; ``None`` continues the seed sequence."""
-        if seed is not None:
-            self._master_seed = np.random.SeedSequence(int(seed))
-            episode_seed: Any = int(seed)
-        else:
-            if self._master_seed is None:
-                self._master_seed = np.random.SeedSequence()
-            episode_seed = self._master_seed.spawn(1)[0]
+        episode_seed = self._episode_seeds.next(seed)
         self._feedback = self.core.reset([episode_seed])
         self.agents = list(self.possible_agents)
         self._all_false = dict.fromkeys(self.agents, False)

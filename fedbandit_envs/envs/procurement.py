@@ -50,7 +50,7 @@ from fedbandit_envs.channel import (
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
 from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
-from fedbandit_envs.seeding import SeedLike, SeedStreams
+from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, build_topology
 
 __all__ = [
@@ -674,7 +674,7 @@ class FedProcurementEnv(ParallelEnv):
             for j, a in enumerate(self.possible_agents)
         }
         self.state_space = spaces.Box(-np.inf, np.inf, shape=(2 * n * m + n,), dtype=np.float64)
-        self._master_seed: np.random.SeedSequence | None = None
+        self._episode_seeds = EpisodeSeeds()
 
     # ------------------------------------------------------------------ spaces and known parameters
     def observation_space(self, agent: str) -> spaces.Space:
@@ -716,13 +716,7 @@ class FedProcurementEnv(ParallelEnv):
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Start an episode. ``seed`` fixes the outcome streams; ``None`` continues the seed sequence."""
-        if seed is not None:
-            self._master_seed = np.random.SeedSequence(int(seed))
-            episode_seed: Any = int(seed)
-        else:
-            if self._master_seed is None:
-                self._master_seed = np.random.SeedSequence()
-            episode_seed = self._master_seed.spawn(1)[0]
+        episode_seed = self._episode_seeds.next(seed)
         self.core.reset([episode_seed])
         self.agents = list(self.possible_agents)
         infos = {a: self.agent_params(a) for a in self.agents}
