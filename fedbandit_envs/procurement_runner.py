@@ -35,7 +35,15 @@ from tqdm.auto import tqdm
 from fedbandit_envs.bench.scenarios import Scenario, split_point
 from fedbandit_envs.channel import DIRECTIONS, Message, batches_from_messages
 from fedbandit_envs.envs.procurement import FedProcurementEnv, ProcurementCore, ProcurementFeedback
-from fedbandit_envs.runner import LEDGER_COLUMNS, Results, algorithm_name, checkpoint_slots, load_object, make_algorithm
+from fedbandit_envs.runner import (
+    LEDGER_COLUMNS,
+    Results,
+    algorithm_name,
+    checkpoint_slots,
+    load_object,
+    make_algorithm,
+    privacy_spent,
+)
 
 __all__ = ["REFERENCE", "clear_reference_cache", "run", "run_batched", "run_pettingzoo", "run_scenario"]
 
@@ -62,11 +70,11 @@ def build_env(env_kwargs: Mapping[str, Any], wrappers: Sequence[Wrapper]) -> Any
 
 def _epsilon_spent(core: ProcurementCore, population: Any) -> np.ndarray | None:
     """(B, n) epsilon spent: the privacy-accounting hooks on the core plus the population's own accountant."""
-    spent = [hook.epsilon_spent() for hook in core.message_hooks if hasattr(hook, "epsilon_spent")]
+    hooks, _ = privacy_spent(core)
     own = population.epsilon_spent() if hasattr(population, "epsilon_spent") else None
-    if own is not None:
-        spent.append(own)
-    return np.sum(spent, axis=0) if spent else None
+    if own is None:
+        return hooks
+    return own if hooks is None else hooks + own
 
 
 class _Recorder:
