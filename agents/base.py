@@ -69,6 +69,22 @@ class Population(ABC):
     def observe(self, feedback: Feedback) -> None:
         """Learn from the step's rewards and delivered messages."""
 
+    def boundary(self, slot: int) -> list[MessageBatch]:
+        """Messages of a message-only hop at the boundary after ``slot`` (default: none).
+
+        Called after :meth:`observe`, so the messages may use the slot's rewards; no arm is pulled. The
+        runner routes them (hooks, coordinator and ledger as for a step) and passes what was delivered to
+        :meth:`observe_boundary`, then asks again, until this returns no message.
+        """
+        return []
+
+    def observe_boundary(self, slot: int, inbox: list[MessageBatch]) -> None:
+        """Read the copies delivered by a boundary hop after ``slot`` (called only after :meth:`boundary` sent).
+
+        A population that overrides :meth:`boundary` must override this too.
+        """
+        raise NotImplementedError(f"{type(self).__name__} sends boundary messages but does not read their replies")
+
 
 class Agent(ABC):
     """A learner for one agent, driven by that agent's PettingZoo observation."""

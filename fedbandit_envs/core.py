@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -66,3 +68,32 @@ class Feedback:
     rewards: np.ndarray
     inbox: list[MessageBatch]
     partners: np.ndarray
+
+
+#: Exchanges one boundary may take (a peer hop and a server round trip need two; more means a loop).
+MAX_BOUNDARY_EXCHANGES = 8
+
+
+def exchange_at_boundary(
+    population: Any, exchange: Callable[[list[MessageBatch]], list[MessageBatch]], slot: int
+) -> None:
+    """Run a population's message-only hops at the boundary after ``slot``.
+
+    Asks ``population.boundary(slot)`` for messages, routes them with ``exchange`` (the core's, or the
+    PettingZoo environment's) and hands the delivered copies to ``population.observe_boundary(slot,
+    inbox)``, as long as the population has more to send (a peer hop can be followed by a server round
+    trip in the same boundary). Populations without a ``boundary`` method send nothing. Callers skip this
+    after the final slot.
+    """
+    boundary = getattr(population, "boundary", None)
+    if boundary is None:
+        return
+    for _ in range(MAX_BOUNDARY_EXCHANGES):
+        batches = boundary(slot)
+        if not batches:
+            return
+        population.observe_boundary(slot, exchange(batches))
+    raise RuntimeError(
+        f"{type(population).__name__}.boundary() still had messages after {MAX_BOUNDARY_EXCHANGES} exchanges at "
+        f"the boundary after slot {slot}; a boundary carries one hop and a server round trip"
+    )

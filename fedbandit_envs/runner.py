@@ -15,6 +15,7 @@ apply on both paths; when they account privacy, the tables get epsilon columns.
 from __future__ import annotations
 
 import csv
+import functools
 import importlib
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,8 +26,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from fedbandit_envs.channel import DIRECTIONS
-from fedbandit_envs.core import Action, Feedback
+from fedbandit_envs.channel import DIRECTIONS, MessageBatch, batches_from_messages
+from fedbandit_envs.core import Action, Feedback, exchange_at_boundary
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.envs.mab_core import FederatedMABCore
 from fedbandit_envs.observations import feedback_from_observations, messages_by_sender
@@ -221,6 +222,8 @@ def run_batched(
         action: Action = population.act(t, feedback.partners)
         feedback = core.step(action.arms, action.messages)
         population.observe(feedback)
+        if not core.done:
+            exchange_at_boundary(population, core.exchange, t)
         recorder.record(t + 1, core)
     return recorder.results
 
@@ -231,6 +234,14 @@ def _pettingzoo_actions(env: FederatedMAB, action: Action) -> dict[str, Any]:
         return dict(zip(env.agents, arms))
     outgoing = messages_by_sender(action.messages)
     return {a: {"arm": arms[i], "messages": outgoing.get(i, [])} for i, a in enumerate(env.agents)}
+
+
+def _pettingzoo_exchange(env: FederatedMAB, batches: list[MessageBatch]) -> list[MessageBatch]:
+    """A population's boundary hop through :meth:`FederatedMAB.exchange` (B = 1), as batches again."""
+    outgoing = messages_by_sender(batches)
+    inboxes = env.exchange({a: outgoing.get(i, []) for i, a in enumerate(env.agents)})
+    delivered = [message for inbox in inboxes.values() for message in inbox]
+    return batches_from_messages(delivered) if delivered else []
 
 
 def run_pettingzoo(
@@ -258,6 +269,8 @@ def run_pettingzoo(
             feedback: Feedback = feedback_from_observations([observations[a] for a in agents])
             partners = feedback.partners
             population.observe(feedback)
+            if env.agents:
+                exchange_at_boundary(population, functools.partial(_pettingzoo_exchange, env), t)
             recorder.record(t + 1, env.unwrapped.core, replica_offset=index)
         results.extend(recorder.results)
     return results

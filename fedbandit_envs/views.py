@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
+from fedbandit_envs.core import exchange_at_boundary
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
 
 __all__ = [
@@ -428,7 +429,15 @@ class FederatedClientEnv(_CoreView):
         _, reward = self._step_core(arms, list(joint.messages))
         self.population.observe(self._feedback)
         self._read_pooled(self._feedback.inbox)
+        if not self.core.done:
+            exchange_at_boundary(self.population, self._exchange, self._feedback.slot)
         return self._observation(), reward, False, self.core.done, self._info()
+
+    def _exchange(self, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """The peers' boundary hop (e.g. CDP-MAB's uploads); client 0 reads any pooled reply."""
+        inbox = self.core.exchange(batches)
+        self._read_pooled(inbox)
+        return inbox
 
     def _read_pooled(self, inbox: list[MessageBatch]) -> None:
         """Keep the last ``"pooled"`` broadcast delivered to client 0 in this step."""

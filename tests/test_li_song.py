@@ -24,6 +24,7 @@ from agents.li_song import (
 from agents.li_song.engine import COMMUNICATE, aggregate_values
 from agents.li_song.schedules import eliminate
 from fedbandit_envs.bench import names
+from fedbandit_envs.core import exchange_at_boundary
 from fedbandit_envs.runner import ALGORITHMS, build_env, make_algorithm
 from fedbandit_envs.runner import run as plain_run
 from fedbandit_envs.topology import from_adjacency, ring
@@ -36,7 +37,7 @@ def laplace(n_agg, epsilon=1.0, calibration="paper"):
 
 
 def play(population, env_kwargs, seeds=(0,), wrappers=(), on_step=None):
-    """Run a population by hand on a (wrapped) core; returns the core and the (T, B, M) arms."""
+    """Run a population by hand on a (wrapped) core, with boundary hops; returns the core and the (T, B, M) arms."""
     env = build_env(population, env_kwargs, wrappers)
     core = env.unwrapped.core
     feedback = core.reset(list(seeds))
@@ -46,6 +47,8 @@ def play(population, env_kwargs, seeds=(0,), wrappers=(), on_step=None):
         action = population.act(t, feedback.partners)
         feedback = core.step(action.arms, action.messages)
         population.observe(feedback)
+        if not core.done:
+            exchange_at_boundary(population, core.exchange, t)
         arms.append(feedback.arms.copy())
         if on_step is not None:
             on_step(t, population, feedback)
@@ -128,14 +131,14 @@ def test_exploitation_arm_sources():
         "num_arms": 6,
         "horizon": 3000,
         "topology": "ring",
-        "instance": [0.6, 0.55, 0.5, 0.45, 0.3, 0.2],
+        "instance": [0.6, 0.59, 0.58, 0.45, 0.3, 0.2],  # close arms: local estimates differ between agents
     }
     for source in ("local", "last_global"):
         population = DDPMAB(exploit_source=source)
         _, arms = play(population, env)
         second = population.round_log[0][1]
         hop_arms = arms[second["explore_end"] + 1 : second["end_slot"] + 1, 0]
-        assert len(hop_arms) == 4 and np.all(hop_arms == hop_arms[0])  # the same arm in every hop slot
+        assert len(hop_arms) == 3 and np.all(hop_arms == hop_arms[0])  # the same arm in every hop slot (d_G - 1)
         if source == "last_global":
             previous = population.round_log[0][0]
             assert previous["survivors"] > 1 and np.all(hop_arms[0] == hop_arms[0, 0])
@@ -241,16 +244,19 @@ def test_cdp_cost_is_c1_n_rounds_and_rounds_at_most_r():
 
 
 # --------------------------------------------------------------------------------------------- GIS (5.7, 5.8, 5.10)
+@pytest.mark.parametrize("first_hop_free", [True, False])
 @pytest.mark.parametrize(("graph", "links", "diameter"), [("star", 98, 2), ("complete", 1225, 1), ("ring", 1250, 25)])
-def test_gis_per_round_links_hops_and_deliveries(graph, links, diameter):
+def test_gis_per_round_links_hops_and_deliveries(graph, links, diameter, first_hop_free):
     env = {"num_agents": 50, "num_arms": 3, "horizon": 2500, "topology": graph, "link_accounting": "graph_edges"}
-    population = DDPMAB()
+    population = DDPMAB(first_hop_free=first_hop_free)
     core, _ = play(population, {**env, "instance_seed": 0})
     log = [row for row in population.round_log[0] if "end_slot" in row]
     ledger = core.channel.ledger
-    # hops = d_G. Each hop is one exploitation slot in this suite; the spec's t_delay = d_G - 1 (D9) counts
-    # the first hop as free, which needs a message-only boundary exchange the core does not have.
-    assert len(log) >= 1 and all(row["hops"] == diameter for row in log)
+    # hops = d_G; t_delay = d_G - 1 with the free first hop (D9), d_G without it
+    delay = diameter - 1 if first_hop_free else diameter
+    assert len(log) >= 1 and all(row["hops"] == diameter and row["delay"] == delay for row in log)
+    for row, following in zip(log, population.round_log[0][1:]):
+        assert following["explore_start"] == row["explore_end"] + delay + 1  # the next epoch starts after t_delay
     assert ledger.links[0] == links * len(log) == ledger.link_cost[0]
     assert ledger.kind_messages["data"][0] == 50 * 49 * len(log)  # every vector delivered once per agent
 
@@ -266,15 +272,15 @@ def test_gis_hop_semantics_and_used_links_formula_on_a_random_graph():
 
     def check(t, population, feedback):
         if population.phase[0] == COMMUNICATE:
-            hop = population.hops[0] - 1
+            hop = population.round_hops[0] - 1
             assert np.array_equal(population.held[0], distance <= hop + 1)
             checked.append(hop)
 
     population = DDPMAB()
     core, _ = play(population, {**env, "instance_seed": 0}, on_step=check)
     d = graph.diameter()
-    # checked after every hop but the last (the round is then over); hop -1 is the epoch's end (own vector only)
-    assert d >= 3 and set(checked) == set(range(-1, d - 1))
+    # checked after every hop but the last (the round is then over); hop 0 runs at the boundary of the epoch's end
+    assert d >= 3 and set(checked) == set(range(0, d - 1))
     rounds = sum("end_slot" in row for row in population.round_log[0])
     per_hop = [
         np.sum((h == 0) | (np.maximum(eccentricity[edges[:, 0]], eccentricity[edges[:, 1]]) >= h)) for h in range(d)
@@ -303,7 +309,9 @@ def test_hybrid_per_round_costs_in_both_modes(case):
         population = HDPMAB()
         core, _ = play(population, {**env, "link_accounting": mode})
         log = [row for row in population.round_log[0] if "end_slot" in row]
-        assert len(log) >= 1 and all(row["hops"] == plan.round_hops for row in log)
+        # hops = max_q ecc_q(SA_q), and 1 for single-agent components (the sinks' upload is the round's only hop)
+        hops = max(plan.hops.max(), 1)
+        assert len(log) >= 1 and all(row["hops"] == hops and row["delay"] == plan.delay() for row in log)
         assert core.channel.ledger.cost[0] == per_round * len(log)
         forwards = core.channel.ledger.kind_messages.get("forward", np.zeros(1))[0]
         assert forwards == plan.depth.sum() * len(log)  # payload-hops = sum_i sd(i, SA_q) (App. F)
@@ -316,7 +324,7 @@ def test_find_sink_agents_on_random_components():
     for members, sink, hops in zip(plan.components, plan.sinks, plan.hops):
         assert sink == members[np.argmin(eccentricity[members])]  # the lowest-id centre (D20)
         assert hops == eccentricity[sink] == plan.depth[members].max()
-    assert plan.t_delay == max(plan.hops.max() - 1, 0) and plan.round_hops == plan.hops.max() + 1
+    assert plan.delay() == max(plan.hops.max() - 1, 0) and plan.delay(first_hop_free=False) == plan.hops.max()
     for agent in range(40):
         if plan.parent[agent] >= 0:
             assert plan.depth[plan.parent[agent]] == plan.depth[agent] - 1
@@ -348,12 +356,36 @@ def test_hybrid_case6_equals_cdp_in_regret_and_cost():
     assert curves(cdp) == curves(hdp)
 
 
-def test_graph_delay_only_adds_exploitation_slots():
-    """HDP with one complete component needs one hop more than DDP on that graph in this suite (upload hop)."""
-    one = run(HDPMAB, {**CRN, "topology": hybrid_topology(10, [10])}, [0], checkpoints=1)
-    ddp = run(DDPMAB, {**CRN, "topology": "complete"}, [0], checkpoints=1)
-    (h,), (d,) = one.curves, ddp.curves
-    assert h["rounds_done"] == d["rounds_done"] and h["hop_slots"] == 2 * d["hop_slots"]
+@pytest.mark.parametrize(
+    ("sizes", "graph"), [([5, 5], "complete"), ([6, 3, 1], "complete"), ([10], "complete"), ([5, 5], "star")]
+)
+def test_zero_delay_hybrid_cases_equal_cdp(sizes, graph):
+    """RC-Y4: Table II's cases 1, 2, 3 and 5 (every component one hop from its sink) have t_delay = 0 and the
+    weighted aggregate of CDP, so their regret trajectories equal CDP-MAB's (1e-9 relative)."""
+    seeds, checkpoints = [0, 1, 2], list(range(500, 8001, 500))
+    cdp = run(CDPMAB, CRN, seeds, checkpoints, wrappers=[laplace(10)])
+    hdp = run(
+        HDPMAB, {**CRN, "topology": hybrid_topology(10, sizes, graph)}, seeds, checkpoints, wrappers=[laplace(10)]
+    )
+    keys = ("group_regret", "rounds_done", "delay_slots")
+    for a, b in zip(curves(cdp, keys), curves(hdp, keys)):
+        assert a[0] == pytest.approx(b[0], rel=1e-9) and a[1:] == b[1:]
+    assert cdp.curves[-1]["rounds_done"] >= 3 and cdp.curves[-1]["delay_slots"] == 0
+
+
+@pytest.mark.parametrize("first_hop_free", [True, False])
+def test_one_hop_structures_delay_like_cdp(first_hop_free):
+    """HDP with one complete component (the sink uploads in the hop's boundary) and DDP on the complete graph
+    take one hop per round, like CDP: no delay with the free first hop (D9), one slot without it."""
+    kwargs = {"first_hop_free": first_hop_free}
+    rows = [
+        run(lambda: HDPMAB(**kwargs), {**CRN, "topology": hybrid_topology(10, [10])}, [0], checkpoints=1).curves[0],
+        run(lambda: DDPMAB(**kwargs), {**CRN, "topology": "complete"}, [0], checkpoints=1).curves[0],
+        run(lambda: CDPMAB(**kwargs), CRN, [0], checkpoints=1).curves[0],
+    ]
+    rounds = rows[0]["rounds_done"]
+    assert rounds >= 3 and all(row["rounds_done"] == rounds for row in rows)
+    assert all(row["delay_slots"] == (0 if first_hop_free else rounds) for row in rows)
 
 
 # --------------------------------------------------------------------------------------------- batched == PettingZoo
@@ -375,7 +407,7 @@ def test_batched_replica_equals_pettingzoo_run(name, factory, topology, n_agg, p
     env = {**SMALL, "topology": topology}
     wrappers = [laplace(n_agg)] if private else []
     checkpoints = list(range(100, 2501, 100))
-    keys = ("group_regret", "messages", "copies", "bytes", "links", "cost", "rounds_done", "hop_slots")
+    keys = ("group_regret", "messages", "copies", "bytes", "links", "cost", "rounds_done", "delay_slots")
     batched = run(factory, env, [3, 4], checkpoints, batched=True, wrappers=wrappers)
     single = run(factory, env, [4], checkpoints, batched=False, wrappers=wrappers)
     got = [tuple(r[k] for k in keys) for r in batched.curves if r["seed"] == 4]

@@ -84,9 +84,9 @@ def test_best_arm_survives_and_rounds_are_bounded():
 def test_graph_ordering_under_common_random_numbers():
     """RC-D3: with reward tapes, DDP on the complete graph equals CDP and regret grows with the diameter.
 
-    M = 12, K = 10, T = 10^4, 3 seeds (measured group regret per seed: CDP = complete [4790.4, 3161.6, 2765.3],
-    star [4791.0, 3162.1, 2765.7], ring [4794.4, 3163.8, 2767.1]: the delay adds 0.5-4 per run, and the runs
-    differ only by their exploitation slots here, so the ordering holds run by run).
+    M = 12, K = 10, T = 10^4, 3 seeds (measured group regret per seed: CDP = complete [4789.7, 3161.2, 2765.0]
+    (t_delay = 0), star [4790.4, 3161.6, 2765.3] (1), ring [4793.3, 3163.3, 2766.7] (5): the delay adds 0.3-4 per
+    run, and the runs differ only by their exploitation slots here, so the ordering holds run by run).
     """
     env = {"num_agents": 12, "num_arms": 10, "horizon": 10_000, "instance_seed": 7, "reward_tape": True}
     regret = {}
@@ -102,15 +102,16 @@ def test_graph_ordering_under_common_random_numbers():
 def test_structures_under_heterogeneous_rewards():
     """RC-X1 and RC-X2 at M = 20, K = 10, T = 2 10^4, 4 seeds, reward tapes.
 
-    The random graph (d_G = 3) and the hybrid layout (max ecc 2, plus the upload hop) both take 3 hop slots per
-    round, so DDP and HDP coincide run by run. Measured over the 8 runs: DDP - CDP = 55.5 +- 51.7 (mean +- SE;
-    one run 417, the others 1.6-7.1, an elimination that differs because exploitation pulls shift the tapes);
-    het - hom regret -1268 (CDP) and -1161 (DDP).
+    Delay slots per round (D9, free first hop): CDP 0, the hybrid layout (max ecc 2) 1, the random graph
+    (d_G = 3) 2. Measured group regret per run, uniform then heterogeneous: CDP [4995.7, 3291.1, 6271.0,
+    3291.1] / [2880.5, 3291.1, 3714.6, 2880.5], HDP [4996.7, 3291.9, 6271.8, 3292.0] / [3294.5, 3294.4, 3718.2,
+    2883.4], DDP [4997.7, 3292.7, 6272.7, 3292.8] / [3297.8, 3297.7, 3721.7, 2886.3]: CDP <= HDP <= DDP in every
+    run (RC-X1); het - hom regret averages -1268 (CDP) and -1161 (DDP) (RC-X2).
     """
     hybrid = hybrid_topology(20, [5] * 4, "erdos_renyi", np.random.default_rng(2))
     env = {"num_agents": 20, "num_arms": 10, "horizon": 20_000, "instance_seed": 7, "reward_tape": True}
     env["topology_seed"] = 0
-    regret, hops = {}, {}
+    regret, delays = {}, {}
     for name, topology in (("cdp", "server"), ("ddp", "erdos_renyi"), ("hdp", hybrid)):
         for instance in ("uniform", "heterogeneous"):
             results = run(
@@ -121,13 +122,13 @@ def test_structures_under_heterogeneous_rewards():
                 wrappers=[laplace(20)],
             )
             regret[name, instance] = np.array([row["group_regret"] for row in results.curves])
-            hops[name] = results.curves[0]["hop_slots"] / results.curves[0]["rounds_done"]
-    print(hops, {k: v.round(1).tolist() for k, v in regret.items()})
-    assert hops == {"cdp": 1.0, "ddp": 3.0, "hdp": 3.0}
+            assert all(row["rounds_done"] >= 3 for row in results.curves)
+            delays[name] = results.curves[0]["delay_slots"] / results.curves[0]["rounds_done"]
+    print(delays, {k: v.round(1).tolist() for k, v in regret.items()})
+    assert delays == {"cdp": 0.0, "ddp": 2.0, "hdp": 1.0}
     for instance in ("uniform", "heterogeneous"):
-        assert np.array_equal(regret["hdp", instance], regret["ddp", instance])
-    excess = np.concatenate([regret["ddp", i] - regret["cdp", i] for i in ("uniform", "heterogeneous")])
-    assert excess.mean() >= -2 * excess.std(ddof=1) / np.sqrt(len(excess))
+        assert np.all(regret["cdp", instance] <= regret["hdp", instance])
+        assert np.all(regret["hdp", instance] <= regret["ddp", instance])
     shift = {s: regret[s, "heterogeneous"] - regret[s, "uniform"] for s in ("cdp", "ddp")}
     spread = np.hypot(shift["cdp"].std(ddof=1), shift["ddp"].std(ddof=1)) / 2
     assert shift["ddp"].mean() >= shift["cdp"].mean() - 2 * spread

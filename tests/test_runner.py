@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from agents.base import Agent, PerAgentPopulation
-from fedbandit_envs.runner import checkpoint_slots, make_algorithm, run
+from agents.base import Action, Agent, PerAgentPopulation, Population
+from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.core import exchange_at_boundary
+from fedbandit_envs.runner import build_env, checkpoint_slots, make_algorithm, run
 
 ENV = {"num_agents": 4, "num_arms": 6, "horizon": 120, "instance_seed": 3}
 KEYS = (
@@ -103,3 +105,65 @@ def test_saving_rows_with_different_columns_takes_their_union(tmp_path):
     header, first, second = (tmp_path / "r.csv").read_text().splitlines() if results.save(tmp_path, "r") else []
     assert header.split(",")[-1] == "delta_max" and "epsilon_max" in header
     assert first.count(",") == second.count(",") == header.count(",")
+
+
+class EchoAtBoundary(Population):
+    """Agent 0 tells agent 1 its last reward at every boundary; agent 1 pulls arm 1 once it has heard 1.0."""
+
+    supports_batching = True
+
+    def __init__(self, endless: bool = False) -> None:
+        self.endless = endless
+
+    def reset(self, context):
+        self.heard = np.zeros(context.num_replicas)
+        self.last = np.zeros(context.num_replicas)
+        self.sent = 0
+
+    def act(self, slot, partners):
+        arms = np.zeros((len(self.heard), 2), np.int64)
+        arms[:, 1] = self.heard > 0.5
+        return Action(arms)
+
+    def observe(self, feedback):
+        self.last = feedback.rewards[:, 0].copy()
+        self.sent = 0
+
+    def boundary(self, slot):
+        if self.sent and not self.endless:
+            return []
+        self.sent += 1
+        b = len(self.last)
+        return [MessageBatch("echo", np.arange(b), np.zeros(b, int), np.ones(b, int), {"reward": self.last})]
+
+    def observe_boundary(self, slot, inbox):
+        for batch in inbox:
+            self.heard[batch.replica] = batch.payload["reward"]
+
+
+def test_boundary_hops_use_the_last_reward_on_both_paths():
+    env = {"num_agents": 2, "num_arms": 2, "horizon": 40, "topology": "complete", "instance": [0.3, 0.7]}
+    core = build_env(EchoAtBoundary(), env, []).unwrapped.core
+    population = EchoAtBoundary()
+    feedback = core.reset([5])
+    population.reset(core.context)
+    arms, rewards = [], []
+    for t in range(40):
+        feedback = core.step(population.act(t, feedback.partners).arms)
+        population.observe(feedback)
+        if not core.done:
+            exchange_at_boundary(population, core.exchange, t)
+        arms.append(feedback.arms[0, 1])
+        rewards.append(feedback.rewards[0, 0])
+    assert arms[1:] == rewards[:-1] and 0 < sum(rewards) < 40  # agent 1 acts on agent 0's reward of the slot before
+    columns = ("seed", "slot", "group_regret", "messages", "links", "cost")
+    paths = [run(EchoAtBoundary, env, [3, 4, 5], checkpoints=40, batched=b).curves for b in (True, False)]
+    batched, single = (sorted(tuple(row[c] for c in columns) for row in rows) for rows in paths)
+    assert batched == single
+    assert [row[3] for row in batched if row[1] == 40] == [39, 39, 39]  # one echo per boundary, none after the last
+
+
+def test_a_boundary_that_never_ends_is_an_error():
+    env = {"num_agents": 2, "num_arms": 2, "horizon": 5, "topology": "complete"}
+    with pytest.raises(RuntimeError, match="boundary"):
+        run(lambda: EchoAtBoundary(endless=True), env, [0], checkpoints=1)

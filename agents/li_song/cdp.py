@@ -31,7 +31,7 @@ from agents.li_song.engine import (
 )
 from agents.li_song.schedules import algorithm_epsilon, participants
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.core import AgentContext, Feedback
+from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import SERVER, Topology
 
 __all__ = ["CDPMAB", "CDPServer", "first_rows", "pooled_broadcast"]
@@ -198,6 +198,8 @@ class CDPMAB(LiSongPopulation):
         noise: ``"wrapper"`` (the DP wrapper noises the declared means) or ``"agent"`` (agents draw it).
         aggregate: ``"ybar"`` (D4) or ``"yhat"`` (epoch means only, ablation).
         privacy_calibration: ``"paper"`` (epsilon in the schedule; N epsilon-DP messages) or ``"strict"`` (D13).
+        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9);
+            ``False`` spends a slot on it (see :mod:`agents.li_song.engine`).
     """
 
     def __init__(
@@ -211,11 +213,13 @@ class CDPMAB(LiSongPopulation):
         noise: str = "wrapper",
         aggregate: str = "ybar",
         privacy_calibration: str = "paper",
+        first_hop_free: bool = True,
     ) -> None:
         super().__init__(
             LiSongConfig(
                 epsilon=epsilon,
                 privacy_calibration=privacy_calibration,
+                first_hop_free=first_hop_free,
                 participation=participation,
                 rounds=rounds,
                 delta_schedule_base=delta_schedule_base,
@@ -284,8 +288,8 @@ class CDPMAB(LiSongPopulation):
             privacy=epoch_mean_privacy(self.agent_noise, self.message_epsilon),
         )
 
-    def _receive(self, feedback: Feedback, feds: np.ndarray) -> None:
-        for batch in feedback.inbox:
+    def _receive(self, slot: int, inbox: list[MessageBatch], feds: np.ndarray) -> None:
+        for batch in inbox:
             if batch.kind != "pooled":
                 continue
             self.selected[batch.replica, batch.recipient] = batch.payload["participants"][
@@ -293,7 +297,7 @@ class CDPMAB(LiSongPopulation):
             ]
             for b, row in first_rows(batch).items():
                 if batch.payload["round"][row] > 0 and b in feds:
-                    self._adopt(b, feedback.slot, batch, row)
+                    self._adopt(b, slot, batch, row)
 
     def _adopt(self, b: int, slot: int, batch: MessageBatch, row: int) -> None:
         """Take the server's outcome: I_r, the commit arm and the pooled means."""

@@ -9,8 +9,9 @@ an advertisement (``used_links``: the spec's #{(i, j): h = 0 or max(ecc(i), ecc(
 an agent holds every vector from distance <= h + 1, so the round takes d_G hops and every agent
 receives every other vector exactly once (M(M - 1) DATA rows). The free synchronisation barrier (D23)
 ends the round when every list is complete; then every agent aggregates the same M vectors (y-bar,
-D4) and eliminates, so all copies of I_r agree. During the d_G hop slots every agent pulls its local
-empirical best arm (D11); see :mod:`agents.li_song.engine` for the time model.
+D4) and eliminates, so all copies of I_r agree. Hop 0 goes at the boundary after the epoch (free,
+D9); during the d_G - 1 slots of the other hops every agent pulls its local empirical best arm (D11);
+see :mod:`agents.li_song.engine` for the time model.
 
 Privacy. An agent needs its own privatized vector to aggregate, and a DP wrapper never returns the
 noised value to its sender, so DDP-MAB draws its Laplace noise itself (``noise="agent"``: scale
@@ -28,7 +29,7 @@ import numpy as np
 from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values, epoch_mean_privacy
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public
-from fedbandit_envs.core import AgentContext, Feedback
+from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import Topology
 
 __all__ = ["DDPMAB", "gis_requests"]
@@ -69,6 +70,8 @@ class DDPMAB(LiSongPopulation):
         exploit_source: the arm of hop slots: ``"local"`` (D11) or ``"last_global"``.
         aggregate: ``"ybar"`` (D4) or ``"yhat"`` (the epoch means of Alg. 3 line 9, ablation).
         privacy_calibration: ``"paper"`` or ``"strict"`` (D13).
+        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9);
+            ``False`` spends a slot on it (see :mod:`agents.li_song.engine`).
     """
 
     def __init__(
@@ -80,11 +83,13 @@ class DDPMAB(LiSongPopulation):
         exploit_source: str = "local",
         aggregate: str = "ybar",
         privacy_calibration: str = "paper",
+        first_hop_free: bool = True,
     ) -> None:
         super().__init__(
             LiSongConfig(
                 epsilon=epsilon,
                 privacy_calibration=privacy_calibration,
+                first_hop_free=first_hop_free,
                 rounds=rounds,
                 delta_schedule_base=delta_schedule_base,
                 after_cap=after_cap,
@@ -111,15 +116,12 @@ class DDPMAB(LiSongPopulation):
         self.fresh = np.zeros((b, m, m), bool)
         self.vectors = np.zeros((b, m, k))
         self.totals = np.zeros((b, m, k))
-        #: Hops of the current (or last) GIS round of every replica.
-        self.hops = np.zeros(b, np.int64)
 
     def _epoch_done(self, f: int, slot: int, means: np.ndarray) -> None:
         arms = np.flatnonzero(self.states[f].active)
         self.vectors[f] = 0.0
         self.vectors[f][:, arms] = means
         self.held[f] = self.fresh[f] = np.eye(len(means), dtype=bool)
-        self.hops[f] = 0
         if self.held[f].all():  # a single agent: nothing to exchange
             self._complete(f, slot)
 
@@ -164,17 +166,16 @@ class DDPMAB(LiSongPopulation):
             batches.append(rows("data", source[own], requester[own], payload, privacy))
         return [batch for batch in batches if len(batch)]
 
-    def _receive(self, feedback: Feedback, feds: np.ndarray) -> None:
+    def _receive(self, slot: int, inbox: list[MessageBatch], feds: np.ndarray) -> None:
         received = np.zeros((len(self.held),) + self.held.shape[1:], bool)
-        for batch in feedback.inbox:
+        for batch in inbox:
             if batch.kind == "data":
                 self._deliver(batch, received)
         for b in feds.tolist():
             self.held[b] |= received[b]
             self.fresh[b] = received[b]
-            self.hops[b] += 1
             if self.held[b].all():
-                self._complete(b, feedback.slot)
+                self._complete(b, slot)
 
     def _deliver(self, batch: MessageBatch, received: np.ndarray) -> None:
         """Mark delivered vectors; a vector changed in transit (a noising wrapper) is an error."""

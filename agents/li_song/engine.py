@@ -5,17 +5,22 @@ HDP-MAB, a single agent for Single-MAB. Per federation the engine runs the publi
 
 1. **explore** epoch r: n_r cycles of round-robin over sorted I_{r-1} (D3), the same arm for every member;
 2. at the epoch's end every member computes its epoch means x^ (and, with agent-drawn noise, y^);
-3. **communicate**: the subclass's protocol runs one hop per slot; in each of these slots every member
-   pulls its local empirical best arm (D11); exploitation rewards update nothing;
+3. **communicate**: the subclass's protocol runs one hop per boundary; the first hop goes at the
+   boundary right after the epoch (free, ``first_hop_free``), each further hop costs one slot in which
+   every member pulls its local empirical best arm (D11); exploitation rewards update nothing;
 4. the round's outcome (the survivors I_r, or a commit arm) starts the next epoch in the next slot,
    or the **commit** phase (one arm to the horizon), or the **cycle** phase (``after_cap="round_robin"``).
 
-Time model. Messages in this suite are attached to a slot's pulls, and a reward is known only after
-its slot, so the first hop of a round occupies the slot after the epoch's last exploration slot. Every
-hop therefore costs one exploitation slot: CDP spends 1 slot per round, GIS d_G, SAC
-max_q ecc_q(SA_q) + 1 (the sinks upload one hop after their component is collected). This is the
-spec's ``first_hop_free=False`` reading of D9 for CDP and DDP; the default ``True`` (a free first hop)
-needs a message-only boundary exchange in the core, which the suite does not have.
+Time model (spec D9). A hop's messages travel with a slot's pulls and arrive in that step, so they
+can only use earlier rewards. The first hop of a round needs the epoch's last reward: with
+``first_hop_free=True`` (the default) it is sent at the boundary after that slot, through the core's
+message-only :meth:`~fedbandit_envs.envs.mab_core.FederatedMABCore.exchange` (the population's
+:meth:`boundary` hook), so it costs no pull; every further hop costs one exploitation slot. A round
+of h hops therefore delays the next epoch by h - 1 slots: CDP 0, GIS d_G - 1, SAC
+max_q ecc_q(SA_q) - 1 (at least 0; a sink uploads in the boundary in which its component is complete,
+and the server replies in it). ``first_hop_free=False`` sends the first hop with the next slot's pull
+instead, so every hop costs a slot (CDP 1, GIS d_G, SAC max_q ecc_q(SA_q), at least 1). Each round's
+``hops`` and ``delay`` (exploitation slots) are logged in :attr:`LiSongPopulation.round_log`.
 
 Randomness: agent-drawn Laplace noise comes from the replica's ``agents`` stream, one (members, #I)
 block per federation and epoch in epoch order, so algorithms that differ only in topology or delay
@@ -97,6 +102,7 @@ class LiSongConfig:
         noise: ``"wrapper"`` or ``"agent"`` (see :data:`NOISE_SOURCES`).
         aggregate: ``"ybar"`` or ``"yhat"`` (D4).
         hybrid_aggregation: ``"weighted"`` or ``"unweighted"`` (D5, HDP only).
+        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9).
     """
 
     epsilon: float | None = 1.0
@@ -109,6 +115,7 @@ class LiSongConfig:
     noise: str = "wrapper"
     aggregate: str = "ybar"
     hybrid_aggregation: str = "weighted"
+    first_hop_free: bool = True
 
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon)
@@ -120,6 +127,8 @@ class LiSongConfig:
         _check_choice("noise", self.noise, NOISE_SOURCES)
         _check_choice("aggregate", self.aggregate, AGGREGATES)
         _check_choice("hybrid_aggregation", self.hybrid_aggregation, HYBRID_AGGREGATIONS)
+        if not isinstance(self.first_hop_free, bool | np.bool_):
+            raise TypeError(f"first_hop_free must be True or False, got {self.first_hop_free!r}")
         base = self.delta_schedule_base
         if base != "oracle":
             if isinstance(base, bool) or not isinstance(base, int | float | np.floating):
@@ -272,15 +281,16 @@ class LiSongPopulation(Population):
         return population
 
     def completed(self, replica: int, slots: int) -> tuple[int, int]:
-        """(rounds, hop slots) that replica ``replica`` completed within its first ``slots`` slots.
+        """(rounds, delay slots) that replica ``replica`` completed within its first ``slots`` slots.
 
+        Delay slots are the exploitation slots of the rounds' communication (t_delay summed over rounds).
         With one federation per agent (Single-MAB) the rounds are the most any agent completed.
         """
-        rounds, hops = 0, 0
+        rounds, delay = 0, 0
         for f in np.flatnonzero(self.fed_replica == replica).tolist():
             done = [log for log in self.round_log[f] if log.get("end_slot", slots) < slots]
-            rounds, hops = max(rounds, len(done)), max(hops, sum(log["hops"] for log in done))
-        return rounds, hops
+            rounds, delay = max(rounds, len(done)), max(delay, sum(log["delay"] for log in done))
+        return rounds, delay
 
     # ------------------------------------------------------------------ subclass interface
     def n_agg(self, num_agents: int) -> int:
@@ -302,8 +312,8 @@ class LiSongPopulation(Population):
         """The messages of ``slot`` of the communicating federations ``feds``."""
         return []
 
-    def _receive(self, feedback: Feedback, feds: np.ndarray) -> None:
-        """Read a step's inbox; ``feds`` were communicating in that slot."""
+    def _receive(self, slot: int, inbox: list[MessageBatch], feds: np.ndarray) -> None:
+        """Read the inbox of a step or a boundary hop after ``slot``; ``feds`` sent a hop in it."""
 
     # ------------------------------------------------------------------ binding (agents.li_song.run)
     def bind(
@@ -376,6 +386,10 @@ class LiSongPopulation(Population):
         self.order = np.zeros((num_feds, k), np.int64)
         self.commit = np.zeros(num_feds, np.int64)
         self._feds = np.arange(num_feds)
+        #: Hops sent in the current round of every federation.
+        self.round_hops = np.zeros(num_feds, np.int64)
+        self._first_hops: list[int] = []
+        self._boundary_feds = np.zeros(0, np.int64)
         self.epoch_sums = np.zeros((b, m, k))
         self.explore_sums = np.zeros((b, m, k))
         self.exploit = np.zeros((b, m), np.int64)
@@ -441,19 +455,28 @@ class LiSongPopulation(Population):
         if self.agent_noise:
             means = means + self.noise_rngs[replica].laplace(0.0, plan.noise_scale, means.shape)
         self.phase[f] = COMMUNICATE
+        self.round_hops[f] = 0
         self._refresh()
         self._epoch_done(f, slot, means)
+        if self.config.first_hop_free and self.phase[f] == COMMUNICATE:
+            self._first_hops.append(f)
 
     def _finish(self, f: int, slot: int, survivors: np.ndarray, commit: int, values: np.ndarray) -> None:
         """Close federation ``f``'s round in ``slot`` with its outcome and start what follows in ``slot + 1``."""
         self.states[f].advance(survivors, commit, values)
         log = self.round_log[f][-1]
-        log.update(end_slot=slot, hops=slot - log["explore_end"], survivors=int(np.sum(survivors)))
+        log.update(
+            end_slot=slot,
+            hops=int(self.round_hops[f]),
+            delay=slot - log["explore_end"],
+            survivors=int(np.sum(survivors)),
+        )
         self._begin(f, slot + 1)
 
     # ------------------------------------------------------------------ slots
     def act(self, slot: int, partners: np.ndarray) -> Action:
         """Exploration arm, exploitation arm (communicating) or commit arm of every agent; hop messages."""
+        self._first_hops = []  # a loop without boundary hops sends them with this slot's pull instead
         if self._static is not None:
             return Action(self._static)
         fed_arms = self.order[self._feds, (slot - self.start) % self.size]
@@ -464,9 +487,22 @@ class LiSongPopulation(Population):
             return Action(arms)
         communicating = self.phase == COMMUNICATE
         arms = np.where(communicating[self.fed_of], self.exploit, arms)
-        batches = self._messages(slot, self._communicating)
-        batches.sort(key=lambda batch: int(batch.sender.min()))  # the PettingZoo path's grouping order
-        return Action(arms, batches)
+        self.round_hops[self._communicating] += 1
+        return Action(arms, _in_sender_order(self._messages(slot, self._communicating)))
+
+    def boundary(self, slot: int) -> list[MessageBatch]:
+        """The free first hop of the rounds whose epoch ended in ``slot`` (``first_hop_free``, D9)."""
+        feds = np.array([f for f in self._first_hops if self.phase[f] == COMMUNICATE], np.int64)
+        self._first_hops = []
+        self._boundary_feds = feds
+        if not len(feds):
+            return []
+        self.round_hops[feds] += 1
+        return _in_sender_order(self._messages(slot, feds))
+
+    def observe_boundary(self, slot: int, inbox: list[MessageBatch]) -> None:
+        """Run the protocol on the inbox of the boundary hop."""
+        self._receive(slot, inbox, self._boundary_feds)
 
     def observe(self, feedback: Feedback) -> None:
         """Accumulate exploration rewards, end epochs, and run the protocol on the inbox."""
@@ -480,7 +516,7 @@ class LiSongPopulation(Population):
             self._next_end,
         )
         if feedback.inbox or len(self._communicating):
-            self._receive(feedback, self._communicating)
+            self._receive(slot, feedback.inbox, self._communicating)
         if next_end < 0:
             return
         rewards = feedback.rewards if everyone else np.where(agents, feedback.rewards, 0.0)
@@ -488,3 +524,8 @@ class LiSongPopulation(Population):
         if slot >= next_end:
             for f in np.flatnonzero(exploring & (self.end == slot)):
                 self._on_epoch_end(int(f), slot)
+
+
+def _in_sender_order(batches: list[MessageBatch]) -> list[MessageBatch]:
+    """Batches sorted by their lowest sender (the order in which the PettingZoo path groups them)."""
+    return sorted(batches, key=lambda batch: int(batch.sender.min()))

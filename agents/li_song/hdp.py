@@ -5,16 +5,17 @@ The agents form Q disjoint connected components; in each, one *sink* agent is li
 shortest-path tree towards it (parent = lowest-id closer neighbour, D22); :func:`hybrid_topology`
 builds the environment's topology with the server linked to those sinks.
 
-A round (one hop per slot, D9): in hop h every non-sink agent forwards to its parent the vectors it
-has not forwarded yet (its own privatized epoch mean in hop 0, those received in hop h - 1 later), as
-raw (origin, y^) pairs, so payload-hops are sum_i sd(i, SA_q) (App. F). A sink whose component is
-complete uploads the component's sum and size to the server in the next hop (SINK_UPLOAD: its own
-epoch mean and the sum of the relayed ones); the server (:class:`HDPServer`) waits for every sink,
-aggregates sample-weighted (D5: sum_q s_q / M, the CDP aggregate) or unweighted, eliminates and
-broadcasts (free downlink) to the sinks; the agents of a component learn I_r through the free
-synchronisation broadcast (spec 2.4 step 2.5, D23). A round takes max_q ecc_q(SA_q) + 1 hop slots
-(one when every component is a single agent, which is CDP-MAB with p = 1); see
-:mod:`agents.li_song.engine` for the time model.
+A round (one hop per boundary, D9): in hop h every non-sink agent forwards to its parent the vectors
+it has not forwarded yet (its own privatized epoch mean in hop 0, those received in hop h - 1 later),
+as raw (origin, y^) pairs, so payload-hops are sum_i sd(i, SA_q) (App. F). A sink whose component is
+complete uploads the component's sum and size to the server in the same boundary (spec 2.4 step 2.4;
+SINK_UPLOAD: its own epoch mean and the sum of the relayed ones); the server (:class:`HDPServer`)
+waits for every sink, aggregates sample-weighted (D5: sum_q s_q / M, the CDP aggregate) or unweighted,
+eliminates and broadcasts (free downlink) to the sinks; the agents of a component learn I_r through
+the free synchronisation broadcast (spec 2.4 step 2.5, D23). A round takes max_q ecc_q(SA_q) hops and
+delays the next epoch by :meth:`SinkPlan.delay` slots (0 for Table II's cases 1, 2, 3, 5 and 6 with the
+default free first hop, which then equal CDP-MAB with p = 1); see :mod:`agents.li_song.engine` for the
+time model.
 
 Privacy as in CDP-MAB: an agent's own epoch mean leaves it once (to its parent, or in its sink's
 upload) declared ``Sensitive`` (the DP wrapper noises it once) or, with ``noise="agent"``,
@@ -40,7 +41,7 @@ from agents.li_song.engine import (
 from agents.li_song.schedules import algorithm_epsilon
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public
-from fedbandit_envs.core import AgentContext, Feedback
+from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import (
     SERVER,
     Topology,
@@ -81,15 +82,14 @@ class SinkPlan:
     depth: np.ndarray
     height: np.ndarray
 
-    @property
-    def t_delay(self) -> int:
-        """The spec's delay max_q max(ecc_q(SA_q) - 1, 0) (D9 with a free first hop)."""
-        return max(int(self.hops.max()) - 1, 0)
+    def delay(self, first_hop_free: bool = True) -> int:
+        """Exploitation slots of a round: max_q max(ecc_q(SA_q) - 1, 0) with a free first hop (D9).
 
-    @property
-    def round_hops(self) -> int:
-        """Hop slots of a round in this suite: the convergecast plus the sinks' upload hop."""
-        return int(self.hops.max()) + 1
+        Without it every hop costs a slot, and a round of single-agent components (no hop) still
+        spends one slot on the sinks' upload: max_q max(ecc_q(SA_q), 1).
+        """
+        hops = int(self.hops.max())
+        return max(hops - 1, 0) if first_hop_free else max(hops, 1)
 
 
 def sink_plan(topology: Topology, sinks: Sequence[int]) -> SinkPlan:
@@ -288,6 +288,8 @@ class HDPMAB(LiSongPopulation):
         hybrid_aggregation: ``"weighted"`` (sum of component sums / M, D5) or ``"unweighted"`` (the mean
             of the component means, Alg. 5 line 14).
         privacy_calibration: ``"paper"`` or ``"strict"`` (D13).
+        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9);
+            ``False`` spends a slot on it (see :mod:`agents.li_song.engine`).
     """
 
     def __init__(
@@ -301,11 +303,13 @@ class HDPMAB(LiSongPopulation):
         aggregate: str = "ybar",
         hybrid_aggregation: str = "weighted",
         privacy_calibration: str = "paper",
+        first_hop_free: bool = True,
     ) -> None:
         super().__init__(
             LiSongConfig(
                 epsilon=epsilon,
                 privacy_calibration=privacy_calibration,
+                first_hop_free=first_hop_free,
                 rounds=rounds,
                 delta_schedule_base=delta_schedule_base,
                 after_cap=after_cap,
@@ -414,9 +418,20 @@ class HDPMAB(LiSongPopulation):
         }
         return MessageBatch("sink_upload", np.full(rows, b), sinks, np.full(rows, SERVER), payload, privacy=privacy)
 
-    def _receive(self, feedback: Feedback, feds: np.ndarray) -> None:
+    def boundary(self, slot: int) -> list[MessageBatch]:
+        """The free first hop (see the engine); else the uploads of sinks whose component became complete."""
+        batches = super().boundary(slot)
+        if batches:
+            return batches
+        started = [b for b in self._communicating.tolist() if self.round_hops[b] > 0]
+        uploads = [self._uploads(b, np.flatnonzero(self.states[b].active)) for b in started]
+        uploads = [batch for batch in uploads if len(batch)]
+        self._boundary_feds = np.array([int(batch.replica[0]) for batch in uploads], np.int64)
+        return uploads
+
+    def _receive(self, slot: int, inbox: list[MessageBatch], feds: np.ndarray) -> None:
         outcome: dict[int, tuple[MessageBatch, int]] = {}
-        for batch in feedback.inbox:
+        for batch in inbox:
             if batch.kind == "forward":
                 self._deliver(batch)
             elif batch.kind == "pooled":
@@ -425,7 +440,7 @@ class HDPMAB(LiSongPopulation):
             if b in feds:
                 counts = batch.payload["counts"][row]
                 values = np.divide(batch.payload["sums"][row], counts, out=np.zeros(len(counts)), where=counts > 0)
-                self._finish(b, feedback.slot, batch.payload["active"][row], int(batch.payload["commit"][row]), values)
+                self._finish(b, slot, batch.payload["active"][row], int(batch.payload["commit"][row]), values)
 
     def _deliver(self, batch: MessageBatch) -> None:
         """Store forwarded vectors; sinks collect them, other agents queue them for their parent."""

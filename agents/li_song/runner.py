@@ -88,7 +88,7 @@ def run(
 
 
 def add_round_columns(results: Results, populations: Sequence[LiSongPopulation], seeds: Sequence[int]) -> None:
-    """Add ``rounds_done`` and ``hop_slots`` (completed by each checkpoint) to every ``curves`` row.
+    """Add ``rounds_done`` and ``delay_slots`` (completed by each checkpoint) to every ``curves`` row.
 
     ``populations`` are the ones that ran, in order: one batched population (replica b = seeds[b]) or
     one single-replica population per seed.
@@ -99,4 +99,4 @@ def add_round_columns(results: Results, populations: Sequence[LiSongPopulation],
             runs[seeds[len(runs)]] = (population, replica)
     for row in results.curves:
         population, replica = runs[row["seed"]]
-        row["rounds_done"], row["hop_slots"] = population.completed(replica, row["slot"])
+        row["rounds_done"], row["delay_slots"] = population.completed(replica, row["slot"])

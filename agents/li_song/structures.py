@@ -84,6 +84,8 @@ class LiSongMAB(LiSongPopulation):
         aggregate: ``"ybar"`` (D4) or ``"yhat"``.
         hybrid_aggregation: ``"weighted"`` (D5) or ``"unweighted"`` (HDP-MAB only).
         privacy_calibration: ``"paper"`` or ``"strict"`` (D13).
+        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9);
+            ``False`` spends a slot on it (see :mod:`agents.li_song.engine`).
     """
 
     def __init__(
@@ -98,11 +100,13 @@ class LiSongMAB(LiSongPopulation):
         aggregate: str = "ybar",
         hybrid_aggregation: str = "weighted",
         privacy_calibration: str = "paper",
+        first_hop_free: bool = True,
     ) -> None:
         super().__init__(
             LiSongConfig(
                 epsilon=epsilon,
                 privacy_calibration=privacy_calibration,
+                first_hop_free=first_hop_free,
                 participation=participation,
                 rounds=rounds,
                 delta_schedule_base=delta_schedule_base,
@@ -136,6 +140,14 @@ class LiSongMAB(LiSongPopulation):
         """The structure's update."""
         self.inner.observe(feedback)
 
+    def boundary(self, slot: int) -> list[MessageBatch]:
+        """The structure's boundary hop."""
+        return self.inner.boundary(slot)
+
+    def observe_boundary(self, slot: int, inbox: list[MessageBatch]) -> None:
+        """The structure's reading of the boundary hop."""
+        self.inner.observe_boundary(slot, inbox)
+
     def completed(self, replica: int, slots: int) -> tuple[int, int]:
-        """The structure's completed rounds and hop slots."""
+        """The structure's completed rounds and delay slots."""
         return self.inner.completed(replica, slots)

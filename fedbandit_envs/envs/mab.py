@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,13 @@ from fedbandit_envs.channel import ChannelConfig, CostModel, Ledger, Message, ba
 from fedbandit_envs.core import AgentContext, Feedback
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
 from fedbandit_envs.instances import BanditInstance
-from fedbandit_envs.observations import action_space, agent_observations, observation_space, split_action
+from fedbandit_envs.observations import (
+    action_space,
+    agent_observations,
+    inboxes_by_agent,
+    observation_space,
+    split_action,
+)
 from fedbandit_envs.seeding import EpisodeSeeds
 from fedbandit_envs.topology import Topology
 
@@ -205,15 +211,41 @@ class FederatedMAB(ParallelEnv):
         arms = np.empty((1, len(self.possible_agents)), np.int64)
         messages: list[Message] = []
         for agent, action in actions.items():
-            i = self._index[agent]
-            arms[0, i], sent = split_action(action)
-            for message in sent:
-                if message.sender != i:
-                    raise ValueError(
-                        f"{agent} sent a message with sender={message.sender}; an agent may only send as itself ({i})"
-                    )
-            messages.extend(sent)
+            arms[0, self._index[agent]], sent = split_action(action)
+            messages.extend(self._own_messages(agent, sent))
         return arms, messages
+
+    def _own_messages(self, agent: str, sent: Sequence[Message]) -> Sequence[Message]:
+        """Check that every message of ``agent`` has that agent as its sender."""
+        i = self._index[agent]
+        for message in sent:
+            if message.sender != i:
+                raise ValueError(
+                    f"{agent} sent a message with sender={message.sender}; an agent may only send as itself ({i})"
+                )
+        return sent
+
+    def exchange(self, messages: Mapping[str, Sequence[Message]]) -> dict[str, tuple[Message, ...]]:
+        """Send a message-only hop at the boundary after the last step; return each agent's delivered inbox.
+
+        No arm is pulled and the slot does not advance, so agents can send what they learnt from the
+        last step's rewards before their next pull (see :meth:`FederatedMABCore.exchange`). ``messages``
+        maps live agents to lists of :class:`Message` (an agent may be left out). The hop is costed in the
+        ledger under the last played slot.
+        """
+        if not self.agents:
+            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+        unknown = [a for a in messages if a not in self._index]
+        if unknown:
+            raise ValueError(f"exchange() got messages of unknown agents {unknown[:5]}; use the names in env.agents")
+        sent: list[Message] = []
+        for agent, outgoing in messages.items():
+            if not all(isinstance(message, Message) for message in outgoing):
+                raise TypeError(f"exchange() needs lists of Message objects; {agent} sent {list(outgoing)[:3]!r}")
+            sent.extend(self._own_messages(agent, outgoing))
+        inbox = self.core.exchange(batches_from_messages(sent) if sent else [])
+        inboxes = inboxes_by_agent(inbox, len(self.possible_agents), 0)
+        return {agent: tuple(inboxes[self._index[agent]]) for agent in self.agents}
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         ledger = self.ledger

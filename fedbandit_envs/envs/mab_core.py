@@ -217,13 +217,8 @@ class FederatedMABCore:
             raise RuntimeError("the horizon is reached; call reset() to start a new episode")
         if not arms_checked:
             arms = self.check_arms(arms)
-        prepared = self._prepare(messages)
         slot = self.slot
-        if self.message_hooks:
-            outgoing = [b for b in messages if len(b)]
-            for hook in self.message_hooks:
-                outgoing = hook(slot, outgoing)
-            prepared = self.channel.prepare(outgoing) if outgoing else []
+        prepared = self._hooked(slot, messages, self._prepare(messages))
         noise = self._reward_noise(arms)
         means = self.means[self._rows, self._cols, arms]
         rewards = self.reward_model.transform(means, noise)
@@ -235,6 +230,32 @@ class FederatedMABCore:
         self.slot += 1
         self.partners = self.channel.sample_gossip_partners() if not self.done else np.full_like(self.partners, -1)
         return Feedback(slot, arms, rewards, inbox, self.partners)
+
+    def exchange(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
+        """Route a message-only hop at the boundary after the slot just played; return the delivered copies.
+
+        No arm is pulled and the slot does not advance: this is how a protocol sends what it learnt from
+        the last slot's rewards before the next pull (Li and Song's free first hop, spec D9). The hop is
+        validated first, passes the message hooks, reaches the coordinator (which replies within it) and
+        is recorded in the ledger under the slot just played, priced as a hop of its own. Copies with a
+        latency arrive with a later step. Raises ``RuntimeError`` before the first slot and after the last
+        one (there is no boundary hop after the horizon, spec D8).
+        """
+        if self.slot == 0:
+            raise RuntimeError("exchange() routes the hop after a played slot; call step() first")
+        if self.done:
+            raise RuntimeError("the horizon is reached: there is no exchange after the final slot")
+        slot = self.slot - 1
+        return self._route(slot, self._hooked(slot, messages, self._prepare(messages)))
+
+    def _hooked(self, slot: int, messages: Sequence[MessageBatch], prepared: list[MessageBatch]) -> list[MessageBatch]:
+        """The prepared batches after the message hooks (validated again: hooks may remove rows)."""
+        if not self.message_hooks:
+            return prepared
+        outgoing = [b for b in messages if len(b)]
+        for hook in self.message_hooks:
+            outgoing = hook(slot, outgoing)
+        return self.channel.prepare(outgoing) if outgoing else []
 
     def _prepare(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
         if not messages:

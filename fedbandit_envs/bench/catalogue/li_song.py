@@ -14,11 +14,12 @@ reduced ``"ci"`` twin, each with the spec's reproduction checks as claims:
 * ``li_song/fig12_heterogeneous_structures`` (CDP, DDP and HDP under homogeneous and heterogeneous rewards, RC-X1/X2).
 
 All run through :func:`agents.li_song.run`, which binds the DP wrapper's epsilon (and the instance's gap
-for the capped schedule, D6) into the agents and adds the columns ``rounds_done`` and ``hop_slots``.
+for the capped schedule, D6) into the agents and adds the columns ``rounds_done`` and ``delay_slots``.
 Instances are fixed (``instance_seed``): seed 0 (Delta = 0.0071, about 6 rounds at T = 10^5, like the
 spec's simulations) for the CDP figures, seed 7 (Delta = 0.019: exploration ends before T, which RC-D3
 needs) for the structure figures, seed 0 with M = 5, K = 10 for Fig. 8 (its heterogeneous draw keeps the
-homogeneous global means). Rounds cost one slot per hop in this suite (see :mod:`agents.li_song.engine`).
+homogeneous global means). A round of h hops delays the next epoch by h - 1 exploitation slots (the
+first hop is free, D9; see :mod:`agents.li_song.engine`).
 
 Common random numbers: the structure scenarios use reward tapes, so DDP-MAB on the complete graph
 equals CDP-MAB run by run. Structures with different delays are compared on average (paired runs,
@@ -724,7 +725,7 @@ def structure_claims() -> tuple[Claim, ...]:
     def x1(results: Results) -> ClaimVerdict:
         table = by_structure(results)
         delays = {
-            s: table[(s, "heterogeneous")][0]["hop_slots"] / table[(s, "heterogeneous")][0]["rounds_done"]
+            s: table[(s, "heterogeneous")][0]["delay_slots"] / table[(s, "heterogeneous")][0]["rounds_done"]
             for s in ("cdp", "hdp", "ddp")
         }
         seeds_ok, ordered = [], True
@@ -733,7 +734,7 @@ def structure_claims() -> tuple[Claim, ...]:
             seeds_ok += [c <= h <= d for c, h, d in zip(regret["cdp"], regret["hdp"], regret["ddp"])]
             ordered &= paired_at_most(regret["cdp"], regret["hdp"]) and paired_at_most(regret["hdp"], regret["ddp"])
         ok = delays["hdp"] > delays["ddp"] or ordered
-        text = f"hop slots per round {delays}; CDP <= HDP <= DDP (paired, 2 SE): {ordered}, per run on "
+        text = f"delay slots per round {delays}; CDP <= HDP <= DDP (paired, 2 SE): {ordered}, per run on "
         return ClaimVerdict(ok, text + f"{np.mean(seeds_ok):.0%} of runs")
 
     def x2(results: Results) -> ClaimVerdict:
