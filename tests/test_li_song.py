@@ -211,25 +211,29 @@ def test_each_epoch_mean_is_noised_once_under_partial_participation():
 
 
 # --------------------------------------------------------------------------------------------- time line (5.5)
-def test_slot_conservation_and_balanced_epochs():
+@pytest.mark.parametrize("instance_seed", [1, 6])  # 3 rounds then a commit; 3 rounds then a partial epoch
+def test_slot_conservation_and_balanced_epochs(instance_seed):
     population = CDPMAB(epsilon=1.0)
-    core, arms = play(population, {"num_agents": 5, "num_arms": 6, "horizon": 6000, "instance_seed": 3})
+    env = {"num_agents": 5, "num_arms": 6, "horizon": 6000, "instance_seed": instance_seed}
+    core, arms = play(population, env)
     log = population.round_log[0]
-    used = 0
+    used = 0  # slots accounted for so far: sum over rounds of #I_{r-1} n_r + t_delay (t_delay = 0 for CDP)
     for row in log:
+        assert row["explore_start"] == used
         explored = arms[row["explore_start"] : row["explore_end"] + 1, 0]
         if "end_slot" not in row:  # the partial epoch at the horizon
+            assert row["explore_end"] >= 5999
             used += len(explored)
             break
-        assert row["hops"] == 1 and len(explored) == row["num_active"] * row["pulls"]
+        assert row["hops"] == 1 and row["delay"] == 0 and len(explored) == row["num_active"] * row["pulls"]
         for agent in range(5):
             counts = np.bincount(explored[:, agent], minlength=6)
             assert sorted(counts[counts > 0]) == [row["pulls"]] * row["num_active"]
-        used += len(explored) + row["hops"]
+        used += len(explored) + row["delay"]
     commit = arms[used:, 0]
-    assert used + len(commit) == 6000
+    assert sum("end_slot" in row for row in log) == 3 and used + len(commit) == 6000
     if len(commit):
-        assert np.all(commit == commit[0, 0])
+        assert population.states[0].commit >= 0 and np.all(commit == population.states[0].commit)
 
 
 def test_cdp_cost_is_c1_n_rounds_and_rounds_at_most_r():
