@@ -38,7 +38,7 @@ from agents.base import Population
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized
 from fedbandit_envs.core import Action, AgentContext, Feedback
-from wrappers.dp.mechanisms import BinaryTreeMechanism
+from wrappers.dp.mechanisms import BinaryTreeBank, BinaryTreeMechanism
 
 __all__ = [
     "COUNT_SYNC_MODES",
@@ -137,8 +137,7 @@ class GossipUCB(Population):
         self.means = np.zeros((b, n, m))  # X̃[i, k]: local (Fed_UCB: noisy) sample mean
         self.theta = np.zeros((b, n, m))  # ϑ[i, k]: gossiped estimate of the global mean
         self.max_counts = np.ones((b, n, m))  # ñ_i: the value computed in the previous round (ñ(1) = 1, D5)
-        self._received = np.ones((b, n, n, m))  # [b, i, j]: last ñ_j received by i (1 until a message arrives)
-        self._incoming = np.zeros((b, n, m))
+        self._received = np.ones((n, b, n, m))  # [j, b, i]: last ñ_j received by i (1 until a message arrives)
         self._cell = (np.arange(b * n) * m).reshape(b, n)  # flat index of (b, i, arm 0)
         self._replica = np.repeat(np.arange(b), n)
         self._sender = np.tile(np.arange(n), b)
@@ -182,10 +181,12 @@ class GossipUCB(Population):
                 f"{type(self).__name__} needs the channel to announce a gossip edge every round; build the env "
                 "with gossip='uniform_edge' (or 'node_then_neighbour')"
             )
-        new_max = np.maximum(self.counts, self._received.max(axis=2))  # ñ(t+1), from the pre-pull n⁻(t)
+        new_max = np.maximum(self.counts, self._received.max(axis=0))  # ñ(t+1), from the pre-pull n⁻(t)
         behind = self.counts < self.max_counts - self.num_agents  # A, tested against ñ(t) (D29)
         index = self.theta + self._bonus(math.log(t))
-        candidates = np.where(behind.any(axis=-1, keepdims=True), behind, index == index.max(axis=-1, keepdims=True))
+        best = index.reshape(-1)[self._cell + index.argmax(axis=-1)]  # max over arms (a gather beats max(axis=-1))
+        any_behind = behind.reshape(-1)[self._cell + behind.argmax(axis=-1)]  # A is not empty
+        candidates = np.where(any_behind[..., None], behind, index == best[..., None])
         arms = np.where(candidates, self._policy_keys(t), -1.0).argmax(axis=-1)
         self.max_counts = new_max
         return Action(arms, self._messages(partners))
@@ -224,7 +225,7 @@ class GossipUCB(Population):
         if slot < self.num_arms:
             self._initialise_arm(slot, self._observation(feedback.rewards))
             return
-        has_partner = self._read_inbox(feedback)
+        partners, partner_theta = self._read_inbox(feedback)
         cells = (self._cell + feedback.arms).reshape(-1)
         values = self._observation(feedback.rewards).reshape(-1)
         counts, sums, means = self.counts.reshape(-1), self.sums.reshape(-1), self.means.reshape(-1)
@@ -233,7 +234,8 @@ class GossipUCB(Population):
         new_means = self._pulled_means(cells, values, slot - self.num_arms + 1)
         increments = new_means - means[cells]
         means[cells] = new_means
-        self.theta = np.where(has_partner[..., None], (self.theta + self._incoming) / 2, self.theta)
+        theta = self.theta.reshape(-1, self.num_arms)
+        theta[partners] = (theta[partners] + partner_theta) / 2
         self.theta.reshape(-1)[cells] += increments
 
     def _observation(self, rewards: np.ndarray) -> np.ndarray:
@@ -255,19 +257,25 @@ class GossipUCB(Population):
         """New X̃ of the pulled (replica, agent, arm) cells after S and n were updated (D2, D3)."""
         return self.sums.reshape(-1)[cells] / self.counts.reshape(-1)[cells]
 
-    def _read_inbox(self, feedback: Feedback) -> np.ndarray:
-        """Store the neighbours' ñ and the partner's ϑ of this slot; returns who received a ϑ (B, N)."""
-        has_partner = np.zeros(self.counts.shape[:2], bool)
+    def _read_inbox(self, feedback: Feedback) -> tuple[np.ndarray, np.ndarray]:
+        """Store the neighbours' ñ; returns the agents (flat index b * N + i) given a ϑ in this slot, and that ϑ."""
+        agents, thetas = [], []
         for batch in feedback.inbox:
             if batch.kind == "counts":
-                where = (batch.replica, batch.recipient, batch.sender)
+                received = self._received.reshape(-1, self.num_arms)
+                rows = (batch.sender * len(self.counts) + batch.replica) * self.num_agents + batch.recipient
                 # ñ_j never decreases, so the maximum is the latest value even if copies arrive out of order
-                self._received[where] = np.maximum(self._received[where], batch.payload["counts"])
+                received[rows] = np.maximum(received[rows], batch.payload["counts"])
             elif batch.kind == "theta":
-                fresh = batch.slot == feedback.slot
-                self._incoming[batch.replica[fresh], batch.recipient[fresh]] = batch.payload["theta"][fresh]
-                has_partner[batch.replica[fresh], batch.recipient[fresh]] = True
-        return has_partner
+                rows, theta = batch.replica * self.num_agents + batch.recipient, batch.payload["theta"]
+                fresh = batch.slot == feedback.slot  # a ϑ of an earlier round is ignored
+                if not fresh.all():
+                    rows, theta = rows[fresh], theta[fresh]
+                agents.append(rows)
+                thetas.append(theta)
+        if len(agents) == 1:
+            return agents[0], thetas[0]
+        return np.concatenate([np.zeros(0, np.int64), *agents]), np.concatenate([np.zeros((0, self.num_arms)), *thetas])
 
     def estimates(self) -> dict[str, np.ndarray]:
         """Copies of ϑ (``"theta"``), X̃ (``"means"``), n (``"counts"``) and ñ (``"max_counts"``), each (B, N, M)."""
@@ -284,8 +292,10 @@ class FedUCB(GossipUCB):
 
     Each agent privatises its **input stream** (spec §1.4): arm k's stream holds the agent's observation of k at
     stream index s = t + 1 (the init sample at s = 1, D11) and zeros elsewhere (global time, D26); one
-    :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism` per arm releases its noisy prefix sum, and
-    X̃ = noisy sum / n. The index uses eq. (12) (:func:`dp_bonus`). Messages are post-processing and carry
+    binary-tree mechanism per arm releases its noisy prefix sum, and X̃ = noisy sum / n. The trees of all
+    (replica, agent, arm) cells form one :class:`~wrappers.dp.mechanisms.BinaryTreeBank`; agent i's arms share the
+    agent's DP generator, so the draws are those of one :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism` per
+    arm. The index uses eq. (12) (:func:`dp_bonus`). Messages are post-processing and carry
     ``Privatized(epsilon=..., account_key="fed_ucb_input_stream")`` declarations, so a DP wrapper charges the
     declared epsilon once per agent and adds no noise. With ``epsilon=math.inf`` there are no draws, the bound is
     eq. (11), and the trajectory equals Gossip_UCB's bit for bit under the strict profile (T11).
@@ -357,7 +367,7 @@ class FedUCB(GossipUCB):
 
     # ------------------------------------------------------------------ episode
     def reset(self, context: AgentContext) -> None:
-        """Gossip_UCB's reset plus one binary-tree mechanism per (replica, agent, arm)."""
+        """Gossip_UCB's reset plus one binary tree per (replica, agent, arm), held in a bank."""
         _check_context(context, type(self).__name__)
         self._stream_offset = 0 if self.dp_init == "noised" else 1  # stream index s = t + 1 - offset
         horizon = context.horizon - context.num_arms
@@ -369,14 +379,13 @@ class FedUCB(GossipUCB):
             "noise_on_empty": self.noise_on_empty,
             "horizon": horizon if self.eps_split == "ln_T" else None,
         }
-        n, m = context.num_agents, context.num_arms
-        self._trees = []
-        for seed in context.agent_seeds:
-            for i in range(n):
-                rng = None if math.isinf(self.epsilon) else np.random.default_rng(_child(seed, DP_CHILD, i))
-                self._trees += [BinaryTreeMechanism(**tree_args, rng=rng) for _ in range(m)]
-        self._reference = self._trees[0]
-        self._eps_prime = self._reference.eps_prime
+        b, n, m = context.num_replicas, context.num_agents, context.num_arms
+        rngs = None
+        if not math.isinf(self.epsilon):
+            rngs = [np.random.default_rng(_child(seed, DP_CHILD, i)) for seed in context.agent_seeds for i in range(n)]
+        # tree (b, i, k) is flat cell (b * N + i) * M + k and draws from the generator of agent (b, i)
+        self._trees = BinaryTreeBank(b * n * m, **tree_args, rngs=rngs, stream_of_tree=np.repeat(np.arange(b * n), m))
+        self._eps_prime = self._trees.eps_prime
         self._reward_bounds = context.reward_bounds
         super().reset(context)
         self._initial = np.zeros_like(self.sums)  # X(0), kept for dp_init="raw"
@@ -386,10 +395,10 @@ class FedUCB(GossipUCB):
         """ε′, the epsilon of one tree node (after reset)."""
         return self._mechanism().eps_prime
 
-    def _mechanism(self) -> BinaryTreeMechanism:
-        if not hasattr(self, "_reference"):
+    def _mechanism(self) -> BinaryTreeBank:
+        if not hasattr(self, "_trees"):
             raise RuntimeError("call reset() first: the tree depends on the horizon")
-        return self._reference
+        return self._trees
 
     def privacy_report(self) -> dict[str, Any]:
         """The agent's privacy declaration (spec §6), the same for every agent.
@@ -444,20 +453,11 @@ class FedUCB(GossipUCB):
         self._initial[..., arm] = values
         if self.dp_init == "raw":
             return values
-        cells = (self._cell + arm).reshape(-1)
-        return np.array([self._trees[c].add(v) for c, v in zip(cells.tolist(), values.reshape(-1).tolist())]).reshape(
-            values.shape
-        )
+        return self._trees.add((self._cell + arm).reshape(-1), 0, values.reshape(-1)).reshape(values.shape)
 
     def _pulled_means(self, cells: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
         """Algorithm 3: each pulled arm's tree appends the zeros since its last pull, then this observation."""
-        position = t - self._stream_offset  # records before this one in the stream
-        noisy = np.empty(len(cells))
-        for r, (cell, value) in enumerate(zip(cells.tolist(), values.tolist())):
-            tree = self._trees[cell]
-            if tree.count < position:
-                tree.skip(position - tree.count)
-            noisy[r] = tree.add(value)
+        noisy = self._trees.add(cells, t - self._stream_offset, values)  # t - offset records before this one
         if self.dp_init == "raw":
             noisy = self._initial.reshape(-1)[cells] + noisy
         return noisy / self.counts.reshape(-1)[cells]

@@ -4,12 +4,15 @@ S-A (spec zhu-gossip-ucb §4.2): N = 3 agents, M = 5 arms, K3, Gaussian observat
 ``zhu/sa_epsilon`` scenario, Fed_UCB at ε in {1, 2, 5} and ε = ∞, 100 trials, T = 10⁶ main rounds (+ 5 warm-up
 slots). Every ε is one :func:`fedbandit_envs.runner.run_batched` call with the 100 trials as replicas. ε = ∞ is played
 by Gossip_UCB (Fed_UCB at ε = ∞ is the same trajectory bit for bit, tests/test_zhu.py) unless ``--inf-as-fed``.
+With ``--workers W`` the epsilons run in W processes (each ε is still one batched run of all trials, so every result
+is the one a single process gives); the reported total is the wall time of the whole set.
 
-Usage::
+Usage (from the repository root)::
 
-    python benchmarks/zhu_gossip.py                          # full scale: T = 1e6, 100 trials, 4 epsilons
+    python benchmarks/zhu_gossip.py --workers 2              # full scale: T = 1e6, 100 trials, 4 epsilons, 2 cores
     python benchmarks/zhu_gossip.py --horizon 100000         # a fraction; wall times are extrapolated linearly to 1e6
     python benchmarks/zhu_gossip.py --timers --profile-slots 5000    # wall time per component (B = 100)
+    python benchmarks/zhu_gossip.py --timers --trials 400 --profile-slots 2000    # the same at B = 400
     python benchmarks/zhu_gossip.py --profile --profile-slots 2000   # cProfile own time per source file (B = 100)
 
 Nothing here asserts a time; results are printed and written as JSON (``--out``).
@@ -28,6 +31,7 @@ import platform
 import pstats
 import time
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +48,7 @@ PAPER_HORIZON = 1_000_000
 #: Source files grouped into the components reported by ``--profile`` (first match wins).
 COMPONENTS = (
     ("agent: agents/zhu.py", "agents/zhu.py"),
-    ("DP: BinaryTreeMechanism (wrappers/dp/mechanisms.py)", "wrappers/dp/mechanisms.py"),
+    ("DP: BinaryTreeBank (wrappers/dp/mechanisms.py)", "wrappers/dp/mechanisms.py"),
     ("DP: accountant helpers (wrappers/dp/accountant.py)", "wrappers/dp/accountant.py"),
     ("channel: channel.py (expand, gossip sampling)", "fedbandit_envs/channel/channel.py"),
     ("channel: ledger.py", "fedbandit_envs/channel/ledger.py"),
@@ -121,7 +125,7 @@ TIMED = (
     ("  GossipUCB._messages (2 MessageBatch per slot)", GossipUCB, "_messages"),
     ("population.observe", GossipUCB, "observe"),
     ("  GossipUCB._read_inbox", GossipUCB, "_read_inbox"),
-    ("  FedUCB._pulled_means (B*N BinaryTreeMechanism skip/add calls)", FedUCB, "_pulled_means"),
+    ("  FedUCB._pulled_means (one BinaryTreeBank.add of B*N trees)", FedUCB, "_pulled_means"),
     ("core.step (total)", FederatedMABCore, "step"),
     ("  core._prepare -> channel.prepare (validate, expand NEIGHBOURS)", FederatedMABCore, "_prepare"),
     ("  channel.transmit", Channel, "transmit"),
@@ -174,6 +178,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="profile instead of timing")
     parser.add_argument("--timers", action="store_true", help="wall time per component instead of timing")
     parser.add_argument("--profile-slots", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=1, help="processes the epsilons are spread over")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--out", type=Path, default=None, help="write the measurements as JSON")
     args = parser.parse_args()
@@ -209,23 +214,38 @@ def main() -> None:
         if args.out:
             args.out.write_text(json.dumps({"machine": machine, "profile": report}, indent=2))
         return
-    rows = []
-    for epsilon in args.epsilons:
-        row = time_epsilon(epsilon, args.horizon, args.trials, args.inf_as_fed, not args.no_progress)
-        row["seconds_at_1e6"] = row["seconds"] * PAPER_HORIZON / args.horizon
-        rows.append(row)
-        print(
-            f"eps={epsilon:>4g} {row['algorithm']:9s} {row['seconds']:9.1f} s ({row['us_per_slot']:.0f} us/slot; "
-            f"{row['seconds_at_1e6']:.0f} s at T=1e6)  R(T) mean {row['regret_mean']:.1f} "
-            f"[{row['regret_min']:.1f}, {row['regret_max']:.1f}]  R(T)/R(T/2) {row['ratio_T_over_half']:.3f}",
-            flush=True,
-        )
-    total = sum(r["seconds"] for r in rows)
-    scaled = sum(r["seconds_at_1e6"] for r in rows)
+    progress = not args.no_progress and args.workers == 1  # progress bars of parallel workers would interleave
+    jobs = [(epsilon, args.horizon, args.trials, args.inf_as_fed, progress) for epsilon in args.epsilons]
+    start = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) if args.workers > 1 else contextlib.nullcontext() as pool:
+        results = pool.map(time_epsilon, *zip(*jobs)) if pool is not None else (time_epsilon(*job) for job in jobs)
+        rows = []
+        for epsilon, row in zip(args.epsilons, results):
+            row["seconds_at_1e6"] = row["seconds"] * PAPER_HORIZON / args.horizon
+            rows.append(row)
+            print(
+                f"eps={epsilon:>4g} {row['algorithm']:9s} {row['seconds']:9.1f} s ({row['us_per_slot']:.0f} us/slot; "
+                f"{row['seconds_at_1e6']:.0f} s at T=1e6)  R(T) mean {row['regret_mean']:.1f} "
+                f"[{row['regret_min']:.1f}, {row['regret_max']:.1f}]  R(T)/R(T/2) {row['ratio_T_over_half']:.3f}",
+                flush=True,
+            )
+    wall = time.perf_counter() - start
+    scaled = wall * PAPER_HORIZON / args.horizon
     note = "" if args.horizon == PAPER_HORIZON else f" (measured at T={args.horizon}, extrapolated linearly)"
-    print(f"total {total:.1f} s; at T=1e6, {args.trials} trials: {scaled:.0f} s = {scaled / 60:.1f} min{note}")
+    print(
+        f"wall {wall:.1f} s for {len(rows)} epsilons x {args.trials} trials in {args.workers} process(es) "
+        f"(sum of the per-epsilon times {sum(r['seconds'] for r in rows):.1f} s); at T=1e6: {scaled:.0f} s = "
+        f"{scaled / 60:.1f} min{note}; load average at the end {os.getloadavg()[0]:.2f}"
+    )
     if args.out:
-        payload = {"machine": machine, "horizon": args.horizon, "trials": args.trials, "rows": rows}
+        payload = {
+            "machine": machine,
+            "horizon": args.horizon,
+            "trials": args.trials,
+            "workers": args.workers,
+            "wall_seconds": wall,
+            "rows": rows,
+        }
         args.out.write_text(json.dumps(payload, indent=2))
 
 

@@ -37,6 +37,7 @@ from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.runner import run
 from wrappers.dp import LaplaceMessageDP
+from wrappers.dp.mechanisms import dyadic_blocks
 
 # N = 4 agents on a ring (|E| = 4), M = 3 arms, Gaussian observations: small enough for step-by-step checks.
 SMALL = {
@@ -87,7 +88,7 @@ def test_fed_ucb_with_infinite_epsilon_is_gossip_ucb_bit_for_bit() -> None:
     arms_f, theta_f = trajectory(fed, SMALL, seeds)
     np.testing.assert_array_equal(arms_g, arms_f)
     assert all(np.array_equal(a, b) for a, b in zip(theta_g, theta_f))
-    assert all(tree.noise_draws == 0 for tree in fed._trees)  # ε = ∞: zero draws (T8)
+    assert not fed._trees.noise_draws.any()  # ε = ∞: zero draws (T8)
     assert fed._message_privacy() is None  # no privacy claimed without noise
 
 
@@ -282,22 +283,27 @@ def test_fed_ucb_means_are_tree_noisy_prefix_sums() -> None:
     fed = FedUCB(epsilon=1.0, clip_for_dp=(-3.0, 3.0))
     drive(fed, SMALL, [5], lambda s, p, f, c: pulls.append(f.arms[0].copy()))
     pulls_arr = np.stack(pulls)  # (slots, N); stream index of slot s >= m is s - m + 2, warm-up pulls are s = 1
+    trees = fed._trees
+    assert trees.levels == (SMALL["horizon"] - m + 1).bit_length()
     for i in range(n):
         for k in range(m):
-            tree = fed._trees[i * m + k]
+            tree = i * m + k  # replica 0
+            count = int(trees.counts[tree])
             slots = np.flatnonzero(pulls_arr[m:, i] == k)
             observed = {1, *(slots + 2).tolist()}
-            assert tree.count == max(observed)
-            assert tree.exact_sum == fed.sums[0, i, k]
-            noises = tree.node_noises()
-            assert tree.noisy_sum - tree.exact_sum == pytest.approx(sum(noises.values()), abs=1e-12)
-            assert fed.means[0, i, k] == pytest.approx(tree.noisy_sum / fed.counts[0, i, k], abs=1e-12)
-            blocks = tree.prefix_blocks(tree.count)
-            assert len(blocks) == bin(tree.count).count("1") <= tree.count.bit_length()
+            assert count == max(observed)
+            assert trees.exact_sums[tree] == fed.sums[0, i, k]
+            noises = trees.node_noises(tree)
+            noisy = trees.noisy_sums[tree]
+            assert noisy - trees.exact_sums[tree] == pytest.approx(sum(noises.values()), abs=1e-12)
+            assert fed.means[0, i, k] == noisy / fed.counts[0, i, k]
+            blocks = dyadic_blocks(count)
+            assert len(blocks) == bin(count).count("1") <= count.bit_length()
             for first, last in noises:
                 assert (first, last) in blocks
                 assert any(first <= s <= last for s in observed)  # D13: no noise on empty blocks
-            assert tree.levels == (SMALL["horizon"] - m + 1).bit_length()
+            # every block holding an observation is noised (D13), so the noise is that of the whole decomposition
+            assert set(noises) == {block for block in blocks if any(block[0] <= s <= block[1] for s in observed)}
 
 
 def test_dp_init_noised_or_raw() -> None:

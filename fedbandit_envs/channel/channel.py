@@ -20,6 +20,9 @@ from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, Topology
 
+#: Gossip edges drawn at once per replica from its channel stream (the draws are the same as one per slot).
+GOSSIP_BLOCK = 256
+
 
 @dataclass(frozen=True)
 class ChannelConfig:
@@ -104,6 +107,16 @@ class Channel:
                 "gossip activation needs a connected agent graph with at least one edge; "
                 "use a connected topology such as 'ring', 'complete' or 'erdos_renyi'"
             )
+        # NEIGHBOURS expansion: the linked nodes of flat node (replica b, node s) = b * (M + 1) + s are
+        # _neighbour_ids[_neighbour_ptr[f]:_neighbour_ptr[f + 1]], ascending, the server (node M) as SERVER.
+        _, nodes = np.nonzero(links.reshape(-1, m + 1))
+        self._neighbour_ids = np.where(nodes == m, SERVER, nodes)
+        self._neighbour_ptr = np.concatenate([[0], np.cumsum(links.sum(axis=2).reshape(-1))])
+        # Gossip edges are drawn GOSSIP_BLOCK slots at a time per replica (the same draws, one call per block) when
+        # the channel stream has no other use; drops and jitter draw from it too, so then one slot at a time.
+        self._gossip_block = GOSSIP_BLOCK if self.config.drop_prob == 0.0 and self.config.latency_jitter == 0 else 1
+        self._gossip_pairs = np.zeros((self.num_replicas, 0, 2), np.int64)
+        self._gossip_offset = 0
 
     def _latency_matrix(self, m: int) -> np.ndarray:
         latency = np.asarray(self.config.latency, np.int64)
@@ -118,54 +131,65 @@ class Channel:
         """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none."""
         if self.config.gossip is None:
             return self.no_partners
-        partners = np.full((self.num_replicas, self.num_agents), -1, np.int64)
-        for b, rng in enumerate(self._rngs):
-            edges = self._edges[b]
-            if self.config.gossip == "uniform_edge":
-                i, j = edges[rng.integers(len(edges))]
-            else:
-                i = int(rng.integers(self.num_agents))
-                neighbours = self._topologies[b].neighbours(i)
-                while len(neighbours) == 0:
+        if self._gossip_offset == self._gossip_pairs.shape[1]:
+            size = self._gossip_block
+            pairs = np.empty((self.num_replicas, size, 2), np.int64)
+            for b, rng in enumerate(self._rngs):
+                if self.config.gossip == "uniform_edge":
+                    pairs[b] = self._edges[b][rng.integers(len(self._edges[b]), size=size)]
+                    continue
+                for r in range(size):  # a uniform agent, then a uniform neighbour (no agent is isolated)
                     i = int(rng.integers(self.num_agents))
                     neighbours = self._topologies[b].neighbours(i)
-                j = neighbours[rng.integers(len(neighbours))]
-            partners[b, i], partners[b, j] = j, i
+                    pairs[b, r] = i, neighbours[rng.integers(len(neighbours))]
+            self._gossip_pairs, self._gossip_offset = pairs, 0
+        i, j = self._gossip_pairs[:, self._gossip_offset].T
+        self._gossip_offset += 1
+        partners = np.full((self.num_replicas, self.num_agents), -1, np.int64)
+        replicas = np.arange(self.num_replicas)
+        partners[replicas, i] = j
+        partners[replicas, j] = i
         return partners
 
     # ------------------------------------------------------------------ routing
     def _expand(self, batch: MessageBatch) -> MessageBatch:
         """Replace ``NEIGHBOURS`` recipients by one row per neighbour and check every link exists."""
         m = self.num_agents
-        sender_node = np.where(batch.sender == SERVER, m, batch.sender)
-        if np.any((batch.sender < SERVER) | (batch.sender >= m)):
-            bad = batch.sender[(batch.sender < SERVER) | (batch.sender >= m)][0]
-            raise ValueError(f"message sender {bad} is not an agent index in [0, {m}) or SERVER")
-        broadcast = batch.recipient == NEIGHBOURS
-        if np.any(broadcast):
-            rows_b, nodes = np.nonzero(self._links[batch.replica[broadcast], sender_node[broadcast]])
-            rows = np.concatenate([np.flatnonzero(~broadcast), np.flatnonzero(broadcast)[rows_b]])
-            recipients = np.concatenate([batch.recipient[~broadcast], np.where(nodes == m, SERVER, nodes)])
-            order = np.argsort(rows, kind="stable")
-            batch = batch.with_rows(rows[order], recipients[order], -1)
-            sender_node = np.where(batch.sender == SERVER, m, batch.sender)
-        recipient = batch.recipient
-        valid_id = (recipient == SERVER) | ((recipient >= 0) & (recipient < m))
-        if not np.all(valid_id):
-            bad = recipient[~valid_id][0]
-            raise ValueError(
-                f"message recipient {bad} is unknown: use an agent index in [0, {m}), SERVER or NEIGHBOURS"
-            )
-        recipient_node = np.where(recipient == SERVER, m, recipient)
-        linked = self._links[batch.replica, sender_node, recipient_node]
-        if not np.all(linked):
-            r = int(np.flatnonzero(~linked)[0])
-            who = lambda i: "the server" if i == SERVER else f"agent {i}"  # noqa: E731
-            raise ValueError(
-                f"{who(batch.sender[r])} cannot send {batch.kind!r} to {who(batch.recipient[r])}: "
-                f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
-            )
-        return batch
+        sender, recipient = batch.sender, batch.recipient
+        bad_sender = (sender < SERVER) | (sender >= m)
+        if bad_sender.any():
+            raise ValueError(f"message sender {sender[bad_sender][0]} is not an agent index in [0, {m}) or SERVER")
+        sender_node = np.where(sender == SERVER, m, sender)
+        broadcast = recipient == NEIGHBOURS
+        if not broadcast.all():
+            # explicit recipients must be known and linked (broadcast copies follow links by construction)
+            valid_id = (recipient == SERVER) | ((recipient >= 0) & (recipient < m)) | broadcast
+            if not valid_id.all():
+                bad = recipient[~valid_id][0]
+                raise ValueError(
+                    f"message recipient {bad} is unknown: use an agent index in [0, {m}), SERVER or NEIGHBOURS"
+                )
+            recipient_node = np.where(recipient == SERVER, m, recipient)
+            linked = self._links[batch.replica, sender_node, recipient_node] | broadcast
+            if not linked.all():
+                r = int(np.flatnonzero(~linked)[0])
+                who = lambda i: "the server" if i == SERVER else f"agent {i}"  # noqa: E731
+                raise ValueError(
+                    f"{who(sender[r])} cannot send {batch.kind!r} to {who(recipient[r])}: "
+                    f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
+                )
+        if not broadcast.any():
+            return batch
+        # one row per linked node of a broadcast row, in row order (ascending nodes, the server last)
+        flat = batch.replica * (m + 1) + sender_node
+        start = self._neighbour_ptr[flat]
+        copies = np.where(broadcast, self._neighbour_ptr[flat + 1] - start, 1)
+        rows = np.repeat(np.arange(len(batch)), copies)
+        position = np.repeat(start - (np.cumsum(copies) - copies), copies) + np.arange(len(rows))
+        copied = broadcast[rows]
+        expanded = recipient[rows]
+        expanded[copied] = self._neighbour_ids[position[copied]]
+        return batch.with_rows(rows, expanded, -1)
 
     def prepare(self, batches: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect.

@@ -21,7 +21,7 @@ kind is not a secure DP implementation (Mironov 2012); do not use it to protect 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from numbers import Integral
 from typing import Any
 
@@ -32,6 +32,7 @@ from scipy.special import log_ndtr
 from wrappers.dp.accountant import GaussianEvent, LaplaceEvent, TreeEvent, real_number
 
 __all__ = [
+    "BinaryTreeBank",
     "BinaryTreeMechanism",
     "FixedInterval",
     "GaussianMechanism",
@@ -332,37 +333,8 @@ def dyadic_blocks(n: int) -> list[tuple[int, int]]:
     return blocks[::-1]
 
 
-class BinaryTreeMechanism:
-    """Continual release of a running sum with the binary-tree mechanism (Chan, Shi & Song 2011).
-
-    Implements zhu-gossip-ucb §2.4 with decisions D10 and D13. The prefix ``[1..n]`` is split into its dyadic blocks
-    (:func:`dyadic_blocks`); each block (tree node) gets one Laplace draw of scale ``b = sensitivity / eps_prime``,
-    drawn the first time a prefix needs it and reused for every later prefix containing it (never re-noised).
-
-    * Levels: ``L = floor(log2(stream_length)) + 1 = stream_length.bit_length()``. Blocks have lengths ``2**j`` for
-      ``j = 0 .. L - 1`` and each record lies in exactly one block per level, hence in at most ``L`` noised nodes.
-    * ``split="levels"`` (default, D10): ``eps_prime = epsilon / L``, so the stream is ``epsilon``-DP exactly.
-      ``split="ln_T"`` (paper-literal): ``eps_prime = epsilon / ln(horizon)``, which guarantees only
-      ``L * eps_prime`` (about ``1.44 epsilon``); :attr:`epsilon_guaranteed` and :meth:`event` report that value.
-    * ``noise_on_empty=False`` (default, D13): a node whose block holds no observed record (only :meth:`skip`-ped
-      zeros) gets no noise; ``True`` noises every node.
-    * ``epsilon=math.inf``: exact sums and no draws at all (zhu-gossip-ucb §2.5, T11).
-
-    Memory is O(L): at time ``n`` the node used at level ``j`` is the last completed level-``j`` block, so one slot per
-    level holds everything a future prefix can reuse. Draws happen in the order of zhu-gossip-ucb §2.4 (smallest block
-    first). For a record the caller must ensure its value lies in a range of width ``sensitivity`` (e.g. rewards
-    clipped to ``[lo, hi]`` with ``sensitivity = hi - lo``, D18). One instance serves one stream; agents keep one
-    per arm.
-
-    Args:
-        epsilon: privacy budget of the whole stream, finite and > 0, or ``math.inf`` for no noise.
-        stream_length: number of records the guarantee covers (zhu-gossip-ucb: ``T + 1`` with the init sample, D11).
-        sensitivity: L1 sensitivity of one record (the width of its value range).
-        split: ``"levels"`` or ``"ln_T"``; how ``epsilon`` is split across the levels.
-        noise_on_empty: whether nodes without an observed record are noised too.
-        rng: generator of the Laplace draws; required unless ``epsilon`` is ``math.inf``.
-        horizon: the ``T`` of ``split="ln_T"`` (``eps_prime = epsilon / ln T``); defaults to ``stream_length``.
-    """
+class _TreeParameters:
+    """Validated parameters of :class:`BinaryTreeMechanism` and :class:`BinaryTreeBank` (levels, epsilon split)."""
 
     SPLITS = ("levels", "ln_T")
 
@@ -370,12 +342,10 @@ class BinaryTreeMechanism:
         self,
         epsilon: float,
         stream_length: int,
-        sensitivity: float = 1.0,
-        split: str = "levels",
-        noise_on_empty: bool = False,
-        rng: np.random.Generator | None = None,
-        *,
-        horizon: int | None = None,
+        sensitivity: float,
+        split: str,
+        noise_on_empty: bool,
+        horizon: int | None,
     ):
         self._epsilon = _epsilon(epsilon, allow_inf=True)
         self._stream_length = _positive_int("stream_length", stream_length)
@@ -389,14 +359,6 @@ class BinaryTreeMechanism:
         self._levels = self._stream_length.bit_length()
         self._eps_prime = self._split_epsilon(horizon)
         self._scale = 0.0 if math.isinf(self._eps_prime) else self._sensitivity / self._eps_prime
-        self._rng = None if self._scale == 0.0 and rng is None else _generator(rng)
-        self._count = 0
-        self._exact_sum = 0.0
-        self._last_observed = 0
-        self._noise_draws = 0
-        self._node_end = [0] * self._levels  # end of the last completed block at each level (0: none yet)
-        self._node_has_obs = [False] * self._levels
-        self._node_noise: list[float | None] = [None] * self._levels
 
     def _split_epsilon(self, horizon: int | None) -> float:
         if self._split == "levels":
@@ -453,6 +415,64 @@ class BinaryTreeMechanism:
     def epsilon_guaranteed(self) -> float:
         """The guarantee over the whole stream, ``levels * eps_prime`` (equals ``epsilon`` for ``split="levels"``)."""
         return self._levels * self._eps_prime
+
+    def event(self) -> TreeEvent:
+        """The accountant event of the whole stream: ``TreeEvent(epsilon_guaranteed, levels)``."""
+        return TreeEvent(self.epsilon_guaranteed, self._levels)
+
+
+class BinaryTreeMechanism(_TreeParameters):
+    """Continual release of a running sum with the binary-tree mechanism (Chan, Shi & Song 2011).
+
+    Implements zhu-gossip-ucb §2.4 with decisions D10 and D13. The prefix ``[1..n]`` is split into its dyadic blocks
+    (:func:`dyadic_blocks`); each block (tree node) gets one Laplace draw of scale ``b = sensitivity / eps_prime``,
+    drawn the first time a prefix needs it and reused for every later prefix containing it (never re-noised).
+
+    * Levels: ``L = floor(log2(stream_length)) + 1 = stream_length.bit_length()``. Blocks have lengths ``2**j`` for
+      ``j = 0 .. L - 1`` and each record lies in exactly one block per level, hence in at most ``L`` noised nodes.
+    * ``split="levels"`` (default, D10): ``eps_prime = epsilon / L``, so the stream is ``epsilon``-DP exactly.
+      ``split="ln_T"`` (paper-literal): ``eps_prime = epsilon / ln(horizon)``, which guarantees only
+      ``L * eps_prime`` (about ``1.44 epsilon``); :attr:`epsilon_guaranteed` and :meth:`event` report that value.
+    * ``noise_on_empty=False`` (default, D13): a node whose block holds no observed record (only :meth:`skip`-ped
+      zeros) gets no noise; ``True`` noises every node.
+    * ``epsilon=math.inf``: exact sums and no draws at all (zhu-gossip-ucb §2.5, T11).
+
+    Memory is O(L): at time ``n`` the node used at level ``j`` is the last completed level-``j`` block, so one slot per
+    level holds everything a future prefix can reuse. Draws happen in the order of zhu-gossip-ucb §2.4 (smallest block
+    first). For a record the caller must ensure its value lies in a range of width ``sensitivity`` (e.g. rewards
+    clipped to ``[lo, hi]`` with ``sensitivity = hi - lo``, D18). One instance serves one stream; agents keep one
+    per arm.
+
+    Args:
+        epsilon: privacy budget of the whole stream, finite and > 0, or ``math.inf`` for no noise.
+        stream_length: number of records the guarantee covers (zhu-gossip-ucb: ``T + 1`` with the init sample, D11).
+        sensitivity: L1 sensitivity of one record (the width of its value range).
+        split: ``"levels"`` or ``"ln_T"``; how ``epsilon`` is split across the levels.
+        noise_on_empty: whether nodes without an observed record are noised too.
+        rng: generator of the Laplace draws; required unless ``epsilon`` is ``math.inf``.
+        horizon: the ``T`` of ``split="ln_T"`` (``eps_prime = epsilon / ln T``); defaults to ``stream_length``.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        stream_length: int,
+        sensitivity: float = 1.0,
+        split: str = "levels",
+        noise_on_empty: bool = False,
+        rng: np.random.Generator | None = None,
+        *,
+        horizon: int | None = None,
+    ):
+        super().__init__(epsilon, stream_length, sensitivity, split, noise_on_empty, horizon)
+        self._rng = None if self._scale == 0.0 and rng is None else _generator(rng)
+        self._count = 0
+        self._exact_sum = 0.0
+        self._last_observed = 0
+        self._noise_draws = 0
+        self._node_end = [0] * self._levels  # end of the last completed block at each level (0: none yet)
+        self._node_has_obs = [False] * self._levels
+        self._node_noise: list[float | None] = [None] * self._levels
 
     # -------------------------------------------------------------- state
     @property
@@ -543,14 +563,206 @@ class BinaryTreeMechanism:
         """The dyadic blocks covering ``[1..n]`` (see :func:`dyadic_blocks`)."""
         return dyadic_blocks(n)
 
-    def event(self) -> TreeEvent:
-        """The accountant event of the whole stream: ``TreeEvent(epsilon_guaranteed, levels)``."""
-        return TreeEvent(self.epsilon_guaranteed, self._levels)
-
     def __repr__(self) -> str:
         return (
             f"BinaryTreeMechanism(epsilon={self._epsilon!r}, stream_length={self._stream_length}, "
             f"sensitivity={self._sensitivity!r}, split={self._split!r}, noise_on_empty={self._noise_on_empty})"
+        )
+
+
+class BinaryTreeBank(_TreeParameters):
+    """Many independent :class:`BinaryTreeMechanism` streams on one global clock, held as arrays.
+
+    Tree ``r`` of the bank behaves exactly like its own :class:`BinaryTreeMechanism` with the same parameters whose
+    records are appended only by :meth:`add`: ``bank.add(trees, position, values)`` does, for every listed tree,
+    ``tree.skip(position - tree.count)`` then ``tree.add(value)`` (zeros up to stream index ``position``, then the
+    observed record at index ``position + 1``) and returns the noisy prefix sums. Levels, ``eps_prime``, the Laplace
+    scale of a node, the D13 rule and the decomposition of a prefix into its dyadic blocks are those of
+    :class:`BinaryTreeMechanism`, and so are the draws: tree ``r`` takes its noise from ``rngs[stream_of_tree[r]]``
+    (trees may share a generator), node by node, smallest block first, trees in the order they are listed, and a
+    prefix's node noises are added smallest block first. A bank and per-tree mechanisms built on generators in the
+    same state therefore return bit-identical sums. Noise is drawn ahead in blocks per generator (the same values,
+    fewer calls), so a generator given to a bank must not be used for anything else.
+
+    State per tree: its record count, its exact sum, and per level the noise of the level's node (the last completed
+    block of that level, all a later prefix can reuse; see :class:`BinaryTreeMechanism`) with a flag telling whether
+    the node was noised.
+
+    Args:
+        num_trees: number of streams.
+        epsilon, stream_length, sensitivity, split, noise_on_empty, horizon: as in :class:`BinaryTreeMechanism`,
+            shared by every tree.
+        rngs: generators of the Laplace draws; required unless ``epsilon`` is ``math.inf``.
+        stream_of_tree: ``(num_trees,)`` index into ``rngs`` of each tree's generator; default: tree ``r`` uses
+            ``rngs[r]``.
+    """
+
+    #: Minimum number of Laplace values drawn ahead per generator.
+    DRAW_BLOCK = 1024
+
+    def __init__(
+        self,
+        num_trees: int,
+        epsilon: float,
+        stream_length: int,
+        sensitivity: float = 1.0,
+        split: str = "levels",
+        noise_on_empty: bool = False,
+        rngs: Sequence[np.random.Generator] | None = None,
+        stream_of_tree: np.ndarray | None = None,
+        *,
+        horizon: int | None = None,
+    ):
+        super().__init__(epsilon, stream_length, sensitivity, split, noise_on_empty, horizon)
+        self._num_trees = _positive_int("num_trees", num_trees)
+        self._counts = np.zeros(self._num_trees, np.int64)
+        self._exact_sums = np.zeros(self._num_trees)
+        self._noise_draws = np.zeros(self._num_trees, np.int64)
+        # [level, tree]: the noise of the level's node (0.0 when not noised) and whether it was noised
+        self._noise = np.zeros((self._levels, self._num_trees))
+        self._noised = np.zeros((self._levels, self._num_trees), bool)
+        self._level = np.arange(self._levels)
+        self._rngs = [] if self._scale == 0.0 and rngs is None else [_generator(rng) for rng in rngs or ()]
+        if self._scale > 0.0 and not self._rngs:
+            raise TypeError("rngs must be a non-empty sequence of numpy.random.Generator unless epsilon is math.inf")
+        if stream_of_tree is None:
+            stream_of_tree = np.arange(self._num_trees) if self._rngs else np.zeros(self._num_trees, np.int64)
+        self._stream_of_tree = np.asarray(stream_of_tree, np.int64).reshape(-1)
+        if len(self._stream_of_tree) != self._num_trees:
+            raise ValueError(f"stream_of_tree needs one entry per tree ({self._num_trees}), got {len(stream_of_tree)}")
+        if self._rngs and not np.all((self._stream_of_tree >= 0) & (self._stream_of_tree < len(self._rngs))):
+            raise ValueError(f"stream_of_tree entries must index rngs (0..{len(self._rngs) - 1})")
+        # Laplace values drawn ahead: generator s's next values are _ahead[s, _next[s]:]. A generator feeds at most
+        # (its number of trees) * levels nodes per add, so a full buffer always has room for one add.
+        most_trees = int(np.bincount(self._stream_of_tree).max())
+        self._ahead = np.empty((len(self._rngs), max(self.DRAW_BLOCK, most_trees * self._levels)))
+        self._next = np.full(len(self._rngs), self._ahead.shape[1])
+
+    # -------------------------------------------------------------- state
+    @property
+    def num_trees(self) -> int:
+        """Number of streams."""
+        return self._num_trees
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Records appended so far to each tree (a copy)."""
+        return self._counts.copy()
+
+    @property
+    def exact_sums(self) -> np.ndarray:
+        """The exact (non-private) running sum of each tree (a copy); for tests and diagnostics only."""
+        return self._exact_sums.copy()
+
+    @property
+    def noise_draws(self) -> np.ndarray:
+        """Laplace draws made so far by each tree (a copy)."""
+        return self._noise_draws.copy()
+
+    @property
+    def noisy_sums(self) -> np.ndarray:
+        """The private running sum of each tree (what its last :meth:`add` returned; 0.0 before any)."""
+        trees = np.arange(self._num_trees)
+        noisy = self._exact_sums.copy()
+        for count in np.unique(self._counts):
+            rows = trees[self._counts == count]
+            noisy[rows] += self._prefix_noise(rows, int(count))
+        return noisy
+
+    def node_noises(self, tree: int) -> dict[tuple[int, int], float]:
+        """Noise of each noised node of ``tree``'s current prefix, keyed by its inclusive block ``(first, last)``.
+
+        The same as :meth:`BinaryTreeMechanism.node_noises`; the tree's noisy sum minus its exact sum is their sum.
+        """
+        noises = {}
+        for first, last in dyadic_blocks(int(self._counts[tree])):
+            level = (last - first + 1).bit_length() - 1
+            if self._noised[level, tree]:
+                noises[(first, last)] = float(self._noise[level, tree])
+        return noises
+
+    # -------------------------------------------------------------- records
+    def add(self, trees: np.ndarray, position: int, values: np.ndarray) -> np.ndarray:
+        """Append to each of the distinct ``trees`` the zeros up to ``position`` and then its observed record.
+
+        Args:
+            trees: ``(R,)`` distinct tree indices, each holding at most ``position`` records.
+            position: records before the new one (the new record is stream index ``position + 1``).
+            values: ``(R,)`` finite records.
+
+        Returns:
+            ``(R,)`` noisy prefix sums over stream indices ``1 .. position + 1``.
+        """
+        trees = np.asarray(trees, np.int64).reshape(-1)
+        values = np.asarray(values, np.float64).reshape(-1)
+        if len(values) != len(trees):
+            raise ValueError(f"add needs one value per tree, got {len(values)} values for {len(trees)} trees")
+        if not np.all(np.isfinite(values)):
+            raise ValueError("values must be finite; clip records to a range of width `sensitivity` first")
+        if isinstance(position, bool) or not isinstance(position, Integral) or position < 0:
+            raise ValueError(f"position must be an int >= 0, got {position!r}")
+        count = int(position) + 1
+        if count > self._stream_length:
+            raise ValueError(
+                f"stream_length={self._stream_length} exceeded (record {count}); "
+                "build the bank with a larger stream_length"
+            )
+        before = self._counts[trees]
+        if np.any(before > position):
+            raise ValueError(f"a tree already holds more than position={position} records")
+        self._counts[trees] = count
+        exact = self._exact_sums[trees] + values
+        self._exact_sums[trees] = exact
+        if self._scale == 0.0:
+            return exact
+        self._draw(trees, before, count)
+        return exact + self._prefix_noise(trees, count)
+
+    def _draw(self, trees: np.ndarray, before: np.ndarray, count: int) -> None:
+        """Replace the nodes completed since each tree's last record, drawing the noise of those in the prefix."""
+        # The level-j node of count c is the block ending at (c >> j) << j. It is new since the tree's last record
+        # (stream index ``before``) iff c >> j != before >> j, i.e. for the levels j < bit_length(before ^ c).
+        new_levels = np.frexp(before ^ count)[1]  # bit_length (exact for counts below 2**53)
+        rows = np.repeat(np.arange(len(trees)), new_levels)  # (tree, level) pairs, tree by tree, levels ascending
+        levels = np.arange(len(rows)) - np.repeat(np.cumsum(new_levels) - new_levels, new_levels)
+        nodes = (levels, trees[rows])
+        end = (count >> levels) << levels
+        need = (end >> levels) & 1 == 1  # in the prefix of ``count``
+        if not self._noise_on_empty:
+            # D13: a new node holds an observation iff it holds the new record (it ends at ``count``) or the
+            # previous one
+            need &= (end == count) | (before[rows] > end - (1 << levels))
+        self._noise[nodes] = 0.0
+        self._noised[nodes] = need
+        rows, levels = rows[need], levels[need]
+        if len(rows) == 0:
+            return
+        self._noise_draws[trees] += np.bincount(rows, minlength=len(trees))
+        stream = self._stream_of_tree[trees[rows]]
+        per_stream = np.bincount(stream, minlength=len(self._rngs))
+        for s in np.flatnonzero(self._next + per_stream > self._ahead.shape[1]):
+            kept = self._ahead.shape[1] - self._next[s]
+            self._ahead[s, :kept] = self._ahead[s, self._next[s] :]
+            self._ahead[s, kept:] = laplace_noise(self._scale, self._rngs[s], self._ahead.shape[1] - kept)
+            self._next[s] = 0
+        order = np.argsort(stream, kind="stable")
+        rank = np.empty(len(stream), np.int64)  # position of each draw among its generator's draws in this add
+        rank[order] = np.arange(len(stream)) - np.repeat(np.cumsum(per_stream) - per_stream, per_stream)
+        self._noise[levels, trees[rows]] = self._ahead[stream, self._next[stream] + rank]
+        self._next += per_stream
+
+    def _prefix_noise(self, trees: np.ndarray, count: int) -> np.ndarray:
+        """Sum of the noises of the prefix nodes of ``count`` for each of ``trees``, smallest block first."""
+        total = np.zeros(len(trees))
+        for level in np.flatnonzero((count >> self._level) & 1):
+            total += self._noise[level, trees]  # 0.0 for a node without noise
+        return total
+
+    def __repr__(self) -> str:
+        return (
+            f"BinaryTreeBank(num_trees={self._num_trees}, epsilon={self._epsilon!r}, "
+            f"stream_length={self._stream_length}, sensitivity={self._sensitivity!r}, split={self._split!r}, "
+            f"noise_on_empty={self._noise_on_empty})"
         )
 
 
