@@ -164,15 +164,23 @@ class _IntervalReleases:
 
     def update(self, arms: np.ndarray, own_counts: np.ndarray, own_sums: np.ndarray) -> None:
         """Release the pulled arms whose new own count is a schedule point (own statistics already updated)."""
-        rows, cols = np.indices(arms.shape)
-        counts = own_counts[rows, cols, arms]
-        for r in np.flatnonzero(self._is_release[counts].any(axis=1)):
-            agents = np.flatnonzero(self._is_release[counts[r]])
-            arm, n = arms[r, agents], counts[r, agents]
-            noise = laplace_noise(self._scale[n], self.rngs[r])
-            self.means[r, agents, arm] = own_sums[r, agents, arm] / n + noise
-            self.counts[r, agents, arm] = n
-            self.releases[r, agents, arm] += 1
+        b, m = arms.shape
+        cells = np.arange(b * m) * own_counts.shape[2] + arms.reshape(-1)  # flat (replica, agent, pulled arm)
+        counts = own_counts.reshape(-1)[cells]
+        release = self._is_release[counts]
+        if not release.any():
+            return
+        cells, n = cells[release], counts[release]
+        scale = self._scale[n]
+        sizes = release.reshape(b, m).sum(axis=1).tolist()
+        ends = np.cumsum(sizes).tolist()
+        # one draw per releasing agent from its replica's generator, in agent order
+        noise = np.concatenate(
+            [laplace_noise(scale[e - n_r : e], self.rngs[r]) for r, (n_r, e) in enumerate(zip(sizes, ends)) if n_r]
+        )
+        self.means.reshape(-1)[cells] = own_sums.reshape(-1)[cells] / n + noise
+        self.counts.reshape(-1)[cells] = n
+        self.releases.reshape(-1)[cells] += 1
 
     def accountant(self, replica: int, own_counts: np.ndarray) -> PrivacyAccountant:
         """A privacy accountant holding every release of ``replica`` so far (agent; partition key = arm).
@@ -355,6 +363,8 @@ class PrivateMultiAgentUCB(_UCBPopulation):
         self._pair_created = np.zeros(0, np.int64)
         self._pair_counts = np.zeros((0, k), np.int64)
         self._pair_sums = np.zeros((0, k))
+        # header arrays of the last records folded, with their layout (see _fold_layout)
+        self._layout: tuple[tuple[np.ndarray, ...], tuple[np.ndarray | None, np.ndarray | None]] | None = None
 
     def _start_releases(self) -> None:
         shape = (self.num_replicas, self.num_agents, self.num_arms)
@@ -407,34 +417,57 @@ class PrivateMultiAgentUCB(_UCBPopulation):
 
     def _fold(self, new: FloodRecords) -> None:
         """Keep each origin's newest record and recompute the pooled sums (in a fixed order, so they are exact)."""
-        m, k = self.num_agents, self.num_arms
+        k = self.num_arms
+        keep, at = self._fold_layout(new)
+        created = new.created if keep is None else new.created[keep]
+        counts, means = new.content["rel_cnt"], new.content["rel_mean"]
+        if keep is None and at is None and bool((created > self._pair_created).all()):
+            # the usual case: every known origin sent its next record, so the records (in pair order) are the table;
+            # the table takes the records' arrays (nothing else writes to them: the flood only reads its records)
+            self._pair_created = created
+            self._pair_counts = np.asarray(counts, np.int64)
+            self._pair_sums = self._pair_counts * means  # a mean sent with count 0 is 0
+        else:
+            keep = np.arange(len(new)) if keep is None else keep
+            at = np.arange(len(self._pairs)) if at is None else at
+            newer = created > self._pair_created[at]
+            at, keep = at[newer], keep[newer]
+            counts = np.take(counts, keep, axis=0).astype(np.int64)
+            self._pair_created[at] = created[newer]
+            self._pair_counts[at] = counts
+            self._pair_sums[at] = counts * np.take(means, keep, axis=0)
+        holders, starts = self._holder_runs
+        self.pooled_counts.reshape(-1, k)[holders] = np.add.reduceat(self._pair_counts, starts, axis=0)
+        self.pooled_sums.reshape(-1, k)[holders] = np.add.reduceat(self._pair_sums, starts, axis=0)
+
+    def _fold_layout(self, new: FloodRecords) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Which records are their pair's newest (``None``: all) and their rows in the pair table (``None``: row i).
+
+        Records sorted by (pair, created); unknown pairs are added to the table. The answer is kept for the next
+        slot when the flood hands over the same read-only header arrays (its routing plan repeated).
+        """
+        headers = (new.replica, new.holder, new.origin)
+        if self._layout is not None and all(a is b for a, b in zip(self._layout[0], headers)):
+            return self._layout[1]
+        m = self.num_agents
         pair = (new.replica * m + new.holder) * m + new.origin
         newest = np.ones(len(pair), bool)
-        newest[:-1] = pair[:-1] != pair[1:]  # records are sorted by (pair, created)
+        newest[:-1] = pair[:-1] != pair[1:]
         keep = np.flatnonzero(newest)
-        pair, created = pair[keep], new.created[keep]
-        if len(pair) == len(self._pairs) and np.array_equal(pair, self._pairs):
-            at = np.arange(len(pair))  # the usual case: every known origin sent its next record
-        else:
+        pair = pair[keep]
+        at = None
+        if not (len(pair) == len(self._pairs) and np.array_equal(pair, self._pairs)):
             at = np.searchsorted(self._pairs, pair)
             unknown = self._pairs[np.minimum(at, len(self._pairs) - 1)] != pair if len(self._pairs) else pair >= 0
             if np.any(unknown):
                 self._add_pairs(pair[unknown])
                 at = np.searchsorted(self._pairs, pair)
-        newer = created > self._pair_created[at]
-        if len(keep) == len(new) == len(self._pairs) and newer.all():
-            at = slice(None)  # every record is new and every pair is updated: no gathers needed
-            counts, means = new.content["rel_cnt"].astype(np.int64), new.content["rel_mean"]
-        else:
-            at, keep = at[newer], keep[newer]
-            counts = np.take(new.content["rel_cnt"], keep, axis=0).astype(np.int64)
-            means = np.take(new.content["rel_mean"], keep, axis=0)
-        self._pair_created[at] = created[newer]
-        self._pair_counts[at] = counts
-        self._pair_sums[at] = counts * means  # a mean sent with count 0 is 0
-        holders, starts = self._holder_runs
-        self.pooled_counts.reshape(-1, k)[holders] = np.add.reduceat(self._pair_counts, starts, axis=0)
-        self.pooled_sums.reshape(-1, k)[holders] = np.add.reduceat(self._pair_sums, starts, axis=0)
+            if len(pair) == len(self._pairs) and np.array_equal(at, np.arange(len(pair))):
+                at = None
+        layout = (None if len(keep) == len(new) else keep, at)
+        if not any(h.flags.writeable for h in headers):
+            self._layout = (headers, layout)
+        return layout
 
     def _add_pairs(self, pairs: np.ndarray) -> None:
         merged = np.concatenate([self._pairs, pairs])
@@ -444,6 +477,7 @@ class PrivateMultiAgentUCB(_UCBPopulation):
         self._pair_created = np.concatenate([self._pair_created, np.full(len(pairs), -1, np.int64)])[order]
         self._pair_counts = np.concatenate([self._pair_counts, np.zeros(grown, np.int64)])[order]
         self._pair_sums = np.concatenate([self._pair_sums, np.zeros(grown)])[order]
+        self._layout = None  # table rows moved
         holders = self._pairs // self.num_agents
         starts = np.flatnonzero(np.diff(holders, prepend=-1))
         self._holder_runs = holders[starts], starts  # the table's holders and where their pairs start

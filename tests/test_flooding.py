@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fedbandit_envs import topology as topo
+from fedbandit_envs.channel import flooding
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
@@ -173,3 +174,44 @@ def test_drops_never_cause_double_acceptance_and_delays_need_max_age():
     assert tolerant.expired.sum() == 0
     d = topo.path(6).distances()[records.origin, records.holder]
     assert np.all(slot - records.created == 2 * d - 1)  # one extra slot per hop
+
+
+def test_a_replayed_inbox_after_a_steady_run_is_all_duplicates():
+    """Steady slots reuse the routing plan and defer their seen marks; a slot that differs must still see them."""
+    topology, gamma, slots = WATTS_STROGATZ, 3, 14
+    m = topology.num_agents
+    core = FederatedMABCore(MABConfig(num_agents=m, num_arms=2, horizon=slots + 1, topology=topology))
+    core.reset([0])
+    service = TTLFlooding(gamma, "probe")
+    service.reset(1, m)
+    ids, previous = set(), []
+    for t in range(slots + 1):
+        feedback = core.step(np.zeros((1, m), np.int64), service.send(t, {"value": np.full((1, m), float(t))}))
+        replay = previous if t == slots else []  # the last slot also gets the previous slot's copies again
+        before = service.duplicates.sum()
+        new = service.receive(t, feedback.inbox + replay)
+        got = set(zip(new.holder.tolist(), new.origin.tolist(), new.created.tolist()))
+        assert not got & ids  # no record is accepted twice
+        ids |= got
+        previous = feedback.inbox
+    replayed = sum(b.payload["origin"].size for b in replay)
+    stale = sum(int(np.sum(slots - b.payload["created"] >= gamma)) for b in replay)  # older than max_age: expired
+    assert service.expired.sum() == stale > 0
+    # the slot's own copies add the steady-state duplicates; the replayed fresh copies are duplicates too
+    steady = sum(b.payload["origin"].size for b in feedback.inbox) - len(new)
+    assert service.duplicates.sum() - before == steady + replayed - stale
+    assert len(new) == sum(len(topology.ball(h, gamma)) - 1 for h in range(m))  # the usual new records, no more
+
+
+def test_blocked_content_gathers_equal_a_plain_take(monkeypatch):
+    monkeypatch.setattr(flooding, "GATHER_BLOCK", 4)
+    rng = np.random.default_rng(0)
+    source = rng.random((40, 3))
+    narrow = np.concatenate([rng.permutation(10) + 10 * i for i in range(4)])  # blocks of rows close together
+    wide = rng.permutation(40)[:23]  # blocks spanning most of the source
+    for rows in (narrow, wide, np.arange(0)):
+        gathered = flooding._Gather(0, None, rows).take(source)
+        assert np.array_equal(gathered, np.take(source, rows, axis=0))
+    parts = [source[:25], source[25:]]
+    index = rng.permutation(40)[:30]
+    assert np.array_equal(flooding._gather(parts, flooding._gathers(np.array([0, 25, 40]), index)), source[index])
