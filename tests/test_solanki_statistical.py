@@ -78,16 +78,17 @@ def test_few_violations_in_the_stress_family():
 
 
 # ---------------------------------------------------------------------------------------------- slow
-# EXP3 on family U fails its Spearman check at the ci scale (measured, 2 instances x 3 seeds: n = 10..40 ->
-# 1748, 1490, 1287, 1302, 1242, 1365, 1329, Spearman -0.43; R(40) < R(10) holds). About 880 of the ~1300
-# regret per agent is incurred in the 256 rounds before the first message, whatever n; the rest falls with n
-# (FCB, instance 1: 455, 301, 245 for n = 10, 20, 40) but less than the spread due to which agents are added.
-EXP3_U = pytest.mark.xfail(strict=True, reason="EXP3-U trend too weak at T = 2e4 (see the comment above)")
-SOLANKI_SCENARIOS = [
-    pytest.param(name, marks=EXP3_U) if name == "solanki/exp3_uniform" else name
-    for name in names()
-    if name.startswith("solanki/")
-]
+# EXP3 on family U: per-agent regret R(n) over nested agent sets is dominated by which agents an instance adds
+# (a few agents with a producer of |rho q - c| ~ 0.002 and capacity ~45 keep ~2000-4000 regret whatever n), not
+# by the seed, and about 870 of it is incurred in the 256 rounds before the first message, whatever n. Measured
+# at T = 2e4 (n = 10..40): 2 instances x 3 seeds (the reduced config) 1748, 1490, 1287, 1302, 1242, 1365, 1329,
+# Spearman -0.43; instances 0-5 x 3 seeds -0.54, instances 6-11 x 3 seeds -0.96. A longer horizon does not
+# help (instance 0, 3 seeds: Spearman -0.86 at T = 2e4, -0.86 at 5e4, -0.96 at 1e5; instances 0-1 x 3 seeds
+# at 1e5: -0.71). The ci twin is therefore 12 instances (0-11) x 1 seed at T = 2e4: seed 0 gives 1635, 1505,
+# 1443, 1418, 1347, 1340, 1292 (standard errors over instances 56-84; Spearman -1.0); seeds 1 and 2 on the same
+# instances give -0.96 and -0.89, and seed 0 on instances 12-23 and 24-35 gives -0.96 and -0.93 (6 instances x
+# 1 seed: 5 of 6 disjoint sets pass, the worst -0.75). R(40) < R(10) in every set.
+SOLANKI_SCENARIOS = [name for name in names() if name.startswith("solanki/")]
 
 
 @pytest.mark.slow
