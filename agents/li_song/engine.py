@@ -492,6 +492,8 @@ class LiSongPopulation(Population):
 
     def boundary(self, slot: int) -> list[MessageBatch]:
         """The free first hop of the rounds whose epoch ended in ``slot`` (``first_hop_free``, D9)."""
+        if not self._first_hops:
+            return []
         feds = np.array([f for f in self._first_hops if self.phase[f] == COMMUNICATE], np.int64)
         self._first_hops = []
         self._boundary_feds = feds
