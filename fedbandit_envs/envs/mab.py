@@ -170,8 +170,7 @@ class FederatedMAB(ParallelEnv):
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play one slot with every live agent's action (an arm, or ``{"arm": k, "messages": [...]}``)."""
-        if not self.agents:
-            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+        self._require_live()
         arms = self._plain_arms(actions)
         if arms is not None:
             self._feedback = feedback = self.core.step(arms, arms_checked=True)
@@ -187,6 +186,11 @@ class FederatedMAB(ParallelEnv):
         if truncated:
             self.agents = []
         return observations, rewards, terminations, truncations, infos
+
+    def _require_live(self) -> None:
+        """Raise unless an episode is running (after reset, before the horizon)."""
+        if not self.agents:
+            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
 
     def _plain_arms(self, actions: Mapping[str, Any]) -> np.ndarray | None:
         """The (1, M) arm array when every live agent gave a valid plain ``int`` (the fast path), else None."""
@@ -216,9 +220,11 @@ class FederatedMAB(ParallelEnv):
         return arms, messages
 
     def _own_messages(self, agent: str, sent: Sequence[Message]) -> Sequence[Message]:
-        """Check that every message of ``agent`` has that agent as its sender."""
+        """Check that ``agent`` sent :class:`Message` objects, each with that agent as its sender."""
         i = self._index[agent]
         for message in sent:
+            if not isinstance(message, Message):
+                raise TypeError(f"{agent} must send Message objects, got {type(message).__name__}")
             if message.sender != i:
                 raise ValueError(
                     f"{agent} sent a message with sender={message.sender}; an agent may only send as itself ({i})"
@@ -233,15 +239,12 @@ class FederatedMAB(ParallelEnv):
         maps live agents to lists of :class:`Message` (an agent may be left out). The hop is costed in the
         ledger under the last played slot.
         """
-        if not self.agents:
-            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+        self._require_live()
         unknown = [a for a in messages if a not in self._index]
         if unknown:
             raise ValueError(f"exchange() got messages of unknown agents {unknown[:5]}; use the names in env.agents")
         sent: list[Message] = []
         for agent, outgoing in messages.items():
-            if not all(isinstance(message, Message) for message in outgoing):
-                raise TypeError(f"exchange() needs lists of Message objects; {agent} sent {list(outgoing)[:3]!r}")
             sent.extend(self._own_messages(agent, outgoing))
         inbox = self.core.exchange(batches_from_messages(sent) if sent else [])
         inboxes = inboxes_by_agent(inbox, len(self.possible_agents), 0)
