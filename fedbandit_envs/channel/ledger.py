@@ -12,11 +12,17 @@ that is used costs once, ``c1`` for an agent-server link and ``c2`` for an agent
 
 Optional prices per logical message and per payload byte are added on top. Costs are charged when a
 copy is transmitted; a dropped copy has used its link. Totals keep a leading replica axis.
+
+The ledger tallies in bulk: :meth:`Ledger.transmit` queues each batch's header arrays and
+:meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read
+(or once they hold :attr:`Ledger.TALLY_ROWS` rows). Link costs are kept as integer link counts per
+node and multiplied by their price when read, so a total does not depend on when it was tallied.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +31,9 @@ from fedbandit_envs.topology import SERVER
 
 LINK_ACCOUNTING_MODES = ("used_links", "graph_edges")
 DIRECTIONS = ("up", "down", "peer")
+
+#: Key spaces up to this size find distinct links with a scratch table instead of a sort.
+SCRATCH_KEYS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -62,10 +71,37 @@ def _add(target: np.ndarray, index: np.ndarray, weights: np.ndarray | None = Non
     target += sums.astype(target.dtype, copy=False) if target.dtype.kind == "i" else sums
 
 
-def _tally(index: np.ndarray, size: int, count: np.ndarray, packed: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Copies and logical messages per index value (the same arrays when nothing is packed)."""
-    copies = np.bincount(index, minlength=size)
-    return copies, (np.bincount(index, weights=count, minlength=size).astype(np.int64) if packed else copies)
+def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Sums of integer ``weights`` (exact in float64 below 2**53; 1 each without) per index value in ``[0, size)``."""
+    counts = np.bincount(index, weights=weights, minlength=size)
+    return counts if weights is None else counts.astype(np.int64)
+
+
+def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``keys`` (ints in ``[0, size)``), ascending, and the index of each one's first entry.
+
+    The same as ``np.unique(keys, return_index=True)``; without a sort when ``size`` is small next to ``len(keys)``
+    (a scratch table of ``size`` entries keeps the smallest index per key).
+    """
+    if size > max(SCRATCH_KEYS, 8 * len(keys)):
+        return np.unique(keys, return_index=True)
+    first = np.full(size, len(keys))
+    np.minimum.at(first, keys, np.arange(len(keys)))
+    values = np.flatnonzero(first < len(keys))
+    return values, first[values]
+
+
+class _Tallied:
+    """A ledger total that is brought up to date (queued copies and closed slots tallied) when it is read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.private = "_" + name
+
+    def __get__(self, ledger: Ledger | None, owner: type | None = None) -> Any:
+        if ledger is None:
+            return self
+        ledger._tally()
+        return getattr(ledger, self.private)
 
 
 class Ledger:
@@ -73,7 +109,34 @@ class Ledger:
 
     Node index ``num_agents`` stands for the server in per-node arrays. With ``record_messages`` the
     ledger also keeps one record per transmitted copy (see :meth:`records`).
+
+    Attributes (after :meth:`reset`; B replicas, M agents, node M the server):
+        messages, copies, scalars, bytes: (B,) logical messages, transmitted copies, payload scalars and bytes.
+        links: (B,) link units charged (server links plus agent-agent link units).
+        link_cost, cost: (B,) price of the links, and of everything (links, messages, bytes).
+        dropped: (B,) copies lost by the channel.
+        sent_messages, sent_bytes, received_messages, received_bytes: (B, M + 1) per node.
+        node_cost: (B, M + 1) cost charged to each node (a link is charged to the sender of its first copy).
+        direction_messages, direction_bytes: (B, 3) per direction of :data:`DIRECTIONS`.
+        kind_messages, kind_bytes: message kind -> (B,) totals.
     """
+
+    #: Queued copy rows beyond which :meth:`transmit` tallies at once (bounds the queue's memory).
+    TALLY_ROWS = 1 << 14
+
+    messages = _Tallied()
+    copies = _Tallied()
+    scalars = _Tallied()
+    bytes = _Tallied()
+    links = _Tallied()
+    sent_messages = _Tallied()
+    sent_bytes = _Tallied()
+    received_messages = _Tallied()
+    received_bytes = _Tallied()
+    direction_messages = _Tallied()
+    direction_bytes = _Tallied()
+    kind_messages = _Tallied()
+    kind_bytes = _Tallied()
 
     def __init__(self, cost_model: CostModel, record_messages: bool = False) -> None:
         self.cost_model = cost_model
@@ -82,87 +145,111 @@ class Ledger:
     def reset(self, num_replicas: int, num_agents: int, component_of: np.ndarray, component_edges: np.ndarray) -> None:
         """Start empty totals. ``component_of`` is (B, M); ``component_edges`` (B, Q) edge counts."""
         b, n = num_replicas, num_agents + 1
+        self._num_replicas = b
         self._num_agents = num_agents
         self._component_of = component_of
         self._component_edges = component_edges
-        self.messages = np.zeros(b, np.int64)
-        self.copies = np.zeros(b, np.int64)
-        self.scalars = np.zeros(b, np.int64)
-        self.bytes = np.zeros(b, np.int64)
-        self.links = np.zeros(b, np.int64)
-        self.link_cost = np.zeros(b)
-        self.cost = np.zeros(b)
+        self._messages = np.zeros(b, np.int64)
+        self._copies = np.zeros(b, np.int64)
+        self._scalars = np.zeros(b, np.int64)
+        self._bytes = np.zeros(b, np.int64)
+        self._links = np.zeros(b, np.int64)
         self.dropped = np.zeros(b, np.int64)
-        self.sent_messages = np.zeros((b, n), np.int64)
-        self.sent_bytes = np.zeros((b, n), np.int64)
-        self.received_messages = np.zeros((b, n), np.int64)
-        self.received_bytes = np.zeros((b, n), np.int64)
-        self.node_cost = np.zeros((b, n))
-        self.direction_messages = np.zeros((b, len(DIRECTIONS)), np.int64)
-        self.direction_bytes = np.zeros((b, len(DIRECTIONS)), np.int64)
-        self.kind_messages: dict[str, np.ndarray] = {}
-        self.kind_bytes: dict[str, np.ndarray] = {}
+        self._sent_messages = np.zeros((b, n), np.int64)
+        self._sent_bytes = np.zeros((b, n), np.int64)
+        self._received_messages = np.zeros((b, n), np.int64)
+        self._received_bytes = np.zeros((b, n), np.int64)
+        self._direction_messages = np.zeros((b, len(DIRECTIONS)), np.int64)
+        self._direction_bytes = np.zeros((b, len(DIRECTIONS)), np.int64)
+        self._kind_messages: dict[str, np.ndarray] = {}
+        self._kind_bytes: dict[str, np.ndarray] = {}
+        # link units charged to each node: server links (priced c1) and agent-agent link units (priced c2)
+        self._server_links = np.zeros((b, n), np.int64)
+        self._peer_links = np.zeros((b, n), np.int64)
+        # prices per message and per byte, charged as copies are transmitted
+        self._price_cost = np.zeros(b)
+        self._price_node_cost = np.zeros((b, n))
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
-        self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        # queued copies: per transmitted batch its layout (index into _layouts) and header arrays
+        self._layouts: dict[tuple[str, int, int], int] = {}  # (kind, scalars per row, bytes per row) -> index
+        self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
+        self._queued_rows = 0
+        # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number)
+        self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
+        self._closed_links: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
+        self._closed_slots = 0
+
+    # ------------------------------------------------------------------ costs, derived when read
+    @property
+    def link_cost(self) -> np.ndarray:
+        """(B,) price of the links charged: ``c1`` per server link plus ``c2`` per agent-agent link unit."""
+        self._tally()
+        return self.cost_model.c1 * self._server_links.sum(axis=1) + self.cost_model.c2 * self._peer_links.sum(axis=1)
+
+    @property
+    def node_cost(self) -> np.ndarray:
+        """(B, M + 1) cost charged to each node: its links' prices plus its messages' and bytes' prices."""
+        self._tally()
+        return self.cost_model.c1 * self._server_links + self.cost_model.c2 * self._peer_links + self._price_node_cost
+
+    @property
+    def cost(self) -> np.ndarray:
+        """(B,) total cost: links plus the prices per message and per byte."""
+        return self.link_cost + self._price_cost
 
     # ------------------------------------------------------------------ transmission
     def _node(self, ids: np.ndarray) -> np.ndarray:
-        return np.where(ids == SERVER, self._num_agents, ids)
+        """Agent ids as node indices: ``SERVER`` (-1) becomes ``num_agents``."""
+        return np.remainder(ids, self._num_agents + 1)
 
     def transmit(self, slot: int, batch: MessageBatch) -> None:
         """Count the copies of an expanded batch (explicit recipients) sent in ``slot``."""
-        if len(batch) == 0:
+        rows = len(batch)
+        if rows == 0:
             return
         b = batch.replica
-        num_replicas, n = len(self.messages), self._num_agents + 1
-        sender, recipient = self._node(batch.sender), self._node(batch.recipient)
         row_bytes = batch.bytes_per_row
-        packed = bool(np.any(batch.count != 1))
-        copies, logical = _tally(b, num_replicas, batch.count, packed)
-        self.copies += copies
-        self.messages += logical
-        self.scalars += copies * batch.scalars_per_row
-        self.bytes += copies * row_bytes
-        sent_copies, sent_logical = _tally(b * n + sender, num_replicas * n, batch.count, packed)
-        self.sent_messages += sent_logical.reshape(num_replicas, n)
-        self.sent_bytes += (sent_copies * row_bytes).reshape(num_replicas, n)
-        received_copies, received_logical = _tally(b * n + recipient, num_replicas * n, batch.count, packed)
-        self.received_messages += received_logical.reshape(num_replicas, n)
-        self.received_bytes += (received_copies * row_bytes).reshape(num_replicas, n)
-        direction = np.where(batch.recipient == SERVER, 0, np.where(batch.sender == SERVER, 1, 2))
-        shape = (num_replicas, len(DIRECTIONS))
-        direction_copies, direction_logical = _tally(b * shape[1] + direction, shape[0] * shape[1], batch.count, packed)
-        self.direction_messages += direction_logical.reshape(shape)
-        self.direction_bytes += (direction_copies * row_bytes).reshape(shape)
-        kind_messages = self.kind_messages.setdefault(batch.kind, np.zeros(num_replicas, np.int64))
-        kind_bytes = self.kind_bytes.setdefault(batch.kind, np.zeros(num_replicas, np.int64))
-        kind_messages += logical
-        kind_bytes += copies * row_bytes
+        layout = (batch.kind, batch.scalars_per_row, row_bytes)
+        if layout not in self._layouts:
+            self._layouts[layout] = len(self._layouts)
+            for totals in (self._kind_messages, self._kind_bytes):
+                totals.setdefault(batch.kind, np.zeros(self._num_replicas, np.int64))
+        packed = batch.count.max() > 1
+        # ids are queued as sent (SERVER = -1) and turned into node indices when tallied
+        self._queued_copies.append(
+            (self._layouts[layout], b, batch.sender, batch.recipient, batch.count if packed else None)
+        )
+        self._queued_rows += rows
         model = self.cost_model
         if model.price_per_message or model.price_per_byte:
             price = model.price_per_message * batch.count + model.price_per_byte * row_bytes
-            _add(self.cost, b, price)
-            _add(self.node_cost, b * n + sender, price)
-        opens_link = np.flatnonzero(~((batch.sender == SERVER) & model.free_server_downlink))
+            _add(self._price_cost, b, price)
+            _add(self._price_node_cost, b * (self._num_agents + 1) + self._node(batch.sender), price)
         first_row = self._num_records
-        self._num_records += len(batch)
-        self._slot_links.append((b[opens_link], sender[opens_link], recipient[opens_link], first_row + opens_link))
+        self._num_records += rows
+        opens_link = slice(None)
+        if model.free_server_downlink and batch.sender.min() == SERVER:  # the server's copies open no link
+            opens_link = np.flatnonzero(batch.sender != SERVER)
+        record_rows = np.arange(first_row, self._num_records)[opens_link] if self.record_messages else None
+        self._slot_links.append((b[opens_link], batch.sender[opens_link], batch.recipient[opens_link], record_rows))
         if self.record_messages:
             self._records.append(
                 {
-                    "slot": np.full(len(batch), slot, np.int64),
+                    "slot": np.full(rows, slot, np.int64),
                     "replica": b.copy(),
                     "sender": batch.sender.copy(),
                     "recipient": batch.recipient.copy(),
-                    "kind": np.full(len(batch), batch.kind, dtype=object),
+                    "kind": np.full(rows, batch.kind, dtype=object),
                     "messages": batch.count.copy(),
-                    "scalars": np.full(len(batch), batch.scalars_per_row, np.int64),
-                    "bytes": np.full(len(batch), row_bytes, np.int64),
-                    "dropped": np.zeros(len(batch), bool),
+                    "scalars": np.full(rows, batch.scalars_per_row, np.int64),
+                    "bytes": np.full(rows, row_bytes, np.int64),
+                    "dropped": np.zeros(rows, bool),
                 }
             )
+        if self._queued_rows >= self.TALLY_ROWS:
+            self._tally()
 
     def mark_dropped(self, batch: MessageBatch, dropped: np.ndarray) -> None:
         """Count the copies of the batch just transmitted that the channel dropped (boolean mask)."""
@@ -170,56 +257,97 @@ class Ledger:
         if self.record_messages:
             self._records[-1]["dropped"] = dropped.copy()
 
-    # ------------------------------------------------------------------ links, once per slot
     def close_slot(self) -> None:
-        """Price the links used in the slot just played (each two-way link once) and start a new slot."""
+        """Close the slot just played: its used links are priced (each two-way link once) at the next tally."""
         if not self._slot_links:
             return
-        replica, a, b, row = (np.concatenate(parts) for parts in zip(*self._slot_links))
+        self._closed_links.extend((self._closed_slots, *links) for links in self._slot_links)
         self._slot_links.clear()
-        if len(replica) == 0:
-            return
-        server_node = self._num_agents
-        low, high = np.minimum(a, b), np.maximum(a, b)
-        server_link = high == server_node
-        self._charge_unique(
-            replica[server_link],
-            low[server_link],
-            high[server_link],
-            row[server_link],
-            a[server_link],
-            self.cost_model.c1,
-            np.ones(int(server_link.sum()), np.int64),
-        )
-        peer = ~server_link
-        if self.cost_model.link_accounting == "used_links":
-            self._charge_unique(
-                replica[peer],
-                low[peer],
-                high[peer],
-                row[peer],
-                a[peer],
-                self.cost_model.c2,
-                np.ones(int(peer.sum()), np.int64),
-            )
-        else:
-            component = self._component_of[replica[peer], low[peer]]
-            edges = self._component_edges[replica[peer], component]
-            self._charge_unique(replica[peer], component, component, row[peer], a[peer], self.cost_model.c2, edges)
+        self._closed_slots += 1
 
-    def _charge_unique(self, replica, key_a, key_b, row, owner, unit_cost, units) -> None:
-        """Charge ``unit_cost * units`` once per distinct (replica, key_a, key_b), to its first copy."""
-        if len(replica) == 0:
+    # ------------------------------------------------------------------ tallies
+    def _tally(self) -> None:
+        """Add the queued copies and the links of the closed slots to the totals."""
+        if self._queued_copies:
+            self._tally_copies()
+        if self._closed_links:
+            self._tally_links()
+
+    def _tally_copies(self) -> None:
+        """Copies, messages, scalars and bytes per replica, node, direction and kind of the queued batches."""
+        queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
+        layout_of, replica, sender, recipient, count = zip(*queued)
+        lengths = [len(r) for r in replica]
+        replica = np.concatenate(replica)
+        sender, recipient = self._node(np.concatenate(sender)), self._node(np.concatenate(recipient))
+        packed = any(c is not None for c in count)
+        if packed:
+            count = np.concatenate([np.ones(k, np.int64) if c is None else c for c, k in zip(count, lengths)])
+        # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
+        num_layouts, num_replicas, n = len(self._layouts), self._num_replicas, self._num_agents + 1
+        shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
+        base = (np.repeat(layout_of, lengths) * num_replicas + replica) * n
+        sent_copies = _int_counts(base + sender, size).reshape(shape)
+        received_copies = _int_counts(base + recipient, size).reshape(shape)
+        if packed:
+            sent_logical = _int_counts(base + sender, size, count).reshape(shape)
+            received_logical = _int_counts(base + recipient, size, count).reshape(shape)
+        else:
+            sent_logical, received_logical = sent_copies, received_copies
+        kinds, scalars_per_row, bytes_per_row = zip(*self._layouts)
+        row_bytes = np.array(bytes_per_row, np.int64)[:, None, None]
+        copies, logical = sent_copies.sum(axis=2), sent_logical.sum(axis=2)  # (layouts, B)
+        sent_bytes, received_bytes = (sent_copies * row_bytes).sum(axis=0), (received_copies * row_bytes).sum(axis=0)
+        self._copies += copies.sum(axis=0)
+        self._messages += logical.sum(axis=0)
+        self._scalars += (copies * np.array(scalars_per_row, np.int64)[:, None]).sum(axis=0)
+        self._bytes += sent_bytes.sum(axis=1)
+        self._sent_messages += sent_logical.sum(axis=0)
+        self._sent_bytes += sent_bytes
+        self._received_messages += received_logical.sum(axis=0)
+        self._received_bytes += received_bytes
+        # up: to the server; down: from the server; peer: the rest (the channel never routes server to server)
+        server = self._num_agents
+        up, down = received_logical[:, :, server].sum(axis=0), sent_logical[:, :, server].sum(axis=0)
+        self._direction_messages += np.stack([up, down, logical.sum(axis=0) - up - down], axis=1)
+        up, down = received_bytes[:, server], sent_bytes[:, server]
+        self._direction_bytes += np.stack([up, down, sent_bytes.sum(axis=1) - up - down], axis=1)
+        for index, kind in enumerate(kinds):
+            self._kind_messages[kind] += logical[index]
+            self._kind_bytes[kind] += copies[index] * bytes_per_row[index]
+
+    def _tally_links(self) -> None:
+        """Charge each distinct two-way link of each closed slot once, to the sender of its first copy."""
+        closed, self._closed_links = self._closed_links, []
+        slot, replica, a, b, row = zip(*closed)
+        lengths = [len(r) for r in replica]
+        if not any(lengths):  # only the server's free downlink was used
             return
+        num_keys = (slot[-1] - slot[0] + 1) * self._num_replicas * (self._num_agents + 1) ** 2
+        slot = np.repeat(np.asarray(slot) - slot[0], lengths)
+        replica, a, b = np.concatenate(replica), self._node(np.concatenate(a)), self._node(np.concatenate(b))
         n = self._num_agents + 1
-        _, first = np.unique((replica * n + key_a) * n + key_b, return_index=True)
-        cost = unit_cost * units[first]
-        _add(self.links, replica[first], units[first])
-        _add(self.link_cost, replica[first], cost)
-        _add(self.cost, replica[first], cost)
-        _add(self.node_cost, replica[first] * n + owner[first], cost)
+        low, high = np.minimum(a, b), np.maximum(a, b)
+        server_link = high == self._num_agents
+        used_links = self.cost_model.link_accounting == "used_links"
+        if not used_links:
+            # a used peer link stands for its whole component: key it by (component, component)
+            component = self._component_of[replica, low]
+            low, high = np.where(server_link, low, component), np.where(server_link, high, component)
+        _, first = first_occurrences(((slot * self._num_replicas + replica) * n + low) * n + high, num_keys)
+        to_server = server_link[first]
+        server_first, peer_first = first[to_server], first[~to_server]
+        units = None if used_links else self._component_edges[replica[peer_first], low[peer_first]]
+        size = self._num_replicas * n
+        self._server_links += _int_counts(replica[server_first] * n + a[server_first], size).reshape(-1, n)
+        self._peer_links += _int_counts(replica[peer_first] * n + a[peer_first], size, units).reshape(-1, n)
+        self._links += _int_counts(replica[server_first], self._num_replicas)
+        self._links += _int_counts(replica[peer_first], self._num_replicas, units)
         if self.record_messages:
-            self._record_link_cost.append((row[first], cost))
+            row = np.concatenate(row)
+            c1, c2 = self.cost_model.c1, self.cost_model.c2
+            self._record_link_cost.append((row[server_first], np.full(len(server_first), c1)))
+            self._record_link_cost.append((row[peer_first], c2 * (1 if units is None else units)))
 
     # ------------------------------------------------------------------ reports
     def totals(self, replica: int = 0) -> dict[str, float]:
@@ -245,6 +373,7 @@ class Ledger:
         """
         if not self.record_messages:
             raise RuntimeError("message records are off; build the channel with record_messages=True")
+        self._tally()
         names = ("slot", "replica", "sender", "recipient", "kind", "messages", "scalars", "bytes", "dropped")
         if not self._records:
             table = {name: np.zeros(0, object if name == "kind" else np.int64) for name in names}

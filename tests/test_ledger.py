@@ -1,0 +1,117 @@
+"""Tests of the ledger's bulk tallies: totals do not depend on when they are tallied, links are charged once per slot.
+
+The ledger queues transmitted batches and closed slots and tallies them when a total is read (or when the queue is
+full). These tests drive it directly with hand-built batches and through full runs, and compare against totals
+worked out by hand or against a ledger that tallies after every batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.zhu import GossipUCB
+from fedbandit_envs import SERVER, MessageBatch
+from fedbandit_envs.channel.ledger import DIRECTIONS, CostModel, Ledger, first_occurrences
+from fedbandit_envs.runner import build_env
+
+
+def batch(replica, sender, recipient, kind="x", width=2, count=None) -> MessageBatch:
+    """A batch of float64 payload rows of ``width`` scalars."""
+    n = len(sender)
+    return MessageBatch(kind, replica, sender, recipient, {"v": np.zeros((n, width))}, count=count)
+
+
+def fresh_ledger(cost_model: CostModel, num_replicas: int = 2, num_agents: int = 3, record: bool = False) -> Ledger:
+    ledger = Ledger(cost_model, record_messages=record)
+    component_of = np.zeros((num_replicas, num_agents), np.int64)  # one component holding every agent
+    component_edges = np.full((num_replicas, 1), num_agents * (num_agents - 1) // 2, np.int64)
+    ledger.reset(num_replicas, num_agents, component_of, component_edges)
+    return ledger
+
+
+@pytest.mark.parametrize("size, length", [(50, 400), (50, 3), (1 << 20, 500), (7, 1)])
+def test_first_occurrences_equals_numpy_unique(size: int, length: int) -> None:
+    """Both paths (scratch table for small key spaces, sort for large ones) give np.unique's answer."""
+    keys = np.random.default_rng(size + length).integers(0, size, length)
+    expected_values, expected_first = np.unique(keys, return_index=True)
+    values, first = first_occurrences(keys, size)
+    np.testing.assert_array_equal(values, expected_values)
+    np.testing.assert_array_equal(first, expected_first)
+
+
+def test_a_link_used_before_and_after_a_read_in_one_slot_is_charged_once() -> None:
+    """Reading totals mid-slot tallies the copies but leaves the open slot's links for close_slot."""
+    ledger = fresh_ledger(CostModel(c2=0.5))
+    ledger.transmit(0, batch([0], [0], [1]))
+    assert ledger.copies.tolist() == [1, 0] and ledger.links.tolist() == [0, 0]  # the slot is still open
+    ledger.transmit(0, batch([0, 0], [1, 2], [0, 0]))  # 1 -> 0 uses the same two-way link as 0 -> 1
+    ledger.close_slot()
+    assert ledger.copies.tolist() == [3, 0]
+    assert ledger.links.tolist() == [2, 0]  # links {0, 1} and {0, 2}
+    assert ledger.link_cost.tolist() == [1.0, 0.0]
+    assert ledger.node_cost[0].tolist() == [0.5, 0.0, 0.5, 0.0]  # a link is charged to its first copy's sender
+    ledger.transmit(1, batch([0], [1], [0]))
+    ledger.close_slot()
+    assert ledger.links.tolist() == [3, 0] and ledger.node_cost[0].tolist() == [0.5, 0.5, 0.5, 0.0]
+
+
+def test_costs_are_link_counts_times_prices() -> None:
+    """Ten slots of one 0.1-priced link cost exactly 10 * 0.1 (a running float sum would give 0.9999999999999999)."""
+    ledger = fresh_ledger(CostModel(c1=0.1, c2=0.1))
+    for slot in range(10):
+        ledger.transmit(slot, batch([1], [2], [SERVER]))
+        ledger.close_slot()
+    assert ledger.links.tolist() == [0, 10]
+    assert ledger.link_cost[1] == ledger.cost[1] == 10 * 0.1 == 1.0
+    assert ledger.node_cost[1].tolist() == [0.0, 0.0, 1.0, 0.0]
+
+
+def test_totals_by_hand_for_packed_server_and_peer_copies() -> None:
+    """Messages, copies, scalars, bytes, directions and kinds of three layouts in two slots, worked out by hand."""
+    ledger = fresh_ledger(CostModel(c1=2.0, c2=1.0, free_server_downlink=False, price_per_message=0.25))
+    ledger.transmit(0, batch([0, 0, 1], [0, 1, 2], [SERVER, SERVER, SERVER], kind="up", width=3))
+    ledger.transmit(0, batch([0, 1], [SERVER, SERVER], [2, 0], kind="down", width=1))
+    ledger.close_slot()
+    ledger.transmit(1, batch([1, 1], [0, 1], [1, 0], kind="peer", width=2, count=[4, 1]))
+    ledger.close_slot()
+    assert ledger.copies.tolist() == [3, 4]
+    assert ledger.messages.tolist() == [3, 7]  # the packed row counts 4 logical messages
+    assert ledger.scalars.tolist() == [3 + 3 + 1, 3 + 1 + 2 + 2]
+    assert ledger.bytes.tolist() == [8 * 7, 8 * 8]
+    totals = ledger.totals(1)
+    assert [totals[f"{d}_messages"] for d in DIRECTIONS] == [1, 1, 5]
+    assert [totals[f"{d}_bytes"] for d in DIRECTIONS] == [24, 8, 32]
+    assert ledger.kind_messages["peer"].tolist() == [0, 5] and ledger.kind_bytes["up"].tolist() == [48, 24]
+    assert ledger.sent_messages.tolist() == [[1, 1, 0, 1], [4, 1, 1, 1]]
+    assert ledger.received_messages.tolist() == [[0, 0, 1, 2], [2, 4, 0, 1]]
+    # replica 0: two uplinks and the (2, server) downlink; replica 1: one uplink, one downlink (0, server), one peer
+    assert ledger.links.tolist() == [3, 3]
+    assert ledger.link_cost.tolist() == [6.0, 5.0]
+    assert ledger.cost.tolist() == [6.0 + 0.25 * 3, 5.0 + 0.25 * 7]
+
+
+def test_bulk_tallies_equal_tallies_after_every_batch() -> None:
+    """A Gossip_UCB run with drops, latency and record keeping: every total is the same whenever it is tallied."""
+    env_kwargs = dict(
+        num_agents=5, num_arms=3, horizon=300, topology="ring", gossip="uniform_edge", drop_prob=0.1,
+        latency_jitter=1, c2=0.3, price_per_byte=0.01, link_accounting="graph_edges", record_messages=True,
+    )  # fmt: skip
+    ledgers = []
+    for tally_rows in (1, Ledger.TALLY_ROWS):
+        population = GossipUCB()
+        core = build_env(population, env_kwargs, ()).unwrapped.core
+        core.channel.ledger.TALLY_ROWS = tally_rows
+        feedback = core.reset([0, 1])
+        population.reset(core.context)
+        for slot in range(core.config.horizon):
+            action = population.act(slot, feedback.partners)
+            feedback = core.step(action.arms, action.messages)
+            population.observe(feedback)
+        ledgers.append(core.channel.ledger)
+    every_batch, bulk = ledgers
+    assert every_batch.totals(1) == bulk.totals(1) and bulk.totals(1)["dropped"] > 0
+    for name in ("sent_bytes", "received_messages", "node_cost", "direction_bytes"):
+        np.testing.assert_array_equal(getattr(every_batch, name), getattr(bulk, name))
+    for column, values in every_batch.records().items():
+        np.testing.assert_array_equal(values, bulk.records()[column])
