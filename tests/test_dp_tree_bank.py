@@ -137,3 +137,34 @@ def test_bank_rejects_bad_input() -> None:
     exact = BinaryTreeBank(2, math.inf, 8)  # no generator needed without noise
     np.testing.assert_array_equal(exact.add(np.array([1, 0]), 5, np.array([0.25, -2.0])), [0.25, -2.0])
     assert exact.node_noises(0) == {} and not exact.noise_draws.any()
+
+
+@pytest.mark.parametrize("noise_on_empty", [False, True], ids=["strict", "noise_on_empty"])
+def test_bank_with_one_listed_tree_per_generator_equals_one_mechanism_per_tree(noise_on_empty: bool) -> None:
+    # Fed_UCB's pattern: generator g feeds trees 4g .. 4g+3 (one agent's arms) and every add lists one tree per
+    # generator, in random order; positions advance by random gaps, so a tree often skips many records and several
+    # of its nodes (up to level 16) are completed between two of its own records.
+    num_streams, arms, seed = 5, 4, 11
+    params = {"epsilon": 1.0, "stream_length": 200_000, "noise_on_empty": noise_on_empty}
+    stream_of_tree = np.repeat(np.arange(num_streams), arms)
+    bank_rngs = [np.random.default_rng([seed, s]) for s in range(num_streams)]
+    tree_rngs = [np.random.default_rng([seed, s]) for s in range(num_streams)]
+    bank = BinaryTreeBank(num_streams * arms, rngs=bank_rngs, stream_of_tree=stream_of_tree, **params)
+    trees = [BinaryTreeMechanism(**params, rng=tree_rngs[s]) for s in stream_of_tree]
+    schedule = np.random.default_rng(seed)
+    position = 0
+    for _ in range(1500):
+        listed = schedule.permutation(np.arange(num_streams) * arms + schedule.integers(0, arms, num_streams))
+        values = schedule.uniform(0.0, 1.0, num_streams)
+        expected = []
+        for r, value in zip(listed.tolist(), values.tolist()):
+            trees[r].skip(position - trees[r].count)
+            expected.append(trees[r].add(value))
+        np.testing.assert_array_equal(bank.add(listed, position, values), expected)  # exact equality
+        position += int(schedule.integers(1, 100))
+    assert bank.counts.max() > 2**16
+    np.testing.assert_array_equal(bank.noisy_sums, [t.noisy_sum for t in trees])
+    np.testing.assert_array_equal(bank.noise_draws, [t.noise_draws for t in trees])
+    assert all(bank.node_noises(r) == t.node_noises() for r, t in enumerate(trees))
+    per_generator = np.bincount(stream_of_tree, weights=bank.noise_draws)
+    assert np.all(per_generator > BinaryTreeBank.DRAW_BLOCK)  # every look-ahead buffer was refilled

@@ -333,6 +333,17 @@ def dyadic_blocks(n: int) -> list[tuple[int, int]]:
     return blocks[::-1]
 
 
+def _prefix_nodes(n: int) -> tuple[list[int], list[int]]:
+    """Levels and last indices of the dyadic blocks tiling ``[1..n]``, smallest block first (``n``'s set bits)."""
+    levels, ends = [], []
+    while n:
+        lowest = n & -n
+        levels.append(lowest.bit_length() - 1)
+        ends.append(n)
+        n ^= lowest
+    return levels, ends
+
+
 class _TreeParameters:
     """Validated parameters of :class:`BinaryTreeMechanism` and :class:`BinaryTreeBank` (levels, epsilon split)."""
 
@@ -586,7 +597,8 @@ class BinaryTreeBank(_TreeParameters):
 
     State per tree: its record count, its exact sum, and per level the noise of the level's node (the last completed
     block of that level, all a later prefix can reuse; see :class:`BinaryTreeMechanism`) with a flag telling whether
-    the node was noised.
+    the node was noised. Only the levels of the count's set bits (its prefix nodes) are kept up to date: a level whose
+    bit is clear is never read, and its node is replaced before that bit is set again.
 
     Args:
         num_trees: number of streams.
@@ -618,10 +630,13 @@ class BinaryTreeBank(_TreeParameters):
         self._counts = np.zeros(self._num_trees, np.int64)
         self._exact_sums = np.zeros(self._num_trees)
         self._noise_draws = np.zeros(self._num_trees, np.int64)
-        # [level, tree]: the noise of the level's node (0.0 when not noised) and whether it was noised
+        # [level, tree]: the noise of the level's node (0.0 when not noised) and whether it was noised; the flat views
+        # are indexed by level * num_trees + tree
         self._noise = np.zeros((self._levels, self._num_trees))
         self._noised = np.zeros((self._levels, self._num_trees), bool)
-        self._level = np.arange(self._levels)
+        self._noise_flat = self._noise.reshape(-1)
+        self._noised_flat = self._noised.reshape(-1)
+        self._level_cells = np.arange(self._levels) * self._num_trees
         self._rngs = [] if self._scale == 0.0 and rngs is None else [_generator(rng) for rng in rngs or ()]
         if self._scale > 0.0 and not self._rngs:
             raise TypeError("rngs must be a non-empty sequence of numpy.random.Generator unless epsilon is math.inf")
@@ -632,11 +647,15 @@ class BinaryTreeBank(_TreeParameters):
             raise ValueError(f"stream_of_tree needs one entry per tree ({self._num_trees}), got {len(stream_of_tree)}")
         if self._rngs and not np.all((self._stream_of_tree >= 0) & (self._stream_of_tree < len(self._rngs))):
             raise ValueError(f"stream_of_tree entries must index rngs (0..{len(self._rngs) - 1})")
-        # Laplace values drawn ahead: generator s's next values are _ahead[s, _next[s]:]. A generator feeds at most
-        # (its number of trees) * levels nodes per add, so a full buffer always has room for one add.
+        # Laplace values drawn ahead: generator s's next values are _ahead_flat[_next[s]:_row_end[s]] (flat indices
+        # into its row s). A generator feeds at most (its number of trees) * levels nodes per add, so a full buffer
+        # always has room for one add.
         most_trees = int(np.bincount(self._stream_of_tree).max())
         self._ahead = np.empty((len(self._rngs), max(self.DRAW_BLOCK, most_trees * self._levels)))
-        self._next = np.full(len(self._rngs), self._ahead.shape[1])
+        self._ahead_flat = self._ahead.reshape(-1)
+        self._row_end = (np.arange(len(self._rngs)) + 1) * self._ahead.shape[1]
+        self._next = self._row_end.copy()
+        self._index = np.arange(self._num_trees * self._levels)
 
     # -------------------------------------------------------------- state
     @property
@@ -666,7 +685,7 @@ class BinaryTreeBank(_TreeParameters):
         noisy = self._exact_sums.copy()
         for count in np.unique(self._counts):
             rows = trees[self._counts == count]
-            noisy[rows] += self._prefix_noise(rows, int(count))
+            noisy[rows] += self._prefix_noise(rows, self._level_cells.take(_prefix_nodes(int(count))[0]))
         return noisy
 
     def node_noises(self, tree: int) -> dict[tuple[int, int], float]:
@@ -697,7 +716,7 @@ class BinaryTreeBank(_TreeParameters):
         values = np.asarray(values, np.float64).reshape(-1)
         if len(values) != len(trees):
             raise ValueError(f"add needs one value per tree, got {len(values)} values for {len(trees)} trees")
-        if not np.all(np.isfinite(values)):
+        if not np.isfinite(values).all():
             raise ValueError("values must be finite; clip records to a range of width `sensitivity` first")
         if isinstance(position, bool) or not isinstance(position, Integral) or position < 0:
             raise ValueError(f"position must be an int >= 0, got {position!r}")
@@ -708,54 +727,80 @@ class BinaryTreeBank(_TreeParameters):
                 "build the bank with a larger stream_length"
             )
         before = self._counts[trees]
-        if np.any(before > position):
+        if before.max(initial=0) > position:
             raise ValueError(f"a tree already holds more than position={position} records")
         self._counts[trees] = count
         exact = self._exact_sums[trees] + values
         self._exact_sums[trees] = exact
-        if self._scale == 0.0:
+        if self._scale == 0.0 or not len(trees):
             return exact
-        self._draw(trees, before, count)
-        return exact + self._prefix_noise(trees, count)
+        return exact + self._record_noise(trees, before, count)
 
-    def _draw(self, trees: np.ndarray, before: np.ndarray, count: int) -> None:
-        """Replace the nodes completed since each tree's last record, drawing the noise of those in the prefix."""
-        # The level-j node of count c is the block ending at (c >> j) << j. It is new since the tree's last record
-        # (stream index ``before``) iff c >> j != before >> j, i.e. for the levels j < bit_length(before ^ c).
-        new_levels = np.frexp(before ^ count)[1]  # bit_length (exact for counts below 2**53)
-        rows = np.repeat(np.arange(len(trees)), new_levels)  # (tree, level) pairs, tree by tree, levels ascending
-        levels = np.arange(len(rows)) - np.repeat(np.cumsum(new_levels) - new_levels, new_levels)
-        nodes = (levels, trees[rows])
-        end = (count >> levels) << levels
-        need = (end >> levels) & 1 == 1  # in the prefix of ``count``
-        if not self._noise_on_empty:
-            # D13: a new node holds an observation iff it holds the new record (it ends at ``count``) or the
-            # previous one
-            need &= (end == count) | (before[rows] > end - (1 << levels))
-        self._noise[nodes] = 0.0
-        self._noised[nodes] = need
-        rows, levels = rows[need], levels[need]
-        if len(rows) == 0:
-            return
-        self._noise_draws[trees] += np.bincount(rows, minlength=len(trees))
-        stream = self._stream_of_tree[trees[rows]]
+    def _record_noise(self, trees: np.ndarray, before: np.ndarray, count: int) -> np.ndarray:
+        """Replace the prefix nodes completed since each tree's last record, drawing those that need noise.
+
+        Returns the trees' prefix noises (see :meth:`_prefix_noise`). Array methods rather than ``np.`` functions
+        throughout: this runs once per round on a few hundred trees, where call overhead is most of the cost.
+        """
+        # Prefix node i of ``count`` (i = 0, 1, ...: smallest block first) is the level-levels[i] block ending at
+        # ends[i] (ends decrease with i). It is new since the tree's last record (stream index ``before``) iff
+        # before < ends[i], i.e. for i < new[r]; every tree has node 0, the one ending at ``count``.
+        levels, ends = _prefix_nodes(count)
+        level_cells = self._level_cells.take(levels)
+        new = len(ends) - np.array(ends[::-1]).searchsorted(before, "right")
+        rows = self._index[: len(trees)].repeat(new)  # (tree, node) pairs, tree by tree, smallest block first
+        node = self._index[: len(rows)] - (new.cumsum() - new).repeat(new)
+        cells = level_cells.take(node) + trees.take(rows)
+        if self._noise_on_empty:
+            self._noised_flat[cells] = True
+            draws, rank = new, node  # rank: position of each draw among its tree's draws in this add
+        else:
+            # D13: a new node holds an observation iff it holds the new record (node 0) or the previous one, i.e.
+            # before > start[i] where start[i] = ends[i + 1] (0 for the last node). As ends decrease, only node 0
+            # and the tree's last new node can hold one, so a tree draws once or twice.
+            start = np.array(([-1] + ends[2:] + [0])[: len(ends)])
+            need = before.take(rows) > start.take(node)
+            self._noise_flat[cells] = 0.0
+            self._noised_flat[cells] = need
+            picked = need.nonzero()[0]
+            rows, cells, rank = rows.take(picked), cells.take(picked), node.take(picked) > 0
+            draws = np.bincount(rows, minlength=len(trees))
+        self._noise_draws[trees] += draws
+        tree_stream = self._stream_of_tree.take(trees)
+        stream = tree_stream.take(rows)
         per_stream = np.bincount(stream, minlength=len(self._rngs))
-        for s in np.flatnonzero(self._next + per_stream > self._ahead.shape[1]):
-            kept = self._ahead.shape[1] - self._next[s]
-            self._ahead[s, :kept] = self._ahead[s, self._next[s] :]
-            self._ahead[s, kept:] = laplace_noise(self._scale, self._rngs[s], self._ahead.shape[1] - kept)
-            self._next[s] = 0
-        order = np.argsort(stream, kind="stable")
-        rank = np.empty(len(stream), np.int64)  # position of each draw among its generator's draws in this add
-        rank[order] = np.arange(len(stream)) - np.repeat(np.cumsum(per_stream) - per_stream, per_stream)
-        self._noise[levels, trees[rows]] = self._ahead[stream, self._next[stream] + rank]
+        if np.count_nonzero(per_stream) < len(trees):  # a generator feeds several of the trees (each draws >= 1)
+            rank = rank + self._earlier_draws(tree_stream, draws, per_stream).take(rows)
+        width = self._ahead.shape[1]
+        for s in (self._next + per_stream > self._row_end).nonzero()[0]:
+            kept = self._row_end[s] - self._next[s]
+            self._ahead[s, :kept] = self._ahead[s, width - kept :]
+            self._ahead[s, kept:] = laplace_noise(self._scale, self._rngs[s], width - kept)
+            self._next[s] = self._row_end[s] - width
+        self._noise_flat[cells] = self._ahead_flat.take(self._next.take(stream) + rank)
         self._next += per_stream
+        return self._prefix_noise(trees, level_cells)
 
-    def _prefix_noise(self, trees: np.ndarray, count: int) -> np.ndarray:
-        """Sum of the noises of the prefix nodes of ``count`` for each of ``trees``, smallest block first."""
-        total = np.zeros(len(trees))
-        for level in np.flatnonzero((count >> self._level) & 1):
-            total += self._noise[level, trees]  # 0.0 for a node without noise
+    @staticmethod
+    def _earlier_draws(tree_stream: np.ndarray, draws: np.ndarray, per_stream: np.ndarray) -> np.ndarray:
+        """For each listed tree, the draws of the trees listed before it on the same generator."""
+        order = tree_stream.argsort(kind="stable")
+        in_order = draws.take(order)
+        earlier = np.empty(len(draws), np.int64)
+        earlier[order] = in_order.cumsum() - in_order - (per_stream.cumsum() - per_stream).take(tree_stream.take(order))
+        return earlier
+
+    def _prefix_noise(self, trees: np.ndarray, level_cells: np.ndarray) -> np.ndarray:
+        """Sum of the noises of each tree's nodes at its prefix levels, smallest block first.
+
+        ``level_cells`` holds ``level * num_trees`` for the prefix levels, ascending.
+        """
+        if not len(level_cells):
+            return np.zeros(len(trees))
+        noises = self._noise_flat.take(level_cells[:, None] + trees)  # a fresh array: summed in place into row 0
+        total = noises[0]
+        for level_noise in noises[1:]:
+            total += level_noise  # 0.0 for a node without noise
         return total
 
     def __repr__(self) -> str:
