@@ -8,6 +8,7 @@ edge and slot (``used_links``) or once per edge of every communicating component
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 import numpy as np
@@ -16,7 +17,8 @@ import pytest
 from fedbandit_envs import NEIGHBOURS, SERVER, FederatedMAB, Message, MessageBatch
 from fedbandit_envs import topology as topo
 from fedbandit_envs.channel import ChannelConfig, CostModel
-from fedbandit_envs.channel.channel import Channel
+from fedbandit_envs.channel.channel import GOSSIP_BLOCK, Channel
+from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
 
 # ---------------------------------------------------------------------------------------------------------
 # Helpers
@@ -740,3 +742,200 @@ def test_inbox_is_in_send_order_when_latencies_differ() -> None:
     env.step(act(env, {0: [msg(0, 1, "early")]}))
     obs, *_ = env.step(act(env, {2: [msg(2, 1, "late")]}))
     assert [(x.kind, x.slot) for x in obs["agent_1"]["inbox"]] == [("early", 0), ("late", 1)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Preparation: NEIGHBOURS expansion (kept while a batch header repeats) and validation
+# ---------------------------------------------------------------------------------------------------------
+
+#: Replica 0: ring 0-1-2-3 with server links at agents 0 and 2; replica 1: complete graph, no server.
+PREPARE_TOPOLOGIES = (topo.from_adjacency(topo.ring(4).adjacency, server_links=[1, 0, 1, 0]), topo.complete(4))
+
+
+def prepared_channel(topologies=PREPARE_TOPOLOGIES) -> Channel:
+    channel = Channel()
+    channel.reset(list(topologies), [np.random.default_rng(b) for b in range(len(topologies))])
+    return channel
+
+
+def expected_copies(topologies, batch: MessageBatch) -> list[tuple[int, int, int, int]]:
+    """(row, replica, sender, recipient) of every copy, by the definition: ascending neighbours, the server last."""
+    copies = []
+    for row, (b, s, t) in enumerate(zip(batch.replica.tolist(), batch.sender.tolist(), batch.recipient.tolist())):
+        topology = topologies[b]
+        if t != NEIGHBOURS:
+            recipients = [t]
+        elif s == SERVER:
+            recipients = np.flatnonzero(topology.server_links).tolist()
+        else:
+            recipients = topology.neighbours(s).tolist() + ([SERVER] if topology.server_links[s] else [])
+        copies += [(row, b, s, r) for r in recipients]
+    return copies
+
+
+def assert_expansion(prepared: MessageBatch, batch: MessageBatch, topologies=PREPARE_TOPOLOGIES) -> None:
+    copies = expected_copies(topologies, batch)
+    rows = [c[0] for c in copies]
+    assert prepared.kind == batch.kind and prepared.privacy == batch.privacy
+    assert prepared.replica.tolist() == [c[1] for c in copies]
+    assert prepared.sender.tolist() == [c[2] for c in copies]
+    assert prepared.recipient.tolist() == [c[3] for c in copies]
+    assert prepared.count.tolist() == batch.count[rows].tolist()
+    assert prepared.slot.tolist() == [-1] * len(copies)
+    assert prepared.payload.keys() == batch.payload.keys()
+    for name, values in batch.payload.items():
+        assert prepared.payload[name].dtype == values.dtype
+        np.testing.assert_array_equal(prepared.payload[name], values[rows])
+
+
+def broadcast_batch(payload_seed: int, rows: slice = slice(None), count=None) -> MessageBatch:
+    """Every agent of both replicas to NEIGHBOURS, the server of replica 0 to NEIGHBOURS, and two explicit rows."""
+    replica = np.array([0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1])[rows]
+    sender = np.array([0, 1, 2, 3, 0, 1, 2, 3, SERVER, 1, 3])[rows]
+    recipient = np.array([NEIGHBOURS] * 9 + [2, 0])[rows]
+    payload = {"n": np.random.default_rng(payload_seed).integers(0, 9, (11, 2))[rows]}
+    return MessageBatch("counts", replica, sender, recipient, payload, count=count)
+
+
+def test_prepare_expands_a_repeated_header_exactly_each_time() -> None:
+    channel = prepared_channel()
+    headers = [slice(None), slice(None), slice(1, None), slice(None), slice(0, 8)]
+    for seed, rows in enumerate(headers):
+        batch = broadcast_batch(seed, rows, count=np.arange(1, 12)[rows] if seed == 1 else None)
+        (prepared,) = channel.prepare([batch])
+        assert_expansion(prepared, batch)
+        # the expanded header arrays are shared by the batches of a repeated header: none can be written
+        assert not any(a.flags.writeable for a in (prepared.replica, prepared.sender, prepared.recipient))
+        assert np.array_equal(batch.payload["n"], broadcast_batch(seed, rows).payload["n"])  # input untouched
+
+
+def test_prepare_of_explicit_recipients_returns_the_batch() -> None:
+    channel = prepared_channel()
+    batch = MessageBatch("x", [0, 0, 1], [0, SERVER, 2], [SERVER, 2, 3], {"v": np.ones((3, 1))})
+    assert channel.prepare([batch, MessageBatch("x", [], [], [], {"v": np.ones((0, 1))})]) == [batch]
+
+
+def not_linked(sender: int, recipient: int, kind: str = "counts") -> str:
+    who = lambda i: "the server" if i == SERVER else f"agent {i}"  # noqa: E731
+    return re.escape(
+        f"{who(sender)} cannot send {kind!r} to {who(recipient)}: they are not linked in the topology; "
+        "send only to neighbours (or NEIGHBOURS)"
+    )
+
+
+def unknown_recipient(value: int) -> str:
+    return re.escape(f"message recipient {value} is unknown: use an agent index in [0, 4), SERVER or NEIGHBOURS")
+
+
+@pytest.mark.parametrize(
+    ("field", "row", "value", "message"),
+    [
+        ("sender", 0, 4, re.escape("message sender 4 is not an agent index in [0, 4) or SERVER")),
+        ("sender", 3, -3, re.escape("message sender -3 is not an agent index in [0, 4) or SERVER")),
+        ("recipient", 2, -5, unknown_recipient(-5)),
+        ("recipient", 10, 4, unknown_recipient(4)),
+        ("recipient", 9, 3, not_linked(1, 3)),  # agents 1 and 3 of the ring are not neighbours
+        ("recipient", 10, SERVER, not_linked(3, SERVER)),  # replica 1 has no server
+        ("recipient", 1, SERVER, not_linked(1, SERVER)),  # agent 1 of replica 0 has no server link
+        ("recipient", 8, 1, not_linked(SERVER, 1)),
+    ],
+)
+def test_a_header_changed_in_place_is_validated_again(field: str, row: int, value: int, message: str) -> None:
+    channel = prepared_channel()
+    batch = broadcast_batch(0)
+    channel.prepare([batch])
+    # int64 header arrays are held without a copy: changing the caller's array changes the next batch's header
+    header = getattr(batch, field)
+    header[row] = value
+    changed = MessageBatch("counts", batch.replica, batch.sender, batch.recipient, batch.payload)
+    assert getattr(changed, field) is header
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        channel.prepare([changed])
+    (again,) = channel.prepare([broadcast_batch(1)])  # the valid header is still expanded exactly
+    assert_expansion(again, broadcast_batch(1))
+
+
+def test_a_server_broadcast_without_server_links_has_no_copies() -> None:
+    channel = prepared_channel()
+    channel.prepare([broadcast_batch(0)])
+    batch = broadcast_batch(0)
+    batch.replica[8] = 1  # the server row moves to replica 1, which has no server
+    (prepared,) = channel.prepare([MessageBatch("counts", batch.replica, batch.sender, batch.recipient, batch.payload)])
+    assert_expansion(prepared, batch)
+    assert 8 not in [row for row, *_ in expected_copies(PREPARE_TOPOLOGIES, batch)]
+
+
+def test_expansions_do_not_outlive_an_episode() -> None:
+    channel = prepared_channel()
+    batch = broadcast_batch(0)
+    (first,) = channel.prepare([batch])
+    assert_expansion(first, batch)
+    other = (topo.complete(4), topo.from_adjacency(topo.ring(4).adjacency, server_links=[0, 1, 0, 1]))
+    channel.reset(list(other), [np.random.default_rng(0), np.random.default_rng(1)])
+    (second,) = channel.prepare([batch])
+    assert_expansion(second, batch, other)
+    with pytest.raises(ValueError, match=f"^{not_linked(SERVER, 0)}$"):  # the server of replica 0 is gone
+        channel.prepare([MessageBatch("counts", [0], [SERVER], [0], {"n": np.zeros((1, 2))})])
+
+
+def test_server_linked_reports_any_agent_server_link() -> None:
+    assert prepared_channel().server_linked
+    assert not prepared_channel((topo.ring(4), topo.complete(4))).server_linked
+
+
+@pytest.mark.parametrize("activation", ["uniform_edge", "node_then_neighbour"])
+def test_gossip_partners_drawn_in_blocks_equal_slot_by_slot_draws(activation: str) -> None:
+    # drops make the channel draw one slot at a time; without transmissions the draws are the same
+    topologies = [topo.ring(5), topo.path(5), topo.complete(5)]
+    blocked, single = (
+        Channel(ChannelConfig(gossip=activation)),
+        Channel(ChannelConfig(gossip=activation, drop_prob=0.5)),
+    )
+    for channel in (blocked, single):
+        channel.reset(topologies, [np.random.default_rng(10 + b) for b in range(3)])
+    for _ in range(2 * GOSSIP_BLOCK + 3):
+        partners = blocked.sample_gossip_partners()
+        np.testing.assert_array_equal(partners, single.sample_gossip_partners())
+        assert not partners.flags.writeable
+        for b, row in enumerate(partners):
+            (i, j) = np.flatnonzero(row >= 0)
+            assert row[i] == j and row[j] == i and topologies[b].adjacency[i, j]
+
+
+AGENTS_AS_SERVER = re.escape("agents cannot send as SERVER; only the coordinator does")
+
+
+def test_a_server_sender_from_the_agents_is_refused_before_any_other_error() -> None:
+    channel = prepared_channel()
+    server_row = broadcast_batch(0)  # row 8 is a broadcast by the server of replica 0
+    assert channel.prepare([server_row]) and channel.prepare([server_row])  # the coordinator may (expansion kept)
+    with pytest.raises(ValueError, match=f"^{AGENTS_AS_SERVER}$"):
+        channel.prepare([server_row], from_agents=True)  # the kept expansion knows its sender
+    unlinked = MessageBatch("x", [0], [1], [3], {"v": np.zeros(1)})
+    unknown = MessageBatch("y", [0], [1], [7], {"v": np.zeros(1)})
+    explicit = MessageBatch("z", [0, 0], [2, SERVER], [SERVER, 0], {"v": np.zeros(2)})
+    for batches in ([unlinked, explicit], [unknown, explicit], [explicit, unlinked], [unlinked, server_row]):
+        with pytest.raises(ValueError, match=f"^{AGENTS_AS_SERVER}$"):
+            channel.prepare(batches, from_agents=True)
+    with pytest.raises(ValueError, match=f"^{not_linked(1, 3, 'x')}$"):
+        channel.prepare([unlinked, explicit])
+    assert channel.prepare([explicit]) == [explicit]
+
+
+@pytest.mark.parametrize(
+    ("topology", "message"),
+    [
+        ("server", re.escape("a message was sent to SERVER but no coordinator is hosted; pass coordinator=...")),
+        ("ring", not_linked(0, SERVER, "up")),
+    ],
+)
+def test_agents_sending_to_an_unhosted_server(topology: str, message: str) -> None:
+    core = FederatedMABCore(MABConfig(num_agents=3, num_arms=2, horizon=3, topology=topology))
+    core.reset([0, 1])
+    arms = np.zeros((2, 3), np.int64)
+    up = MessageBatch("up", [0, 1], [0, 0], [SERVER, SERVER], {"v": np.zeros(2)})
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        core.step(arms, [up])
+    with pytest.raises(ValueError, match=f"^{AGENTS_AS_SERVER}$"):
+        core.step(arms, [up, MessageBatch("down", [1], [SERVER], [NEIGHBOURS], {"v": np.zeros(1)})])
+    assert core.slot == 0 and core.channel.ledger.totals()["messages"] == 0

@@ -11,6 +11,7 @@ All state carries a leading replica axis: a single environment is the case of on
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,9 @@ import numpy as np
 from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, Topology
+
+#: The error of a batch from the agents with a SERVER sender.
+AGENTS_AS_SERVER = "agents cannot send as SERVER; only the coordinator does"
 
 #: Gossip edges drawn at once per replica from its channel stream (the draws are the same as one per slot).
 GOSSIP_BLOCK = 256
@@ -59,10 +63,36 @@ class ChannelConfig:
         if self.gossip is not None and self.gossip not in GOSSIP_ACTIVATIONS:
             raise ValueError(f"gossip must be None or one of {GOSSIP_ACTIVATIONS}, got {self.gossip!r}")
 
-    @property
+    @functools.cached_property
     def has_delays(self) -> bool:
         """Whether any copy can arrive after the slot it was sent in."""
         return bool(np.any(np.asarray(self.latency) > 0) or self.latency_jitter > 0)
+
+
+class _ExpansionPlan:
+    """The ``NEIGHBOURS`` expansion of one batch header: its ``rows`` under the expanded header arrays."""
+
+    def __init__(self, batch: MessageBatch, rows: np.ndarray, recipient: np.ndarray) -> None:
+        # the header's bytes: int64 arrays of equal length are equal exactly when their bytes are
+        self.header = (len(batch), batch.replica.tobytes(), batch.sender.tobytes(), batch.recipient.tobytes())
+        self.from_server = bool((batch.sender == SERVER).any())
+        self.rows = rows
+        self.expanded = (batch.replica[rows], batch.sender[rows], recipient, np.full(len(rows), -1, np.int64))
+        for array in (rows, *self.expanded):
+            array.setflags(write=False)
+
+    def matches(self, batch: MessageBatch) -> bool:
+        """Whether ``batch`` has exactly this header (so this expansion and its link checks hold for it)."""
+        return self.header == (
+            len(batch),
+            batch.replica.tobytes(),
+            batch.sender.tobytes(),
+            batch.recipient.tobytes(),
+        )
+
+    def apply(self, batch: MessageBatch) -> MessageBatch:
+        """The expanded copies of ``batch`` (unsent: slot -1)."""
+        return batch.regrouped(self.rows, *self.expanded)
 
 
 class Channel:
@@ -87,6 +117,8 @@ class Channel:
             links[b, :m, :m] = topology.adjacency
             links[b, :m, m] = links[b, m, :m] = topology.server_links
         self._links = links
+        #: Whether any replica links an agent to the server (otherwise no prepared copy can reach SERVER).
+        self.server_linked = bool(links[:, :m, m].any())
         self._topologies = list(topologies)
         self._rngs = list(rngs)
         self._latency = self._latency_matrix(m)
@@ -97,6 +129,7 @@ class Channel:
             np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
         self.ledger.reset(self.num_replicas, m, np.stack(components), edges)
         self._in_flight: dict[int, list[MessageBatch]] = {}
+        self._plans: dict[str, _ExpansionPlan] = {}
         self.no_partners = np.full((self.num_replicas, m), -1, np.int64)
         self.no_partners.setflags(write=False)
         self._edges = [t.edges() for t in topologies]
@@ -115,7 +148,7 @@ class Channel:
         # Gossip edges are drawn GOSSIP_BLOCK slots at a time per replica (the same draws, one call per block) when
         # the channel stream has no other use; drops and jitter draw from it too, so then one slot at a time.
         self._gossip_block = GOSSIP_BLOCK if self.config.drop_prob == 0.0 and self.config.latency_jitter == 0 else 1
-        self._gossip_pairs = np.zeros((self.num_replicas, 0, 2), np.int64)
+        self._gossip_partners = np.zeros((0, self.num_replicas, m), np.int64)
         self._gossip_offset = 0
 
     def _latency_matrix(self, m: int) -> np.ndarray:
@@ -128,10 +161,10 @@ class Channel:
 
     # ------------------------------------------------------------------ gossip
     def sample_gossip_partners(self) -> np.ndarray:
-        """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none."""
+        """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none (read-only)."""
         if self.config.gossip is None:
             return self.no_partners
-        if self._gossip_offset == self._gossip_pairs.shape[1]:
+        if self._gossip_offset == len(self._gossip_partners):
             size = self._gossip_block
             pairs = np.empty((self.num_replicas, size, 2), np.int64)
             for b, rng in enumerate(self._rngs):
@@ -142,62 +175,105 @@ class Channel:
                     i = int(rng.integers(self.num_agents))
                     neighbours = self._topologies[b].neighbours(i)
                     pairs[b, r] = i, neighbours[rng.integers(len(neighbours))]
-            self._gossip_pairs, self._gossip_offset = pairs, 0
-        i, j = self._gossip_pairs[:, self._gossip_offset].T
+            self._gossip_offset = 0
+            # partners of every slot of the block at once: [r, b] is slot r's (B, M) partner array
+            partners = np.full((size, self.num_replicas, self.num_agents), -1, np.int64)
+            slots, replicas = np.arange(size)[:, None], np.arange(self.num_replicas)[None, :]
+            first, second = pairs[..., 0].T, pairs[..., 1].T
+            partners[slots, replicas, first] = second
+            partners[slots, replicas, second] = first
+            partners.setflags(write=False)
+            self._gossip_partners = partners
+        partners = self._gossip_partners[self._gossip_offset]
         self._gossip_offset += 1
-        partners = np.full((self.num_replicas, self.num_agents), -1, np.int64)
-        replicas = np.arange(self.num_replicas)
-        partners[replicas, i] = j
-        partners[replicas, j] = i
         return partners
 
     # ------------------------------------------------------------------ routing
-    def _expand(self, batch: MessageBatch) -> MessageBatch:
-        """Replace ``NEIGHBOURS`` recipients by one row per neighbour and check every link exists."""
+    def _expand(self, batch: MessageBatch, from_agents: bool) -> MessageBatch:
+        """Replace ``NEIGHBOURS`` recipients by one row per neighbour and check every link exists.
+
+        The expansion of a batch with broadcast rows is kept per kind and reused while a later batch of that
+        kind has equal replica, sender and recipient arrays (the links are fixed within an episode).
+        """
+        plan = self._plans.get(batch.kind)
+        if plan is not None and plan.matches(batch):
+            if from_agents and plan.from_server:
+                raise ValueError(AGENTS_AS_SERVER)
+            return plan.apply(batch)
+        broadcast = self._check(batch, from_agents)
+        if broadcast is None:
+            return batch
+        plan = self._plans[batch.kind] = self._plan(batch, broadcast)
+        return plan.apply(batch)
+
+    def _check(self, batch: MessageBatch, from_agents: bool) -> np.ndarray | None:
+        """Raise ``ValueError`` for a SERVER sender (``from_agents``), an unknown id or a missing link.
+
+        Returns the mask of the ``NEIGHBOURS`` rows, or None when the batch has none.
+        """
         m = self.num_agents
         sender, recipient = batch.sender, batch.recipient
-        bad_sender = (sender < SERVER) | (sender >= m)
-        if bad_sender.any():
-            raise ValueError(f"message sender {sender[bad_sender][0]} is not an agent index in [0, {m}) or SERVER")
-        sender_node = np.where(sender == SERVER, m, sender)
+        ids = np.concatenate((sender, recipient))
+        lowest = ids.min()
+        if from_agents and lowest < 0 and (sender == SERVER).any():
+            raise ValueError(AGENTS_AS_SERVER)
+        # negative ids index nodes from the end: SERVER = -1 is node M (NEIGHBOURS rows are not link-checked)
+        if lowest >= SERVER and ids.max() < m:  # agents and SERVER only: no broadcast row, no unknown id
+            self._check_links(batch, self._links[batch.replica, sender, recipient])
+            return None
+        if sender.min() < SERVER or sender.max() >= m:
+            bad = sender[(sender < SERVER) | (sender >= m)][0]
+            raise ValueError(f"message sender {bad} is not an agent index in [0, {m}) or SERVER")
+        # explicit recipients must be known and linked (broadcast copies follow links by construction)
         broadcast = recipient == NEIGHBOURS
-        if not broadcast.all():
-            # explicit recipients must be known and linked (broadcast copies follow links by construction)
-            valid_id = (recipient == SERVER) | ((recipient >= 0) & (recipient < m)) | broadcast
-            if not valid_id.all():
-                bad = recipient[~valid_id][0]
-                raise ValueError(
-                    f"message recipient {bad} is unknown: use an agent index in [0, {m}), SERVER or NEIGHBOURS"
-                )
-            recipient_node = np.where(recipient == SERVER, m, recipient)
-            linked = self._links[batch.replica, sender_node, recipient_node] | broadcast
-            if not linked.all():
-                r = int(np.flatnonzero(~linked)[0])
-                who = lambda i: "the server" if i == SERVER else f"agent {i}"  # noqa: E731
-                raise ValueError(
-                    f"{who(sender[r])} cannot send {batch.kind!r} to {who(recipient[r])}: "
-                    f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
-                )
-        if not broadcast.any():
-            return batch
-        # one row per linked node of a broadcast row, in row order (ascending nodes, the server last)
-        flat = batch.replica * (m + 1) + sender_node
+        valid_id = ((recipient >= SERVER) & (recipient < m)) | broadcast
+        if not valid_id.all():
+            bad = recipient[~valid_id][0]
+            raise ValueError(
+                f"message recipient {bad} is unknown: use an agent index in [0, {m}), SERVER or NEIGHBOURS"
+            )
+        self._check_links(batch, self._links[batch.replica, sender, recipient] | broadcast)
+        return broadcast
+
+    @staticmethod
+    def _check_links(batch: MessageBatch, linked: np.ndarray) -> None:
+        """Raise ``ValueError`` naming the first row of ``batch`` whose ``linked`` entry is False."""
+        if linked.all():
+            return
+        r = int(np.flatnonzero(~linked)[0])
+        who = lambda i: "the server" if i == SERVER else f"agent {i}"  # noqa: E731
+        raise ValueError(
+            f"{who(batch.sender[r])} cannot send {batch.kind!r} to {who(batch.recipient[r])}: "
+            f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
+        )
+
+    def _plan(self, batch: MessageBatch, broadcast: np.ndarray) -> _ExpansionPlan:
+        """One row per linked node of a broadcast row, in row order (ascending nodes, the server last)."""
+        m = self.num_agents
+        flat = batch.replica * (m + 1) + np.where(batch.sender == SERVER, m, batch.sender)
         start = self._neighbour_ptr[flat]
         copies = np.where(broadcast, self._neighbour_ptr[flat + 1] - start, 1)
         rows = np.repeat(np.arange(len(batch)), copies)
         position = np.repeat(start - (np.cumsum(copies) - copies), copies) + np.arange(len(rows))
         copied = broadcast[rows]
-        expanded = recipient[rows]
+        expanded = batch.recipient[rows]
         expanded[copied] = self._neighbour_ids[position[copied]]
-        return batch.with_rows(rows, expanded, -1)
+        return _ExpansionPlan(batch, rows, expanded)
 
-    def prepare(self, batches: Sequence[MessageBatch]) -> list[MessageBatch]:
-        """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect.
+    def prepare(self, batches: Sequence[MessageBatch], *, from_agents: bool = False) -> list[MessageBatch]:
+        """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect on the episode.
 
         Raises ``ValueError`` for an unknown sender or recipient or a missing link, so that a caller
-        can validate a whole slot before changing any state.
+        can validate a whole slot before changing any state. With ``from_agents`` (the agents' own batches),
+        a SERVER sender in any batch raises, and that error is reported before any other of the slot.
+        (The expansion of a repeated header is kept, see :meth:`_expand`.)
         """
-        return [self._expand(batch) for batch in batches if len(batch)]
+        try:
+            return [self._expand(batch, from_agents) for batch in batches if len(batch)]
+        except Exception:  # whatever else is wrong with the slot, a SERVER sender is reported
+            if from_agents and any((batch.sender == SERVER).any() for batch in batches):
+                raise ValueError(AGENTS_AS_SERVER) from None
+            raise
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Send prepared batches in ``slot``: record them in the ledger, then drop and delay copies.

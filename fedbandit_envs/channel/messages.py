@@ -8,10 +8,13 @@ accounting implementation.
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
 from fedbandit_envs.topology import SERVER
@@ -31,11 +34,19 @@ def _as_payload(payload: Mapping[str, object], where: str) -> dict[str, np.ndarr
         array = np.array(value)
         if array.dtype.kind not in "biuf":
             raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
-        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
         array.setflags(write=False)
         out[str(name)] = array
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _constant(n: int, value: int) -> np.ndarray:
+    """A read-only (n,) int64 array of ``value``, shared by the batches that take the default ``count`` or ``slot``."""
+    array = np.full(n, value, np.int64)
+    array.setflags(write=False)
+    return array
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,7 +128,7 @@ class Message:
         return f"Message({sender}->{recipient}, {self.kind!r}, slot={self.slot}, {fields})"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class MessageBatch:
     """Messages of one kind and one payload layout, as parallel arrays (one row per message).
 
@@ -130,6 +141,10 @@ class MessageBatch:
         count: (n,) logical records per row (1 unless records are packed).
         slot: (n,) slot in which each row was sent (-1 until the channel stamps it).
         privacy: optional declaration per payload field, shared by every row.
+
+    1-D int64 arrays given for ``replica``, ``sender`` and ``recipient`` are held as given (other input is
+    converted); payload fields are copied into read-only arrays. The default ``count`` and ``slot`` are shared
+    read-only arrays.
     """
 
     kind: str
@@ -141,30 +156,40 @@ class MessageBatch:
     slot: np.ndarray | None = None
     privacy: PrivacySchema | None = None
 
-    def __post_init__(self) -> None:
-        n = len(self.sender)
-        for name in ("replica", "sender", "recipient"):
-            array = np.asarray(getattr(self, name), dtype=np.int64).reshape(-1)
+    def __init__(
+        self,
+        kind: str,
+        replica: ArrayLike,
+        sender: ArrayLike,
+        recipient: ArrayLike,
+        payload: Mapping[str, ArrayLike],
+        count: ArrayLike | None = None,
+        slot: ArrayLike | None = None,
+        privacy: PrivacySchema | None = None,
+    ) -> None:
+        n = len(sender)  # type: ignore[arg-type]
+        headers = {"replica": replica, "sender": sender, "recipient": recipient}
+        for name, array in headers.items():
+            if type(array) is not np.ndarray or array.dtype != np.int64 or array.ndim != 1:  # else used as given
+                array = headers[name] = np.asarray(array, dtype=np.int64).reshape(-1)
             if len(array) != n:
                 raise ValueError(f"MessageBatch.{name} has {len(array)} rows, sender has {n}; give one entry per row")
-            object.__setattr__(self, name, array)
-        count = np.ones(n, np.int64) if self.count is None else np.asarray(self.count, np.int64).reshape(-1)
-        slot = np.full(n, -1, np.int64) if self.slot is None else np.asarray(self.slot, np.int64).reshape(-1)
-        if len(count) != n or len(slot) != n:
+        counts = _constant(n, 1) if count is None else np.asarray(count, np.int64).reshape(-1)
+        slots = _constant(n, -1) if slot is None else np.asarray(slot, np.int64).reshape(-1)
+        if len(counts) != n or len(slots) != n:
             raise ValueError("MessageBatch.count and .slot need one entry per row")
-        if np.any(count < 1):
+        if count is not None and (counts < 1).any():
             raise ValueError("MessageBatch.count must be >= 1 for every row")
-        object.__setattr__(self, "count", count)
-        object.__setattr__(self, "slot", slot)
-        payload = _as_payload(self.payload, f"MessageBatch(kind={self.kind!r})")
-        for name, array in payload.items():
+        where = f"MessageBatch(kind={kind!r})"
+        fields = _as_payload(payload, where)
+        for name, array in fields.items():
             if array.ndim == 0 or array.shape[0] != n:
                 raise ValueError(
-                    f"MessageBatch(kind={self.kind!r}) field {name!r} has shape {array.shape}; "
-                    f"its first axis must have one entry per row ({n})"
+                    f"{where} field {name!r} has shape {array.shape}; its first axis must have one entry per row ({n})"
                 )
-        object.__setattr__(self, "payload", payload)
-        check_schema(self.privacy, payload, f"MessageBatch(kind={self.kind!r})")
+        check_schema(privacy, fields, where)
+        # frozen: the validated values are set once, here
+        self.__dict__.update(kind=kind, payload=fields, count=counts, slot=slots, privacy=privacy, **headers)
 
     def __len__(self) -> int:
         return len(self.sender)
@@ -172,28 +197,27 @@ class MessageBatch:
     @property
     def scalars_per_row(self) -> int:
         """Numeric entries carried by one row (the same for every row)."""
-        return int(sum(int(np.prod(a.shape[1:], dtype=np.int64)) for a in self.payload.values()))
+        return sum(math.prod(a.shape[1:]) for a in self.payload.values())
 
     @property
     def bytes_per_row(self) -> int:
         """Payload bytes of one row (the same for every row)."""
-        return int(sum(int(np.prod(a.shape[1:], dtype=np.int64)) * a.itemsize for a in self.payload.values()))
+        return sum(math.prod(a.shape[1:]) * a.itemsize for a in self.payload.values())
 
     @classmethod
     def _trusted(cls, kind, replica, sender, recipient, payload, count, slot, privacy) -> MessageBatch:
         """Build a batch from arrays already validated by another batch (no copies, no checks)."""
         batch = object.__new__(cls)
-        for name, value in (
-            ("kind", kind),
-            ("replica", replica),
-            ("sender", sender),
-            ("recipient", recipient),
-            ("payload", payload),
-            ("count", count),
-            ("slot", slot),
-            ("privacy", privacy),
-        ):
-            object.__setattr__(batch, name, value)
+        batch.__dict__.update(
+            kind=kind,
+            replica=replica,
+            sender=sender,
+            recipient=recipient,
+            payload=payload,
+            count=count,
+            slot=slot,
+            privacy=privacy,
+        )
         return batch
 
     def take(self, rows: np.ndarray) -> MessageBatch:
@@ -210,32 +234,38 @@ class MessageBatch:
         )
 
     def with_rows(self, rows: np.ndarray, recipient: np.ndarray, slot: int) -> MessageBatch:
-        """Rows ``rows`` re-addressed to ``recipient`` and stamped with the send ``slot``."""
+        """Rows ``rows`` (indices) re-addressed to ``recipient`` and stamped with the send ``slot``."""
         recipient = np.asarray(recipient, np.int64)
         if len(recipient) != len(rows):
             raise ValueError("with_rows needs one recipient per row")
+        return self.regrouped(
+            rows, self.replica.take(rows), self.sender.take(rows), recipient, np.full(len(rows), slot, np.int64)
+        )
+
+    def regrouped(
+        self, rows: np.ndarray, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, slot: np.ndarray
+    ) -> MessageBatch:
+        """Rows ``rows`` (indices; payload and count follow them) under the given header and ``slot`` arrays.
+
+        The arrays hold one int64 entry per row and are trusted: neither checked nor copied.
+        """
         return MessageBatch._trusted(
             self.kind,
-            self.replica[rows],
-            self.sender[rows],
+            replica,
+            sender,
             recipient,
-            {k: v[rows] for k, v in self.payload.items()},
-            self.count[rows],
-            np.full(len(rows), slot, np.int64),
+            {k: v.take(rows, axis=0) for k, v in self.payload.items()},
+            self.count.take(rows),
+            slot,
             self.privacy,
         )
 
     def stamped(self, slot: int) -> MessageBatch:
         """The same rows (payload shared, not copied) stamped with the send ``slot``."""
+        slots = np.empty(len(self), np.int64)
+        slots.fill(slot)  # np.full, without its Python-level overhead
         return MessageBatch._trusted(
-            self.kind,
-            self.replica,
-            self.sender,
-            self.recipient,
-            self.payload,
-            self.count,
-            np.full(len(self), slot, np.int64),
-            self.privacy,
+            self.kind, self.replica, self.sender, self.recipient, self.payload, self.count, slots, self.privacy
         )
 
     def with_payload(self, payload: Mapping[str, np.ndarray], privacy: PrivacySchema | None) -> MessageBatch:

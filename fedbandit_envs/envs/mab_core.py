@@ -260,11 +260,10 @@ class FederatedMABCore:
     def _prepare(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
         if not messages:
             return []
-        for batch in messages:
-            if np.any(batch.sender == SERVER):
-                raise ValueError("agents cannot send as SERVER; only the coordinator does")
-        prepared = self.channel.prepare(messages)
-        if self.coordinator is None and any(np.any(b.recipient == SERVER) for b in prepared):
+        prepared = self.channel.prepare(messages, from_agents=True)  # a SERVER sender is refused first
+        # prepared copies follow links, so only a server with links can be a recipient (SERVER: the only negative id)
+        unhosted = self.coordinator is None and self.channel.server_linked
+        if unhosted and any(b.recipient.min() == SERVER for b in prepared):
             raise ValueError("a message was sent to SERVER but no coordinator is hosted; pass coordinator=...")
         return prepared
 

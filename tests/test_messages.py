@@ -1,0 +1,105 @@
+"""Construction and row operations of MessageBatch: what is held, copied, defaulted and rejected."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from fedbandit_envs import NEIGHBOURS, SERVER, MessageBatch
+from fedbandit_envs.channel.privacy import Privatized
+
+
+def headers(n: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.zeros(n, np.int64), np.arange(n, dtype=np.int64), np.full(n, NEIGHBOURS, np.int64)
+
+
+def test_int64_headers_are_held_and_others_converted() -> None:
+    replica, sender, recipient = headers()
+    batch = MessageBatch("k", replica, sender, recipient, {"v": np.ones((3, 2))})
+    assert batch.replica is replica and batch.sender is sender and batch.recipient is recipient
+    converted = MessageBatch("k", [0, 0, 0], sender.astype(np.int32), recipient.reshape(3, 1), {"v": np.ones((3, 2))})
+    for name, expected in (("replica", [0, 0, 0]), ("sender", [0, 1, 2]), ("recipient", [NEIGHBOURS] * 3)):
+        array = getattr(converted, name)
+        assert array.dtype == np.int64 and array.shape == (3,) and array.tolist() == expected
+    assert converted.sender is not sender
+
+
+def test_default_count_and_slot_are_read_only_ones_and_minus_ones() -> None:
+    batch = MessageBatch("k", *headers(4), {"v": np.ones(4)})
+    assert batch.count.tolist() == [1] * 4 and batch.slot.tolist() == [-1] * 4
+    assert batch.count.dtype == batch.slot.dtype == np.int64
+    assert not batch.count.flags.writeable and not batch.slot.flags.writeable
+    other = MessageBatch("k", *headers(2), {"v": np.ones(2)})
+    assert other.count.tolist() == [1, 1] and other.slot.tolist() == [-1, -1]
+
+
+def test_given_count_and_slot_are_converted_and_checked() -> None:
+    batch = MessageBatch("k", *headers(), {"v": np.ones(3)}, count=[1, 2, 3], slot=np.array([[4], [5], [6]]))
+    assert batch.count.tolist() == [1, 2, 3] and batch.slot.tolist() == [4, 5, 6]
+    with pytest.raises(ValueError, match=r"^MessageBatch\.count must be >= 1 for every row$"):
+        MessageBatch("k", *headers(), {"v": np.ones(3)}, count=[1, 0, 1])
+    with pytest.raises(ValueError, match=r"^MessageBatch\.count and \.slot need one entry per row$"):
+        MessageBatch("k", *headers(), {"v": np.ones(3)}, count=[1, 1])
+    with pytest.raises(ValueError, match=r"^MessageBatch\.count and \.slot need one entry per row$"):
+        MessageBatch("k", *headers(), {"v": np.ones(3)}, slot=[0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("name", ["replica", "recipient"])
+def test_header_lengths_must_match(name: str) -> None:
+    fields = dict(zip(("replica", "sender", "recipient"), headers()))
+    fields[name] = fields[name][:2]
+    message = f"MessageBatch.{name} has 2 rows, sender has 3; give one entry per row"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        MessageBatch("k", payload={"v": np.ones(3)}, **fields)
+
+
+def test_payload_is_copied_read_only_and_validated() -> None:
+    values = np.arange(6.0).reshape(3, 2)
+    batch = MessageBatch("k", *headers(), {"v": values, "flag": np.array([True, False, True])})
+    values[0, 0] = 99.0
+    assert batch.payload["v"][0, 0] == 0.0 and not batch.payload["v"].flags.writeable
+    assert batch.payload["flag"].dtype == bool
+    for bad in (np.nan, np.inf, -np.inf):
+        payload = np.ones((3, 2))
+        payload[2, 1] = bad
+        with pytest.raises(ValueError, match=r"^MessageBatch\(kind='k'\): payload field 'v' contains NaN or inf"):
+            MessageBatch("k", *headers(), {"v": payload})
+    with pytest.raises(TypeError, match=r"^MessageBatch\(kind='k'\): payload field 'v' must be numeric"):
+        MessageBatch("k", *headers(), {"v": np.array(["a", "b", "c"])})
+    with pytest.raises(TypeError, match=r"^MessageBatch\(kind='k'\): payload must be a mapping"):
+        MessageBatch("k", *headers(), [np.ones(3)])  # type: ignore[arg-type]
+    message = "MessageBatch(kind='k') field 'v' has shape (2, 2); its first axis must have one entry per row (3)"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        MessageBatch("k", *headers(), {"v": np.ones((2, 2))})
+    with pytest.raises(ValueError, match=r"privacy declares field 'w', which is not in the payload"):
+        MessageBatch("k", *headers(), {"v": np.ones(3)}, privacy={"w": Privatized(epsilon=1.0)})
+
+
+def test_batches_are_frozen() -> None:
+    batch = MessageBatch("k", *headers(), {"v": np.ones(3)})
+    with pytest.raises(AttributeError):
+        batch.kind = "other"  # type: ignore[misc]
+
+
+def test_with_rows_and_regrouped_follow_the_rows() -> None:
+    replica, sender, recipient = np.array([0, 1, 1]), np.array([2, SERVER, 0]), np.array([1, 0, NEIGHBOURS])
+    privacy = {"v": Privatized(epsilon=2.0)}
+    batch = MessageBatch("k", replica, sender, recipient, {"v": np.arange(6.0).reshape(3, 2)}, count=[1, 2, 3])
+    batch = batch.with_payload(batch.payload, privacy)
+    rows = np.array([2, 2, 0])
+    moved = batch.with_rows(rows, [1, 2, 0], 7)
+    assert (moved.kind, moved.privacy) == ("k", privacy)
+    assert moved.replica.tolist() == [1, 1, 0] and moved.sender.tolist() == [0, 0, 2]
+    assert moved.recipient.tolist() == [1, 2, 0] and moved.recipient.dtype == np.int64
+    assert moved.count.tolist() == [3, 3, 1] and moved.slot.tolist() == [7, 7, 7]
+    np.testing.assert_array_equal(moved.payload["v"], [[4.0, 5.0], [4.0, 5.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"^with_rows needs one recipient per row$"):
+        batch.with_rows(rows, [1, 2], 7)
+    header = np.array([5, 6, 7]), np.array([0, 0, 0]), np.array([1, 1, 1]), np.array([-1, -1, -1])
+    regrouped = batch.regrouped(rows, *header)
+    held = (regrouped.replica, regrouped.sender, regrouped.recipient, regrouped.slot)
+    assert all(a is b for a, b in zip(held, header))  # trusted: the given arrays, not copies
+    assert regrouped.count.tolist() == [3, 3, 1]
+    np.testing.assert_array_equal(regrouped.payload["v"], moved.payload["v"])
