@@ -96,6 +96,11 @@ def dp_bonus(
     return np.sqrt(2.0 * num_agents * (dp_term + 1.0 / counts) * log_t)
 
 
+def _opaque_rows(array: np.ndarray) -> np.ndarray:
+    """A 1-D view of a C-contiguous array with one opaque item per last-axis row (whole-row indexing is faster)."""
+    return array.view(np.dtype((np.void, array.shape[-1] * array.itemsize))).reshape(-1)
+
+
 def _child(seed: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
     """The child ``key`` of ``seed`` without spawning (the context's sequences are shared, never mutated)."""
     return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, *key), pool_size=seed.pool_size)
@@ -138,13 +143,22 @@ class GossipUCB(Population):
         self.theta = np.zeros((b, n, m))  # ϑ[i, k]: gossiped estimate of the global mean
         self.max_counts = np.ones((b, n, m))  # ñ_i: the value computed in the previous round (ñ(1) = 1, D5)
         self._received = np.ones((n, b, n, m))  # [j, b, i]: last ñ_j received by i (1 until a message arrives)
+        self._received_rows = self._received.reshape(-1, m)  # row (j * B + b) * N + i
+        self._received_items, self._theta_items = _opaque_rows(self._received_rows), _opaque_rows(self.theta)
+        self._row_item = self._theta_items.dtype  # one row of M float64 as an opaque item
+        self._inbox_header: tuple[bytes, ...] = ()  # header of the last counts batch read, and its rows
+        self._inbox_rows = np.zeros(0, np.int64)
         self._cell = (np.arange(b * n) * m).reshape(b, n)  # flat index of (b, i, arm 0)
+        # message headers of agent (b, i) at row b * N + i, read-only: the batches hold them without a copy
         self._replica = np.repeat(np.arange(b), n)
         self._sender = np.tile(np.arange(n), b)
-        self._neighbours = np.full(b * n, NEIGHBOURS)
+        self._neighbours = np.full(b * n, NEIGHBOURS, np.int64)
+        for header in (self._replica, self._sender, self._neighbours):
+            header.setflags(write=False)
         self._policy_rngs = [np.random.default_rng(_child(seed, POLICY_CHILD)) for seed in context.agent_seeds]
         self._keys = np.empty((b, POLICY_BLOCK, n, m))
-        self._privacy = self._message_privacy()
+        privacy = self._message_privacy()
+        self._privacy = {kind: None if privacy is None else {kind: privacy[kind]} for kind in ("counts", "theta")}
 
     def _message_privacy(self) -> dict[str, Privatized] | None:
         """Declaration of the ``theta`` / ``counts`` payloads; Gossip_UCB sends raw statistics (undeclared)."""
@@ -184,7 +198,9 @@ class GossipUCB(Population):
         new_max = np.maximum(self.counts, self._received.max(axis=0))  # ñ(t+1), from the pre-pull n⁻(t)
         behind = self.counts < self.max_counts - self.num_agents  # A, tested against ñ(t) (D29)
         index = self.theta + self._bonus(math.log(t))
-        best = index.reshape(-1)[self._cell + index.argmax(axis=-1)]  # max over arms (a gather beats max(axis=-1))
+        # max over arms: a reduction over the leading axis of an arm-major copy (max or argmax over the short last
+        # axis is slower, argmax the more so as its branches follow the data)
+        best = np.maximum.reduce(index.reshape(-1, self.num_arms).T.copy()).reshape(b, n)
         any_behind = behind.reshape(-1)[self._cell + behind.argmax(axis=-1)]  # A is not empty
         candidates = np.where(any_behind[..., None], behind, index == best[..., None])
         arms = np.where(candidates, self._policy_keys(t), -1.0).argmax(axis=-1)
@@ -193,30 +209,20 @@ class GossipUCB(Population):
 
     def _messages(self, partners: np.ndarray) -> list[MessageBatch]:
         """``counts`` (ñ(t+1), int64) to the neighbours and ``theta`` (ϑ(t-1), float64) to the gossip partner."""
-        flat_partners = partners.reshape(-1)
-        gossip = np.flatnonzero(flat_partners >= 0)
         m = self.num_arms
+        flat_partners = partners.reshape(-1)
+        gossip = (flat_partners >= 0).nonzero()[0]  # the rows b * N + i of the agents on a gossip edge
+        edge = self._replica.take(gossip), self._sender.take(gossip), flat_partners.take(gossip)
+        max_counts = self.max_counts.reshape(-1, m).astype(np.int64)
         if self.count_sync == "neighbours":
-            rows, recipient = slice(None), self._neighbours
+            counts_header, counts = (self._replica, self._sender, self._neighbours), max_counts
         else:
-            rows, recipient = gossip, flat_partners[gossip]
-        counts = MessageBatch(
-            kind="counts",
-            replica=self._replica[rows],
-            sender=self._sender[rows],
-            recipient=recipient,
-            payload={"counts": self.max_counts.reshape(-1, m)[rows].astype(np.int64)},
-            privacy=None if self._privacy is None else {"counts": self._privacy["counts"]},
-        )
-        theta = MessageBatch(
-            kind="theta",
-            replica=self._replica[gossip],
-            sender=self._sender[gossip],
-            recipient=flat_partners[gossip],
-            payload={"theta": self.theta.reshape(-1, m)[gossip]},
-            privacy=None if self._privacy is None else {"theta": self._privacy["theta"]},
-        )
-        return [counts, theta]
+            counts_header, counts = edge, max_counts.take(gossip, axis=0)
+        theta = self.theta.reshape(-1, m).take(gossip, axis=0)
+        return [
+            MessageBatch("counts", *counts_header, {"counts": counts}, privacy=self._privacy["counts"]),
+            MessageBatch("theta", *edge, {"theta": theta}, privacy=self._privacy["theta"]),
+        ]
 
     # ------------------------------------------------------------------ learning
     def observe(self, feedback: Feedback) -> None:
@@ -235,7 +241,10 @@ class GossipUCB(Population):
         increments = new_means - means[cells]
         means[cells] = new_means
         theta = self.theta.reshape(-1, self.num_arms)
-        theta[partners] = (theta[partners] + partner_theta) / 2
+        averaged = theta.take(partners, axis=0)  # ϑ = (ϑ + ϑ_partner) / 2 on the gossip edge, rows written whole
+        averaged += partner_theta
+        averaged /= 2
+        self._theta_items[partners] = averaged.view(self._row_item).reshape(-1)
         self.theta.reshape(-1)[cells] += increments
 
     def _observation(self, rewards: np.ndarray) -> np.ndarray:
@@ -260,14 +269,16 @@ class GossipUCB(Population):
     def _read_inbox(self, feedback: Feedback) -> tuple[np.ndarray, np.ndarray]:
         """Store the neighbours' ñ; returns the agents (flat index b * N + i) given a ϑ in this slot, and that ϑ."""
         agents, thetas = [], []
+        n = self.num_agents
         for batch in feedback.inbox:
             if batch.kind == "counts":
-                received = self._received.reshape(-1, self.num_arms)
-                rows = (batch.sender * len(self.counts) + batch.replica) * self.num_agents + batch.recipient
+                rows = self._received_rows_of(batch)
                 # ñ_j never decreases, so the maximum is the latest value even if copies arrive out of order
-                received[rows] = np.maximum(received[rows], batch.payload["counts"])
+                latest = self._received_rows.take(rows, axis=0)
+                np.maximum(latest, batch.payload["counts"], out=latest)
+                self._received_items[rows] = latest.view(self._row_item).reshape(-1)
             elif batch.kind == "theta":
-                rows, theta = batch.replica * self.num_agents + batch.recipient, batch.payload["theta"]
+                rows, theta = batch.replica * n + batch.recipient, batch.payload["theta"]
                 fresh = batch.slot == feedback.slot  # a ϑ of an earlier round is ignored
                 if not fresh.all():
                     rows, theta = rows[fresh], theta[fresh]
@@ -276,6 +287,18 @@ class GossipUCB(Population):
         if len(agents) == 1:
             return agents[0], thetas[0]
         return np.concatenate([np.zeros(0, np.int64), *agents]), np.concatenate([np.zeros((0, self.num_arms)), *thetas])
+
+    def _received_rows_of(self, batch: MessageBatch) -> np.ndarray:
+        """Rows (j * B + b) * N + i of ``_received_rows`` for the copies of a ``counts`` batch (j sent to agent (b, i)).
+
+        Kept while the header repeats (every slot when ñ goes to the neighbours and no copy is lost or delayed);
+        header arrays are int64, so equal bytes mean equal headers.
+        """
+        header = (batch.replica.tobytes(), batch.sender.tobytes(), batch.recipient.tobytes())
+        if header != self._inbox_header:
+            self._inbox_header = header
+            self._inbox_rows = (batch.sender * len(self.counts) + batch.replica) * self.num_agents + batch.recipient
+        return self._inbox_rows
 
     def estimates(self) -> dict[str, np.ndarray]:
         """Copies of ϑ (``"theta"``), X̃ (``"means"``), n (``"counts"``) and ñ (``"max_counts"``), each (B, N, M)."""

@@ -369,6 +369,59 @@ def test_counts_over_the_gossip_edge_only() -> None:
     assert core.channel.ledger.kind_messages["theta"][0] == 2 * rounds
 
 
+@pytest.mark.parametrize("count_sync", ["neighbours", "gossip_edge_only"])
+def test_max_counts_follow_the_delivered_counts_when_copies_drop(count_sync: str) -> None:
+    # ñ(t+1) = max(n⁻(t), ñ_j received so far): rebuilt here from every delivered ``counts`` copy; drops and jitter
+    # change which copies arrive, so the inbox header changes from slot to slot.
+    n, m = SMALL["num_agents"], SMALL["num_arms"]
+    env = {**SMALL, "drop_prob": 0.3, "latency_jitter": 1, "horizon": 120}
+    received = np.ones((2, n, n, m))  # [b, i, j]: the largest ñ_j agent i has received
+    expected = {}
+    checked = [0]
+
+    def check(slot, pop, feedback, core):
+        if slot >= m:
+            np.testing.assert_array_equal(pop.max_counts, expected["max_counts"])
+            checked[0] += 1
+        for batch in feedback.inbox:
+            if batch.kind == "counts":
+                for b, j, i, value in zip(batch.replica, batch.sender, batch.recipient, batch.payload["counts"]):
+                    received[b, i, j] = np.maximum(received[b, i, j], value)
+        expected["max_counts"] = np.maximum(pop.counts, received.max(axis=2))
+
+    core, _ = drive(GossipUCB(count_sync=count_sync), env, [4, 5], check)
+    assert checked[0] == env["horizon"] - m
+    assert core.channel.ledger.totals()["dropped"] > 0
+
+
+def test_arm_choice_follows_the_definition_with_ties_and_lagging_arms() -> None:
+    # D14, D15, D29: an agent with arms in A = {k : n⁻_k < ñ_k(t) - N} pulls the member of A with the largest policy
+    # key; otherwise the arm of largest key among the maximisers of ϑ + C, exact ties included.
+    n, m = SMALL["num_agents"], SMALL["num_arms"]
+    core = FederatedMAB(**SMALL).unwrapped.core
+    core.reset([0, 1, 2])
+    pop = GossipUCB()
+    pop.reset(core.context)
+    rng = np.random.default_rng(3)
+    pop.counts[...] = rng.integers(1, 4, (3, n, m))
+    pop.theta[...] = rng.choice([0.25, 0.5], (3, n, m))  # round 1 has no bonus (ln 1 = 0): many exact ties
+    pop.max_counts[...] = pop.counts
+    pop.max_counts[1, 2, 1] += n + 1  # one lagging arm
+    pop.max_counts[2, 3, [0, 2]] += n + 5  # two lagging arms
+    lagging = pop.counts < pop.max_counts - n
+    index = pop.theta + gossip_bonus(n, math.log(1), pop.counts)
+    arms = pop.act(m, core.partners).arms  # main round t = 1 draws the first block of policy keys
+    keys = pop._keys[:, 0]
+    expected = np.empty((3, n), np.int64)
+    for b, i in np.ndindex(3, n):
+        best = np.flatnonzero(index[b, i] == index[b, i].max())
+        pool = np.flatnonzero(lagging[b, i]) if lagging[b, i].any() else best
+        expected[b, i] = pool[np.argmax(keys[b, i, pool])]
+    np.testing.assert_array_equal(arms, expected)
+    assert lagging.any(axis=-1).sum() == 2
+    assert (index == index.max(axis=-1, keepdims=True)).sum(axis=-1).max() == m  # a three-way tie is among them
+
+
 # ------------------------------------------------------------------------------------------- paths and privacy
 def curves(results) -> dict:
     keys = ("group_regret", "messages", "scalars", "bytes", "cost")
