@@ -129,8 +129,8 @@ TIMED = (
     ("core.step (total)", FederatedMABCore, "step"),
     ("  core._prepare -> channel.prepare (validate, expand NEIGHBOURS)", FederatedMABCore, "_prepare"),
     ("  channel.transmit", Channel, "transmit"),
-    ("    ledger.transmit", Ledger, "transmit"),
-    ("  channel.close_slot -> ledger.close_slot", Ledger, "close_slot"),
+    ("    ledger.transmit (queues; the bulk tallies run inside it)", Ledger, "transmit"),
+    ("  channel.close_slot -> ledger.close_slot (queues the slot's links)", Ledger, "close_slot"),
     ("  channel.sample_gossip_partners", Channel, "sample_gossip_partners"),
 )
 
