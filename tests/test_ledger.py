@@ -56,6 +56,18 @@ def test_a_link_used_before_and_after_a_read_in_one_slot_is_charged_once() -> No
     assert ledger.links.tolist() == [3, 0] and ledger.node_cost[0].tolist() == [0.5, 0.5, 0.5, 0.0]
 
 
+def test_writes_to_a_sent_header_after_transmit_do_not_change_the_totals() -> None:
+    """The queues hold writeable header arrays as copies: a sender reusing its buffers cannot rewrite history."""
+    ledger = fresh_ledger(CostModel())
+    sender, recipient = np.array([0, 1]), np.array([1, 2])
+    ledger.transmit(0, batch([0, 0], sender, recipient))
+    ledger.close_slot()
+    sender[:], recipient[:] = SERVER, SERVER  # the caller reuses its arrays before the ledger tallies
+    assert ledger.sent_messages[0].tolist() == [1, 1, 0, 0]
+    assert ledger.received_messages[0].tolist() == [0, 1, 1, 0]
+    assert ledger.links.tolist() == [2, 0] and ledger.direction_messages[0].tolist() == [0, 0, 2]
+
+
 def test_costs_are_link_counts_times_prices() -> None:
     """Ten slots of one 0.1-priced link cost exactly 10 * 0.1 (a running float sum would give 0.9999999999999999)."""
     ledger = fresh_ledger(CostModel(c1=0.1, c2=0.1))

@@ -77,6 +77,11 @@ def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None)
     return counts if weights is None else counts.astype(np.int64)
 
 
+def _held(array: np.ndarray) -> np.ndarray:
+    """``array`` itself if it is read-only, else a copy (for arrays kept after the call that received them)."""
+    return array.copy() if array.flags.writeable else array
+
+
 def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of ``keys`` (ints in ``[0, size)``), ascending, and the index of each one's first entry.
 
@@ -121,7 +126,7 @@ class Ledger:
         kind_messages, kind_bytes: message kind -> (B,) totals.
     """
 
-    #: Queued copy rows beyond which :meth:`transmit` tallies at once (bounds the queue's memory).
+    #: Queued copy rows beyond which :meth:`transmit` tallies at once (bounds the queue and keeps a tally in cache).
     TALLY_ROWS = 1 << 14
 
     messages = _Tallied()
@@ -209,31 +214,31 @@ class Ledger:
         rows = len(batch)
         if rows == 0:
             return
-        b = batch.replica
+        # the queues hold the header arrays until the next tally: a writeable one is copied, so that a later write by
+        # its owner cannot change what was sent
+        b, sender, recipient, count = (_held(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count))
         row_bytes = batch.bytes_per_row
         layout = (batch.kind, batch.scalars_per_row, row_bytes)
         if layout not in self._layouts:
             self._layouts[layout] = len(self._layouts)
             for totals in (self._kind_messages, self._kind_bytes):
                 totals.setdefault(batch.kind, np.zeros(self._num_replicas, np.int64))
-        packed = batch.count.max() > 1
+        packed = count.max() > 1
         # ids are queued as sent (SERVER = -1) and turned into node indices when tallied
-        self._queued_copies.append(
-            (self._layouts[layout], b, batch.sender, batch.recipient, batch.count if packed else None)
-        )
+        self._queued_copies.append((self._layouts[layout], b, sender, recipient, count if packed else None))
         self._queued_rows += rows
         model = self.cost_model
         if model.price_per_message or model.price_per_byte:
-            price = model.price_per_message * batch.count + model.price_per_byte * row_bytes
+            price = model.price_per_message * count + model.price_per_byte * row_bytes
             _add(self._price_cost, b, price)
-            _add(self._price_node_cost, b * (self._num_agents + 1) + self._node(batch.sender), price)
+            _add(self._price_node_cost, b * (self._num_agents + 1) + self._node(sender), price)
         first_row = self._num_records
         self._num_records += rows
         opens_link = slice(None)
-        if model.free_server_downlink and batch.sender.min() == SERVER:  # the server's copies open no link
-            opens_link = np.flatnonzero(batch.sender != SERVER)
+        if model.free_server_downlink and sender.min() == SERVER:  # the server's copies open no link
+            opens_link = np.flatnonzero(sender != SERVER)
         record_rows = np.arange(first_row, self._num_records)[opens_link] if self.record_messages else None
-        self._slot_links.append((b[opens_link], batch.sender[opens_link], batch.recipient[opens_link], record_rows))
+        self._slot_links.append((b[opens_link], sender[opens_link], recipient[opens_link], record_rows))
         if self.record_messages:
             self._records.append(
                 {
@@ -347,7 +352,9 @@ class Ledger:
             row = np.concatenate(row)
             c1, c2 = self.cost_model.c1, self.cost_model.c2
             self._record_link_cost.append((row[server_first], np.full(len(server_first), c1)))
-            self._record_link_cost.append((row[peer_first], c2 * (1 if units is None else units)))
+            self._record_link_cost.append(
+                (row[peer_first], c2 * (np.ones(len(peer_first)) if units is None else units))
+            )
 
     # ------------------------------------------------------------------ reports
     def totals(self, replica: int = 0) -> dict[str, float]:
