@@ -840,6 +840,24 @@ def test_tree_rejects_two_releases_of_one_stream_in_a_slot():
     assert infos["agent_0"]["epsilon_spent"] == 1.0
 
 
+def test_tree_rejects_a_release_in_the_step_and_again_in_the_boundary_hop_after_it():
+    """The boundary hop after slot t carries slot t's number: a stream already released in step t cannot go again."""
+    env = TreeMessageDP(make_env(), epsilon=1.0)
+    env.reset(seed=0)
+    declaration = {"s": Sensitive(bounds=(0.0, 1.0), aggregate="sum")}
+    release = {"agent_0": [Message(0, 1, "sums", {"s": 0.5}, privacy=declaration)]}
+    step(env, {0: release["agent_0"]})
+    with pytest.raises(ValueError, match="twice in one slot"):
+        env.unwrapped.exchange(release)
+    assert spent(env).tolist() == [1.0, 0.0, 0.0]
+    # a stream not yet released in the slot may go in its boundary hop, and again in the next slot's step
+    other = {"agent_2": [Message(2, 1, "sums", {"s": 0.5}, privacy=declaration)]}
+    inbox = env.unwrapped.exchange(other)
+    assert len(inbox["agent_1"]) == 1 and spent(env).tolist() == [1.0, 0.0, 1.0]
+    obs, *_ = step(env, {0: release["agent_0"], 2: other["agent_2"]})
+    assert len(obs["agent_1"]["inbox"]) == 2
+
+
 # ------------------------------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("epsilon", [0.0, -1.0, math.nan, math.inf])
 def test_bad_epsilon(epsilon):

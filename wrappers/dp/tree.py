@@ -42,12 +42,22 @@ class TreePrivatizer(MessagePrivatizer):
         self.horizon = context.horizon
         self._trees: dict[tuple, list[BinaryTreeMechanism]] = {}
         self._last: dict[tuple, np.ndarray] = {}
-        self._released_this_slot: set[tuple] = set()
+        self._released_slot = -1
+        self._released: set[tuple] = set()  # streams released in slot _released_slot
+        self._released_this_slot: set[tuple] = set()  # the same, with the releases of the call under way
 
     def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
-        """Privatize the slot's batches; each stream may be released once."""
-        self._released_this_slot = set()
-        return super().__call__(slot, batches)
+        """Privatize the slot's batches; each stream may be released once per slot.
+
+        The step of a slot and the boundary hop after it (:meth:`FederatedMAB.exchange`) share the slot number, so a
+        stream released in both raises. A call that raises releases nothing.
+        """
+        if slot != self._released_slot:
+            self._released_slot, self._released = slot, set()
+        self._released_this_slot = set(self._released)
+        privatized = super().__call__(slot, batches)
+        self._released = self._released_this_slot
+        return privatized
 
     def _stream_key(self, batch: MessageBatch, name: str, row: int) -> tuple:
         return (int(batch.replica[row]), int(batch.sender[row]), batch.kind, name)
