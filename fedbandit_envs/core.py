@@ -70,6 +70,10 @@ class Feedback:
     partners: np.ndarray
 
 
+#: Error texts of a step after the last slot: of an environment (its agents are gone) and of a core.
+EPISODE_OVER = "the episode is over (or reset() was not called); call reset() first"
+HORIZON_REACHED = "the horizon is reached; call reset() to start a new episode"
+
 #: Exchanges one boundary may take (a peer hop and a server round trip need two; more means a loop).
 MAX_BOUNDARY_EXCHANGES = 8
 

@@ -41,7 +41,7 @@ from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, Ledger, Message, MessageBatch
 from fedbandit_envs.channel import batches_from_messages as _batches_from_messages
-from fedbandit_envs.core import AgentContext
+from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
@@ -656,7 +656,7 @@ class LinearCore:
     def pull(self, arms: Any) -> LinearFeedback:
         """Pull the active clients' arms (B, m); returns their rewards and opens the report phase."""
         if self.done:
-            raise RuntimeError("the horizon is reached; call reset() to start a new episode")
+            raise RuntimeError(HORIZON_REACHED)
         if self.phase != "act":
             raise RuntimeError("this slot's arms are already pulled; finish its report rounds with communicate()")
         arms = self.check_arms(arms)
@@ -911,7 +911,7 @@ class FederatedLinear(ParallelEnv):
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play one phase: the act phase pulls the active clients' arms, a report step routes messages."""
         if not self.agents:
-            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+            raise RuntimeError(EPISODE_OVER)
         unknown = [a for a in actions if a not in self._index]
         if unknown:
             raise ValueError(f"unknown agents in actions: {unknown[:5]}; agents are 'client_0' .. 'client_{{N-1}}'")

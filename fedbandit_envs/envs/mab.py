@@ -10,7 +10,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import ChannelConfig, CostModel, Ledger, Message, batches_from_messages
-from fedbandit_envs.core import AgentContext, Feedback
+from fedbandit_envs.core import EPISODE_OVER, AgentContext, Feedback
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.observations import (
@@ -190,7 +190,7 @@ class FederatedMAB(ParallelEnv):
     def _require_live(self) -> None:
         """Raise unless an episode is running (after reset, before the horizon)."""
         if not self.agents:
-            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+            raise RuntimeError(EPISODE_OVER)
 
     def _plain_arms(self, actions: Mapping[str, Any]) -> np.ndarray | None:
         """The (1, M) arm array when every live agent gave a valid plain ``int`` (the fast path), else None."""

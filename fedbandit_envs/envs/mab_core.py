@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, MessageBatch
-from fedbandit_envs.core import AgentContext, Feedback
+from fedbandit_envs.core import HORIZON_REACHED, AgentContext, Feedback
 from fedbandit_envs.instances import BanditInstance, make_instance
 from fedbandit_envs.rewards import RewardModel, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
@@ -214,7 +214,7 @@ class FederatedMABCore:
         caller that has already validated a (B, M) int64 array.
         """
         if self.done:
-            raise RuntimeError("the horizon is reached; call reset() to start a new episode")
+            raise RuntimeError(HORIZON_REACHED)
         if not arms_checked:
             arms = self.check_arms(arms)
         slot = self.slot

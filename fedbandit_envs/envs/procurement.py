@@ -47,7 +47,7 @@ from fedbandit_envs.channel import (
     MessageBatch,
     batches_from_messages,
 )
-from fedbandit_envs.core import AgentContext
+from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext
 from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
 from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
@@ -527,7 +527,7 @@ class ProcurementCore:
     def step(self, units: Any) -> ProcurementFeedback:
         """Play one round with (B, n, m) ``units``; validated before any state changes."""
         if self.done:
-            raise RuntimeError("the horizon is reached; call reset() to start a new episode")
+            raise RuntimeError(HORIZON_REACHED)
         units = self.check_units(units)
         inst = self.instance
         rows = self._row_offset + units
@@ -725,7 +725,7 @@ class FedProcurementEnv(ParallelEnv):
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play one round with every live agent's procurement vector."""
         if not self.agents:
-            raise RuntimeError("the episode is over (or reset() was not called); call reset() first")
+            raise RuntimeError(EPISODE_OVER)
         missing = [a for a in self.agents if a not in actions]
         unknown = [a for a in actions if a not in self._index]
         if missing or unknown:
