@@ -75,7 +75,6 @@ class _ExpansionPlan:
     def __init__(self, batch: MessageBatch, rows: np.ndarray, recipient: np.ndarray) -> None:
         # the header's bytes: int64 arrays of equal length are equal exactly when their bytes are
         self.header = (len(batch), batch.replica.tobytes(), batch.sender.tobytes(), batch.recipient.tobytes())
-        self.from_server = bool((batch.sender == SERVER).any())
         self.rows = rows
         self.expanded = (batch.replica[rows], batch.sender[rows], recipient, np.full(len(rows), -1, np.int64))
         for array in (rows, *self.expanded):
@@ -189,7 +188,7 @@ class Channel:
         return partners
 
     # ------------------------------------------------------------------ routing
-    def _expand(self, batch: MessageBatch, from_agents: bool) -> MessageBatch:
+    def _expand(self, batch: MessageBatch) -> MessageBatch:
         """Replace ``NEIGHBOURS`` recipients by one row per neighbour and check every link exists.
 
         The expansion of a batch with broadcast rows is kept per kind and reused while a later batch of that
@@ -197,17 +196,15 @@ class Channel:
         """
         plan = self._plans.get(batch.kind)
         if plan is not None and plan.matches(batch):
-            if from_agents and plan.from_server:
-                raise ValueError(AGENTS_AS_SERVER)
             return plan.apply(batch)
-        broadcast = self._check(batch, from_agents)
+        broadcast = self._check(batch)
         if broadcast is None:
             return batch
         plan = self._plans[batch.kind] = self._plan(batch, broadcast)
         return plan.apply(batch)
 
-    def _check(self, batch: MessageBatch, from_agents: bool) -> np.ndarray | None:
-        """Raise ``ValueError`` for a SERVER sender (``from_agents``), an unknown id or a missing link.
+    def _check(self, batch: MessageBatch) -> np.ndarray | None:
+        """Raise ``ValueError`` for an unknown id or a missing link.
 
         Returns the mask of the ``NEIGHBOURS`` rows, or None when the batch has none.
         """
@@ -215,8 +212,6 @@ class Channel:
         sender, recipient = batch.sender, batch.recipient
         ids = np.concatenate((sender, recipient))
         lowest = ids.min()
-        if from_agents and lowest < 0 and (sender == SERVER).any():
-            raise ValueError(AGENTS_AS_SERVER)
         # negative ids index nodes from the end: SERVER = -1 is node M (NEIGHBOURS rows are not link-checked)
         if lowest >= SERVER and ids.max() < m:  # agents and SERVER only: no broadcast row, no unknown id
             self._check_links(batch, self._links[batch.replica, sender, recipient])
@@ -268,12 +263,9 @@ class Channel:
         a SERVER sender in any batch raises, and that error is reported before any other of the slot.
         (The expansion of a repeated header is kept, see :meth:`_expand`.)
         """
-        try:
-            return [self._expand(batch, from_agents) for batch in batches if len(batch)]
-        except Exception:  # whatever else is wrong with the slot, a SERVER sender is reported
-            if from_agents and any((batch.sender == SERVER).any() for batch in batches):
-                raise ValueError(AGENTS_AS_SERVER) from None
-            raise
+        if from_agents and any(len(b) and b.sender.min() <= SERVER and (b.sender == SERVER).any() for b in batches):
+            raise ValueError(AGENTS_AS_SERVER)
+        return [self._expand(batch) for batch in batches if len(batch)]
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Send prepared batches in ``slot``: record them in the ledger, then drop and delay copies.
