@@ -291,10 +291,9 @@ class GossipUCB(Population):
     def _received_rows_of(self, batch: MessageBatch) -> np.ndarray:
         """Rows (j * B + b) * N + i of ``_received_rows`` for the copies of a ``counts`` batch (j sent to agent (b, i)).
 
-        Kept while the header repeats (every slot when ñ goes to the neighbours and no copy is lost or delayed);
-        header arrays are int64, so equal bytes mean equal headers.
+        Kept while the header repeats (every slot when ñ goes to the neighbours and no copy is lost or delayed).
         """
-        header = (batch.replica.tobytes(), batch.sender.tobytes(), batch.recipient.tobytes())
+        header = batch.header_key()
         if header != self._inbox_header:
             self._inbox_header = header
             self._inbox_rows = (batch.sender * len(self.counts) + batch.replica) * self.num_agents + batch.recipient

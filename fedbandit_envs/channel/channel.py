@@ -73,8 +73,7 @@ class _ExpansionPlan:
     """The ``NEIGHBOURS`` expansion of one batch header: its ``rows`` under the expanded header arrays."""
 
     def __init__(self, batch: MessageBatch, rows: np.ndarray, recipient: np.ndarray) -> None:
-        # the header's bytes: int64 arrays of equal length are equal exactly when their bytes are
-        self.header = (len(batch), batch.replica.tobytes(), batch.sender.tobytes(), batch.recipient.tobytes())
+        self.header = batch.header_key()
         self.rows = rows
         self.expanded = (batch.replica[rows], batch.sender[rows], recipient, np.full(len(rows), -1, np.int64))
         for array in (rows, *self.expanded):
@@ -82,12 +81,7 @@ class _ExpansionPlan:
 
     def matches(self, batch: MessageBatch) -> bool:
         """Whether ``batch`` has exactly this header (so this expansion and its link checks hold for it)."""
-        return self.header == (
-            len(batch),
-            batch.replica.tobytes(),
-            batch.sender.tobytes(),
-            batch.recipient.tobytes(),
-        )
+        return self.header == batch.header_key()
 
     def apply(self, batch: MessageBatch) -> MessageBatch:
         """The expanded copies of ``batch`` (unsent: slot -1)."""

@@ -204,6 +204,13 @@ class MessageBatch:
         """Payload bytes of one row (the same for every row)."""
         return sum(math.prod(a.shape[1:]) * a.itemsize for a in self.payload.values())
 
+    def header_key(self) -> tuple[bytes, bytes, bytes]:
+        """The replica, sender and recipient arrays as bytes: two batches have equal headers iff their keys are equal.
+
+        (The arrays are 1-D int64, so equal bytes mean equal lengths and equal values.)
+        """
+        return self.replica.tobytes(), self.sender.tobytes(), self.recipient.tobytes()
+
     @classmethod
     def _trusted(cls, kind, replica, sender, recipient, payload, count, slot, privacy) -> MessageBatch:
         """Build a batch from arrays already validated by another batch (no copies, no checks)."""

@@ -324,13 +324,8 @@ def dyadic_blocks(n: int) -> list[tuple[int, int]]:
     """
     if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
         raise ValueError(f"n must be an int >= 0, got {n!r}")
-    blocks = []
-    end = int(n)
-    while end:
-        start = end & (end - 1)  # clear the lowest set bit
-        blocks.append((start + 1, end))
-        end = start
-    return blocks[::-1]
+    levels, ends = _prefix_nodes(int(n))
+    return [(end - (1 << level) + 1, end) for level, end in zip(levels[::-1], ends[::-1])]
 
 
 def _prefix_nodes(n: int) -> tuple[list[int], list[int]]:
