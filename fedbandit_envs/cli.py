@@ -141,6 +141,13 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--max-cost", type=float, default=None, help="leaderboard: rank only entries within this cost")
     compare.add_argument("--max-epsilon", type=float, default=None, help="leaderboard: rank only within this epsilon")
     compare.add_argument("--no-report", action="store_true", help="skip the figures and report")
+    compare.add_argument(
+        "--path",
+        type=Path,
+        action="append",
+        default=[],
+        help="a directory to import the learner from (repeatable); the working directory is always searched",
+    )
     _add_sweep_options(compare)
     return parser
 
@@ -279,9 +286,10 @@ def _replicate(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from fedbandit_envs.bench.compare import compare
+    from fedbandit_envs.bench.compare import add_import_paths, compare
     from fedbandit_envs.bench.report import write_report
 
+    add_import_paths([Path.cwd(), *args.path])
     out = args.out or Path("results") / "compare" / args.scenario
     comparison = compare(
         args.agent,

@@ -20,6 +20,8 @@ into the same directory) are reused.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -52,17 +54,45 @@ def per_agent(agent: str, **kwargs: Any) -> Any:
     return PerAgentPopulation(partial(load_object(agent), **kwargs))
 
 
+def add_import_paths(directories: Sequence[str | Path]) -> list[str]:
+    """Make modules in ``directories`` importable here and in worker processes, as ``python -m`` does for cwd.
+
+    Each directory goes to the front of ``sys.path`` (once) and of ``PYTHONPATH``, so that pool workers
+    and local Ray workers started afterwards import the same learner.
+
+    Returns:
+        The absolute directories added, in order.
+
+    Raises:
+        ValueError: a directory does not exist.
+    """
+    added = []
+    for directory in directories:
+        resolved = Path(directory).expanduser().resolve()
+        if not resolved.is_dir():
+            raise ValueError(f"import path {str(directory)!r} is not a directory; pass an existing folder to --path")
+        added.append(str(resolved))
+    for entry in reversed(added):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    os.environ["PYTHONPATH"] = os.pathsep.join([*added, *(entry for entry in inherited if entry not in added)])
+    return added
+
+
 def _import(path: str) -> Any:
-    """``load_object(path)`` with errors that say how to fix the path."""
+    """``load_object(path)`` with errors that say how to fix the path and where it was searched."""
     module, _, attribute = path.partition(":")
     if not module or not attribute:
         raise ValueError(f"agent must look like 'package.module:Class', got {path!r}")
     try:
         imported = importlib.import_module(module)
     except ImportError as error:
+        searched = [entry or os.getcwd() for entry in sys.path if Path(entry or ".").is_dir()]
         raise ValueError(
-            f"cannot import module {module!r} of agent {path!r} ({error}); make it importable: run from the "
-            "directory that contains it, add that directory to PYTHONPATH, or pip install your package"
+            f"cannot import module {module!r} of agent {path!r} ({error}); searched {searched}. Make it "
+            "importable: run from the directory that contains it, pass that directory with --path, or pip "
+            "install your package"
         ) from error
     if not hasattr(imported, attribute):
         public = sorted(name for name in vars(imported) if not name.startswith("_"))
