@@ -34,6 +34,16 @@ class Link:
         return f"[{self.text}]({self.href})"
 
 
+@dataclass(frozen=True)
+class RichText:
+    """A table cell of text pieces and :class:`Link` pieces (e.g. a claim statement with linked spec codes)."""
+
+    parts: tuple[str | Link, ...]
+
+    def __str__(self) -> str:
+        return "".join(map(str, self.parts))
+
+
 def number(value: float, digits: int = 4) -> str:
     """``value`` with ``digits`` significant digits, but never in exponent form below 1e12 (``19990``, ``170``)."""
     value = float(value)
@@ -100,4 +110,6 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], row_classes
 def _html_cell(value: Any) -> str:
     if isinstance(value, Link):
         return f'<a href="{html.escape(value.href)}">{html.escape(value.text)}</a>'
+    if isinstance(value, RichText):
+        return "".join(map(_html_cell, value.parts))
     return html.escape(str(value))
