@@ -72,7 +72,7 @@ def find_codes(text: str) -> list[tuple[int, str]]:
 
 
 def anchor(code: str) -> str:
-    """The HTML anchor of a code's entry: "D9" -> "d9", "RC-C2" -> "rc-c2", "§5.7" -> "sec-5-7", "check 13" -> "check-13"."""
+    """The anchor of a code's entry: "D9" -> "d9", "RC-C2" -> "rc-c2", "§5.7" -> "sec-5-7", "check 2" -> "check-2"."""
     if code.startswith("§"):
         return "sec-" + code[1:].replace(".", "-")
     return code.lower().replace(" ", "-")
