@@ -21,7 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from fedbandit_envs.bench.decisions import DOCS, PAPERS, anchor, doc_anchors, find_codes
+from fedbandit_envs.bench.decisions import (
+    CHECKOUT_DOCS,
+    DOCS,
+    PAPERS,
+    URL_VARIABLE,
+    anchor,
+    decisions_base,
+    doc_anchors,
+    find_codes,
+    linked_codes,
+)
+from fedbandit_envs.bench.tables import Link, RichText, html_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -183,6 +194,51 @@ def test_a_shared_file_without_a_paper_name_is_reported(tmp_path):
 )
 def test_find_codes(line, codes):
     assert [code for _, code in find_codes(line)] == codes
+
+
+def test_anchor():
+    assert [anchor(c) for c in ("D9", "D-10", "RC-C2", "RC4", "check 13", "§5.7", "§4")] == [
+        "d9",
+        "d-10",
+        "rc-c2",
+        "rc4",
+        "check-13",
+        "sec-5-7",
+        "sec-4",
+    ]
+
+
+def test_linked_codes_and_their_html():
+    text = linked_codes("adjacent pairs (RC-C2; D9-D10), §5", "li_song", "docs")
+    assert text == RichText(
+        (
+            "adjacent pairs (",
+            Link("RC-C2", "docs/li-song.md#rc-c2"),
+            "; ",
+            Link("D9-D10", "docs/li-song.md#d9"),
+            "), ",
+            Link("§5", "docs/li-song.md#sec-5"),
+            "",
+        )
+    )
+    assert (
+        str(text)
+        == "adjacent pairs ([RC-C2](docs/li-song.md#rc-c2); [D9-D10](docs/li-song.md#d9)), [§5](docs/li-song.md#sec-5)"
+    )
+    assert html_cell(linked_codes("a < b (D9)", "zhu", "x")) == 'a &lt; b (<a href="x/zhu.md#d9">D9</a>)'
+    assert linked_codes("no codes here", "zhu", "x") == "no codes here"
+    assert linked_codes("(D9)", "suite", "x") == "(D9)"  # no decisions doc for this paper
+    assert linked_codes("(D9)", "zhu", None) == "(D9)"  # nowhere to link to
+
+
+def test_decisions_base(tmp_path, monkeypatch):
+    monkeypatch.setenv(URL_VARIABLE, "https://example.org/d/")
+    assert decisions_base(tmp_path) == "https://example.org/d"
+    monkeypatch.delenv(URL_VARIABLE)
+    base = decisions_base(tmp_path)
+    assert (tmp_path / base).resolve() == CHECKOUT_DOCS.resolve()
+    monkeypatch.setattr("fedbandit_envs.bench.decisions.CHECKOUT_DOCS", tmp_path / "absent")
+    assert decisions_base(tmp_path) is None
 
 
 if __name__ == "__main__":

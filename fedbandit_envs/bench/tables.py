@@ -103,13 +103,14 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], row_classes
     body = []
     for i, row in enumerate(rows):
         css = f' class="{row_classes[i]}"' if i < len(row_classes) and row_classes[i] else ""
-        body.append(f"<tr{css}>" + "".join(f"<td>{_html_cell(v)}</td>" for v in row) + "</tr>")
+        body.append(f"<tr{css}>" + "".join(f"<td>{html_cell(v)}</td>" for v in row) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _html_cell(value: Any) -> str:
+def html_cell(value: Any) -> str:
+    """One cell (or paragraph) as escaped HTML; :class:`Link` and :class:`RichText` pieces become links."""
     if isinstance(value, Link):
         return f'<a href="{html.escape(value.href)}">{html.escape(value.text)}</a>'
     if isinstance(value, RichText):
-        return "".join(map(_html_cell, value.parts))
+        return "".join(map(html_cell, value.parts))
     return html.escape(str(value))
