@@ -65,8 +65,6 @@ PAPER_NAMES = {
 }
 NAMED = re.compile("|".join(f"(?P<{paper}>{pattern})" for paper, pattern in PAPER_NAMES.items()), re.I)
 
-SCANNED_SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg", ".yml", ".yaml"}
-
 
 @dataclass(frozen=True)
 class Citation:
@@ -105,15 +103,15 @@ def scan_text(path: str, text: str) -> Iterator[Citation]:
 
 
 def repository_files(root: Path = ROOT) -> list[str]:
-    """The tracked (and untracked, not ignored) text files of the repository, relative to ``root``."""
+    """The tracked (and untracked, not ignored) files of the repository, relative to ``root``."""
     listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
         cwd=root,
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.split()
-    return sorted(p for p in listed if Path(p).suffix in SCANNED_SUFFIXES and (root / p).is_file())
+    ).stdout.split("\0")
+    return sorted(p for p in listed if p and (root / p).is_file())
 
 
 def scan(root: Path = ROOT, paths: Iterable[str] | None = None) -> list[Citation]:
@@ -122,7 +120,11 @@ def scan(root: Path = ROOT, paths: Iterable[str] | None = None) -> list[Citation
     for path in repository_files(root) if paths is None else paths:
         if path.startswith(SKIPPED):
             continue
-        found += scan_text(path, (root / path).read_text(encoding="utf-8"))
+        try:
+            text = (root / path).read_text(encoding="utf-8")
+        except UnicodeDecodeError:  # a binary file cites nothing
+            continue
+        found += scan_text(path, text)
     return found
 
 
