@@ -16,7 +16,7 @@ Spec: ``dubey-pentland.md`` (section numbers and D-items below refer to it). Eve
 **Timing in the suite.** A slot's reward arrives after the slot's messages are sent, so the record an agent
 creates in slot ``s`` carries its data through slot ``s - 1``. Records are usable ``d`` slots after creation at hop
 distance ``d`` (D4, :mod:`fedbandit_envs.channel.flooding`); remote data is therefore one slot older than in the
-paper's round structure, while an agent's own data is always current.
+paper's round structure, while an agent's own data is always current (project decision P1).
 
 Arms are 0-indexed; the paper's round ``t`` is slot ``t - 1``. Randomness (tie breaks and, for the private agents,
 the Laplace noise they add to their own releases) comes only from the ``agents`` stream, one generator per replica.

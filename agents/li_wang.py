@@ -859,7 +859,7 @@ class AsyncLinUCBAM(_LinUCBClients):
     it then runs batch AM on its data and continues as in Algorithm 3.
 
     With ``feature_map="duplicate"`` the warm-up feature ``[x; x]`` never has full rank 2d, and no
-    client uploads before its transition, so the spec's literal test would never fire. Decision: the
+    client uploads before its transition, so the spec's literal test would never fire. Decision (P1): the
     local test asks for rank d (all the information in ``x``), and the initial global estimate is the
     first half of the minimum-norm least-squares solution on ``[x; x]``.
 

@@ -109,7 +109,7 @@ def _child(seed: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
 class GossipUCB(Population):
     """Gossip_UCB (Algorithm 1): UCB on gossiped estimates ϑ of the global means, with max-count consistency.
 
-    Needs N >= 3 agents (the paper excludes N = 2), a connected agent graph with at least one edge, a horizon
+    Needs N >= 3 agents (the paper excludes N = 2; P1), a connected agent graph with at least one edge, a horizon
     longer than the M warm-up slots, and the channel's gossip activation (``gossip="uniform_edge"``). The decision
     takes the argmax over ϑ + bonus *without* α₁ (α₁ is arm-independent; adding it could flip floating-point
     near-ties, spec §2.3), so trajectories do not depend on ``alpha1``.
@@ -331,7 +331,7 @@ class FedUCB(GossipUCB):
         log_n_floor: D12: ``l(n) = max(ln n, 1)`` in eq. (12) (True) or the literal ``ln n`` (False).
         noise_on_empty: D13: noise tree nodes without an observation too (False: the text's reading).
         dp_bonus_scale: multiplier of the 128-term of eq. (12); 1.0 is the paper. Smaller values are a labelled
-            CI-scale device only (spec §2.5, §4.2).
+            CI-scale device only (spec §2.5, §4.2; project decision P2).
         clip_for_dp: ``(lo, hi)``: clip observations before they enter S and the trees; sensitivity ``hi - lo``
             (D18). ``None``: sensitivity 1, a nominal epsilon unless the rewards lie in a range of width <= 1.
         alpha1, count_sync: as in :class:`GossipUCB`.

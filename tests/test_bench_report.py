@@ -1,11 +1,13 @@
 """Plots and reports: figures written and non-empty; the HTML holds every figure and claim; replication."""
 
+import dataclasses
 import re
 
 import pytest
 
 from fedbandit_envs.bench import scenarios
 from fedbandit_envs.bench.claims import monotone, ordering
+from fedbandit_envs.bench.decisions import CHECKOUT_DOCS, URL_VARIABLE, anchor, doc_anchors
 from fedbandit_envs.bench.report import paper_scenarios, write_replication_report, write_report
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, FigureSpec, Scenario, WrapperSpec, get
 from fedbandit_envs.bench.store import load_results
@@ -71,6 +73,26 @@ def test_report_html_contains_every_figure_and_claim(dp_sweep, monkeypatch):
         assert claim.description in html and claim.name in markdown.read_text()
     assert "1 of 3 claim(s) pass" in html or "2 of 3 claim(s) pass" in html
     assert "epsilon spent (max)" in html and "Leaderboard" in html and "fedbandit-envs" in html
+
+
+def test_claim_codes_link_to_the_decisions_docs(dp_sweep, monkeypatch):
+    claim = ordering("sharing_helps", "Li-Song: sharing wins (RC-C2, D9)", ["full_sharing_ucb", "independent_ucb1"])
+    li_song = dataclasses.replace(DP, paper="li_song", claims=(claim,))
+    monkeypatch.delenv(URL_VARIABLE, raising=False)
+    markdown, page = write_report(dp_sweep, li_song)
+    links = re.findall(r"\[([^]]+)\]\(([^)]+\.md#[^)]+)\)", markdown.read_text())
+    assert [code for code, _ in links] == ["RC-C2", "D9"]
+    doc = CHECKOUT_DOCS / "li-song.md"
+    for code, href in links:  # relative to the report's directory, onto an existing entry
+        path, target = href.split("#")
+        assert (dp_sweep / path).resolve() == doc.resolve()
+        assert target == anchor(code) and target in doc_anchors(doc)
+    html = page.read_text()
+    assert f'<a href="{links[0][1]}">RC-C2</a>' in html and f'<a href="{links[1][1]}">D9</a>' in html
+    monkeypatch.setenv(URL_VARIABLE, "https://example.org/docs/decisions/")
+    markdown, _ = write_report(dp_sweep, li_song)
+    assert "(RC-C2, D9)" not in markdown.read_text()
+    assert "[RC-C2](https://example.org/docs/decisions/li-song.md#rc-c2)" in markdown.read_text()
 
 
 def test_report_of_an_unregistered_scenario_says_claims_are_unavailable(dp_sweep):

@@ -86,7 +86,7 @@ class SinkPlan:
         """Exploitation slots of a round: max_q max(ecc_q(SA_q) - 1, 0) with a free first hop (D9).
 
         Without it every hop costs a slot, and a round of single-agent components (no hop) still
-        spends one slot on the sinks' upload: max_q max(ecc_q(SA_q), 1).
+        spends one slot on the sinks' upload: max_q max(ecc_q(SA_q), 1) (project decision P1).
         """
         hops = int(self.hops.max())
         return max(hops - 1, 0) if first_hop_free else max(hops, 1)

@@ -3,8 +3,9 @@
 :func:`write_report` reads a sweep directory (``config.json`` and the results table), draws the figures
 (``figures/<name>.png`` and ``.svg``), evaluates the scenario's claims and writes ``report.md`` (figures
 linked) and ``report.html`` (figures inlined as SVG: one file to send or archive). Sections: the claims
-with their measured evidence and verdict, the final regret / cost / privacy table (mean ± 95% CI over
-seeds), the leaderboard, the figures, and the configuration with package versions.
+with their measured evidence and verdict (the spec codes a statement cites linked to their entries in
+``docs/decisions``, see :mod:`fedbandit_envs.bench.decisions`), the final regret / cost / privacy table
+(mean ± 95% CI over seeds), the leaderboard, the figures, and the configuration with package versions.
 
 :func:`write_replication_report` does this for every paper scenario found under a root directory
 (``<root>/<scenario name>/``) and writes ``replication.md`` / ``replication.html``: one row per
@@ -21,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedbandit_envs.bench.decisions import decisions_base, linked_codes
 from fedbandit_envs.bench.jobs import to_json
 from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
 from fedbandit_envs.bench.scenarios import Claim, FigureSpec, Scenario, get, names
 from fedbandit_envs.bench.store import atomic_write, load_config, load_results, table_paths
-from fedbandit_envs.bench.tables import Link, final_summary, html_table, markdown_table
+from fedbandit_envs.bench.tables import Link, RichText, final_summary, html_cell, html_table, markdown_table
 from fedbandit_envs.runner import Results
 
 VERDICTS = ("PASS", "FAIL", "ERROR")
@@ -116,8 +118,8 @@ class Document:
         """A section heading."""
         self.blocks.append(("heading", text))
 
-    def paragraph(self, text: str) -> None:
-        """A paragraph of plain text."""
+    def paragraph(self, text: str | RichText) -> None:
+        """A paragraph of text (plain, or with links)."""
         self.blocks.append(("paragraph", text))
 
     def table(self, header: Sequence[str], rows: Sequence[Sequence[Any]], row_classes: Sequence[str] = ()) -> None:
@@ -139,7 +141,7 @@ class Document:
             if kind == "heading":
                 out.append(f"## {value}")
             elif kind == "paragraph":
-                out.append(value)
+                out.append(str(value))
             elif kind == "table":
                 out.append(markdown_table(value[0], value[1]))
             elif kind == "figure":
@@ -156,7 +158,7 @@ class Document:
             if kind == "heading":
                 out.append(f"<h2>{html.escape(value)}</h2>")
             elif kind == "paragraph":
-                out.append(f"<p>{html.escape(value)}</p>")
+                out.append(f"<p>{html_cell(value)}</p>")
             elif kind == "table":
                 out.append(html_table(*value))
             elif kind == "figure":
@@ -223,9 +225,10 @@ def build_report(directory: str | Path, scenario: Scenario | None = None) -> tup
     figures = draw_figures(results, directory, params, scenario.figures if scenario else ())
     claims = evaluate_claims(scenario.claims if scenario else (), results)
     name = config.get("scenario") or (scenario.name if scenario else directory.name)
+    paper, base = (scenario.paper if scenario else ""), decisions_base(directory)
     doc = Document(f"Report: {name}")
     if scenario is not None or config.get("description"):
-        doc.paragraph(config.get("description") or scenario.description)
+        doc.paragraph(linked_codes(config.get("description") or scenario.description, paper, base))
     versions = ", ".join(f"{k} {v}" for k, v in config.get("versions", {}).items())
     seeds = config.get("seeds", [])
     doc.paragraph(
@@ -236,7 +239,7 @@ def build_report(directory: str | Path, scenario: Scenario | None = None) -> tup
     if claims:
         passed = sum(c.status == "PASS" for c in claims)
         doc.paragraph(f"{passed} of {len(claims)} claim(s) pass.")
-        rows = [[c.name, c.description, c.status, c.evidence] for c in claims]
+        rows = [[c.name, linked_codes(c.description, paper, base), c.status, c.evidence] for c in claims]
         doc.table(["claim", "statement", "verdict", "evidence"], rows, [c.status for c in claims])
     else:
         doc.paragraph(note or "This scenario states no claims.")

@@ -34,6 +34,16 @@ class Link:
         return f"[{self.text}]({self.href})"
 
 
+@dataclass(frozen=True)
+class RichText:
+    """A table cell of text pieces and :class:`Link` pieces (e.g. a claim statement with linked spec codes)."""
+
+    parts: tuple[str | Link, ...]
+
+    def __str__(self) -> str:
+        return "".join(map(str, self.parts))
+
+
 def number(value: float, digits: int = 4) -> str:
     """``value`` with ``digits`` significant digits, but never in exponent form below 1e12 (``19990``, ``170``)."""
     value = float(value)
@@ -93,11 +103,14 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], row_classes
     body = []
     for i, row in enumerate(rows):
         css = f' class="{row_classes[i]}"' if i < len(row_classes) and row_classes[i] else ""
-        body.append(f"<tr{css}>" + "".join(f"<td>{_html_cell(v)}</td>" for v in row) + "</tr>")
+        body.append(f"<tr{css}>" + "".join(f"<td>{html_cell(v)}</td>" for v in row) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _html_cell(value: Any) -> str:
+def html_cell(value: Any) -> str:
+    """One cell (or paragraph) as escaped HTML; :class:`Link` and :class:`RichText` pieces become links."""
     if isinstance(value, Link):
         return f'<a href="{html.escape(value.href)}">{html.escape(value.text)}</a>'
+    if isinstance(value, RichText):
+        return "".join(map(html_cell, value.parts))
     return html.escape(str(value))

@@ -148,7 +148,10 @@ def frontier_favours(name: str, winner: str, share: float = 2 / 3) -> Claim:
         passed = bool(comparisons) and wins >= share * len(comparisons)
         return ClaimVerdict(passed, f"{wins}/{len(comparisons)} favour {winner}: {text}", {"comparisons": comparisons})
 
-    return Claim(name, f"At matched communication {winner.capitalize()}-LinUCB reaches lower regret.", check)
+    if winner not in ("sync", "async"):
+        raise ValueError(f"winner must be 'sync' (spec S3) or 'async' (spec S4), got {winner!r}")
+    code = "S3" if winner == "sync" else "S4"
+    return Claim(name, f"{code}: at matched communication {winner.capitalize()}-LinUCB reaches lower regret.", check)
 
 
 def reward_order(name: str, description: str, labels: Sequence[str]) -> Claim:

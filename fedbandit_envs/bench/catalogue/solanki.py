@@ -90,8 +90,10 @@ def exp1_claims(family: str) -> tuple[Claim, ...]:
         )
 
     return (
-        Claim("ordering", "FCB < P-FCB(eps=1) < Non-federated, and P-FCB(eps=0.3) >= P-FCB(eps=1).", ordering),
-        Claim("frr", "FRR of P-FCB(eps=1) is below 1 and above FRR of FCB.", frr),
+        Claim(
+            "ordering", "FCB < P-FCB(eps=1) < Non-federated, and P-FCB(eps=0.3) >= P-FCB(eps=1) (check 13).", ordering
+        ),
+        Claim("frr", "FRR of P-FCB(eps=1) is below 1 and above FRR of FCB (check 14).", frr),
     )
 
 
@@ -110,7 +112,7 @@ def frr_non_increasing(parameter: str) -> Claim:
             bool(ok), f"FRR by {parameter}: {text}; Spearman {rho:.2f}", dict(zip(map(str, points), values))
         )
 
-    return Claim("frr_non_increasing", "FRR of P-FCB does not increase with epsilon (Fig. 4).", check)
+    return Claim("frr_non_increasing", "FRR of P-FCB does not increase with epsilon (Fig. 4, check 15).", check)
 
 
 def regret_falls_with_n() -> Claim:
@@ -129,7 +131,9 @@ def regret_falls_with_n() -> Claim:
         )
 
     return Claim(
-        "regret_falls_with_n", "Per-agent regret of P-FCB falls as the number of agents grows (Fig. 5).", check
+        "regret_falls_with_n",
+        "Per-agent regret of P-FCB falls as the number of agents grows (Fig. 5, check 16).",
+        check,
     )
 
 
@@ -147,7 +151,8 @@ def federation_helps_both_settings() -> Claim:
             {"homogeneous": ratios.get(True), "heterogeneous": ratios.get(False), "gap": gap},
         )
 
-    return Claim("federation_helps", "FCB lowers regret in both the homogeneous and heterogeneous settings.", check)
+    description = "FCB lowers regret in both the homogeneous and heterogeneous settings (check 17)."
+    return Claim("federation_helps", description, check)
 
 
 def few_violations(algorithms: Sequence[str], threshold: float = 0.01) -> Claim:
@@ -162,7 +167,8 @@ def few_violations(algorithms: Sequence[str], threshold: float = 0.01) -> Claim:
         text = ", ".join(f"{k} {v:.4%}" for k, v in rates.items())
         return ClaimVerdict(bool(ok), f"QC violation rate after exploration: {text}", rates)
 
-    return Claim("few_violations", f"At most {threshold:.0%} QC violations after exploration (default preset).", check)
+    description = f"At most {threshold:.0%} QC violations after exploration (default preset, check 18)."
+    return Claim("few_violations", description, check)
 
 
 # ---------------------------------------------------------------------- scenarios

@@ -148,10 +148,11 @@ def _growth_ratios(curves: dict[int, dict[int, float]]) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- claims
-def sublinear_claim(algorithm: str, max_ratio: float, epsilon: float | None = None) -> Claim:
+def sublinear_claim(algorithm: str, max_ratio: float, epsilon: float | None = None, code: str = "RC2") -> Claim:
     """RC2 / RC7: the trial mean of R(T)/R(T/2) is <= ``max_ratio`` (linear regret gives 2).
 
-    With ``epsilon`` the runs of ``algorithm`` at that sweep value are checked (e.g. Fed_UCB at ε = ∞).
+    With ``epsilon`` the runs of ``algorithm`` at that sweep value are checked (e.g. Fed_UCB at ε = ∞);
+    ``code`` is the spec check the claim stands for (RC2 synthetic, RC7 real data).
     """
     label = algorithm if epsilon is None else f"{algorithm} (epsilon={epsilon:g})"
 
@@ -165,7 +166,7 @@ def sublinear_claim(algorithm: str, max_ratio: float, epsilon: float | None = No
         evidence = f"{label}: mean R(T)/R(T/2) = {mean:.3f} (per trial {np.round(ratios, 3).tolist()})"
         return ClaimVerdict(mean <= max_ratio, evidence, {"mean_ratio": mean, "ratios": ratios.tolist()})
 
-    return Claim("sublinear", f"{label} regret is sublinear: mean R(T)/R(T/2) <= {max_ratio}", check)
+    return Claim("sublinear", f"{label} regret is sublinear: mean R(T)/R(T/2) <= {max_ratio} ({code})", check)
 
 
 def collaboration_claim(gossip: str, local: str, min_local_ratio: float = 1.8, factor: float = 2.0) -> Claim:
@@ -183,7 +184,7 @@ def collaboration_claim(gossip: str, local: str, min_local_ratio: float = 1.8, f
         values = {"local_ratio": ratio, "local_final": local_final, "gossip_final": gossip_final}
         return ClaimVerdict(passed, evidence, values)
 
-    description = f"collaboration is necessary: {local} is linear and >= {factor}x the regret of {gossip}"
+    description = f"collaboration is necessary: {local} is linear and >= {factor}x the regret of {gossip} (RC3)"
     return Claim("collaboration_needed", description, check)
 
 
@@ -339,7 +340,7 @@ SB_EPSILON = register(
     )
 )
 
-_DATA_CLAIMS = (infinity_lowest_claim(), sublinear_claim("fed_ucb", 1.8, epsilon=math.inf))
+_DATA_CLAIMS = (infinity_lowest_claim(), sublinear_claim("fed_ucb", 1.8, epsilon=math.inf, code="RC7"))
 
 DIABETES_STANDIN = register(
     _epsilon_scenario(
