@@ -91,8 +91,8 @@ def _import(path: str) -> Any:
         searched = [entry or os.getcwd() for entry in sys.path if Path(entry or ".").is_dir()]
         raise ValueError(
             f"cannot import module {module!r} of agent {path!r} ({error}); searched {searched}. Make it "
-            "importable: run from the directory that contains it, pass that directory with --path, or pip "
-            "install your package"
+            "importable: run from the directory that contains it, pass that directory with --path (or add it "
+            "to PYTHONPATH), or pip install your package"
         ) from error
     if not hasattr(imported, attribute):
         public = sorted(name for name in vars(imported) if not name.startswith("_"))
