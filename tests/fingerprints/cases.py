@@ -5,7 +5,7 @@ Regenerate ``tests/fingerprints/fingerprints.json`` only when an issue explicitl
 (an algorithm's arms, regret, ledger or privacy spent), never to make a failing refactor pass, and say
 in the commit message which issue changed which cases and why::
 
-    PYTHONPATH=$PWD python -m tests.fingerprints.cases --write
+    python -m tests.fingerprints.cases --write      # from the repository root
 
 Without ``--write`` the command recomputes every case and prints the differences from the fixture
 (``--case NAME`` restricts either mode to some cases; with ``--write`` the others are kept as stored).
@@ -18,6 +18,10 @@ normal, stress instances); every ``linear_runner.LINEAR_ALGORITHMS`` name on the
 paper calibration, with a budget, Gaussian, tree) and the fault wrappers (byzantine source and relay,
 drops, delays); the algorithms that privatise themselves (Fed_UCB, P-FCB, Dubey's private UCB and
 DP-UCB-INT, Li-Song's agent noise) at their own settings.
+
+Not covered: the Solanki names on the MAB family (they are procurement populations: the MAB runner
+cannot host them), the linear names outside the linear family, ``replay_log`` (it reads real data
+files), the Gymnasium single-agent views and the ``fedbandit`` command line.
 """
 
 from __future__ import annotations
@@ -67,9 +71,9 @@ def hybrid(num_agents: int, sizes: tuple[int, ...], graph: str) -> Call:
     return Call("agents.li_song:hybrid_topology", (num_agents, sizes, graph))
 
 
-def paper_laplace(n_agg: int, **kwargs: object) -> tuple[str, dict]:
+def paper_laplace(n_agg: int) -> tuple[str, dict]:
     """Li and Song's Laplace wrapper: noise for ``n_agg * epsilon``, charged as such."""
-    return ("laplace", {"epsilon": 1.0, "calibration": "paper", "n_agg": n_agg, **kwargs})
+    return ("laplace", {"epsilon": 1.0, "calibration": "paper", "n_agg": n_agg})
 
 
 # ---------------------------------------------------------------------------------------------------- cases
@@ -77,6 +81,7 @@ CASES: tuple[Case, ...] = (
     # baselines on the plain MAB
     Case("random_server", "mab", "random", MAB),
     Case("round_robin_complete", "mab", "round_robin", {**MAB, "topology": "complete"}),
+    Case("independent_ucb1_beta_rewards", "mab", "independent_ucb1", {**MAB, "reward_model": "beta"}),
     Case("independent_ucb1_heterogeneous", "mab", "independent_ucb1", HETEROGENEOUS, check_pettingzoo=True),
     Case("full_sharing_ucb_server", "mab", "full_sharing_ucb", MAB),
     Case(
@@ -227,6 +232,14 @@ CASES: tuple[Case, ...] = (
         "li_song",
         "hdp_mab",
         {**LI_SONG, "topology": hybrid(6, (3, 3), "star"), "c1": 50.0, "link_accounting": "graph_edges"},
+        wrappers=(paper_laplace(6),),
+    ),
+    Case(
+        "hdp_mab_hybrid_agent_noise",
+        "li_song",
+        "hdp_mab",
+        {**LI_SONG, "topology": hybrid(6, (2, 4), "complete")},
+        params={"noise": "agent"},
         wrappers=(paper_laplace(6),),
     ),
     # Li and Wang: asynchronous federated linear bandits

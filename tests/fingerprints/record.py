@@ -76,7 +76,7 @@ KEYS = frozenset({"seed", "slot", "agent"})
 
 @dataclass(frozen=True)
 class Call:
-    """A deferred call ``target(*args, **kwargs)`` (``target`` is ``"module:attribute"``).
+    """A deferred call ``target(*args)`` (``target`` is ``"module:attribute"``).
 
     Cases hold these instead of objects (a topology, a corruption distribution, an epsilon schedule),
     so a case stays plain data with a readable, stable ``repr``.
@@ -84,15 +84,13 @@ class Call:
 
     target: str
     args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        arguments = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
-        return f"{self.target}({', '.join(arguments)})"
+        return f"{self.target}({', '.join(repr(a) for a in self.args)})"
 
     def build(self) -> Any:
         """The object the call returns."""
-        return load_object(self.target)(*resolve(self.args), **resolve(self.kwargs))
+        return load_object(self.target)(*resolve(self.args))
 
 
 def resolve(value: Any) -> Any:
