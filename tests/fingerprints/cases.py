@@ -280,6 +280,13 @@ CASES: tuple[Case, ...] = (
     # Solanki et al.: federated procurement (the FRR column runs the non-federated baseline on the same seeds)
     Case("solanki_nf_uniform", "procurement", "solanki_nf", PROCUREMENT, check_pettingzoo=True),
     Case("solanki_fcb_sync_normal", "procurement", "solanki_fcb_sync", {**PROCUREMENT, "instance": "normal"}),
+    Case(  # the MILP oracle for the agents and for the env's regret, on a homogeneous instance
+        "solanki_fcb_sync_exact_oracle_homogeneous",
+        "procurement",
+        "solanki_fcb_sync",
+        {**PROCUREMENT, "horizon": 80, "homogeneous": True, "oracle": "exact"},
+        params={"oracle": "exact"},
+    ),
     Case(
         "solanki_fcb_stress", "procurement", "solanki_fcb", {**PROCUREMENT, "instance": "stress"}, params={"t_lo": 16}
     ),
