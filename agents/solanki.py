@@ -33,10 +33,12 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.envs.procurement import ProcurementContext, ProcurementFeedback, ProcurementPopulation
 from fedbandit_envs.oracles import Oracle, make_oracle
 from wrappers.dp import GaussianMechanism, PrivacyAccountant, gaussian_delta
+
+declare_message_kinds("fcb_sync", "pfcb", "naive")  # public vocabulary under a DP wrapper
 
 __all__ = [
     "COMPOSITION_MODES",
