@@ -320,9 +320,9 @@ class FedUCB(GossipUCB):
     (replica, agent, arm) cells form one :class:`~wrappers.dp.mechanisms.BinaryTreeBank`; agent i's arms share the
     agent's DP generator, so the draws are those of one :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism` per
     arm. The index uses eq. (12) (:func:`dp_bonus`). Messages are post-processing and carry
-    ``Privatized(epsilon=..., account_key="fed_ucb_input_stream", scope="episode")`` declarations, so a DP wrapper
-    charges the declared epsilon once per agent and adds no noise. With ``epsilon=math.inf`` there are no draws, the bound is
-    eq. (11), and the trajectory equals Gossip_UCB's bit for bit under the strict profile (T11).
+    ``Privatized(epsilon=..., account_key="fed_ucb_input_stream", scope="episode")`` declarations, so a DP
+    wrapper charges the declared epsilon once per agent and adds no noise. With ``epsilon=math.inf`` there are no
+    draws, the bound is eq. (11), and the trajectory equals Gossip_UCB's bit for bit under the strict profile (T11).
 
     Args:
         epsilon: total privacy level ε of each agent's stream, > 0 (``math.inf``: no noise).

@@ -396,7 +396,8 @@ class MessagePrivatizer:
             sensitivity = _broadcast(np.asarray(batch.payload[declaration.sensitivity_field], np.float64), values)
             if not facts.has_record_widths:
                 raise ValueError(
-                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} is the sender's word and "
+                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} is the sender's word "
+                    "and "
                     "this environment knows no range of one record to check it against; declare bounds=(low, high) instead"
                 )
             widths = np.stack([facts.record_widths(int(b))[int(s)] for b, s in zip(batch.replica, batch.sender)])
@@ -411,7 +412,8 @@ class MessagePrivatizer:
                 ) from None
             if np.any(short):
                 raise ValueError(
-                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} declares less than the "
+                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} declares less "
+                    "than the "
                     "range of one record the env knows for that entry (e.g. a producer's capacity); declare at least that"
                 )
             observed = _broadcast(self._available(batch, name, declaration, 1)[:, 0].astype(np.float64), values)
