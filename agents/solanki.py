@@ -629,6 +629,12 @@ class PFCB(NonFederated):
             return None
         return np.stack([accountants["basic"].totals() for accountants in self.accountants])
 
+    def delta_spent(self) -> np.ndarray | None:
+        """(B, n) delta spent per agent under the paper's basic composition (None unless ``noise=True``)."""
+        if self.noise is not True:
+            return None
+        return np.stack([accountants["basic"].delta_totals() for accountants in self.accountants])
+
     def privacy_report(self, replica: int = 0) -> dict[str, Any]:
         """The three composition views (max over agents of epsilon and delta) and the analytic pair check.
 

@@ -238,3 +238,30 @@ def test_records_view_is_read_only():
         records.agent_counts(0)[0] = 5
     step(env, arm=1)
     assert records.arm_counts(0).tolist() == [[0, 1, 1], [0, 1, 1]]  # the view follows the env's counts
+
+
+def test_entries_naming_the_same_arm_share_its_records():
+    per_arm = {
+        "v": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n", arm_field="arm"),
+        "n": Public(),
+        "arm": Public(),
+    }
+    env = LaplaceMessageDP(make_env(), 1.0, kinds=KINDS)
+    env.reset(seed=6)
+    for _ in range(3):
+        step(env, arm=0)
+    with pytest.raises(ValueError, match=r"claims 4 records.*observed 3 rewards of arm 0"):
+        step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [2, 2], "arm": [0, 0]}, privacy=per_arm)])
+    inbox, _ = step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [2, 1], "arm": [0, 0]}, privacy=per_arm)])
+    assert len(inbox) == 1
+
+
+def test_a_fractional_record_count_is_refused():
+    env = LaplaceMessageDP(make_env(), 1.0, kinds=KINDS)
+    env.reset(seed=13)
+    step(env)
+    step(env)
+    with pytest.raises(ValueError, match="whole numbers"):
+        step(env, [Message(0, 1, "x", {"v": 0.5, "n": 1.5}, privacy=MEAN)])
+    inbox, _ = step(env, [Message(0, 1, "x", {"v": 0.5, "n": 2.0}, privacy=MEAN)])  # a whole count in a float
+    assert len(inbox) == 1

@@ -327,13 +327,19 @@ class MessagePrivatizer:
             )
         return self.records
 
+    def _agent_totals(self, batch: MessageBatch, name: str, claim: str) -> np.ndarray:
+        """(n,) rewards each row's sender has observed, as the env counts them."""
+        facts = self._facts(name, claim)
+        counts = [facts.agent_counts(int(b))[int(s)] for b, s in zip(batch.replica, batch.sender)]
+        return np.array(counts, np.int64).reshape(len(batch))
+
     def _available(self, batch: MessageBatch, name: str, declaration: Sensitive, entries: int) -> np.ndarray:
         """(n, entries) records the env has seen that each entry may draw on (per arm with ``arm_field``)."""
-        facts = self._facts(name, "a record count or a sum")
-        rows = np.arange(len(batch))
         if declaration.arm_field is None:
-            totals = np.stack([facts.agent_counts(int(b))[int(s)] for b, s in zip(batch.replica, batch.sender)])
+            totals = self._agent_totals(batch, name, "a record count or a sum")
             return np.broadcast_to(totals.reshape(-1, 1), (len(batch), entries))
+        facts = self._facts(name, "a record count per arm")
+        rows = np.arange(len(batch))
         if not facts.has_arm_counts:
             raise ValueError(
                 f"field {name!r} names arms ({declaration.arm_field!r}), but this environment does not count observed "
@@ -350,33 +356,35 @@ class MessagePrivatizer:
         return np.broadcast_to(np.stack([counts[r][arms[r]] for r in rows]), (len(batch), entries))
 
     def _check_records(self, batch: MessageBatch, name: str, declaration: Sensitive, records: np.ndarray) -> None:
-        """Refuse record counts the env cannot back: more records than the sender observed."""
-        entries = records.shape[1]
-        available = self._available(batch, name, declaration, entries)
+        """Refuse record counts the env cannot back: more records than the sender observed.
+
+        ``records`` is (n, entries). Entries of a field with ``affects="one"`` use disjoint records, so
+        together they claim the sum of their counts: of the sender's total, or per arm with ``arm_field``.
+        """
         if declaration.aggregate == "mean" and np.any(records < 1):
             raise ValueError(f"records field {declaration.records_field!r} must be >= 1 for a mean")
         if np.any(records < 0):
             raise ValueError(f"records field {declaration.records_field!r} must be >= 0")
-        # entries over disjoint records (affects="one") share the sender's records unless each names its arm
-        claimed = (
-            records.sum(axis=1, keepdims=True)
-            if declaration.affects == "one" and not declaration.arm_field
-            else records
-        )
-        over = np.argwhere(claimed > available[:, : claimed.shape[1]])
+        available = self._available(batch, name, declaration, records.shape[1])
+        arms = None
+        if declaration.arm_field is not None:
+            arms = np.broadcast_to(
+                np.asarray(batch.payload[declaration.arm_field]).reshape(len(batch), -1), records.shape
+            )
+        claimed = records
+        if declaration.affects == "one" and arms is None:
+            claimed = np.broadcast_to(records.sum(axis=1, keepdims=True), records.shape)
+        elif declaration.affects == "one":
+            claimed = np.stack([np.bincount(a, weights=r)[a] for a, r in zip(arms, records)])
+        over = np.argwhere(claimed > available)
         if len(over):
             row, entry = over[0]
-            arm = ""
-            if declaration.arm_field:
-                arms = np.broadcast_to(
-                    np.asarray(batch.payload[declaration.arm_field]).reshape(len(batch), -1), records.shape
-                )
-                arm = f" of arm {int(arms[row, entry])}"
+            arm = "" if arms is None else f" of arm {int(arms[row, entry])}"
             raise ValueError(
                 f"field {name!r} of {batch.kind!r} claims {int(claimed[row, entry])} records in "
-                f"{declaration.records_field!r}, "
-                f"but agent {int(batch.sender[row])} has observed {int(available[row, entry])} rewards{arm}; "
-                "a record count must not exceed the env's own count of the sender's observed rewards"
+                f"{declaration.records_field!r}, but agent {int(batch.sender[row])} has observed "
+                f"{int(available[row, entry])} rewards{arm}; a record count must not exceed the env's own count "
+                "of the sender's observed rewards"
             )
 
     def _field_range(self, batch: MessageBatch, name: str, declaration: Sensitive) -> tuple:
@@ -390,15 +398,17 @@ class MessagePrivatizer:
         """
         values = np.asarray(batch.payload[name], np.float64)
         n = len(batch)
+        if not n:
+            return values, values, values
         entries = values.reshape(n, -1).shape[1]
         if declaration.sensitivity_field is not None:
             facts = self._facts(name, f"sensitivity_field {declaration.sensitivity_field!r}")
             sensitivity = _broadcast(np.asarray(batch.payload[declaration.sensitivity_field], np.float64), values)
             if not facts.has_record_widths:
                 raise ValueError(
-                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} is the sender's word "
-                    "and "
-                    "this environment knows no range of one record to check it against; declare bounds=(low, high) instead"
+                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} is the sender's word and "
+                    "this environment knows no range of one record to check it against; "
+                    "declare bounds=(low, high) instead"
                 )
             widths = np.stack([facts.record_widths(int(b))[int(s)] for b, s in zip(batch.replica, batch.sender)])
             try:
@@ -412,11 +422,12 @@ class MessagePrivatizer:
                 ) from None
             if np.any(short):
                 raise ValueError(
-                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} declares less "
-                    "than the "
-                    "range of one record the env knows for that entry (e.g. a producer's capacity); declare at least that"
+                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} declares less than "
+                    "the range of one record the env knows for that entry (e.g. a producer's capacity); "
+                    "declare at least that"
                 )
-            observed = _broadcast(self._available(batch, name, declaration, 1)[:, 0].astype(np.float64), values)
+            totals = self._agent_totals(batch, name, f"sensitivity_field {declaration.sensitivity_field!r}")
+            observed = _broadcast(totals.astype(np.float64), values)
             high = np.broadcast_to(observed * sensitivity, values.shape)
             return -high, high, np.broadcast_to(sensitivity, values.shape)
         low, high = declaration.bounds  # type: ignore[misc]
@@ -430,10 +441,10 @@ class MessagePrivatizer:
                 np.maximum(0.0, observed * high),
                 np.full(values.shape, width),
             )
-        raw = np.asarray(batch.payload[declaration.records_field])
-        if raw.dtype.kind not in "iu":
-            raise ValueError(f"records field {declaration.records_field!r} must hold integers (counts of records)")
-        records = np.broadcast_to(_broadcast(raw.astype(np.float64), values), values.shape)
+        raw = np.asarray(batch.payload[declaration.records_field], np.float64)
+        if not np.array_equal(raw, np.round(raw)):
+            raise ValueError(f"records field {declaration.records_field!r} must hold whole numbers (counts of records)")
+        records = np.broadcast_to(_broadcast(raw, values), values.shape)
         self._check_records(batch, name, declaration, records.reshape(n, -1))
         if declaration.aggregate == "mean":
             return np.full(values.shape, low), np.full(values.shape, high), width / records
