@@ -6,10 +6,13 @@ it declares, and checks that the wrapped env now refuses it or charges it in ful
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from fedbandit_envs import FederatedMAB, Message
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs.envs.linear import LinearConfig, LinearCore
+from fedbandit_envs.envs.procurement import FedProcurementEnv
 from wrappers.dp import GaussianMessageDP, LaplaceMessageDP, PrivacyBudgetExceeded, TreeMessageDP
 
 KINDS = ("x", "plumless", "buckeroo")
@@ -265,3 +268,43 @@ def test_a_fractional_record_count_is_refused():
         step(env, [Message(0, 1, "x", {"v": 0.5, "n": 1.5}, privacy=MEAN)])
     inbox, _ = step(env, [Message(0, 1, "x", {"v": 0.5, "n": 2.0}, privacy=MEAN)])  # a whole count in a float
     assert len(inbox) == 1
+
+
+class RecordingHook:
+    """A message hook that keeps the env's record view and snapshots its counts whenever messages pass."""
+
+    def reset(self, context, streams) -> None:
+        self.records, self.seen = None, []
+
+    def attach_records(self, records) -> None:
+        self.records = records
+
+    def __call__(self, slot, batches):
+        self.seen.append(self.records.agent_counts(0).copy())
+        return batches
+
+
+def test_the_linear_core_counts_each_active_clients_observed_rewards():
+    core = LinearCore(LinearConfig(num_clients=3, num_arms=2, dimension=2, horizon=6))
+    hook = RecordingHook()
+    core.add_message_hook(hook)
+    core.reset([0])
+    expected = np.zeros(3, np.int64)
+    for _ in range(4):
+        expected[core.clients[0]] += 1
+        core.pull(np.zeros_like(core.clients))
+        core.communicate([])
+        assert hook.seen[-1].tolist() == expected.tolist()  # read while the slot's messages are privatized
+    assert not hook.records.has_arm_counts  # contexts have no arm identity: a per-arm claim is refused
+
+
+def test_the_procurement_core_counts_rounds_and_knows_the_capacities():
+    env = FedProcurementEnv(num_agents=3, num_producers=2, horizon=5, instance_params={"max_capacity": 3})
+    hook = RecordingHook()
+    env.core.add_message_hook(hook)
+    env.reset(seed=0)
+    for round_ in range(1, 3):
+        env.step({agent: np.array([1, 1]) for agent in env.agents})
+        env.communicate({})
+        assert hook.seen[-1].tolist() == [round_] * 3
+    np.testing.assert_array_equal(hook.records.record_widths(0), env.core.instance.capacities)
