@@ -19,6 +19,11 @@ KINDS = ("x", "plumless", "buckeroo")
 VALUE = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value")}
 SUM = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="sum")}
 MEAN = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n"), "n": Public()}
+PER_ARM = {
+    "v": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n", arm_field="arm"),
+    "n": Public(),
+    "arm": Public(),
+}
 
 
 def make_env(horizon: int = 12, **kwargs) -> FederatedMAB:
@@ -119,20 +124,15 @@ def test_a_claimed_record_count_beyond_the_observed_rewards_is_refused_and_nothi
 
 
 def test_a_claimed_count_of_an_arm_is_checked_against_that_arm():
-    per_arm = {
-        "v": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n", arm_field="arm"),
-        "n": Public(),
-        "arm": Public(),
-    }
     env = LaplaceMessageDP(make_env(), 1.0, kinds=KINDS)
     env.reset(seed=6)
     step(env, arm=0)
     step(env, arm=0)
     step(env, arm=1)
-    inbox, _ = step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [2, 1], "arm": [0, 1]}, privacy=per_arm)])
+    inbox, _ = step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [2, 1], "arm": [0, 1]}, privacy=PER_ARM)])
     assert len(inbox) == 1
     with pytest.raises(ValueError, match=r"'n'.*arm 1"):
-        step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [1, 2], "arm": [0, 1]}, privacy=per_arm)])
+        step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [1, 2], "arm": [0, 1]}, privacy=PER_ARM)])
 
 
 def test_means_over_disjoint_entries_cannot_claim_more_records_than_observed_in_total():
@@ -244,18 +244,13 @@ def test_records_view_is_read_only():
 
 
 def test_entries_naming_the_same_arm_share_its_records():
-    per_arm = {
-        "v": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n", arm_field="arm"),
-        "n": Public(),
-        "arm": Public(),
-    }
     env = LaplaceMessageDP(make_env(), 1.0, kinds=KINDS)
     env.reset(seed=6)
     for _ in range(3):
         step(env, arm=0)
     with pytest.raises(ValueError, match=r"claims 4 records.*observed 3 rewards of arm 0"):
-        step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [2, 2], "arm": [0, 0]}, privacy=per_arm)])
-    inbox, _ = step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [2, 1], "arm": [0, 0]}, privacy=per_arm)])
+        step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [2, 2], "arm": [0, 0]}, privacy=PER_ARM)])
+    inbox, _ = step(env, [Message(0, 1, "x", {"v": [0.5, 0.5], "n": [2, 1], "arm": [0, 0]}, privacy=PER_ARM)])
     assert len(inbox) == 1
 
 
