@@ -30,7 +30,6 @@ production privacy.
 
 from __future__ import annotations
 
-import math
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -475,14 +474,9 @@ class MessagePrivatizer:
 
     def _exceeds(self, b: int, sender: int, events: list) -> tuple[float, float] | None:
         """The projected (epsilon, delta) if ``events`` would break the epsilon or delta budget (or reach delta 1)."""
-        epsilon, delta = self.accountants[b].projected(sender, [(event, None) for event in events])
-        rtol = 1e-12
-        over = (
-            (self.budget is not None and epsilon > self.budget * (1 + rtol))
-            or (self.budget_delta is not None and delta > self.budget_delta * (1 + rtol))
-            or delta >= 1.0
-        )
-        return (epsilon, delta) if over else None
+        accountant, releases = self.accountants[b], [(event, None) for event in events]
+        epsilon, delta = accountant.projected(sender, releases)
+        return (epsilon, delta) if accountant.would_exceed_all(sender, releases) or delta >= 1.0 else None
 
     def _guard(
         self, batch: MessageBatch, schema: dict, sensitive: list[str], plan: _SlotPlan
@@ -504,9 +498,8 @@ class MessagePrivatizer:
             projected = self._exceeds(b, sender, charged + events) if events else None
             if projected is not None:
                 if self.on_exhausted == "raise":
-                    budget = math.inf if self.budget is None else float(self.budget)
-                    budget_delta = 1.0 if self.budget_delta is None else self.budget_delta
-                    raise PrivacyBudgetExceeded(sender, projected[0], budget, projected[1], budget_delta)
+                    budget_delta = 1.0 if self.budget_delta is None else self.budget_delta  # delta < 1 always
+                    raise PrivacyBudgetExceeded(sender, projected[0], self.budget, projected[1], budget_delta)
                 keep[row] = False
                 if self.on_exhausted == "block":
                     plan.blocks.add((b, sender))
