@@ -665,7 +665,8 @@ class LinearCore:
         rewards = chosen + self._noise
         self.last_regret = self.means.max(axis=-1) - chosen
         np.add.at(self.regret, (np.broadcast_to(self._rows, arms.shape), self.clients), self.last_regret)
-        np.add.at(self._observed, (np.broadcast_to(self._rows, arms.shape), self.clients), 1)
+        if self.message_hooks:  # only the hooks read the counts
+            np.add.at(self._observed, (np.broadcast_to(self._rows, arms.shape), self.clients), 1)
         self.reward += rewards.sum(axis=1)
         if self.baseline_reward is not None:
             self.baseline_reward += self._baseline.sum(axis=1)

@@ -231,8 +231,9 @@ class FederatedMABCore:
             self._pulls[self._rows, self._cols, arms] += 1
         self.last_regret = self.gaps[self._rows, arms]
         self.regret += self.last_regret
-        self._observed[self._rows, self._cols, arms] += 1
-        self._observed_total += 1
+        if self.message_hooks:  # only the hooks read the counts
+            self._observed[self._rows, self._cols, arms] += 1
+            self._observed_total += 1
         inbox = self._route(slot, prepared)
         self.slot += 1
         self.partners = self.channel.sample_gossip_partners() if not self.done else np.full_like(self.partners, -1)
