@@ -11,8 +11,11 @@ import numpy as np
 
 from agents.base import Coordinator, Population
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
+from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback
 from fedbandit_envs.topology import SERVER
+
+declare_message_kinds("pooled", "sample")  # public vocabulary under a DP wrapper
 
 __all__ = ["FullSharingCoordinator", "FullSharingUCB", "IndependentUCB1", "Random", "RoundRobin", "ucb1_arms"]
 

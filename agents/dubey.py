@@ -33,10 +33,12 @@ import numpy as np
 
 from agents.base import Population
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
-from fedbandit_envs.channel.privacy import Privatized, Public
+from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback
 from wrappers.dp.accountant import LaplaceEvent, PrivacyAccountant
 from wrappers.dp.mechanisms import FixedInterval, IntervalRelease, laplace_noise
+
+declare_message_kinds("dubey_release", "dubey_exact", "dubey_sample")  # public vocabulary under a DP wrapper
 
 __all__ = [
     "ESTIMATORS",

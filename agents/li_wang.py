@@ -39,9 +39,12 @@ import numpy as np
 
 from agents.base import Coordinator
 from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.envs.linear import LinearContext, LinearFeedback, LinearStep
 from fedbandit_envs.linear_runner import LinearPopulation
 from fedbandit_envs.topology import SERVER
+
+declare_message_kinds("upload", "sync_upload")  # public vocabulary under a DP wrapper
 
 __all__ = [
     "ALPHA_MODES",

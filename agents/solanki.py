@@ -33,10 +33,12 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.envs.procurement import ProcurementContext, ProcurementFeedback, ProcurementPopulation
 from fedbandit_envs.oracles import Oracle, make_oracle
 from wrappers.dp import GaussianMechanism, PrivacyAccountant, gaussian_delta
+
+declare_message_kinds("fcb_sync", "pfcb", "naive")  # public vocabulary under a DP wrapper
 
 __all__ = [
     "COMPOSITION_MODES",
@@ -626,6 +628,12 @@ class PFCB(NonFederated):
         if self.noise is not True:
             return None
         return np.stack([accountants["basic"].totals() for accountants in self.accountants])
+
+    def delta_spent(self) -> np.ndarray | None:
+        """(B, n) delta spent per agent under the paper's basic composition (None unless ``noise=True``)."""
+        if self.noise is not True:
+            return None
+        return np.stack([accountants["basic"].delta_totals() for accountants in self.accountants])
 
     def privacy_report(self, replica: int = 0) -> dict[str, Any]:
         """The three composition views (max over agents of epsilon and delta) and the analytic pair check.

@@ -36,9 +36,11 @@ import numpy as np
 
 from agents.base import Population
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.channel.privacy import Privatized
+from fedbandit_envs.channel.privacy import Privatized, declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback
 from wrappers.dp.mechanisms import BinaryTreeBank, BinaryTreeMechanism
+
+declare_message_kinds("counts", "theta")  # public vocabulary under a DP wrapper
 
 __all__ = [
     "COUNT_SYNC_MODES",
@@ -318,9 +320,9 @@ class FedUCB(GossipUCB):
     (replica, agent, arm) cells form one :class:`~wrappers.dp.mechanisms.BinaryTreeBank`; agent i's arms share the
     agent's DP generator, so the draws are those of one :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism` per
     arm. The index uses eq. (12) (:func:`dp_bonus`). Messages are post-processing and carry
-    ``Privatized(epsilon=..., account_key="fed_ucb_input_stream")`` declarations, so a DP wrapper charges the
-    declared epsilon once per agent and adds no noise. With ``epsilon=math.inf`` there are no draws, the bound is
-    eq. (11), and the trajectory equals Gossip_UCB's bit for bit under the strict profile (T11).
+    ``Privatized(epsilon=..., account_key="fed_ucb_input_stream", scope="episode")`` declarations, so a DP
+    wrapper charges the declared epsilon once per agent and adds no noise. With ``epsilon=math.inf`` there are no
+    draws, the bound is eq. (11), and the trajectory equals Gossip_UCB's bit for bit under the strict profile (T11).
 
     Args:
         epsilon: total privacy level ε of each agent's stream, > 0 (``math.inf``: no noise).
@@ -453,7 +455,10 @@ class FedUCB(GossipUCB):
         if not report["valid"]:
             description += " (nominal epsilon: unbounded rewards or raw init sample, spec D11/D18)"
         declared = Privatized(
-            epsilon=report["epsilon_guaranteed"], account_key=self.ACCOUNT_KEY, description=description
+            epsilon=report["epsilon_guaranteed"],
+            account_key=self.ACCOUNT_KEY,
+            description=description,
+            scope="episode",  # one tree per arm over the whole input stream: epsilon covers the episode
         )
         return {"theta": declared, "counts": declared}
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from agents.base import Agent, PerAgentPopulation
 from fedbandit_envs import NEIGHBOURS, FederatedMAB, Message
-from fedbandit_envs.channel.privacy import Public, Sensitive
+from fedbandit_envs.channel.privacy import Public, Sensitive, declare_message_kinds
 from fedbandit_envs.runner import run
 from wrappers.dp import LaplaceMessageDP, PrivacyBudgetExceeded
 
@@ -22,7 +22,10 @@ TINY = os.environ.get("FEDBANDIT_EXAMPLE_SCALE") == "tiny"
 ENV = {"num_agents": 4, "num_arms": 5, "horizon": 60 if TINY else 1000, "topology": "complete", "instance_seed": 0}
 SEEDS = range(2 if TINY else 5)
 
-# What the shared fields are: a DP wrapper refuses to send a field that is not declared.
+# What the shared fields are: a DP wrapper refuses to send a field that is not declared. The wrapper also checks each
+# count against its own count of the sender's observed rewards, and accepts only message kinds that are public by
+# construction: registered here, before any episode.
+declare_message_kinds("means")
 SHARED = {"means": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="counts"), "counts": Public()}
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import Topology
 
 
@@ -68,6 +69,82 @@ class Feedback:
     rewards: np.ndarray
     inbox: list[MessageBatch]
     partners: np.ndarray
+
+
+def _read_only(array: np.ndarray | None) -> np.ndarray | None:
+    """A read-only view of ``array`` that follows its later in-place updates (None stays None)."""
+    if array is None:
+        return None
+    view = array.view()
+    view.setflags(write=False)
+    return view
+
+
+class ObservedRecords:
+    """The env's own count of the records (observed rewards) each agent holds: facts a DP wrapper may trust.
+
+    A read-only view over arrays the core updates in place, so it always shows the counts at the moment
+    it is read (a message hook reads it while the slot's messages are privatized). Only the core writes
+    them; nothing a learner sends changes them.
+
+    Args:
+        agent_counts: (B, M) rewards each agent has observed so far.
+        arm_counts: (B, M, K) rewards each agent has observed per arm, or None where arms have no identity
+            (linear contexts) or records are not per arm.
+        record_widths: (B, M, K) width of the range of one record per (agent, entry) that the env can
+            vouch for (procurement: a producer's capacity), or None.
+    """
+
+    def __init__(
+        self,
+        agent_counts: np.ndarray,
+        arm_counts: np.ndarray | None = None,
+        record_widths: np.ndarray | None = None,
+    ) -> None:
+        self._agent_counts = _read_only(agent_counts)
+        self._arm_counts = _read_only(arm_counts)
+        self._record_widths = _read_only(record_widths)
+
+    @property
+    def has_arm_counts(self) -> bool:
+        """Whether this family counts records per arm."""
+        return self._arm_counts is not None
+
+    @property
+    def has_record_widths(self) -> bool:
+        """Whether this family knows the range of one record per entry."""
+        return self._record_widths is not None
+
+    def agent_counts(self, replica: int) -> np.ndarray:
+        """(M,) rewards observed by each agent of ``replica`` so far (read-only)."""
+        return self._agent_counts[replica]
+
+    def arm_counts(self, replica: int) -> np.ndarray:
+        """(M, K) rewards observed per agent and arm in ``replica`` (read-only); ValueError if not counted."""
+        if self._arm_counts is None:
+            raise ValueError("this environment does not count observed rewards per arm")
+        return self._arm_counts[replica]
+
+    def record_widths(self, replica: int) -> np.ndarray:
+        """(M, K) width of one record's range per agent and entry (read-only); ValueError if not known."""
+        if self._record_widths is None:
+            raise ValueError("this environment does not know the range of one record per entry")
+        return self._record_widths[replica]
+
+
+def reset_hooks(
+    hooks: Sequence[Any], context: AgentContext, streams: Sequence[SeedStreams], records: ObservedRecords
+) -> None:
+    """Start an episode for each message hook, then hand the hooks that ask for it the env's record counts.
+
+    A hook reads the counts through its optional ``attach_records(records)`` method (see
+    :class:`ObservedRecords`); hooks without it are only reset.
+    """
+    for hook in hooks:
+        hook.reset(context, streams)
+        attach = getattr(hook, "attach_records", None)
+        if attach is not None:
+            attach(records)
 
 
 #: Error texts of a step after the last slot: of an environment (its agents are gone) and of a core.

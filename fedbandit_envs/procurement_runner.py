@@ -12,15 +12,15 @@ the same seeds (a test checks it):
 Each round: ``act -> step -> observe -> outgoing -> communicate (DP hooks, channel) -> receive``.
 
 ``curves`` rows (one per run and checkpoint) have the columns of the MAB runner (``algorithm``, ``seed``,
-``slot``, ``group_regret``, ``mean_regret``, the ledger totals, ``up/down/peer_messages``, ``epsilon_max`` and
-``epsilon_mean`` (NaN unless a wrapper or the population accounts privacy, so every row has the same
-columns), ``wall_time``) plus
+``slot``, ``group_regret``, ``mean_regret``, the ledger totals, ``up/down/peer_messages``, ``epsilon_max``,
+``epsilon_mean``, ``delta_max`` and ``delta_mean`` (NaN unless a wrapper or the population accounts privacy,
+so every row has the same columns), ``wall_time``) plus
 ``exact_group_regret`` (against the MILP optimum), ``violations`` (QC-violating (agent, round) pairs),
 ``violation_rate``, ``violations_after_explore`` / ``violation_rate_after_explore`` (rounds after the
 population's exploration phase ``tau0``), and, with a reference algorithm (the non-federated baseline by
 default), ``nf_group_regret`` and ``frr = group_regret / nf_group_regret`` (the federated regret ratio of the
 cumulative regrets at that checkpoint, on the same instance and seeds). ``agents`` rows add ``regret``,
-``exact_regret``, ``violations``, ``messages_sent``, ``bytes_sent``, ``cost`` and ``epsilon_spent``.
+``exact_regret``, ``violations``, ``messages_sent``, ``bytes_sent``, ``cost``, ``epsilon_spent`` and ``delta_spent``.
 """
 
 from __future__ import annotations
@@ -68,13 +68,15 @@ def build_env(env_kwargs: Mapping[str, Any], wrappers: Sequence[Wrapper]) -> Any
     return env
 
 
-def _epsilon_spent(core: ProcurementCore, population: Any) -> np.ndarray | None:
-    """(B, n) epsilon spent: the privacy-accounting hooks on the core plus the population's own accountant."""
-    hooks, _ = privacy_spent(core)
+def _privacy_spent(core: ProcurementCore, population: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """(B, n) epsilon and delta spent: the accounting hooks on the core plus the population's own accountant."""
+    hooks = privacy_spent(core)
     own = population.epsilon_spent() if hasattr(population, "epsilon_spent") else None
-    if own is None:
-        return hooks
-    return own if hooks is None else hooks + own
+    if own is not None:
+        own = own, population.delta_spent()
+    if hooks[0] is None:
+        return own
+    return hooks if own is None else (hooks[0] + own[0], hooks[1] + own[1])
 
 
 class _Recorder:
@@ -94,7 +96,8 @@ class _Recorder:
             return
         ledger = core.channel.ledger
         elapsed = time.perf_counter() - self.start
-        epsilon = _epsilon_spent(core, population)
+        spent = _privacy_spent(core, population)
+        epsilon, delta = spent if spent is not None else (None, None)
         n = core.instance.num_agents
         explored = self._explored if self._explored is not None else np.zeros_like(core.violations)
         for b in range(core.num_replicas):
@@ -116,6 +119,8 @@ class _Recorder:
             row.update({f"{d}_messages": int(ledger.direction_messages[b, i]) for i, d in enumerate(DIRECTIONS)})
             row["epsilon_max"] = float(epsilon[b].max()) if epsilon is not None else float("nan")
             row["epsilon_mean"] = float(epsilon[b].mean()) if epsilon is not None else float("nan")
+            row["delta_max"] = float(delta[b].max()) if delta is not None else float("nan")
+            row["delta_mean"] = float(delta[b].mean()) if delta is not None else float("nan")
             row["wall_time"] = elapsed
             self.results.curves.append(row)
             for j in range(n):
@@ -132,6 +137,7 @@ class _Recorder:
                     "cost": float(ledger.node_cost[b, j]),
                 }
                 agent_row["epsilon_spent"] = float(epsilon[b, j]) if epsilon is not None else float("nan")
+                agent_row["delta_spent"] = float(delta[b, j]) if delta is not None else float("nan")
                 self.results.agents.append(agent_row)
 
 

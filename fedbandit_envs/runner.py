@@ -164,6 +164,7 @@ class Recorder:
                 row["epsilon_max"] = float(epsilon[b].max())
                 row["epsilon_mean"] = float(epsilon[b].mean())
                 row["delta_max"] = float(delta[b].max())
+                row["delta_mean"] = float(delta[b].mean())
             row["wall_time"] = elapsed
             self.results.curves.append(row)
             for i in range(core.config.num_agents):

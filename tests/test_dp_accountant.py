@@ -252,3 +252,13 @@ def test_default_key_composes_with_every_partition_in_every_method():
     # advanced composition of {1.0, 0.5} (the merged key) at delta' = 1e-6, by hand
     expected = math.sqrt(2 * math.log(1e6) * (1.0 + 0.25)) + 1.0 * math.expm1(1.0) + 0.5 * math.expm1(0.5)
     assert acc.epsilon(0, "advanced", delta_prime=1e-6) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_delta_budget_is_enforced_without_an_epsilon_budget():
+    accountant = PrivacyAccountant(1, budget_delta=1e-5)
+    event = GaussianEvent(0.5, 1e-5, 4.0)
+    accountant.charge(0, event)
+    assert accountant.would_exceed(0, event)
+    with pytest.raises(PrivacyBudgetExceeded, match=r"budget of \(none, 1e-05\)"):
+        accountant.charge(0, event)
+    assert accountant.delta_totals().tolist() == [1e-5]

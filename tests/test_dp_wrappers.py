@@ -25,7 +25,7 @@ from agents.base import Coordinator, Population
 from agents.baselines import ucb1_arms
 from fedbandit_envs import NEIGHBOURS, SERVER, FederatedMAB, Message, MessageBatch
 from fedbandit_envs.channel import batches_from_messages
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action
 from fedbandit_envs.runner import run
 from fedbandit_envs.seeding import SeedStreams
@@ -43,12 +43,24 @@ from wrappers.dp import (
 )
 from wrappers.dp.privatizer import dp_generator
 
+# the kinds these tests send: public vocabulary, registered before any wrapper resets
+declare_message_kinds(
+    "a", "b", "epoch_mean", "means", "hello", "own", "pair", "relay", "stat", "stats", "sums", "total"
+)
+declare_message_kinds("w", "x", "y", "ybar", "yhat")
+
 VALUE = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value")}
 EPOCH = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value", partition_field="epoch"), "epoch": Public()}
 
 
 def make_env(num_agents: int = 3, horizon: int = 12, **kwargs) -> FederatedMAB:
     return FederatedMAB(num_agents=num_agents, num_arms=4, horizon=horizon, topology="complete", **kwargs)
+
+
+def warm(env, slots: int) -> None:
+    """Play ``slots`` slots without messages, so every agent has observed ``slots`` rewards (record counts)."""
+    for _ in range(slots):
+        step(env)
 
 
 def noise_rng(seed: int, sender: int, kind: str) -> np.random.Generator:
@@ -98,11 +110,11 @@ LAPLACE_CASES = {
         [3.0, 0.0, 1.5],
         [2.0, 2.0, 2.0],
     ),
-    # a sum without a records field has no known range: not clipped, sensitivity 1 (one record), scale 2
+    # a sum without a records field: clipped to the >= 16 rewards observed, [0, 16]; sensitivity 1, scale 2
     "sum_without_records": (
         {"m": Sensitive(bounds=(0.0, 1.0), aggregate="sum")},
         {"m": [5.0, -1.0, 1.5]},
-        [5.0, -1.0, 1.5],
+        [5.0, 0.0, 1.5],
         [2.0, 2.0, 2.0],
     ),
     # one record in [0, 0.5]: clipped, sensitivity 0.5, scale 1
@@ -111,13 +123,6 @@ LAPLACE_CASES = {
         {"m": [0.7, -1.0, 0.25]},
         [0.5, 0.0, 0.25],
         [1.0, 1.0, 1.0],
-    ),
-    # explicit per-entry sensitivity [0.5, 1, 4]: no clipping, scale = sensitivity / 0.5
-    "sensitivity_field": (
-        {"m": Sensitive(bounds=None, aggregate="value", sensitivity_field="s"), "s": Public()},
-        {"m": [10.0, -10.0, 0.3], "s": [0.5, 1.0, 4.0]},
-        [10.0, -10.0, 0.3],
-        [1.0, 2.0, 8.0],
     ),
     # one record may change every entry: L1 sensitivity 1/2 + 1/4 + 1/8 = 0.875 on every entry, scale 1.75
     "affects_all": (
@@ -129,12 +134,16 @@ LAPLACE_CASES = {
 }
 
 
+WARM = 16
+
+
 @pytest.mark.parametrize("case", sorted(LAPLACE_CASES))
 def test_laplace_noise_equals_the_senders_dp_draws(case):
     declaration, payload, clipped, scale = LAPLACE_CASES[case]
     seed, eps = 7, 0.5
-    env = LaplaceMessageDP(make_env(), epsilon=eps)
+    env = LaplaceMessageDP(make_env(horizon=WARM + 2), epsilon=eps)
     env.reset(seed=seed)
+    warm(env, WARM)  # the records the means and sums claim (at most 14 per message) exist
     rng = noise_rng(seed, 0, "stat")
     for slot in range(2):  # agent 0's "stat" generator continues across slots
         obs, _, _, _, infos = step(env, {0: [Message(0, 1, "stat", payload, privacy=declaration)]})
@@ -153,6 +162,7 @@ def test_declared_mean_is_clipped_to_its_bounds_before_noise():
     declaration = {"m": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n"), "n": Public()}
     env = LaplaceMessageDP(make_env(), epsilon=1.0)
     env.reset(seed=3)
+    warm(env, 10)
     obs, *_ = step(env, {0: [Message(0, 1, "stat", {"m": 5.0, "n": 10}, privacy=declaration)]})
     # 5.0 -> 1.0, then Laplace of scale (1/10) / 1.0
     expected = 1.0 + noise_rng(3, 0, "stat").laplace(0.0, 1.0, ()) * 0.1
@@ -242,6 +252,7 @@ def test_gaussian_analytic_noise_is_exact_and_satisfies_balle_wang():
     assert sigma == pytest.approx(3.7306316, rel=1e-7)
     env = GaussianMessageDP(make_env(), epsilon=eps, delta=delta, gaussian_calibration="analytic")
     env.reset(seed=4)
+    warm(env, 10)  # two means of 5 records each
     declaration = {"m": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n"), "n": Public()}
     obs, *_ = step(env, {0: [Message(0, 1, "x", {"m": [0.25, 0.75], "n": 5}, privacy=declaration)]})
     expected = np.array([0.25, 0.75]) + noise_rng(4, 0, "x").standard_normal(2) * (0.2 * sigma)
@@ -252,6 +263,7 @@ def test_gaussian_affects_all_uses_the_l2_sensitivity():
     declaration = {"m": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n", affects="all"), "n": Public()}
     env = GaussianMessageDP(make_env(), epsilon=0.5, delta=1e-5)
     env.reset(seed=6)
+    warm(env, 2)
     obs, *_ = step(env, {0: [Message(0, 1, "x", {"m": [0.5, 0.5, 0.5], "n": [1, 2, 2]}, privacy=declaration)]})
     l2 = math.sqrt(1.0**2 + 0.5**2 + 0.5**2)  # per-entry sensitivities 1, 1/2, 1/2
     expected = 0.5 + noise_rng(6, 0, "x").standard_normal(3) * (l2 * 9.689610525210778)
@@ -266,6 +278,7 @@ def test_paper_and_strict_calibration(calibration, scale, charge):
     declaration = {"m": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n"), "n": Public()}
     env = LaplaceMessageDP(make_env(), epsilon=0.1, calibration=calibration, n_agg=50)
     env.reset(seed=8)
+    warm(env, 4)
     rng = noise_rng(8, 0, "ybar")
     for slot in range(3):
         obs, _, _, _, infos = step(env, {0: [Message(0, 1, "ybar", {"m": 0.5, "n": 4}, privacy=declaration)]})
@@ -309,39 +322,15 @@ def test_release_index_counts_per_sender_and_kind():
 
 
 # ------------------------------------------------------------------------------------------ partition keys
-@pytest.mark.parametrize(("epochs", "expected"), [([0, 1, 2], 1.0), ([4, 4, 4], 3.0), ([0, 0, 1], 2.0)])
-def test_partition_field_composes_in_parallel_across_epochs(epochs, expected):
+@pytest.mark.parametrize("epochs", [[0, 1, 2], [4, 4, 4], [0, 0, 1]])
+def test_partition_field_composes_sequentially(epochs):
+    # the env cannot verify which records a sender's value depends on: a partition label changes no charge
     env = LaplaceMessageDP(make_env(), epsilon=1.0)
     env.reset(seed=0)
     for epoch in epochs:
         _, _, _, _, infos = step(env, {0: [epoch_message(0, 1, epoch)]})
-    assert infos["agent_0"]["epsilon_spent"] == expected
-    partitions = env.privatizer.accountants[0].summary(0)["partitions"]
-    # one key (partition_field, value) per epoch, one event per message
-    assert partitions.keys() == {("epoch", e) for e in epochs}
-    assert {key: p["events"] for key, p in partitions.items()} == {("epoch", e): epochs.count(e) for e in epochs}
-
-
-def test_two_kinds_with_the_same_epoch_compose_sequentially():
-    env = LaplaceMessageDP(make_env(), epsilon=1.0)
-    env.reset(seed=0)
-    step(env, {0: [epoch_message(0, 1, 1, kind="yhat")]})
-    _, _, _, _, infos = step(env, {0: [epoch_message(0, 1, 1, kind="ybar")]})
-    assert infos["agent_0"]["epsilon_spent"] == 2.0  # both under the key ("epoch", 1): 1 + 1
-    partitions = env.privatizer.accountants[0].summary(0)["partitions"]
-    assert partitions == {("epoch", 1): {"epsilon": 2.0, "delta": 0.0, "events": 2}}
-
-
-def test_an_unpartitioned_release_composes_with_every_partition():
-    env = LaplaceMessageDP(make_env(), epsilon=1.0)
-    env.reset(seed=0)
-    step(env, {0: [value_message(0, 1, kind="total")]})  # the mean of all rewards so far
-    step(env, {0: [epoch_message(0, 1, 1)]})
-    _, _, _, _, infos = step(env, {0: [epoch_message(0, 1, 2)]})
-    assert infos["agent_0"]["epsilon_spent"] == 2.0  # 1 (key None: all records) + max(1, 1) (disjoint epochs)
-    _, _, _, _, infos = step(env, {0: [epoch_message(0, 1, 2)]})
-    assert infos["agent_0"]["epsilon_spent"] == 3.0  # 1 + max(1, 2)
-    assert env.privatizer.accountants[0].summary(0)["partitions"].keys() == {None, ("epoch", 1), ("epoch", 2)}
+    assert infos["agent_0"]["epsilon_spent"] == 3.0
+    assert env.privatizer.accountants[0].summary(0)["partitions"] == {None: {"epsilon": 3.0, "delta": 0.0, "events": 3}}
 
 
 # ------------------------------------------------------------------------------------------ declarations
@@ -370,9 +359,10 @@ def test_non_strict_mode_passes_undeclared_fields_and_warns_once():
     assert infos["agent_0"]["epsilon_spent"] == 0.0
 
 
-def test_privatized_and_public_fields_pass_unchanged_and_declared_cost_is_charged_once_per_key():
+def test_privatized_and_public_fields_pass_unchanged_and_an_episode_declaration_is_charged_once():
     # A Fed_UCB-style agent privatises its input stream itself: accounted once, never noised again.
-    declaration = {"noisy_sum": Privatized(epsilon=0.3, account_key="input_stream"), "count": Public()}
+    declared = Privatized(epsilon=0.3, account_key="input_stream", scope="episode")
+    declaration = {"noisy_sum": declared, "count": Public()}
     env = LaplaceMessageDP(make_env(), epsilon=1.0)
     env.reset(seed=0)
     for t in range(4):
@@ -388,7 +378,7 @@ def test_privatized_and_public_fields_pass_unchanged_and_declared_cost_is_charge
             assert message.payload["count"] == t and message.privacy == declaration
         assert infos["agent_0"]["epsilon_spent"] == 0.3
     summary = env.privatizer.accountants[0].summary(0)
-    assert summary["num_events"] == 1  # once per (agent, account_key), under the default key
+    assert summary["num_events"] == 1  # once per (agent, account_key) for an episode declaration
     assert summary["partitions"] == {None: {"epsilon": 0.3, "delta": 0.0, "events": 1}}
     relayed = {"relayed": Privatized()}  # post-processing: no charge
     _, _, _, _, infos = step(env, {1: [Message(1, 2, "relay", {"relayed": 0.7}, privacy=relayed)]})
@@ -404,14 +394,14 @@ def test_declared_cost_composes_sequentially_with_noised_releases():
     _, _, _, _, infos = step(env, {0: [value_message(0, 1)]})
     assert infos["agent_0"]["epsilon_spent"] == 0.3 + 1.0  # both under the default key: sequential
     _, _, _, _, infos = step(env, {0: [epoch_message(0, 1, 4)]})
-    assert infos["agent_0"]["epsilon_spent"] == 0.3 + 1.0 + 1.0  # default key 1.3 + max over epochs (1.0)
+    assert infos["agent_0"]["epsilon_spent"] == 0.3 + 1.0 + 1.0  # partitions compose sequentially too
 
 
-def test_each_declared_account_key_is_charged_once_per_agent():
+def test_each_episode_account_key_is_charged_once_per_agent():
     declaration = {
-        "a": Privatized(epsilon=0.25, account_key="rewards"),
-        "b": Privatized(epsilon=0.25, account_key="rewards"),  # same key: charged once
-        "c": Privatized(epsilon=0.5, account_key="contexts"),
+        "a": Privatized(epsilon=0.25, account_key="rewards", scope="episode"),
+        "b": Privatized(epsilon=0.25, account_key="rewards", scope="episode"),  # same key: charged once
+        "c": Privatized(epsilon=0.5, account_key="contexts", scope="episode"),
     }
     env = LaplaceMessageDP(make_env(), epsilon=1.0)
     env.reset(seed=0)
@@ -503,8 +493,8 @@ def test_budget_exceeded_reports_the_refused_total():
 
 
 def test_drop_removes_only_the_messages_that_would_exceed():
-    # budget 2, eps 1 per message, parallel composition over epochs: agent 0's third epoch-0 message is dropped, its
-    # later epoch-1 messages fit again (max over epochs stays 2); agent 1 is not affected.
+    # budget 2, eps 1 per message, sequential composition (epoch labels do not matter): each agent's third and later
+    # epoch means are dropped; agent 0's public messages still go.
     env = LaplaceMessageDP(make_env(), epsilon=1.0, budget=2.0, on_exhausted="drop")
     env.reset(seed=0)
     delivered, spent_by_slot = [], []
@@ -512,26 +502,26 @@ def test_drop_removes_only_the_messages_that_would_exceed():
         hello = Message(0, 2, "hello", {"n": slot}, privacy={"n": Public()})
         obs, _, _, _, infos = step(env, {0: [epoch_message(0, 1, epoch), hello], 1: [epoch_message(1, 2, slot)]})
         delivered.append(len(obs["agent_1"]["inbox"]) == 1)
-        assert sorted(m.sender for m in obs["agent_2"]["inbox"]) == [0, 1]  # agent 0's public message goes too
+        assert [m.sender for m in obs["agent_2"]["inbox"] if m.kind == "hello"] == [0]  # public messages go on
         spent_by_slot.append(infos["agent_0"]["epsilon_spent"])
-    assert delivered == [True, True, False, True, True, False]
+    assert delivered == [True, True, False, False, False, False]
     assert spent_by_slot == [1.0, 2.0, 2.0, 2.0, 2.0, 2.0]
-    assert env.unwrapped.ledger.sent_messages[0].tolist() == [6 + 4, 6, 0, 0]  # hello x6 + 4 epoch means; agent 1
-    assert spent(env).tolist() == [2.0, 1.0, 0.0]
+    assert env.unwrapped.ledger.sent_messages[0].tolist() == [6 + 2, 2, 0, 0]  # hello x6 + 2 epoch means; agent 1
+    assert spent(env).tolist() == [2.0, 2.0, 0.0]
 
 
 def test_block_stops_the_agent_for_the_rest_of_the_episode():
     env = LaplaceMessageDP(make_env(), epsilon=1.0, budget=2.0, on_exhausted="block")
     env.reset(seed=0)
-    plan = [0, 0, 0, 1, 2, 3]  # the fresh epochs 1.. would fit under "drop"
     delivered = []
-    for slot, epoch in enumerate(plan):
-        obs, *_ = step(env, {0: [epoch_message(0, 1, epoch)], 2: [epoch_message(2, 1, slot)]})
+    for slot in range(6):  # agent 2 is refused at its third message too; it sends one later
+        sends = {0: [epoch_message(0, 1, slot)], 2: [epoch_message(2, 1, slot)] if slot != 2 else []}
+        obs, *_ = step(env, sends)
         delivered.append([m.sender for m in obs["agent_1"]["inbox"]])
-    assert delivered == [[0, 2], [0, 2], [2], [2], [2], [2]]
-    assert env.unwrapped.ledger.sent_messages[0].tolist() == [2, 0, 6, 0]
-    assert spent(env).tolist() == [2.0, 0.0, 1.0]
-    assert env.privatizer.blocked.tolist() == [[True, False, False]]
+    assert delivered == [[0, 2], [0, 2], [], [], [], []]
+    assert env.unwrapped.ledger.sent_messages[0].tolist() == [2, 0, 2, 0]
+    assert spent(env).tolist() == [2.0, 0.0, 2.0]
+    assert env.privatizer.blocked.tolist() == [[True, False, True]]
     env.reset(seed=0)  # a new episode unblocks
     obs, *_ = step(env, {0: [epoch_message(0, 1, 0)]})
     assert len(obs["agent_1"]["inbox"]) == 1 and not env.privatizer.blocked.any()
@@ -820,6 +810,7 @@ def test_tree_affects_all_charges_every_entry():
 def test_tree_rejects_declarations_that_are_not_running_sums(declaration, payload):
     env = TreeMessageDP(make_env(), epsilon=1.0)
     env.reset(seed=0)
+    warm(env, 2)  # the mean's records exist: it is refused for its aggregate
     with pytest.raises(ValueError, match="TreeMessageDP releases running sums"):
         step(env, {0: [Message(0, 1, "x", payload, privacy=declaration)]})
 

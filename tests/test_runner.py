@@ -103,7 +103,7 @@ def test_saving_rows_with_different_columns_takes_their_union(tmp_path):
     results = run("independent_ucb1", ENV, [0], checkpoints=1)
     results.extend(run("independent_ucb1", ENV, [0], checkpoints=1, wrappers=[lambda e: LaplaceMessageDP(e, 1.0)]))
     header, first, second = (tmp_path / "r.csv").read_text().splitlines() if results.save(tmp_path, "r") else []
-    assert header.split(",")[-1] == "delta_max" and "epsilon_max" in header
+    assert header.split(",")[-1] == "delta_mean" and "epsilon_max" in header
     assert first.count(",") == second.count(",") == header.count(",")
 
 

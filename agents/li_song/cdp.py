@@ -31,8 +31,11 @@ from agents.li_song.engine import (
 )
 from agents.li_song.schedules import algorithm_epsilon, participants
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
+from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import SERVER, Topology
+
+declare_message_kinds("pooled", "upload")  # public vocabulary under a DP wrapper
 
 __all__ = ["CDPMAB", "CDPServer", "first_rows", "pooled_broadcast"]
 

@@ -28,9 +28,11 @@ import numpy as np
 
 from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values, epoch_mean_privacy
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public
+from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import Topology
+
+declare_message_kinds("adv", "req", "data")  # public vocabulary under a DP wrapper
 
 __all__ = ["DDPMAB", "gis_requests"]
 

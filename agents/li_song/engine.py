@@ -254,7 +254,10 @@ def epoch_mean_privacy(noised: bool, epsilon: float | None, extra: dict[str, Any
     guarantee ``epsilon`` (n_agg epsilon under the paper calibration), charged once for the whole run.
     """
     if noised:
-        mean: Any = Privatized(epsilon=epsilon, account_key=ACCOUNT_KEY, description="Laplace noise of the agent")
+        # each epoch's mean uses that epoch's records only: the agent's epsilon covers the whole run
+        mean: Any = Privatized(
+            epsilon=epsilon, account_key=ACCOUNT_KEY, description="Laplace noise of the agent", scope="episode"
+        )
     else:
         mean = Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n", partition_field="epoch")
     return {"mean": mean, "n": Public(), "epoch": Public(), **(extra or {})}

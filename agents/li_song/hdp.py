@@ -40,7 +40,7 @@ from agents.li_song.engine import (
 )
 from agents.li_song.schedules import algorithm_epsilon
 from fedbandit_envs.channel import MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public
+from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import (
     SERVER,
@@ -53,6 +53,8 @@ from fedbandit_envs.topology import (
     ring,
     star,
 )
+
+declare_message_kinds("forward", "sink_upload")  # public vocabulary under a DP wrapper
 
 __all__ = ["COMPONENT_GRAPHS", "HDPMAB", "HDPServer", "SinkPlan", "find_sink_agents", "hybrid_topology", "sink_plan"]
 

@@ -8,12 +8,15 @@ A sender declares, per payload field, what the field is derived from:
   charges the sender's privacy accountant.
 * :class:`Privatized`: values that are already differentially private (post-processing of noised
   values, relayed private values, or an input stream the agent privatises itself). A DP wrapper
-  passes them unchanged; when ``epsilon`` is given it charges that declared cost once per
-  ``account_key`` (the agent's own mechanism), so nothing is noised twice.
+  passes them unchanged and charges the declared ``epsilon`` (if any): with every message
+  (``scope="message"``), or once per episode for a mechanism that covers the whole episode
+  (``scope="episode"``, e.g. a binary tree over the agent's input stream), so nothing is noised twice.
 
 Adjacency is event level: neighbouring histories differ in one record (one reward).
 Under a DP wrapper in strict mode, an undeclared field is an error: raw reward-derived values never
-leave an agent silently.
+leave an agent silently. Message kinds are metadata and must be public by construction: a wrapper in
+strict mode accepts only the kinds it was given (``kinds=``) and those registered with
+:func:`declare_message_kinds` before the episode starts.
 """
 
 from __future__ import annotations
@@ -23,6 +26,26 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+_PUBLIC_KINDS: set[str] = set()
+
+
+def declare_message_kinds(*kinds: str) -> None:
+    """Register message kinds as public vocabulary (call at import time, as the reference agents do).
+
+    A DP wrapper in strict mode reads the registry at each reset, before any reward of the episode
+    exists, so a kind cannot carry data of that episode. Kinds are plain labels: never build one from
+    data.
+    """
+    for kind in kinds:
+        if not isinstance(kind, str) or not kind:
+            raise TypeError(f"message kinds must be non-empty strings, got {kind!r}")
+    _PUBLIC_KINDS.update(kinds)
+
+
+def public_message_kinds() -> frozenset[str]:
+    """The message kinds registered with :func:`declare_message_kinds` so far."""
+    return frozenset(_PUBLIC_KINDS)
 
 
 @dataclass(frozen=True)
@@ -35,19 +58,27 @@ class Privatized:
     """The field is already differentially private.
 
     Attributes:
-        epsilon: the privacy cost of the agent's own mechanism, charged once per ``account_key``
-            (``None``: post-processing or relaying, no charge).
+        epsilon: the privacy cost of the agent's own mechanism (``None``: post-processing or relaying,
+            no charge).
         delta: the matching delta.
-        account_key: identifies the agent's mechanism (e.g. ``"input_stream"``); charged once.
+        account_key: identifies the agent's mechanism (e.g. ``"input_stream"``).
         description: what produced the values (shown in privacy reports).
+        scope: ``"message"`` (default): ``epsilon`` is the cost of each message, charged with every
+            message that carries the declaration (several fields of one message with the same
+            declaration are one release). ``"episode"``: ``epsilon`` is the total cost over the episode
+            of the mechanism ``account_key`` (e.g. a binary tree over the input stream), charged at its
+            first use; a later declaration under that key with another (epsilon, delta) is refused.
     """
 
     epsilon: float | None = None
     delta: float = 0.0
     account_key: str = "declared"
     description: str = ""
+    scope: Literal["message", "episode"] = "message"
 
     def __post_init__(self) -> None:
+        if self.scope not in ("message", "episode"):
+            raise ValueError(f"Privatized.scope must be 'message' or 'episode', got {self.scope!r}")
         if self.epsilon is not None and not self.epsilon > 0:
             raise ValueError(f"Privatized.epsilon must be > 0 (or None for post-processing), got {self.epsilon}")
         if not 0.0 <= self.delta < 1.0:
@@ -67,14 +98,21 @@ class Sensitive:
         aggregate: ``"mean"`` (an entry is the mean of ``n`` records: sensitivity (high - low) / n),
             ``"sum"`` (sum of ``n`` records: sensitivity high - low) or ``"value"`` (one record).
         records_field: name of a public payload field holding ``n`` per entry (or one ``n`` for all
-            entries). Required for ``"mean"``; optional for ``"sum"`` (then no clipping range is known
-            beyond one record per entry unless given).
+            entries). Required for ``"mean"``; optional for ``"sum"`` (a sum is then clipped to the
+            records the agent has observed). A DP wrapper checks every ``n`` against its own count of
+            the sender's observed rewards (of the named arm with ``arm_field``).
         sensitivity_field: name of a public payload field holding an explicit per-entry sensitivity;
-            overrides the one computed from bounds and records (no clipping then).
+            overrides the one computed from bounds and records. A DP wrapper accepts it only where the
+            env knows the range of one record per entry and the declared value covers it, and clips
+            the entry to the records observed times that sensitivity.
+        arm_field: name of a public payload field holding the arm of each entry (or one arm per row);
+            record counts are then checked per arm.
         affects: ``"one"`` if changing one record changes at most one entry of the field (one arm's
             statistic), ``"all"`` if it can change every entry.
-        partition_field: name of a public scalar payload field whose value keys parallel composition
-            (releases with different keys use disjoint records, e.g. epochs); ``None``: one key.
+        partition_field: name of a public scalar payload field naming the disjoint block of records
+            the release uses (e.g. its epoch). A DP wrapper cannot verify which records a learner's
+            value depends on, so it composes such releases sequentially all the same (the label only
+            documents the intent; an agent's own accountant may use it).
     """
 
     bounds: tuple[float, float] | None = (0.0, 1.0)
@@ -83,6 +121,7 @@ class Sensitive:
     sensitivity_field: str | None = None
     affects: Literal["one", "all"] = "one"
     partition_field: str | None = None
+    arm_field: str | None = None
 
     def __post_init__(self) -> None:
         if self.aggregate not in ("mean", "sum", "value"):
@@ -100,7 +139,8 @@ class Sensitive:
 
     def referenced_fields(self) -> tuple[str, ...]:
         """The public payload fields this declaration reads."""
-        return tuple(f for f in (self.records_field, self.sensitivity_field, self.partition_field) if f)
+        fields = (self.records_field, self.sensitivity_field, self.partition_field, self.arm_field)
+        return tuple(f for f in fields if f)
 
 
 FieldPrivacy = Public | Privatized | Sensitive

@@ -41,7 +41,7 @@ from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, Ledger, Message, MessageBatch
 from fedbandit_envs.channel import batches_from_messages as _batches_from_messages
-from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext
+from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext, ObservedRecords, reset_hooks
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
@@ -588,8 +588,9 @@ class LinearCore:
         )
         if self.coordinator is not None:
             self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
-        for hook in self.message_hooks:
-            hook.reset(self.context, streams)
+        self._observed = np.zeros((b, n), np.int64)
+        self.records = ObservedRecords(self._observed)
+        reset_hooks(self.message_hooks, self.context, streams, self.records)
         self.regret = np.zeros((b, n))
         self.last_regret = np.zeros((b, m))
         self.arrivals = np.zeros((b, n), np.int64)
@@ -664,6 +665,8 @@ class LinearCore:
         rewards = chosen + self._noise
         self.last_regret = self.means.max(axis=-1) - chosen
         np.add.at(self.regret, (np.broadcast_to(self._rows, arms.shape), self.clients), self.last_regret)
+        if self.message_hooks:  # only the hooks read the counts
+            np.add.at(self._observed, (np.broadcast_to(self._rows, arms.shape), self.clients), 1)
         self.reward += rewards.sum(axis=1)
         if self.baseline_reward is not None:
             self.baseline_reward += self._baseline.sum(axis=1)

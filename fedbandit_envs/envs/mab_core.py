@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, MessageBatch
-from fedbandit_envs.core import HORIZON_REACHED, AgentContext, Feedback
+from fedbandit_envs.core import HORIZON_REACHED, AgentContext, Feedback, ObservedRecords, reset_hooks
 from fedbandit_envs.instances import BanditInstance, make_instance
 from fedbandit_envs.rewards import RewardModel, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
@@ -85,6 +85,9 @@ class MessageHook(Protocol):
 
     def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Return the batches to transmit."""
+
+    # Optional: ``attach_records(records: ObservedRecords)``, called after ``reset`` with the env's
+    # read-only count of each agent's observed rewards (see :func:`fedbandit_envs.core.reset_hooks`).
 
 
 class FederatedMABCore:
@@ -155,8 +158,10 @@ class FederatedMABCore:
         )
         if self.coordinator is not None:
             self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
-        for hook in self.message_hooks:
-            hook.reset(self.context, streams)
+        self._observed = np.zeros((b, m, cfg.num_arms), np.int64)
+        self._observed_total = np.zeros((b, m), np.int64)
+        self.records = ObservedRecords(self._observed_total, self._observed)
+        reset_hooks(self.message_hooks, self.context, streams, self.records)
         self.slot = 0
         self.regret = np.zeros((b, m))
         self.last_regret = np.zeros((b, m))
@@ -226,6 +231,9 @@ class FederatedMABCore:
             self._pulls[self._rows, self._cols, arms] += 1
         self.last_regret = self.gaps[self._rows, arms]
         self.regret += self.last_regret
+        if self.message_hooks:  # only the hooks read the counts
+            self._observed[self._rows, self._cols, arms] += 1
+            self._observed_total += 1
         inbox = self._route(slot, prepared)
         self.slot += 1
         self.partners = self.channel.sample_gossip_partners() if not self.done else np.full_like(self.partners, -1)

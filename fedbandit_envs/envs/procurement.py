@@ -47,7 +47,7 @@ from fedbandit_envs.channel import (
     MessageBatch,
     batches_from_messages,
 )
-from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext
+from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext, ObservedRecords, reset_hooks
 from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
 from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
@@ -484,8 +484,10 @@ class ProcurementCore:
             alpha=inst.alpha,
             rho=inst.rho,
         )
-        for hook in self.message_hooks:
-            hook.reset(self.context, streams)
+        self._observed = np.zeros((b, n), np.int64)
+        widths = np.broadcast_to(inst.capacities.astype(np.float64), (b, n, m))
+        self.records = ObservedRecords(self._observed, record_widths=widths)
+        reset_hooks(self.message_hooks, self.context, streams, self.records)
         self.slot = 0
         self._communicated = -1
         self.regret = np.zeros((b, n))
@@ -541,6 +543,7 @@ class ProcurementCore:
         self.violations += ~qc
         self.last_revenue, self.last_qc = revenue, qc
         self.last = ProcurementFeedback(self.slot, units, successes, rewards)
+        self._observed += 1
         self.slot += 1
         return self.last
 

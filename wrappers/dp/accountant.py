@@ -98,22 +98,28 @@ class PrivacyBudgetExceeded(RuntimeError):
     Attributes:
         agent: index of the agent whose budget would be exceeded.
         spent: the agent's basic-composition epsilon *after* the refused event.
-        budget: the agent's epsilon budget.
+        budget: the agent's epsilon budget (``None`` when only delta is bounded).
         spent_delta: the agent's basic-composition delta after the refused event.
         budget_delta: the agent's delta budget (``None`` when delta is not enforced).
     """
 
     def __init__(
-        self, agent: int, spent: float, budget: float, spent_delta: float = 0.0, budget_delta: float | None = None
+        self,
+        agent: int,
+        spent: float,
+        budget: float | None,
+        spent_delta: float = 0.0,
+        budget_delta: float | None = None,
     ):
         self.agent = agent
         self.spent = spent
         self.budget = budget
         self.spent_delta = spent_delta
         self.budget_delta = budget_delta
+        shown = "none" if budget is None else f"{budget:.6g}"
         super().__init__(
             f"agent {agent}: privacy budget exceeded: the event would bring (epsilon, delta) to "
-            f"({spent:.6g}, {spent_delta:.6g}) against a budget of ({budget:.6g}, {budget_delta}); "
+            f"({spent:.6g}, {spent_delta:.6g}) against a budget of ({shown}, {budget_delta}); "
             "stop releasing for this agent, or raise budget_epsilon / budget_delta"
         )
 
@@ -277,7 +283,7 @@ class PrivacyAccountant:
         num_agents: number of agents, indexed ``0 .. num_agents - 1``.
         budget_epsilon: per-agent epsilon budget enforced by :meth:`charge` / :meth:`would_exceed` with basic
             composition; ``None`` for no budget.
-        budget_delta: per-agent delta budget, in [0, 1], checked together with ``budget_epsilon``; ``None``
+        budget_delta: per-agent delta budget, in [0, 1], checked whether or not ``budget_epsilon`` is set; ``None``
             (default) enforces epsilon only, as the specs ask (solanki-pfcb §6). With ``0.0`` (a pure-DP budget) any
             event with delta > 0, e.g. a Gaussian release, exceeds the budget.
         pld_discretization: value discretisation interval of ``dp_accounting``'s ``PLDAccountant``.
@@ -377,11 +383,14 @@ class PrivacyAccountant:
         return self.would_exceed_all(agent, [(event, partition)])
 
     def would_exceed_all(self, agent: int, releases: Sequence[tuple[PrivacyEvent, Hashable]]) -> bool:
-        """Whether recording every ``(event, partition)`` of ``releases`` together would exceed the budget."""
-        if self._budget_epsilon is None:
+        """Whether recording every ``(event, partition)`` of ``releases`` together would exceed the budget.
+
+        Each budget that is set is checked (a delta budget also without an epsilon budget).
+        """
+        if self._budget_epsilon is None and self._budget_delta is None:
             return False
         eps, delta = self.projected(agent, releases)
-        if eps > self._budget_epsilon * (1 + _BUDGET_RTOL):
+        if self._budget_epsilon is not None and eps > self._budget_epsilon * (1 + _BUDGET_RTOL):
             return True
         return self._budget_delta is not None and delta > self._budget_delta * (1 + _BUDGET_RTOL)
 

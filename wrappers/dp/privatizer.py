@@ -1,39 +1,45 @@
 """The message privatizer: clips, noises and accounts every outgoing message of a slot.
 
 It is a :class:`fedbandit_envs.envs.mab_core.MessageHook`: installed on the simulation core, it
-serves the PettingZoo wrappers and the batched runner with one implementation. For every message:
+serves the PettingZoo wrappers and the batched runner with one implementation. The sender is
+untrusted (see the threat model in ``docs/privacy-and-wrappers.md``): whatever lowers the noise or
+the charge is checked against facts the env holds (:class:`~fedbandit_envs.core.ObservedRecords`).
+For every message:
 
-1. each ``Sensitive`` field is clipped to its declared bounds and its per-entry sensitivity is
-   computed from the declaration (never taken from the sender's word, except an explicit
-   ``sensitivity_field``);
-2. the release is priced: ``epsilon`` per message (or a schedule over the sender's release index),
+1. metadata: under ``strict`` the kind must be public by construction (given to the wrapper or
+   registered before the episode) and ``count`` must be 1;
+2. each ``Sensitive`` field's record counts are checked against the env's count of the sender's
+   observed rewards (per arm with ``arm_field``), an explicit ``sensitivity_field`` against the range
+   of one record the env knows, and the field is clipped to the range its declaration allows,
+   whatever its aggregate; a claim the env cannot back raises ``ValueError`` and nothing of the slot
+   is sent or charged;
+3. the release is priced: ``epsilon`` per message (or a schedule over the sender's release index),
    times ``n_agg`` under ``calibration="paper"`` (Li and Song: noise divided by the number of
-   aggregated agents gives an ``n_agg * epsilon`` guarantee, which is what is charged), plus the
-   first use of each ``Privatized(epsilon=...)`` declaration, and checked against the budget
-   (``on_exhausted``: raise, drop the message, or block the sender);
-3. noise is added and the field is re-declared ``Privatized``.
+   aggregated agents gives an ``n_agg * epsilon`` guarantee, which is what is charged), plus every
+   ``Privatized(epsilon=...)`` declaration (each message, or once per episode for
+   ``scope="episode"``); everything composes sequentially (a sender's partition labels cannot be
+   verified), and the budget guard checks epsilon and delta (``on_exhausted``: raise, drop the
+   message, or block the sender; delta never reaches 1);
+4. noise is added and the field is re-declared ``Privatized``.
 
-Partition keys: a ``Sensitive`` field with ``partition_field`` is charged under the key
-``(partition_field, value)`` (releases with different values use disjoint records); everything else
-under the accountant's default key, which composes sequentially with every partition.
-
-Noise comes from one generator per (sender, message kind) derived from the episode's ``dp`` stream,
-so a message gets the same noise whichever path (PettingZoo or batched) sends it. Noise is seeded:
-simulation-grade, not for production privacy.
+Noise comes from one generator per (sender, message kind) derived from the episode's ``dp`` stream
+(:func:`dp_generator`), so a message gets the same noise whichever path (PettingZoo or batched)
+sends it, and distinct kinds never share a generator. Noise is seeded: simulation-grade, not for
+production privacy.
 """
 
 from __future__ import annotations
 
 import warnings
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from fedbandit_envs.channel.messages import MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
-from fedbandit_envs.core import AgentContext
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, public_message_kinds
+from fedbandit_envs.core import AgentContext, ObservedRecords
 from fedbandit_envs.seeding import SeedStreams
 from wrappers.dp.accountant import (
     DeclaredEvent,
@@ -58,43 +64,16 @@ GAUSSIAN_CALIBRATIONS = ("classical", "analytic")
 EpsilonSpec = float | Callable[[int], float]
 
 
-def dp_generator(streams: SeedStreams, sender: int, kind: str) -> np.random.Generator:
-    """The noise generator of one sender's messages of one kind, derived from the episode's ``dp`` stream."""
-    root = streams.sequence("dp")
-    key = (*root.spawn_key, int(sender), zlib.crc32(kind.encode()))
-    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=key, pool_size=root.pool_size))
+def dp_generator(streams: SeedStreams, sender: int, kind: str, index: int = 0) -> np.random.Generator:
+    """The noise generator of one sender's messages of one kind, derived from the episode's ``dp`` stream.
 
-
-def entry_sensitivity(declaration: Sensitive, payload: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """Per-row sensitivity of a sensitive field (per entry when the records field is per entry)."""
-    if declaration.sensitivity_field is not None:
-        return np.asarray(payload[declaration.sensitivity_field][rows], np.float64)
-    low, high = declaration.bounds  # type: ignore[misc]
-    width = float(high - low)
-    if declaration.aggregate == "mean":
-        records = np.asarray(payload[declaration.records_field][rows], np.float64)  # type: ignore[index]
-        if np.any(records < 1):
-            raise ValueError(f"records field {declaration.records_field!r} must be >= 1 for a mean")
-        return width / records
-    return np.full(len(rows), width)
-
-
-def clip_to_declaration(values: np.ndarray, declaration: Sensitive, payload: dict[str, np.ndarray], rows) -> np.ndarray:
-    """Clip a sensitive field to the range its declaration allows (no-op with an explicit sensitivity).
-
-    Means are clipped to the record bounds and sums of ``n`` records to ``n`` times them; a sum without a
-    records field is not clipped. Clipping bounds an entry, not its records: the sensitivity holds only
-    if every record the sender aggregated lies in the bounds (e.g. rewards clipped at the source).
+    The spawn key is ``(sender, crc32(kind))`` for the first kind of each (sender, crc32) pair the
+    episode uses (``index=0``) and ``(sender, crc32(kind), index)`` for the ``index``-th later kind with
+    the same CRC, so distinct kinds never share noise (:meth:`MessagePrivatizer.rng` assigns the index).
     """
-    if declaration.sensitivity_field is not None:
-        return values
-    low, high = declaration.bounds  # type: ignore[misc]
-    if declaration.aggregate == "sum" and declaration.records_field is not None:
-        records = _broadcast(np.asarray(payload[declaration.records_field][rows], np.float64), values)
-        return np.clip(values, records * low, records * high)
-    if declaration.aggregate == "sum":
-        return values
-    return np.clip(values, low, high)
+    root = streams.sequence("dp")
+    key = (*root.spawn_key, int(sender), zlib.crc32(kind.encode())) + ((int(index),) if index else ())
+    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=key, pool_size=root.pool_size))
 
 
 def _broadcast(per_row: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -157,7 +136,7 @@ class _SlotPlan:
 
     pending: dict[tuple[int, int], list] = field(default_factory=dict)
     releases: dict[tuple[int, int, str], int] = field(default_factory=dict)
-    declared: set[tuple[int, int, str]] = field(default_factory=set)
+    declared: dict[tuple[int, int, str], tuple[float, float]] = field(default_factory=dict)
     blocks: set[tuple[int, int]] = field(default_factory=set)
 
 
@@ -171,8 +150,14 @@ class MessagePrivatizer:
         n_agg: number of agents whose messages are averaged (paper calibration only).
         budget: per-agent epsilon budget (basic composition), or None.
         on_exhausted: ``"raise"`` (PrivacyBudgetExceeded), ``"drop"`` (drop that message) or
-            ``"block"`` (drop it and every later message of that sender, of any kind).
-        strict: undeclared payload fields raise; otherwise they pass with a warning.
+            ``"block"`` (drop it and every later message of that sender, of any kind). Applies to
+            the epsilon budget, the delta budget and the delta ceiling alike.
+        strict: undeclared payload fields, kinds outside the public vocabulary and ``count`` other
+            than 1 raise; otherwise they pass with a warning.
+        budget_delta: per-agent delta budget (basic composition), in (0, 1), or None. Whatever it is,
+            a release that would bring an agent's delta to 1 or more (a void guarantee) is refused.
+        kinds: the message kinds the senders may use (public by construction), in addition to those
+            registered with :func:`~fedbandit_envs.channel.privacy.declare_message_kinds`.
     """
 
     def __init__(
@@ -184,6 +169,8 @@ class MessagePrivatizer:
         budget: float | None = None,
         on_exhausted: str = "raise",
         strict: bool = True,
+        budget_delta: float | None = None,
+        kinds: Iterable[str] = (),
     ) -> None:
         if calibration not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
@@ -193,35 +180,57 @@ class MessagePrivatizer:
             raise ValueError(f"n_agg must be >= 1, got {n_agg}")
         if budget is not None and not budget > 0:
             raise ValueError(f"budget must be > 0 (or None), got {budget}")
+        if budget_delta is not None and not 0.0 < budget_delta < 1.0:
+            raise ValueError(f"budget_delta must be in (0, 1) (or None), got {budget_delta}")
+        vocabulary = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+        if isinstance(kinds, str) or not all(isinstance(k, str) and k for k in vocabulary):
+            raise TypeError(f"kinds must be an iterable of non-empty strings, e.g. ('theta', 'counts'); got {kinds!r}")
         self.noise = noise
         self.epsilon = epsilon
         self.calibration = calibration
         self.n_agg = int(n_agg)
         self.budget = budget
+        self.budget_delta = budget_delta
         self.on_exhausted = on_exhausted
         self.strict = strict
+        self.kinds = frozenset(vocabulary)
         if not callable(epsilon):
             noise.scale(np.float64(1.0), self.message_epsilon(1))  # fail now if it cannot be calibrated
         self._warned: set[tuple[str, str]] = set()
         self._ready = False
+        self.records: ObservedRecords | None = None
 
     # ------------------------------------------------------------------ episode
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
-        """Fresh accountants and DP noise streams for every replica."""
+        """Fresh accountants and DP noise streams for every replica; the kind vocabulary is fixed here."""
         m = context.num_agents
         self.streams = list(streams)
-        self.accountants = [PrivacyAccountant(m, budget_epsilon=self.budget) for _ in streams]
+        self.accountants = [
+            PrivacyAccountant(m, budget_epsilon=self.budget, budget_delta=self.budget_delta) for _ in streams
+        ]
         self.blocked = np.zeros((len(streams), m), bool)
+        self.vocabulary = self.kinds | public_message_kinds()
         self._rngs: dict[tuple[int, int, str], np.random.Generator] = {}
+        self._crc_kinds: dict[tuple[int, int, int], list[str]] = {}
         self._releases: dict[tuple[int, int, str], int] = {}
-        self._declared: set[tuple[int, int, str]] = set()
+        self._declared: dict[tuple[int, int, str], tuple[float, float]] = {}
+        self.records = None
         self._ready = True
 
+    def attach_records(self, records: ObservedRecords) -> None:
+        """Receive the env's read-only count of each agent's observed rewards (called by the core after reset)."""
+        self.records = records
+
     def rng(self, replica: int, sender: int, kind: str) -> np.random.Generator:
-        """The noise generator of ``sender``'s messages of ``kind`` in ``replica`` (see :func:`dp_generator`)."""
+        """The noise generator of ``sender``'s messages of ``kind`` in ``replica`` (see :func:`dp_generator`).
+
+        Kinds whose crc32 collides get distinct generators, indexed in the order the sender first uses them.
+        """
         key = (replica, sender, kind)
         if key not in self._rngs:
-            self._rngs[key] = dp_generator(self.streams[replica], sender, kind)
+            same_crc = self._crc_kinds.setdefault((replica, sender, zlib.crc32(kind.encode())), [])
+            self._rngs[key] = dp_generator(self.streams[replica], sender, kind, len(same_crc))
+            same_crc.append(kind)
         return self._rngs[key]
 
     def epsilon_spent(self) -> np.ndarray:
@@ -244,19 +253,44 @@ class MessagePrivatizer:
 
         Three phases: every batch is checked and priced against the charges already made plus those
         decided earlier in the slot; then the charges and blocks are committed; then noise is drawn. A
-        raise in the first phase (bad declaration, exhausted budget) leaves accountants, blocks and noise
-        streams untouched.
+        raise in the first phase (bad declaration, a claim the env cannot back, exhausted budget) leaves
+        accountants, blocks and noise streams untouched. New noise streams of the slot are opened in
+        (replica, sender, kind) order, so the batches' order does not matter.
         """
         if not self._ready:
             raise RuntimeError("the DP wrapper was added after the last reset; call env.reset() before stepping")
         plan = _SlotPlan()
         decided = [self._decide(batch, plan) for batch in batches]
         self._commit(plan)
+        opened = {
+            (int(b), int(sender), batch.kind)
+            for batch, _, sensitive, _, keep, _ in decided
+            if sensitive
+            for b, sender in zip(batch.replica[keep], batch.sender[keep])
+        }
+        for key in sorted(opened):
+            self.rng(*key)
         out = [self._apply(*decision) for decision in decided]
         return [batch for batch in out if len(batch)]
 
+    def _unvouched(self, what: str) -> None:
+        """Refuse (strict) or warn once about metadata that is not public by construction."""
+        if self.strict:
+            raise ValueError(
+                f"{what}; under a DP wrapper message metadata must be public by construction: pass the kinds a "
+                "learner sends to the wrapper (kinds=(...)) or register them with declare_message_kinds() before "
+                "reset, send count=1 (or pass strict=False)"
+            )
+        if (what, "") not in self._warned:
+            warnings.warn(f"DP wrapper (strict=False): {what}; sent as is", stacklevel=4)
+            self._warned.add((what, ""))
+
     def _schema(self, batch: MessageBatch) -> dict:
         """The batch's declarations; undeclared fields raise (strict) or pass as public with one warning."""
+        if batch.kind not in self.vocabulary:
+            self._unvouched(f"message kind {batch.kind!r} is not in the wrapper's public vocabulary")
+        if np.any(batch.count != 1):
+            self._unvouched(f"message kind {batch.kind!r} has count {batch.count.max()} (a sender-chosen count)")
         schema = dict(batch.privacy or {})
         undeclared = [name for name in batch.payload if name not in schema]
         if undeclared and self.strict:
@@ -278,31 +312,171 @@ class MessagePrivatizer:
         """Check and price one batch into ``plan`` (nothing is recorded yet)."""
         schema = self._schema(batch)
         sensitive = [name for name, d in schema.items() if isinstance(d, Sensitive)]
-        rows = np.arange(len(batch))
-        sensitivities = {name: entry_sensitivity(schema[name], batch.payload, rows) for name in sensitive}
+        ranges = {name: self._field_range(batch, name, schema[name]) for name in sensitive}
         keep, epsilons = self._guard(batch, schema, sensitive, plan)
-        return batch, schema, sensitive, sensitivities, keep, epsilons
+        return batch, schema, sensitive, ranges, keep, epsilons
 
+    # ------------------------------------------------------------------ facts
+    def _facts(self, name: str, claim: str) -> ObservedRecords:
+        """The env's record counts, or a refusal naming the field whose claim needs them."""
+        if self.records is None:
+            raise ValueError(
+                f"field {name!r}: {claim} needs the env's count of observed rewards, which this privatizer was not "
+                "given (it is attached by the env's core at reset; call attach_records() when driving it by hand)"
+            )
+        return self.records
+
+    def _agent_totals(self, batch: MessageBatch, name: str, claim: str) -> np.ndarray:
+        """(n,) rewards each row's sender has observed, as the env counts them."""
+        facts = self._facts(name, claim)
+        counts = [facts.agent_counts(int(b))[int(s)] for b, s in zip(batch.replica, batch.sender)]
+        return np.array(counts, np.int64).reshape(len(batch))
+
+    def _available(self, batch: MessageBatch, name: str, declaration: Sensitive, entries: int) -> np.ndarray:
+        """(n, entries) records the env has seen that each entry may draw on (per arm with ``arm_field``)."""
+        if declaration.arm_field is None:
+            totals = self._agent_totals(batch, name, "a record count or a sum")
+            return np.broadcast_to(totals.reshape(-1, 1), (len(batch), entries))
+        facts = self._facts(name, "a record count per arm")
+        rows = np.arange(len(batch))
+        if not facts.has_arm_counts:
+            raise ValueError(
+                f"field {name!r} names arms ({declaration.arm_field!r}), but this environment does not count observed "
+                "rewards per arm; drop arm_field (records are then checked against the agent's total)"
+            )
+        arms = np.asarray(batch.payload[declaration.arm_field]).reshape(len(batch), -1)
+        if arms.dtype.kind not in "iu" or arms.shape[1] not in (1, entries):
+            raise ValueError(
+                f"arm field {declaration.arm_field!r} of {name!r} must hold one integer arm per row or per entry"
+            )
+        counts = [facts.arm_counts(int(b))[int(s)] for b, s in zip(batch.replica, batch.sender)]
+        if arms.min(initial=0) < 0 or arms.max(initial=0) >= counts[0].shape[0]:
+            raise ValueError(f"arm field {declaration.arm_field!r} of {name!r} holds an arm out of range")
+        return np.broadcast_to(np.stack([counts[r][arms[r]] for r in rows]), (len(batch), entries))
+
+    def _check_records(self, batch: MessageBatch, name: str, declaration: Sensitive, records: np.ndarray) -> None:
+        """Refuse record counts the env cannot back: more records than the sender observed.
+
+        ``records`` is (n, entries). Entries of a field with ``affects="one"`` use disjoint records, so
+        together they claim the sum of their counts: of the sender's total, or per arm with ``arm_field``.
+        """
+        if declaration.aggregate == "mean" and np.any(records < 1):
+            raise ValueError(f"records field {declaration.records_field!r} must be >= 1 for a mean")
+        if np.any(records < 0):
+            raise ValueError(f"records field {declaration.records_field!r} must be >= 0")
+        available = self._available(batch, name, declaration, records.shape[1])
+        arms = None
+        if declaration.arm_field is not None:
+            arms = np.broadcast_to(
+                np.asarray(batch.payload[declaration.arm_field]).reshape(len(batch), -1), records.shape
+            )
+        claimed = records
+        if declaration.affects == "one" and arms is None:
+            claimed = np.broadcast_to(records.sum(axis=1, keepdims=True), records.shape)
+        elif declaration.affects == "one":
+            claimed = np.stack([np.bincount(a, weights=r)[a] for a, r in zip(arms, records)])
+        over = np.argwhere(claimed > available)
+        if len(over):
+            row, entry = over[0]
+            arm = "" if arms is None else f" of arm {int(arms[row, entry])}"
+            raise ValueError(
+                f"field {name!r} of {batch.kind!r} claims {int(claimed[row, entry])} records in "
+                f"{declaration.records_field!r}, but agent {int(batch.sender[row])} has observed "
+                f"{int(available[row, entry])} rewards{arm}; a record count must not exceed the env's own count "
+                "of the sender's observed rewards"
+            )
+
+    def _field_range(self, batch: MessageBatch, name: str, declaration: Sensitive) -> tuple:
+        """Clip range (low, high) and sensitivity of each entry, from the declaration checked against the env's facts.
+
+        Returns three arrays of the field's shape (n, ...). Means of ``n`` records are clipped to the record
+        bounds (sensitivity width / n), sums of ``n`` records to ``n`` times them (sensitivity width), sums
+        without a records field to the records the sender observed, values to the bounds; an explicit
+        sensitivity must cover the env's range of one record and the entry is clipped to the records
+        observed times it.
+        """
+        values = np.asarray(batch.payload[name], np.float64)
+        n = len(batch)
+        if not n:
+            return values, values, values
+        entries = values.reshape(n, -1).shape[1]
+        if declaration.sensitivity_field is not None:
+            facts = self._facts(name, f"sensitivity_field {declaration.sensitivity_field!r}")
+            sensitivity = _broadcast(np.asarray(batch.payload[declaration.sensitivity_field], np.float64), values)
+            if not facts.has_record_widths:
+                raise ValueError(
+                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} is the sender's word and "
+                    "this environment knows no range of one record to check it against; "
+                    "declare bounds=(low, high) instead"
+                )
+            widths = np.stack([facts.record_widths(int(b))[int(s)] for b, s in zip(batch.replica, batch.sender)])
+            try:
+                short = np.broadcast_to(sensitivity, values.shape) < np.broadcast_to(
+                    _broadcast(widths, values), values.shape
+                )
+            except ValueError:
+                raise ValueError(
+                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} has no entry layout the env "
+                    f"can match to its per-record ranges of shape {widths.shape[1:]}"
+                ) from None
+            if np.any(short):
+                raise ValueError(
+                    f"field {name!r}: sensitivity_field {declaration.sensitivity_field!r} declares less than "
+                    "the range of one record the env knows for that entry (e.g. a producer's capacity); "
+                    "declare at least that"
+                )
+            totals = self._agent_totals(batch, name, f"sensitivity_field {declaration.sensitivity_field!r}")
+            observed = _broadcast(totals.astype(np.float64), values)
+            high = np.broadcast_to(observed * sensitivity, values.shape)
+            return -high, high, np.broadcast_to(sensitivity, values.shape)
+        low, high = declaration.bounds  # type: ignore[misc]
+        width = float(high - low)
+        if declaration.aggregate == "value":
+            return np.full(values.shape, low), np.full(values.shape, high), np.full(values.shape, width)
+        if declaration.records_field is None:  # a sum of at most the records observed
+            observed = self._available(batch, name, declaration, entries).astype(np.float64).reshape(values.shape)
+            return (
+                np.minimum(0.0, observed * low),
+                np.maximum(0.0, observed * high),
+                np.full(values.shape, width),
+            )
+        raw = np.asarray(batch.payload[declaration.records_field], np.float64)
+        if not np.array_equal(raw, np.round(raw)):
+            raise ValueError(f"records field {declaration.records_field!r} must hold whole numbers (counts of records)")
+        records = np.broadcast_to(_broadcast(raw, values), values.shape)
+        self._check_records(batch, name, declaration, records.reshape(n, -1))
+        if declaration.aggregate == "mean":
+            return np.full(values.shape, low), np.full(values.shape, high), width / records
+        return records * low, records * high, np.full(values.shape, width)
+
+    # ------------------------------------------------------------------ accounting
     def _commit(self, plan: _SlotPlan) -> None:
         """Record the slot's charges, release counts, declarations and blocks."""
         for (b, sender), events in plan.pending.items():
-            for event, partition in events:
-                self.accountants[b].record(sender, event, partition)
+            for event in events:
+                self.accountants[b].record(sender, event)
         self._releases.update(plan.releases)
         self._declared.update(plan.declared)
         for b, sender in plan.blocks:
             self.blocked[b, sender] = True
 
-    def _apply(self, batch, schema, sensitive, sensitivities, keep, epsilons) -> MessageBatch:
+    def _apply(self, batch, schema, sensitive, ranges, keep, epsilons) -> MessageBatch:
         """Drop refused rows and noise the sensitive fields of the others."""
         kept = batch if keep.all() else batch.take(keep)
         if not sensitive:
             return kept.with_payload(kept.payload, schema)
         payload = dict(kept.payload)
         for name in sensitive:
-            payload[name] = self._noised(kept, name, schema[name], sensitivities[name][keep], epsilons[keep])
+            low, high, sensitivity = (array[keep] for array in ranges[name])
+            payload[name] = self._noised(kept, name, schema[name], (low, high, sensitivity), epsilons[keep])
             schema[name] = Privatized(description=f"{self.noise.mechanism} noise added by the DP wrapper")
         return kept.with_payload(payload, schema)
+
+    def _exceeds(self, b: int, sender: int, events: list) -> tuple[float, float] | None:
+        """The projected (epsilon, delta) if ``events`` would break the epsilon or delta budget (or reach delta 1)."""
+        accountant, releases = self.accountants[b], [(event, None) for event in events]
+        epsilon, delta = accountant.projected(sender, releases)
+        return (epsilon, delta) if accountant.would_exceed_all(sender, releases) or delta >= 1.0 else None
 
     def _guard(
         self, batch: MessageBatch, schema: dict, sensitive: list[str], plan: _SlotPlan
@@ -318,54 +492,64 @@ class MessagePrivatizer:
             key = (b, sender, batch.kind)
             index = plan.releases.get(key, self._releases.get(key, 0)) + 1
             epsilon = self.message_epsilon(index) if sensitive else 0.0
-            new_declarations = self._new_declarations(schema, b, sender, plan.declared)
-            events = [(event, None) for _, event in new_declarations]
-            if sensitive:
-                events += self._events(batch, schema, sensitive, row, epsilon)
+            declared, episode = self._declarations(schema, b, sender, plan.declared)
+            events = declared + (self._events(batch, schema, sensitive, row, epsilon) if sensitive else [])
             charged = plan.pending.get((b, sender), [])
-            if events and self.accountants[b].would_exceed_all(sender, charged + events):
+            projected = self._exceeds(b, sender, charged + events) if events else None
+            if projected is not None:
                 if self.on_exhausted == "raise":
-                    projected, _ = self.accountants[b].projected(sender, charged + events)
-                    raise PrivacyBudgetExceeded(sender, projected, float(self.budget))
+                    budget_delta = 1.0 if self.budget_delta is None else self.budget_delta  # delta < 1 always
+                    raise PrivacyBudgetExceeded(sender, projected[0], self.budget, projected[1], budget_delta)
                 keep[row] = False
                 if self.on_exhausted == "block":
                     plan.blocks.add((b, sender))
                 continue
             plan.pending[(b, sender)] = charged + events
-            plan.declared.update((b, sender, account_key) for account_key, _ in new_declarations)
+            plan.declared.update(episode)
             if sensitive:
                 plan.releases[key] = index
                 epsilons[row] = epsilon
         return keep, epsilons
 
-    def _new_declarations(self, schema: dict, b: int, sender: int, declared: set) -> list[tuple[str, DeclaredEvent]]:
-        """``Privatized(epsilon=...)`` costs of this sender not charged yet (once per account key)."""
-        out = []
-        for declaration in schema.values():
-            if isinstance(declaration, Privatized) and declaration.epsilon is not None:
+    def _declarations(self, schema: dict, b: int, sender: int, planned: dict) -> tuple[list, dict]:
+        """The charges of one row's ``Privatized(epsilon=...)`` declarations, and the episode keys they open.
+
+        Per-message declarations are charged every time (one event per distinct declaration of the
+        message); an episode declaration is charged at the first use of its ``account_key`` and must
+        then always declare the same (epsilon, delta).
+        """
+        events: list[DeclaredEvent] = []
+        opened: dict[tuple[int, int, str], tuple[float, float]] = {}
+        seen: list[Privatized] = []
+        for name, declaration in schema.items():
+            if not isinstance(declaration, Privatized) or declaration.epsilon is None or declaration in seen:
+                continue
+            seen.append(declaration)
+            cost = (float(declaration.epsilon), float(declaration.delta))
+            if declaration.scope == "episode":
                 key = (b, sender, declaration.account_key)
-                if key not in self._declared and key not in declared and all(k != key[2] for k, _ in out):
-                    event = DeclaredEvent(declaration.epsilon, declaration.delta, declaration.description)
-                    out.append((declaration.account_key, event))
-        return out
+                known = opened.get(key) or planned.get(key) or self._declared.get(key)
+                if known is not None:
+                    if known != cost:
+                        raise ValueError(
+                            f"field {name!r}: account_key {declaration.account_key!r} of agent {sender} was declared "
+                            f"with (epsilon, delta) = {known} for the episode; a declaration of {cost} under the same "
+                            "key is refused (one key names one mechanism; use another account_key for another one)"
+                        )
+                    continue
+                opened[key] = cost
+            events.append(DeclaredEvent(declaration.epsilon, declaration.delta, declaration.description))
+        return events, opened
 
     def _events(self, batch: MessageBatch, schema: dict, sensitive: list[str], row: int, epsilon: float) -> list:
-        """The (event, partition) pairs one row costs: one release per sensitive field."""
-        return [(self.noise.event(epsilon), self._partition(batch, schema[name], row)) for name in sensitive]
-
-    @staticmethod
-    def _partition(batch: MessageBatch, declaration: Sensitive, row: int):
-        if declaration.partition_field is None:
-            return None
-        value = np.asarray(batch.payload[declaration.partition_field][row]).item()
-        return (declaration.partition_field, value)
+        """The events one row costs: one release per sensitive field (sequential composition)."""
+        return [self.noise.event(epsilon) for _ in sensitive]
 
     def _noised(
-        self, batch: MessageBatch, name: str, declaration: Sensitive, sensitivity: np.ndarray, epsilons: np.ndarray
+        self, batch: MessageBatch, name: str, declaration: Sensitive, ranges: tuple, epsilons: np.ndarray
     ) -> np.ndarray:
-        values = np.asarray(batch.payload[name], np.float64)
-        values = clip_to_declaration(values, declaration, batch.payload, np.arange(len(batch)))
-        sensitivity = np.broadcast_to(_broadcast(sensitivity, values), values.shape)
+        low, high, sensitivity = ranges
+        values = np.clip(np.asarray(batch.payload[name], np.float64), low, high)
         if declaration.affects == "all":
             flat = sensitivity.reshape(len(batch), -1)
             total = flat.sum(axis=1) if self.noise.mechanism == "laplace" else np.sqrt((flat**2).sum(axis=1))

@@ -12,7 +12,7 @@ tree's guarantee once, charged at its first release under the default key (it co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -30,11 +30,19 @@ class TreePrivatizer(MessagePrivatizer):
 
     Args:
         epsilon: total epsilon of each stream (the tree splits it over its levels).
-        budget, on_exhausted, strict: as in :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
+        budget, on_exhausted, strict, budget_delta, kinds: as in :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
     """
 
-    def __init__(self, epsilon: float, budget: float | None = None, on_exhausted: str = "raise", strict: bool = True):
-        super().__init__(NoiseSpec("laplace"), epsilon, "strict", 1, budget, on_exhausted, strict)
+    def __init__(
+        self,
+        epsilon: float,
+        budget: float | None = None,
+        on_exhausted: str = "raise",
+        strict: bool = True,
+        budget_delta: float | None = None,
+        kinds: Iterable[str] = (),
+    ):
+        super().__init__(NoiseSpec("laplace"), epsilon, "strict", 1, budget, on_exhausted, strict, budget_delta, kinds)
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Fresh trees; the stream length is the horizon (at most one message per slot per stream)."""
@@ -88,12 +96,13 @@ class TreePrivatizer(MessagePrivatizer):
             entries = int(np.prod(np.shape(batch.payload[name])[1:], dtype=np.int64))
             levels = self.horizon.bit_length()
             copies = entries if declaration.affects == "all" else 1
-            events += [(TreeEvent(epsilon, levels), None)] * copies
+            events += [TreeEvent(epsilon, levels)] * copies
         return events
 
     def _noised(
-        self, batch: MessageBatch, name: str, declaration: Sensitive, sensitivity: np.ndarray, epsilons: np.ndarray
+        self, batch: MessageBatch, name: str, declaration: Sensitive, ranges: tuple, epsilons: np.ndarray
     ) -> np.ndarray:
+        """Each row's clipped increments enter its stream's trees; the noisy prefix sums are sent."""
         values = np.asarray(batch.payload[name], np.float64)
         low, high = declaration.bounds  # type: ignore[misc]
         noised = np.empty_like(values)

@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -69,8 +70,13 @@ class LaplaceMessageDP(MessageDP):
             ``n_agg * epsilon``, charged as ``n_agg * epsilon``; Li and Song's CDP-MAB).
         n_agg: agents averaged by the receiver (paper calibration).
         budget: per-agent epsilon budget (basic composition), or None.
-        on_exhausted: ``"raise"``, ``"drop"`` or ``"block"`` when a message would exceed the budget.
-        strict: undeclared payload fields raise (default) instead of passing with a warning.
+        on_exhausted: ``"raise"``, ``"drop"`` or ``"block"`` when a message would exceed the budget
+            (epsilon or delta).
+        strict: undeclared payload fields, kinds outside the public vocabulary and packed counts raise
+            (default) instead of passing with a warning.
+        budget_delta: per-agent delta budget, or None; delta never reaches 1 in any case.
+        kinds: the message kinds the learner sends (public by construction), besides those registered
+            with :func:`~fedbandit_envs.channel.privacy.declare_message_kinds`.
     """
 
     def __init__(
@@ -82,8 +88,12 @@ class LaplaceMessageDP(MessageDP):
         budget: float | None = None,
         on_exhausted: str = "raise",
         strict: bool = True,
+        budget_delta: float | None = None,
+        kinds: Iterable[str] = (),
     ) -> None:
-        privatizer = MessagePrivatizer(NoiseSpec("laplace"), epsilon, calibration, n_agg, budget, on_exhausted, strict)
+        privatizer = MessagePrivatizer(
+            NoiseSpec("laplace"), epsilon, calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds
+        )
         super().__init__(env, privatizer)
 
 
@@ -99,7 +109,7 @@ class GaussianMessageDP(MessageDP):
             sensitivity) or ``"analytic"`` (Balle and Wang's tight sigma).
         allow_large_epsilon: accept epsilon >= 1 with the classical calibration (outside its proof;
             Solanki et al.'s schedule reaches it for large budgets).
-        calibration, n_agg, budget, on_exhausted, strict: as in :class:`LaplaceMessageDP`.
+        calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
     """
 
     def __init__(
@@ -114,9 +124,13 @@ class GaussianMessageDP(MessageDP):
         budget: float | None = None,
         on_exhausted: str = "raise",
         strict: bool = True,
+        budget_delta: float | None = None,
+        kinds: Iterable[str] = (),
     ) -> None:
         noise = NoiseSpec("gaussian", delta, gaussian_calibration, allow_large_epsilon)
-        privatizer = MessagePrivatizer(noise, epsilon, calibration, n_agg, budget, on_exhausted, strict)
+        privatizer = MessagePrivatizer(
+            noise, epsilon, calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds
+        )
         super().__init__(env, privatizer)
 
 
@@ -130,7 +144,7 @@ class TreeMessageDP(MessageDP):
     Args:
         env: a fedbandit environment (the horizon is the stream length).
         epsilon: total epsilon of each stream.
-        budget, on_exhausted, strict: as in :class:`LaplaceMessageDP`.
+        budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
     """
 
     def __init__(
@@ -140,5 +154,7 @@ class TreeMessageDP(MessageDP):
         budget: float | None = None,
         on_exhausted: str = "raise",
         strict: bool = True,
+        budget_delta: float | None = None,
+        kinds: Iterable[str] = (),
     ) -> None:
-        super().__init__(env, TreePrivatizer(epsilon, budget, on_exhausted, strict))
+        super().__init__(env, TreePrivatizer(epsilon, budget, on_exhausted, strict, budget_delta, kinds))
