@@ -303,3 +303,14 @@ def test_the_procurement_core_counts_rounds_and_knows_the_capacities():
         env.communicate({})
         assert hook.seen[-1].tolist() == [round_] * 3
     np.testing.assert_array_equal(hook.records.record_widths(0), env.core.instance.capacities)
+
+
+def test_a_packed_count_equal_to_the_payload_record_axis_is_public():
+    """Flooded records (Dubey) pack ``count`` records along axis 1: the count repeats the payload's shape."""
+    env = LaplaceMessageDP(make_env(), 1.0, kinds=KINDS)
+    env.reset(seed=9)
+    packed = Message(0, 1, "x", {"v": np.array([0.5, 0.25, 0.75])}, count=3, privacy={"v": Privatized()})
+    inbox, _ = step(env, [packed])
+    assert len(inbox) == 1 and inbox[0].count == 3
+    with pytest.raises(ValueError, match="record axis"):
+        step(env, [Message(0, 1, "x", {"v": np.array([0.5, 0.25])}, count=3, privacy={"v": Privatized()})])

@@ -76,6 +76,16 @@ def dp_generator(streams: SeedStreams, sender: int, kind: str, index: int = 0) -
     return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=key, pool_size=root.pool_size))
 
 
+def _count_is_record_axis(batch: MessageBatch) -> bool:
+    """Whether each row's ``count`` is the number of records its payload packs (shape, not a free number).
+
+    A packed row (flooded records, Dubey) carries ``count`` records along axis 1 of every payload field; such
+    a count says nothing the payload's shape does not already show.
+    """
+    sizes = {values.shape[1] if values.ndim >= 2 else None for values in batch.payload.values()}
+    return len(sizes) == 1 and None not in sizes and bool(np.all(batch.count == sizes.pop()))
+
+
 def _broadcast(per_row: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Reshape (n,) or (n, ...) per-row data to broadcast against values of shape (n, ...)."""
     return per_row.reshape(per_row.shape + (1,) * (values.ndim - per_row.ndim))
@@ -289,8 +299,11 @@ class MessagePrivatizer:
         """The batch's declarations; undeclared fields raise (strict) or pass as public with one warning."""
         if batch.kind not in self.vocabulary:
             self._unvouched(f"message kind {batch.kind!r} is not in the wrapper's public vocabulary")
-        if np.any(batch.count != 1):
-            self._unvouched(f"message kind {batch.kind!r} has count {batch.count.max()} (a sender-chosen count)")
+        if np.any(batch.count != 1) and not _count_is_record_axis(batch):
+            self._unvouched(
+                f"message kind {batch.kind!r} has count {batch.count.max()} (a sender-chosen count: a packed "
+                "message's count must equal the length of every payload field's record axis, axis 1 of the batch)"
+            )
         schema = dict(batch.privacy or {})
         undeclared = [name for name in batch.payload if name not in schema]
         if undeclared and self.strict:
