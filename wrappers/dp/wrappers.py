@@ -71,6 +71,8 @@ class LaplaceMessageDP(MessageDP):
         budget: per-agent epsilon budget (basic composition), or None.
         on_exhausted: ``"raise"``, ``"drop"`` or ``"block"`` when a message would exceed the budget.
         strict: undeclared payload fields raise (default) instead of passing with a warning.
+        secure: release through OpenDP's floating-point-safe sampler (the ``secure`` extra; same scale and charge,
+            not reproducible: see :mod:`wrappers.dp.secure`) instead of seeded numpy noise.
     """
 
     def __init__(
@@ -82,8 +84,10 @@ class LaplaceMessageDP(MessageDP):
         budget: float | None = None,
         on_exhausted: str = "raise",
         strict: bool = True,
+        secure: bool = False,
     ) -> None:
-        privatizer = MessagePrivatizer(NoiseSpec("laplace"), epsilon, calibration, n_agg, budget, on_exhausted, strict)
+        noise = NoiseSpec("laplace", secure=secure)
+        privatizer = MessagePrivatizer(noise, epsilon, calibration, n_agg, budget, on_exhausted, strict)
         super().__init__(env, privatizer)
 
 
@@ -99,7 +103,8 @@ class GaussianMessageDP(MessageDP):
             sensitivity) or ``"analytic"`` (Balle and Wang's tight sigma).
         allow_large_epsilon: accept epsilon >= 1 with the classical calibration (outside its proof;
             Solanki et al.'s schedule reaches it for large budgets).
-        calibration, n_agg, budget, on_exhausted, strict: as in :class:`LaplaceMessageDP`.
+        calibration, n_agg, budget, on_exhausted, strict, secure: as in :class:`LaplaceMessageDP` (secure: discrete
+            Gaussian noise of the same sigma).
     """
 
     def __init__(
@@ -114,8 +119,9 @@ class GaussianMessageDP(MessageDP):
         budget: float | None = None,
         on_exhausted: str = "raise",
         strict: bool = True,
+        secure: bool = False,
     ) -> None:
-        noise = NoiseSpec("gaussian", delta, gaussian_calibration, allow_large_epsilon)
+        noise = NoiseSpec("gaussian", delta, gaussian_calibration, allow_large_epsilon, secure)
         privatizer = MessagePrivatizer(noise, epsilon, calibration, n_agg, budget, on_exhausted, strict)
         super().__init__(env, privatizer)
 
@@ -131,6 +137,8 @@ class TreeMessageDP(MessageDP):
         env: a fedbandit environment (the horizon is the stream length).
         epsilon: total epsilon of each stream.
         budget, on_exhausted, strict: as in :class:`LaplaceMessageDP`.
+        secure: release every tree node through OpenDP (the ``secure`` extra; same scale and charge, not
+            reproducible).
     """
 
     def __init__(
@@ -140,5 +148,6 @@ class TreeMessageDP(MessageDP):
         budget: float | None = None,
         on_exhausted: str = "raise",
         strict: bool = True,
+        secure: bool = False,
     ) -> None:
-        super().__init__(env, TreePrivatizer(epsilon, budget, on_exhausted, strict))
+        super().__init__(env, TreePrivatizer(epsilon, budget, on_exhausted, strict, secure))
