@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from agents.dubey import ByzantineProofUCB, PrivateMultiAgentUCB
+from agents.dubey import ByzantineProofUCB, CooperativeUCB, PrivateMultiAgentUCB
+from agents.li_song.hdp import hybrid_topology
 from fedbandit_envs.channel.flooding import TTLFlooding
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.runner import run
-from wrappers.faults import ByzantineAgents, MessageDelays, MessageDrops, Normal, PointMass, Uniform
+from wrappers.faults import (
+    ATTACK_FIELDS,
+    ByzantineAgents,
+    FaultInactiveError,
+    FaultInactiveWarning,
+    MessageDelays,
+    MessageDrops,
+    Normal,
+    PointMass,
+    Uniform,
+)
 
 
 def target_bad_arms(field, arm, true_value, rng):
@@ -208,7 +220,8 @@ def test_delays_hold_copies_back_by_the_requested_slots():
     assert set(ages.tolist()) == {2, 3}  # one hop: age 0 + delay 2 + jitter in {0, 1}
     assert abs((ages == 3).mean() - 0.5) < 0.1  # about 300 copies; sd of the fraction 0.03
     untouched = MessageDelays(FederatedMAB(num_agents=6, num_arms=2, horizon=10, topology="ring"), 3, kinds=["x"])
-    rows, _, _ = flood_copies(untouched, 1, 10)
+    with pytest.warns(FaultInactiveWarning, match=r"MessageDelays acted on nothing .* kinds \['x'\]"):
+        rows, _, _ = flood_copies(untouched, 1, 10)
     assert {slot - created for slot, _, _, _, created, _ in rows} == {0}
     with pytest.raises(ValueError, match="delay must be an int >= 0"):
         MessageDelays(FederatedMAB(num_agents=3, num_arms=2, horizon=5), -1)
@@ -227,3 +240,93 @@ def test_fault_hooks_give_identical_batched_and_pettingzoo_runs(wrap):
     single = run(make, env, [3], checkpoints=50, batched=False, wrappers=[wrap])
     rows = lambda r: [[row[k] for k in keys] for row in r.curves if row["seed"] == 3]  # noqa: E731
     assert rows(batched) == rows(single)
+
+
+# ---------------------------------------------------------------------------------------------------- inactive faults
+COOPERATIVE = {"num_agents": 10, "num_arms": 3, "horizon": 120, "topology": "ring", "instance": [0.8, 0.5, 0.2]}
+
+
+def target_bad_arm_means(field, arm, true_value, rng):
+    """Q on per-arm mean vectors: the best arm's (0) mean to 0, every other arm's to 10."""
+    return np.broadcast_to(np.where(np.arange(true_value.shape[-1]) == 0, 0.0, 10.0), true_value.shape)
+
+
+def cooperative_regret(wrappers=()) -> np.ndarray:
+    results = run(lambda: CooperativeUCB(gamma=2), COOPERATIVE, [0, 1], checkpoints=1, wrappers=wrappers)
+    return np.array([row["group_regret"] for row in results.curves])
+
+
+def test_byzantine_default_fields_on_cooperative_ucb_warn_instead_of_looking_immune():
+    # issue 15 defect 8: CooperativeUCB floods rel_mean, the default fields=("reward",) corrupt nothing, and the
+    # non-robust baseline looked immune. Now the episode ends with a warning that names what was sent.
+    clean = cooperative_regret()
+    default = [lambda e: ByzantineAgents(e, contam_eps=0.3)]
+    with pytest.warns(FaultInactiveWarning, match=r"ByzantineAgents acted on nothing.*\['reward'\].*'rel_mean'"):
+        assert (cooperative_regret(default) == clean).all()
+    # attacking the field the algorithm sends works, and does not warn
+    fields = ATTACK_FIELDS["dubey_cooperative_ucb"]["dubey_exact"]
+    attack = [lambda e: ByzantineAgents(e, contam_eps=0.3, fields=fields, q=target_bad_arm_means)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FaultInactiveWarning)
+        attacked = cooperative_regret(attack)
+    assert (attacked > 2 * clean).all()  # measured (seeds 0, 1): clean 57.9 / 81.0, attacked 350.1 / 357.6
+
+
+def test_inactive_fault_can_raise_or_be_ignored():
+    env = ByzantineAgents(
+        FederatedMAB(num_agents=4, num_arms=2, horizon=6, topology="ring"), 0.1, fields=["nope"], on_inactive="raise"
+    )
+    with pytest.raises(FaultInactiveError, match=r"fields \['nope'\].*'sample': \['arm', 'created'"):
+        flood_copies(env, 1, 6)
+    quiet = MessageDrops(
+        FederatedMAB(num_agents=4, num_arms=2, horizon=6, topology="ring"), 0.5, kinds=["x"], on_inactive="ignore"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FaultInactiveWarning)
+        flood_copies(quiet, 1, 6)
+    assert quiet.hook.exposed.tolist() == [0] and quiet.hook.dropped.tolist() == [0]
+    with pytest.raises(ValueError, match="on_inactive must be one of"):
+        MessageDrops(FederatedMAB(num_agents=4, num_arms=2, horizon=6), 0.5, on_inactive="sometimes")
+
+
+def test_a_fault_on_an_algorithm_that_sends_nothing_warns():
+    with pytest.warns(FaultInactiveWarning, match=r"MessageDrops acted on nothing.*none \(no message was sent\)"):
+        run("independent_ucb1", COOPERATIVE, [0], checkpoints=1, wrappers=[lambda e: MessageDrops(e, 0.5)])
+
+
+def test_drops_of_a_sender_that_never_sends_warn_and_active_ones_do_not():
+    env = MessageDrops(FederatedMAB(num_agents=6, num_arms=2, horizon=8, topology="ring"), 0.5, senders=[3])
+    core = env.unwrapped.core
+    core.reset([0])
+    arms = np.zeros((1, 6), np.int64)
+    with pytest.warns(FaultInactiveWarning, match=r"senders \[3\]"):
+        for _ in range(8):
+            core.step(arms)
+    active = MessageDrops(FederatedMAB(num_agents=6, num_arms=2, horizon=8, topology="ring"), 0.0, senders=[3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FaultInactiveWarning)
+        flood_copies(active, 1, 8)
+    assert active.hook.exposed[0] == 7 * 2 and active.hook.dropped[0] == 0  # 7 records to 2 ring neighbours
+
+
+ATTACK_ENVS = {
+    "full_sharing_ucb": {"topology": "server", "horizon": 5},
+    "cdp_mab": {"topology": "server", "horizon": 300},
+    "ddp_mab": {"topology": "complete", "horizon": 300},
+    "hdp_mab": {"topology": hybrid_topology(6, [3, 3]), "horizon": 300},
+    "gossip_ucb": {"topology": "complete", "horizon": 20, "gossip": "uniform_edge"},
+    "fed_ucb": {"topology": "complete", "horizon": 20, "gossip": "uniform_edge"},
+    "dubey_private_ucb": {"topology": "complete", "horizon": 20},
+    "dubey_cooperative_ucb": {"topology": "complete", "horizon": 10},
+    "dubey_byzantine_ucb": {"topology": "complete", "horizon": 10},
+}
+
+
+@pytest.mark.parametrize(
+    "name, kind, field",
+    [(name, kind, field) for name in ATTACK_ENVS for kind, fields in ATTACK_FIELDS[name].items() for field in fields],
+)
+def test_attack_fields_table_names_fields_the_algorithm_sends(name, kind, field):
+    # contam_eps = 0 changes nothing; on_inactive="raise" fails unless byzantine agents sent `field` in `kind`
+    wrap = lambda e: ByzantineAgents(e, 0.0, fields=[field], kinds=[kind], on_inactive="raise")  # noqa: E731
+    run(name, {"num_agents": 6, "num_arms": 3, **ATTACK_ENVS[name]}, [0], checkpoints=1, wrappers=[wrap])

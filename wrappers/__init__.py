@@ -6,10 +6,11 @@ PettingZoo and the batched paths alike.
 """
 
 from wrappers.dp import GaussianMessageDP, LaplaceMessageDP, PrivacyBudgetExceeded, TreeMessageDP
-from wrappers.faults import ByzantineAgents, MessageDelays, MessageDrops
+from wrappers.faults import ByzantineAgents, FaultInactiveWarning, MessageDelays, MessageDrops
 
 __all__ = [
     "ByzantineAgents",
+    "FaultInactiveWarning",
     "GaussianMessageDP",
     "LaplaceMessageDP",
     "MessageDelays",

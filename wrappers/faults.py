@@ -25,10 +25,18 @@ creation slot, recipient), so they do not depend on how the messages of a slot w
   flooding) need a matching ``max_age``.
 
 Hooks that act per copy expand ``NEIGHBOURS`` broadcasts into one row per neighbour (never adding a recipient).
+
+**A fault never silently does nothing.** Each hook counts the records (byzantine) or copies (drops, delays) it had to
+act on: those of its target kinds, senders and fields. If that count is zero over an episode played to its last slot
+(say ``fields=("reward",)`` on an algorithm that sends ``rel_mean``), the hook emits a :class:`FaultInactiveWarning`
+naming the wrapper, what it looked for and the kinds and fields the messages actually had (``on_inactive="raise"``:
+a :class:`FaultInactiveError`; ``"ignore"``: nothing). A fault with nothing to act on changes no trajectory, so the
+check never alters a run. :data:`ATTACK_FIELDS` lists the fields to corrupt for each reference algorithm.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -44,11 +52,15 @@ from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import SERVER
 
 __all__ = [
+    "ATTACK_FIELDS",
     "MODES",
+    "ON_INACTIVE",
     "ByzantineAdversary",
     "ByzantineAgents",
     "DelayHook",
     "DropHook",
+    "FaultInactiveError",
+    "FaultInactiveWarning",
     "MessageDelays",
     "MessageDrops",
     "Normal",
@@ -58,6 +70,43 @@ __all__ = [
 
 #: Where a byzantine agent corrupts records.
 MODES: tuple[str, ...] = ("source", "relay")
+
+#: What a fault does when it had nothing to act on over an episode.
+ON_INACTIVE: tuple[str, ...] = ("warn", "raise", "ignore")
+
+#: The reward-derived payload fields each reference algorithm sends, by message kind: the ``fields`` (and ``kinds``)
+#: a :class:`ByzantineAgents` should corrupt to attack it. Keys are names in ``fedbandit_envs.runner.ALGORITHMS``, or
+#: ``module:Class`` for the other families. Algorithms that send no message (random, round_robin, independent_ucb1,
+#: dubey_ucb1, dubey_dp_ucb_int, solanki_nf) cannot be attacked through their messages.
+ATTACK_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "full_sharing_ucb": {"sample": ("reward",)},
+    "cdp_mab": {"upload": ("mean",)},
+    "ddp_mab": {"data": ("mean",)},
+    "hdp_mab": {"forward": ("mean",), "sink_upload": ("own", "relayed")},
+    "gossip_ucb": {"counts": ("counts",), "theta": ("theta",)},
+    "fed_ucb": {"counts": ("counts",), "theta": ("theta",)},
+    "dubey_private_ucb": {"dubey_release": ("rel_mean",)},
+    "dubey_cooperative_ucb": {"dubey_exact": ("rel_mean",)},
+    "dubey_byzantine_ucb": {"dubey_sample": ("reward",)},
+    "solanki_fcb_sync": {"fcb_sync": ("l", "x")},
+    "solanki_fcb": {"pfcb": ("wy",)},  # ("w", "y") with accounting="basic_strict"
+    "solanki_pfcb": {"pfcb": ("wy",)},  # ("w", "y") with accounting="basic_strict"
+    "agents.li_wang:AsyncLinUCB": {"upload": ("dV", "db")},  # and OneLinUCB, NLinUCB, AsyncLinUCBAM
+    "agents.li_wang:SyncLinUCB": {"sync_upload": ("dV", "db")},
+}
+
+
+class FaultInactiveWarning(UserWarning):
+    """A fault wrapper had no record or copy to act on over a whole episode.
+
+    It was configured for messages the algorithm never sent (wrong ``fields``, ``kinds`` or ``senders``), so the run
+    is the same as without it.
+    """
+
+
+class FaultInactiveError(RuntimeError):
+    """Raised instead of :class:`FaultInactiveWarning` by a fault built with ``on_inactive="raise"``."""
+
 
 #: Child index of each hook kind in the ``adversary`` stream.
 _STREAM_CHILD = {"byzantine": 0, "drop": 1, "delay": 2}
@@ -213,20 +262,69 @@ def _canonical(batches: Sequence[MessageBatch]) -> tuple[np.ndarray, np.ndarray]
 
 
 class _Hook:
-    """Base of the fault hooks: remembers the context and one generator per replica on its stream."""
+    """Base of the fault hooks: the context, one generator per replica on its stream, and the inactivity check.
+
+    Subclasses transform a slot's batches in :meth:`_apply` and count in :attr:`exposed` the records or copies they
+    had to act on; :meth:`__call__` reports an episode in which that count stayed zero (see the module docstring).
+    """
 
     stream_kind = "byzantine"
+    wrapper = "ByzantineAgents"
+
+    def __init__(self, on_inactive: str) -> None:
+        if on_inactive not in ON_INACTIVE:
+            raise ValueError(f"on_inactive must be one of {ON_INACTIVE}, got {on_inactive!r}")
+        self.on_inactive = on_inactive
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Start an episode: one generator per replica on this hook's child of the ``adversary`` stream."""
         self.context = context
         self.rngs = [_stream(s, self.stream_kind) for s in streams]
+        #: (B,) records (byzantine) or copies (drops, delays) the fault had to act on so far.
+        self.exposed = np.zeros(context.num_replicas, np.int64)
+        self._sent: dict[str, set[str]] = {}
+        self._final_calls = 0
+
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """Apply the fault to the slot's batches; at the episode's last call, report a fault that did nothing."""
+        for batch in batches:
+            self._sent.setdefault(batch.kind, set()).update(batch.payload)
+        out = self._apply(slot, batches)
+        if slot == self.context.horizon - 1:
+            self._final_calls += 1
+            if self._final_calls == getattr(self.context, "active_per_slot", 1) and not self.exposed.any():
+                self._report_inactive()
+        return out
+
+    def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        raise NotImplementedError
+
+    def _target(self) -> str:
+        """What the fault looks for, in words."""
+        raise NotImplementedError
+
+    def _hint(self) -> str:
+        """How to point the fault at the messages actually sent."""
+        raise NotImplementedError
+
+    def _report_inactive(self) -> None:
+        if self.on_inactive == "ignore":
+            return
+        sent = "; ".join(f"{kind!r}: {sorted(fields)}" for kind, fields in sorted(self._sent.items()))
+        text = (
+            f"{self.wrapper} acted on nothing in this episode: it looks for {self._target()}, but the messages sent "
+            f"had (kind: fields) {sent or 'none (no message was sent)'}. {self._hint()}, or pass on_inactive='ignore'"
+        )
+        if self.on_inactive == "raise":
+            raise FaultInactiveError(text)
+        warnings.warn(text, FaultInactiveWarning, stacklevel=2)
 
 
 class _PerCopyHook(_Hook):
     """A hook that decides per point-to-point copy of selected kinds and senders."""
 
-    def __init__(self, kinds: Sequence[str] | None, senders: Sequence[int] | None) -> None:
+    def __init__(self, kinds: Sequence[str] | None, senders: Sequence[int] | None, on_inactive: str) -> None:
+        super().__init__(on_inactive)
         self.kinds = None if kinds is None else frozenset(str(k) for k in kinds)
         self.senders = None if senders is None else _agent_ids("senders", senders)
 
@@ -248,7 +346,16 @@ class _PerCopyHook(_Hook):
                 rest.append(batch.take(~selected))
             if np.any(selected):
                 affected.append(_expand(batch.take(selected), self.context))
+                self.exposed += np.bincount(affected[-1].replica, minlength=len(self.exposed))
         return affected, rest
+
+    def _target(self) -> str:
+        kinds = "any kind" if self.kinds is None else f"kinds {sorted(self.kinds)}"
+        senders = "any sender" if self.senders is None else f"senders {self.senders.tolist()}"
+        return f"copies of {kinds} from {senders}"
+
+    def _hint(self) -> str:
+        return "Check kinds and senders against the kinds above"
 
     def _draws(self, batches: list[MessageBatch], draw: Callable[[np.random.Generator, int], np.ndarray]) -> list:
         """One value per row of every batch, drawn per replica in the canonical row order."""
@@ -274,11 +381,15 @@ class ByzantineAdversary(_Hook):
         mode: ``"source"`` (corrupt at creation, D13) or ``"relay"`` (also at every byzantine forwarder).
         q: the corruption distribution Q: :class:`PointMass`, :class:`Uniform`, :class:`Normal` or a callable
             ``q(field, arm, true_value, rng) -> values`` (arrays; ``arm`` is -1 when the payload has no ``arm``).
-        fields: payload fields replaced by Q (default ``("reward",)``).
+        fields: payload fields replaced by Q (default ``("reward",)``; :data:`ATTACK_FIELDS` lists those of each
+            reference algorithm).
         kinds: message kinds to corrupt (default: every kind carrying a target field).
+        on_inactive: ``"warn"`` (:class:`FaultInactiveWarning`), ``"raise"`` (:class:`FaultInactiveError`) or
+            ``"ignore"`` when no record was exposed to corruption over an episode.
     """
 
     stream_kind = "byzantine"
+    wrapper = "ByzantineAgents"
 
     def __init__(
         self,
@@ -289,7 +400,9 @@ class ByzantineAdversary(_Hook):
         q: Corruption | None = None,
         fields: Sequence[str] = ("reward",),
         kinds: Sequence[str] | None = None,
+        on_inactive: str = "warn",
     ) -> None:
+        super().__init__(on_inactive)
         self.contam_eps = _probability("contam_eps", contam_eps)
         if byzantine is not None and fraction is not None:
             raise ValueError("give either byzantine (agent ids) or fraction, not both")
@@ -320,16 +433,22 @@ class ByzantineAdversary(_Hook):
             count = int(round(self.fraction * m))
             for r, rng in enumerate(self.rngs):
                 self.byzantine[r, rng.permutation(m)[:count]] = True
-        #: (B,) records that were exposed to corruption (created, or relayed in relay mode, by byzantine agents).
-        self.exposed = np.zeros(b, np.int64)
-        #: (B,) corruptions applied.
+        #: (B,) corruptions applied (``exposed``: the records exposed to corruption, i.e. created, or relayed in
+        #: relay mode, by byzantine agents in messages carrying a target field).
         self.corrupted = np.zeros(b, np.int64)
         self._log: list[dict[str, np.ndarray]] = []
 
     def _targeted(self, batch: MessageBatch) -> bool:
         return (self.kinds is None or batch.kind in self.kinds) and any(f in batch.payload for f in self.fields)
 
-    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+    def _target(self) -> str:
+        kinds = "any kind" if self.kinds is None else f"kinds {sorted(self.kinds)}"
+        return f"fields {list(self.fields)} in messages of {kinds} sent by its byzantine agents"
+
+    def _hint(self) -> str:
+        return "Pass fields=... (wrappers.faults.ATTACK_FIELDS lists them for every reference algorithm)"
+
+    def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Corrupt the target fields of exposed records; other messages pass unchanged."""
         columns: list[list[np.ndarray]] = [[] for _ in range(9)]
         kinds = sorted({batch.kind for batch in batches})
@@ -437,12 +556,20 @@ class DropHook(_PerCopyHook):
         prob: loss probability per copy, in [0, 1].
         kinds: message kinds affected (default: all).
         senders: sending agents affected (default: all).
+        on_inactive: as in :class:`ByzantineAdversary`, when no copy was subject to loss over an episode.
     """
 
     stream_kind = "drop"
+    wrapper = "MessageDrops"
 
-    def __init__(self, prob: float, kinds: Sequence[str] | None = None, senders: Sequence[int] | None = None) -> None:
-        super().__init__(kinds, senders)
+    def __init__(
+        self,
+        prob: float,
+        kinds: Sequence[str] | None = None,
+        senders: Sequence[int] | None = None,
+        on_inactive: str = "warn",
+    ) -> None:
+        super().__init__(kinds, senders, on_inactive)
         self.prob = _probability("prob", prob)
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
@@ -451,7 +578,7 @@ class DropHook(_PerCopyHook):
         #: (B,) copies dropped so far.
         self.dropped = np.zeros(context.num_replicas, np.int64)
 
-    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+    def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """The batches without the lost copies."""
         affected, rest = self._split(batches)
         draws = self._draws(affected, lambda rng, n: rng.random(n))
@@ -470,14 +597,21 @@ class DelayHook(_PerCopyHook):
         jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream).
         kinds: message kinds affected (default: all).
         senders: sending agents affected (default: all).
+        on_inactive: as in :class:`ByzantineAdversary`, when no copy was subject to delay over an episode.
     """
 
     stream_kind = "delay"
+    wrapper = "MessageDelays"
 
     def __init__(
-        self, delay: int, jitter: int = 0, kinds: Sequence[str] | None = None, senders: Sequence[int] | None = None
+        self,
+        delay: int,
+        jitter: int = 0,
+        kinds: Sequence[str] | None = None,
+        senders: Sequence[int] | None = None,
+        on_inactive: str = "warn",
     ) -> None:
-        super().__init__(kinds, senders)
+        super().__init__(kinds, senders, on_inactive)
         self.delay = _non_negative_int("delay", delay)
         self.jitter = _non_negative_int("jitter", jitter)
 
@@ -486,7 +620,7 @@ class DelayHook(_PerCopyHook):
         super().reset(context, streams)
         self._held: dict[int, list[MessageBatch]] = {}
 
-    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+    def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Undelayed copies, plus the held copies due in this slot; hold the others."""
         affected, out = self._split(batches)
         if self.jitter:
@@ -532,8 +666,11 @@ class ByzantineAgents(_FaultWrapper):
         fraction: with ``byzantine=None``, the seeded fraction of byzantine agents (default 1.0, D13).
         mode: ``"source"`` (D13) or ``"relay"``.
         q: the corruption distribution (default ``PointMass(10.0)``).
-        fields: payload fields replaced (default ``("reward",)``).
+        fields: payload fields replaced (default ``("reward",)``; :data:`ATTACK_FIELDS` lists those of each
+            reference algorithm).
         kinds: message kinds corrupted (default: every kind carrying a target field).
+        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no record was exposed to corruption over
+            an episode (see :class:`FaultInactiveWarning`).
     """
 
     def __init__(
@@ -546,10 +683,12 @@ class ByzantineAgents(_FaultWrapper):
         q: Corruption | None = None,
         fields: Sequence[str] = ("reward",),
         kinds: Sequence[str] | None = None,
+        on_inactive: str = "warn",
     ) -> None:
         if byzantine is not None:
             _agent_ids("byzantine", byzantine, len(env.possible_agents))
-        super().__init__(env, ByzantineAdversary(contam_eps, byzantine, fraction, mode, q, fields, kinds))
+        hook = ByzantineAdversary(contam_eps, byzantine, fraction, mode, q, fields, kinds, on_inactive)
+        super().__init__(env, hook)
 
     @property
     def adversary(self) -> ByzantineAdversary:
@@ -565,14 +704,21 @@ class MessageDrops(_FaultWrapper):
         prob: loss probability per copy, in [0, 1].
         kinds: message kinds affected (default: all).
         senders: sending agents affected (default: all).
+        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to loss over an
+            episode (see :class:`FaultInactiveWarning`).
     """
 
     def __init__(
-        self, env: Any, prob: float, kinds: Sequence[str] | None = None, senders: Sequence[int] | None = None
+        self,
+        env: Any,
+        prob: float,
+        kinds: Sequence[str] | None = None,
+        senders: Sequence[int] | None = None,
+        on_inactive: str = "warn",
     ) -> None:
         if senders is not None:
             _agent_ids("senders", senders, len(env.possible_agents))
-        super().__init__(env, DropHook(prob, kinds, senders))
+        super().__init__(env, DropHook(prob, kinds, senders, on_inactive))
 
 
 class MessageDelays(_FaultWrapper):
@@ -584,6 +730,8 @@ class MessageDelays(_FaultWrapper):
         jitter: extra uniform delay in ``{0, ..., jitter}`` per copy.
         kinds: message kinds affected (default: all).
         senders: sending agents affected (default: all).
+        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to delay over an
+            episode (see :class:`FaultInactiveWarning`).
     """
 
     def __init__(
@@ -593,7 +741,8 @@ class MessageDelays(_FaultWrapper):
         jitter: int = 0,
         kinds: Sequence[str] | None = None,
         senders: Sequence[int] | None = None,
+        on_inactive: str = "warn",
     ) -> None:
         if senders is not None:
             _agent_ids("senders", senders, len(env.possible_agents))
-        super().__init__(env, DelayHook(delay, jitter, kinds, senders))
+        super().__init__(env, DelayHook(delay, jitter, kinds, senders, on_inactive))

@@ -21,6 +21,7 @@ from wrappers.dp.mechanisms import (
     laplace_scale,
 )
 from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec
+from wrappers.dp.secure import SecureTreeSums, secure_release
 from wrappers.dp.tree import TreePrivatizer
 from wrappers.dp.wrappers import GaussianMessageDP, LaplaceMessageDP, MessageDP, TreeMessageDP
 
@@ -39,6 +40,7 @@ __all__ = [
     "NoiseSpec",
     "PrivacyAccountant",
     "PrivacyBudgetExceeded",
+    "SecureTreeSums",
     "TreeEvent",
     "TreeMessageDP",
     "TreePrivatizer",
@@ -48,4 +50,5 @@ __all__ = [
     "gaussian_sigma_classical",
     "laplace_noise",
     "laplace_scale",
+    "secure_release",
 ]

@@ -15,7 +15,8 @@ reports its release as an event of :mod:`wrappers.dp.accountant`.
 
 **Simulation grade.** All noise is drawn from a :class:`numpy.random.Generator` passed in by the caller (normally the
 run's ``"dp"`` seed stream), so experiments are reproducible. Floating-point Laplace / Gaussian sampling of this
-kind is not a secure DP implementation (Mironov 2012); do not use it to protect real data.
+kind is not a secure DP implementation (Mironov 2012); do not use it to protect real data. The DP wrappers'
+``secure=True`` mode (:mod:`wrappers.dp.secure`) releases through OpenDP's floating-point-safe samplers instead.
 """
 
 from __future__ import annotations

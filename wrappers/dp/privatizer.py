@@ -25,7 +25,8 @@ For every message:
 Noise comes from one generator per (sender, message kind) derived from the episode's ``dp`` stream
 (:func:`dp_generator`), so a message gets the same noise whichever path (PettingZoo or batched)
 sends it, and distinct kinds never share a generator. Noise is seeded: simulation-grade, not for
-production privacy.
+production privacy, unless ``NoiseSpec(secure=True)`` releases through OpenDP
+(:mod:`wrappers.dp.secure`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from wrappers.dp.mechanisms import (
     laplace_noise,
     laplace_scale,
 )
+from wrappers.dp.secure import require_opendp, secure_release
 
 ON_EXHAUSTED = ("raise", "drop", "block")
 CALIBRATIONS = ("paper", "strict")
@@ -101,12 +103,15 @@ class NoiseSpec:
         gaussian_calibration: ``"classical"`` or ``"analytic"``.
         allow_large_epsilon: permit epsilon >= 1 with the classical calibration (outside its proof; see
             :func:`~wrappers.dp.mechanisms.gaussian_sigma_classical`).
+        secure: release through OpenDP's floating-point-safe samplers (same scale, not reproducible; see
+            :mod:`wrappers.dp.secure`) instead of the seeded numpy draws.
     """
 
     mechanism: str
     delta: float = 0.0
     gaussian_calibration: str = "classical"
     allow_large_epsilon: bool = False
+    secure: bool = False
 
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
@@ -117,6 +122,10 @@ class NoiseSpec:
             )
         if self.mechanism == "gaussian" and not 0.0 < self.delta < 1.0:
             raise ValueError(f"delta must be in (0, 1) for the Gaussian mechanism, got {self.delta}")
+        if not isinstance(self.secure, bool):
+            raise TypeError(f"secure must be a bool, got {type(self.secure).__name__}")
+        if self.secure:
+            require_opendp()
 
     def scale(self, sensitivity: np.ndarray, epsilon: float) -> np.ndarray:
         """Noise scale (Laplace b or Gaussian sigma) per entry."""
@@ -132,6 +141,12 @@ class NoiseSpec:
         if self.mechanism == "laplace":
             return laplace_noise(scale, rng)
         return gaussian_noise(scale, rng)
+
+    def release(self, values: np.ndarray, rng: np.random.Generator, scale: np.ndarray) -> np.ndarray:
+        """``values`` plus noise of the given per-entry scale (secure: through OpenDP, ``rng`` unused)."""
+        if self.secure:
+            return secure_release(self.mechanism, values, scale)
+        return values + self.draw(rng, scale)
 
     def event(self, epsilon: float) -> LaplaceEvent | GaussianEvent:
         """The accountant event of one release at ``epsilon``."""
@@ -571,7 +586,7 @@ class MessagePrivatizer:
         for row in range(len(batch)):
             rng = self.rng(int(batch.replica[row]), int(batch.sender[row]), batch.kind)
             scale = self.noise.scale(np.asarray(sensitivity[row]), float(epsilons[row]))
-            noised[row] = values[row] + self.noise.draw(rng, scale)
+            noised[row] = self.noise.release(values[row], rng, scale)
         return noised
 
 

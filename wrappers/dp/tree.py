@@ -21,8 +21,26 @@ from fedbandit_envs.channel.privacy import Sensitive
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.seeding import SeedStreams
 from wrappers.dp.accountant import TreeEvent
-from wrappers.dp.mechanisms import BinaryTreeMechanism
+from wrappers.dp.mechanisms import BinaryTreeMechanism, _TreeParameters
 from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec
+from wrappers.dp.secure import SecureTreeSums
+
+
+class _SeededTrees:
+    """One seeded :class:`BinaryTreeMechanism` per entry of a stream (the default mode), as a vector of sums."""
+
+    def __init__(self, entries: int, parameters: _TreeParameters, rng: np.random.Generator) -> None:
+        epsilon, length, width = parameters.epsilon, parameters.stream_length, parameters.sensitivity
+        self.trees = [BinaryTreeMechanism(epsilon, length, width, rng=rng) for _ in range(entries)]
+
+    @property
+    def count(self) -> int:
+        """Records appended so far."""
+        return self.trees[0].count
+
+    def add(self, records: np.ndarray) -> np.ndarray:
+        """Append one record per entry; returns the private running sums."""
+        return np.array([tree.add(x) for tree, x in zip(self.trees, records)])
 
 
 class TreePrivatizer(MessagePrivatizer):
@@ -31,6 +49,8 @@ class TreePrivatizer(MessagePrivatizer):
     Args:
         epsilon: total epsilon of each stream (the tree splits it over its levels).
         budget, on_exhausted, strict, budget_delta, kinds: as in :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
+        secure: release every tree node through OpenDP (:class:`~wrappers.dp.secure.SecureTreeSums`; same scale and
+            charge, not reproducible) instead of the seeded :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism`.
     """
 
     def __init__(
@@ -41,14 +61,16 @@ class TreePrivatizer(MessagePrivatizer):
         strict: bool = True,
         budget_delta: float | None = None,
         kinds: Iterable[str] = (),
+        secure: bool = False,
     ):
-        super().__init__(NoiseSpec("laplace"), epsilon, "strict", 1, budget, on_exhausted, strict, budget_delta, kinds)
+        noise = NoiseSpec("laplace", secure=secure)
+        super().__init__(noise, epsilon, "strict", 1, budget, on_exhausted, strict, budget_delta, kinds)
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Fresh trees; the stream length is the horizon (at most one message per slot per stream)."""
         super().reset(context, streams)
         self.horizon = context.horizon
-        self._trees: dict[tuple, list[BinaryTreeMechanism]] = {}
+        self._trees: dict[tuple, _SeededTrees | SecureTreeSums] = {}
         self._last: dict[tuple, np.ndarray] = {}
         self._released_slot = -1
         self._released: set[tuple] = set()  # streams released in slot _released_slot
@@ -110,15 +132,16 @@ class TreePrivatizer(MessagePrivatizer):
             key = self._stream_key(batch, name, row)
             flat = values[row].reshape(-1)
             if key not in self._trees:
-                rng = self.rng(key[0], key[1], batch.kind)
-                self._trees[key] = [
-                    BinaryTreeMechanism(float(epsilons[row]), self.horizon, high - low, rng=rng) for _ in flat
-                ]
+                parameters = _TreeParameters(float(epsilons[row]), self.horizon, high - low, "levels", False, None)
+                if self.noise.secure:
+                    self._trees[key] = SecureTreeSums(len(flat), parameters)
+                else:
+                    self._trees[key] = _SeededTrees(len(flat), parameters, self.rng(key[0], key[1], batch.kind))
                 self._last[key] = np.zeros_like(flat)
             trees = self._trees[key]
-            if trees[0].count >= self.horizon:
+            if trees.count >= self.horizon:
                 raise ValueError(f"stream {key} sent more than horizon={self.horizon} running sums")
             increments = np.clip(flat - self._last[key], low, high)
             self._last[key] = flat.copy()
-            noised[row] = np.array([tree.add(x) for tree, x in zip(trees, increments)]).reshape(values[row].shape)
+            noised[row] = trees.add(increments).reshape(values[row].shape)
         return noised

@@ -77,6 +77,8 @@ class LaplaceMessageDP(MessageDP):
         budget_delta: per-agent delta budget, or None; delta never reaches 1 in any case.
         kinds: the message kinds the learner sends (public by construction), besides those registered
             with :func:`~fedbandit_envs.channel.privacy.declare_message_kinds`.
+        secure: release through OpenDP's floating-point-safe sampler (the ``secure`` extra; same scale and charge,
+            not reproducible: see :mod:`wrappers.dp.secure`) instead of seeded numpy noise.
     """
 
     def __init__(
@@ -90,9 +92,18 @@ class LaplaceMessageDP(MessageDP):
         strict: bool = True,
         budget_delta: float | None = None,
         kinds: Iterable[str] = (),
+        secure: bool = False,
     ) -> None:
         privatizer = MessagePrivatizer(
-            NoiseSpec("laplace"), epsilon, calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds
+            NoiseSpec("laplace", secure=secure),
+            epsilon,
+            calibration,
+            n_agg,
+            budget,
+            on_exhausted,
+            strict,
+            budget_delta,
+            kinds,
         )
         super().__init__(env, privatizer)
 
@@ -109,7 +120,8 @@ class GaussianMessageDP(MessageDP):
             sensitivity) or ``"analytic"`` (Balle and Wang's tight sigma).
         allow_large_epsilon: accept epsilon >= 1 with the classical calibration (outside its proof;
             Solanki et al.'s schedule reaches it for large budgets).
-        calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
+        calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds, secure: as in
+            :class:`LaplaceMessageDP` (secure: OpenDP's Gaussian noise of the same sigma).
     """
 
     def __init__(
@@ -126,8 +138,9 @@ class GaussianMessageDP(MessageDP):
         strict: bool = True,
         budget_delta: float | None = None,
         kinds: Iterable[str] = (),
+        secure: bool = False,
     ) -> None:
-        noise = NoiseSpec("gaussian", delta, gaussian_calibration, allow_large_epsilon)
+        noise = NoiseSpec("gaussian", delta, gaussian_calibration, allow_large_epsilon, secure)
         privatizer = MessagePrivatizer(
             noise, epsilon, calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds
         )
@@ -145,6 +158,8 @@ class TreeMessageDP(MessageDP):
         env: a fedbandit environment (the horizon is the stream length).
         epsilon: total epsilon of each stream.
         budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
+        secure: release every tree node through OpenDP (the ``secure`` extra; same scale and charge, not
+            reproducible).
     """
 
     def __init__(
@@ -156,5 +171,6 @@ class TreeMessageDP(MessageDP):
         strict: bool = True,
         budget_delta: float | None = None,
         kinds: Iterable[str] = (),
+        secure: bool = False,
     ) -> None:
-        super().__init__(env, TreePrivatizer(epsilon, budget, on_exhausted, strict, budget_delta, kinds))
+        super().__init__(env, TreePrivatizer(epsilon, budget, on_exhausted, strict, budget_delta, kinds, secure))
