@@ -2,6 +2,7 @@
 
 import gzip
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -49,6 +50,23 @@ def test_expansion_is_points_times_algorithms_times_seed_chunks():
     assert len(cells) == 12 and all(job.cell == jobs[0].cell for job in jobs[:3])
     one_job_per_cell = expand(grid_scenario())
     assert len(one_job_per_cell) == 12 and one_job_per_cell[0].seeds == (0, 1, 2, 3, 4)
+
+
+def test_excluded_points_are_not_expanded():
+    scenario = replace(grid_scenario(), exclude=({"env.num_arms": 4, "env.c2": 2.0}, {"env.c2": 0.5}))
+    assert scenario.points() == [
+        {"env.num_arms": 3, "env.c2": 1.0},
+        {"env.num_arms": 3, "env.c2": 2.0},
+        {"env.num_arms": 4, "env.c2": 1.0},
+    ]
+    jobs = expand(scenario)
+    assert len(jobs) == 3 * 2
+    kept = {job.cell for job in expand(grid_scenario())}
+    assert {job.cell for job in jobs} < kept  # excluding points leaves the other cells' ids unchanged
+    with pytest.raises(ValueError, match="must name sweep keys only.*'env.horizon'"):
+        replace(grid_scenario(), exclude=({"env.horizon": 20},))
+    with pytest.raises(ValueError, match="none given"):
+        replace(grid_scenario(), exclude=({},))
 
 
 def test_pending_drops_finished_seeds():

@@ -29,6 +29,8 @@ from fedbandit_envs.bench.catalogue.dubey import (
 )
 from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
 from fedbandit_envs.bench.report import evaluate_claims
+from fedbandit_envs.bench.store import load_results
+from fedbandit_envs.bench.sweep import run_sweep
 from fedbandit_envs.runner import Results
 from wrappers.faults import ByzantineAgents
 
@@ -87,13 +89,31 @@ def test_runner_reports_honest_agents_separately():
 
 def test_runner_graph_keyword():
     env = {"num_agents": 6, "num_arms": 2, "horizon": 10, "graph": "complete", "topology_params": {"p": 0.1}}
-    assert run_dubey(lambda: ByzantineProofUCB(gamma=2), env, [0], checkpoints=1).curves == []  # skipped
+    with pytest.raises(ValueError, match="gamma = 2 on the complete graph"):
+        run_dubey(lambda: ByzantineProofUCB(gamma=2), env, [0], checkpoints=1)
     complete = run_dubey(lambda: ByzantineProofUCB(gamma=1), env, [0], checkpoints=1)
     assert complete.curves[-1]["messages"] == 6 * 5 * 9  # every agent to its 5 neighbours from slot 1 on
     assert complete.curves[-1]["honest_agents"] == 6  # no adversary: every agent is honest
     assert complete.curves[-1]["honest_regret"] == pytest.approx(complete.curves[-1]["group_regret"])
     with pytest.raises(ValueError, match="graph must be"):
         run_dubey(lambda: ByzantineProofUCB(), {**env, "graph": "ring"}, [0])
+
+
+def test_fig1c_sweep_stores_every_cell(tmp_path):
+    # Regression: the complete graph at gamma 2 and 3 used to be swept and return no rows, so the result store
+    # refused the sweep ("results of cell ... lack seeds"); those points are now excluded from the sweep.
+    points = FIG1C.at_scale("ci").points()
+    assert len(points) == 4
+    assert {(p["env.graph"], p["alg.gamma"]) for p in points} == {("erdos_renyi", g) for g in (1, 2, 3)} | {
+        ("complete", 1)
+    }
+    tiny = {"num_agents": 6, "horizon": 20, "topology_params": {"p": 0.6}, "seeds": 2, "checkpoints": 2}
+    summary = run_sweep(FIG1C, tmp_path, overrides=tiny, backend="inprocess")
+    assert len(summary.jobs) == 8
+    curves = load_results(tmp_path).curves
+    cells = {(r["algorithm"], r["graph"], r["gamma"]) for r in curves}
+    assert cells == {(job.algorithm, job.point["env.graph"], job.point["alg.gamma"]) for job in summary.jobs}
+    assert {r["seed"] for r in curves} == {0, 1}
 
 
 def test_regret_stays_below_the_corrected_bounds():

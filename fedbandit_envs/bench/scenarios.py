@@ -117,6 +117,8 @@ class Scenario:
         env_kwargs: environment keywords common to every point.
         algorithms: label -> :class:`AlgorithmSpec`.
         sweep: sweep key (``"env.x"``, ``"alg.x"``, ``"wrapper.x"``) -> values; the cartesian product is swept.
+        exclude: points of the product that are not run: a point matching every ``{sweep key: value}`` of
+            any entry is left out (e.g. ``{"env.graph": "complete", "alg.gamma": 2}``).
         wrappers: wrappers applied to the env of every job, in order.
         seeds: number of seeds (runs ``0 .. seeds-1``).
         checkpoints: checkpoints per run.
@@ -134,6 +136,7 @@ class Scenario:
     env_kwargs: Mapping[str, Any]
     algorithms: Mapping[str, AlgorithmSpec]
     sweep: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    exclude: Sequence[Mapping[str, Any]] = ()
     wrappers: Sequence[WrapperSpec] = ()
     seeds: int = 5
     checkpoints: int = 20
@@ -151,6 +154,13 @@ class Scenario:
             target, _, kwarg = key.partition(".")
             if target not in SWEEP_TARGETS or not kwarg:
                 raise ValueError(f"sweep key {key!r} must be 'env.<kwarg>', 'alg.<kwarg>' or 'wrapper.<kwarg>'")
+        for entry in self.exclude:
+            strangers = sorted(set(entry) - set(self.sweep))
+            if not entry or strangers:
+                raise ValueError(
+                    f"exclude entry {dict(entry)!r} of scenario {self.name!r} must name sweep keys only "
+                    f"({sorted(self.sweep)}); unknown: {strangers or 'none given'}"
+                )
         unknown = set(self.scales) - set(SCALES)
         if unknown:
             raise ValueError(f"unknown scales {sorted(unknown)}; use {SCALES}")
@@ -164,9 +174,14 @@ class Scenario:
         return replace(self, env_kwargs={**self.env_kwargs, **overrides}, **top)
 
     def points(self) -> list[dict[str, Any]]:
-        """Every sweep point as ``{sweep key: value}`` (one empty point without a sweep)."""
+        """Every sweep point as ``{sweep key: value}``, less the ``exclude`` ones (one empty point without a sweep)."""
         keys = list(self.sweep)
-        return [dict(zip(keys, values)) for values in itertools.product(*(self.sweep[k] for k in keys))]
+        product = [dict(zip(keys, values)) for values in itertools.product(*(self.sweep[k] for k in keys))]
+        return [
+            point
+            for point in product
+            if not any(all(point[k] == v for k, v in entry.items()) for entry in self.exclude)
+        ]
 
 
 def split_point(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

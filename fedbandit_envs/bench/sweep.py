@@ -94,6 +94,7 @@ def sweep_config(
         "env_kwargs": dict(scenario.env_kwargs),
         "algorithms": dict(scenario.algorithms),
         "sweep": {key: list(values) for key, values in scenario.sweep.items()},
+        "exclude": [dict(entry) for entry in scenario.exclude],
         "parameters": param_columns(scenario),
         "wrappers": list(scenario.wrappers),
         "seeds": list(range(scenario.seeds)),

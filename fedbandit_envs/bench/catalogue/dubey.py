@@ -16,7 +16,8 @@ Every scenario runs through :func:`run_dubey` (signature of :func:`fedbandit_env
 regret of honest agents separately (columns ``honest_regret`` and ``honest_agents``, and ``byzantine`` per agent,
 from the byzantine wrapper's hidden ground truth), adds checkpoints at the end of forced exploration (RC-8),
 understands the environment keyword ``graph`` (``"erdos_renyi"`` or ``"complete"``; on the complete graph only
-``gamma <= 1`` runs, since a longer time-to-live adds no information there but floods M^2 duplicates per record),
+``gamma <= 1`` runs, since a longer time-to-live adds no information there but floods M^2 duplicates per record:
+a larger gamma there is refused, and ``dubey/fig1c_gamma`` excludes those points from its sweep),
 and splits the seeds into batches small enough for the flood's memory.
 """
 
@@ -137,7 +138,10 @@ def run_dubey(
     probe = make_algorithm(algorithm)
     gamma = int(getattr(probe, "gamma", 0))
     if env.get("topology") == "complete" and gamma > 1:
-        return Results()
+        raise ValueError(
+            f"gamma = {gamma} on the complete graph adds no information over gamma = 1 but floods M^2 duplicates "
+            "per record; run gamma <= 1 there (a scenario leaves such points out with Scenario.exclude)"
+        )
     horizon, arms = int(env["horizon"]), int(env["num_arms"])
     exploration = [arms, arms * int(getattr(probe, "interval", 1))]
     slots = sorted({*checkpoint_slots(horizon, checkpoints).tolist(), *(s for s in exploration if s <= horizon)})
@@ -417,6 +421,7 @@ FIG1C = register(
             "byzantine_ucb": _spec("dubey_byzantine_ucb", eps_alg=1e-3),
         },
         sweep={"env.graph": ["erdos_renyi", "complete"], "alg.gamma": [1, 2, 3]},
+        exclude=({"env.graph": "complete", "alg.gamma": 2}, {"env.graph": "complete", "alg.gamma": 3}),
         wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
         claims=(*_gamma_claims("private_ucb_eps1", 2.0), *_gamma_claims("byzantine_ucb", 2.0)),
         scales={"ci": CI_SCALE, "paper": PAPER_SCALE},
