@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fedbandit_envs.runner import Results, load_object
+from fedbandit_envs.seeding import resolve_seeds
 
 SCALES = ("ci", "paper")
 SWEEP_TARGETS = ("env", "alg", "wrapper")
@@ -120,7 +121,8 @@ class Scenario:
         exclude: points of the product that are not run: a point matching every ``{sweep key: value}`` of
             any entry is left out (e.g. ``{"env.graph": "complete", "alg.gamma": 2}``).
         wrappers: wrappers applied to the env of every job, in order.
-        seeds: number of seeds (runs ``0 .. seeds-1``).
+        seeds: a number of runs ``n`` (seeds ``0 .. n-1``), explicit seeds (``(100, 101)``, ``range(100, 110)``)
+            or their text (``"100:110"``, ``"3,7,9"``; :func:`fedbandit_envs.seeding.parse_seeds`).
         checkpoints: checkpoints per run.
         claims: what the results must show.
         scales: ``{"ci": {...}, "paper": {...}}`` overrides of ``env_kwargs`` keys and of ``seeds`` /
@@ -138,7 +140,7 @@ class Scenario:
     sweep: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     exclude: Sequence[Mapping[str, Any]] = ()
     wrappers: Sequence[WrapperSpec] = ()
-    seeds: int = 5
+    seeds: int | str | Sequence[int] = 5
     checkpoints: int = 20
     claims: Sequence[Claim] = ()
     scales: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -172,6 +174,10 @@ class Scenario:
         overrides = dict(self.scales.get(scale, {}))
         top = {k: overrides.pop(k) for k in ("seeds", "checkpoints", "sweep") if k in overrides}
         return replace(self, env_kwargs={**self.env_kwargs, **overrides}, **top)
+
+    def seed_list(self) -> tuple[int, ...]:
+        """The seeds of the runs, explicit (a count ``n`` gives ``0 .. n-1``)."""
+        return resolve_seeds(self.seeds)
 
     def points(self) -> list[dict[str, Any]]:
         """Every sweep point as ``{sweep key: value}``, less the ``exclude`` ones (one empty point without a sweep)."""

@@ -90,7 +90,7 @@ def run_scenario(scenario: Scenario, scale: str | None = "ci", progress: bool = 
     if scale is not None:
         scenario = scenario.at_scale(scale)
     runner = load_object(scenario.runner)
-    seeds = list(range(scenario.seeds))
+    seeds = scenario.seed_list()
     results = Results()
     for point in scenario.points():
         parts = split_point(point)
