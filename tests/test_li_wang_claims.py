@@ -41,9 +41,9 @@ def verdicts(scenario, results: Results, names=None) -> dict:
 
 
 def test_threshold_sweep_directions_and_extremes():
-    """S1, S2 at N=30, T=1000, d=K=6, seeds 0-2. Measured means: Async gamma = 1.01, 2, 101, inf:
+    """S1 at N=30, T=1000, d=K=6, seeds 0-2. Measured means: Async gamma = 1.01, 2, 101, inf:
     C 21960, 731, 102, 0 and R 15.5, 17.0, 28.4, 77.7; Sync D = 0.1, 1000: C 5199, 60 and R 15.5, 77.1.
-    R(inf) / R(1.01) = 5.0 here (21 at the paper's scale, spec 4.7), so this scale checks a factor of 3."""
+    (R(inf) / R(1.01) is only 5.0 at this scale: S2 is checked at the CI scale below.)"""
     algorithms = threshold_algorithms((1.01, 2.0, 101.0, INF), (0.1, 1000.0))
     tiny = {"num_clients": 30, "num_arms": 6, "dimension": 6, "horizon": 1000, "seeds": 3}
     scenario = resolve_scenario(replace(FIG2A, algorithms=algorithms), "ci", tiny)
@@ -51,8 +51,15 @@ def test_threshold_sweep_directions_and_extremes():
     checks = verdicts(scenario, results, ["async_monotone", "sync_monotone"])
     assert checks["async_monotone"].passed, checks["async_monotone"].evidence
     assert checks["sync_monotone"].passed, checks["sync_monotone"].evidence
-    regret = final_means(results, "group_regret")
-    assert regret[(async_label(INF),)] >= 3 * regret[(async_label(1.01),)]
+
+
+def test_never_communicating_costs_five_times_the_regret():
+    """S2 with the spec's factor 5 at the CI scale (N=100, T=3000, d=K=10, seeds 0-2): measured
+    R(inf) / R(1.01) = 435.1 / 46.1 = 9.4 (21 at the paper's scale, spec 4.7)."""
+    scenario = resolve_scenario(replace(FIG2A, algorithms=threshold_algorithms((1.01, INF), ())), "ci")
+    check = verdicts(scenario, run_scenario(scenario), ["extremes"])["extremes"]
+    assert check.passed, check.evidence
+    assert check.values["ratio"] >= 5.0  # the catalogue's factor is the spec's
 
 
 def test_zipf_arrivals_favour_async_at_matched_communication():
