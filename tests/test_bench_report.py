@@ -1,13 +1,22 @@
 """Plots and reports: figures written and non-empty; the HTML holds every figure and claim; replication."""
 
 import re
+from dataclasses import replace
 
 import pytest
 
 from fedbandit_envs.bench import scenarios
 from fedbandit_envs.bench.claims import monotone, ordering
 from fedbandit_envs.bench.report import paper_scenarios, write_replication_report, write_report
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, FigureSpec, Scenario, WrapperSpec, get
+from fedbandit_envs.bench.scenarios import (
+    AlgorithmSpec,
+    FigureSpec,
+    PassRate,
+    Scenario,
+    WrapperSpec,
+    get,
+    with_pass_rates,
+)
 from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
 
@@ -71,6 +80,20 @@ def test_report_html_contains_every_figure_and_claim(dp_sweep, monkeypatch):
         assert claim.description in html and claim.name in markdown.read_text()
     assert "1 of 3 claim(s) pass" in html or "2 of 3 claim(s) pass" in html
     assert "epsilon spent (max)" in html and "Leaderboard" in html and "fedbandit-envs" in html
+
+
+def test_report_shows_measured_pass_rates(dp_sweep, monkeypatch):
+    claims = with_pass_rates(DP.claims, {"sharing_helps": (9, 10)}, "0:20 in blocks of 2")
+    assert str(claims[0].pass_rate) == "9/10 blocks (0:20 in blocks of 2, ci scale)" and claims[1].pass_rate is None
+    monkeypatch.setitem(scenarios._CATALOGUE, DP.name, replace(DP, claims=claims))
+    markdown, _ = write_report(dp_sweep)
+    lines = {line.split(" | ")[0].strip("| "): line for line in markdown.read_text().splitlines() if "|" in line}
+    assert lines["sharing_helps"].endswith("| 9/10 blocks (0:20 in blocks of 2, ci scale) |")
+    assert lines["reversed"].endswith("| not measured |")
+    with pytest.raises(ValueError, match=r"unknown claims \['nope'\]"):
+        with_pass_rates(DP.claims, {"nope": (1, 1)}, "0:1")
+    with pytest.raises(ValueError, match="0 <= passed <= blocks"):
+        PassRate(11, 10, "0:20")
 
 
 def test_report_of_an_unregistered_scenario_says_claims_are_unavailable(dp_sweep):

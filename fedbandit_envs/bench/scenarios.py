@@ -66,6 +66,30 @@ class ClaimVerdict:
 
 
 @dataclass(frozen=True)
+class PassRate:
+    """How often a claim held over disjoint blocks of seeds (measured by ``benchmarks/claim_pass_rates.py``).
+
+    Attributes:
+        passed: blocks on which the claim passed.
+        blocks: blocks run (disjoint sets of seeds, each as many as the scale uses).
+        seeds: the seeds used, e.g. ``"0:80 in blocks of 8"``.
+        scale: the scale run (``"ci"`` or ``"paper"``).
+    """
+
+    passed: int
+    blocks: int
+    seeds: str
+    scale: str = "ci"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.passed <= self.blocks or self.blocks < 1:
+            raise ValueError(f"a pass rate needs 0 <= passed <= blocks, blocks >= 1; got {self.passed}/{self.blocks}")
+
+    def __str__(self) -> str:
+        return f"{self.passed}/{self.blocks} blocks ({self.seeds}, {self.scale} scale)"
+
+
+@dataclass(frozen=True)
 class Claim:
     """A qualitative statement about a scenario's results, e.g. "regret decreases in epsilon".
 
@@ -73,11 +97,27 @@ class Claim:
         name: short identifier.
         description: the statement, in words (as the paper makes it).
         check: a function of the scenario's whole :class:`Results` returning a :class:`ClaimVerdict`.
+        pass_rate: how often it held over disjoint blocks of seeds, when measured (:func:`with_pass_rates`).
     """
 
     name: str
     description: str
     check: Callable[[Results], ClaimVerdict]
+    pass_rate: PassRate | None = None
+
+
+def with_pass_rates(
+    claims: Sequence[Claim], rates: Mapping[str, tuple[int, int]], seeds: str, scale: str = "ci"
+) -> tuple[Claim, ...]:
+    """``claims`` with their measured pass rates attached: ``rates`` maps a claim name to (passed, blocks)."""
+    known = {claim.name for claim in claims}
+    unknown = sorted(set(rates) - known)
+    if unknown:
+        raise ValueError(f"pass rates given for unknown claims {unknown}; the claims are {sorted(known)}")
+    return tuple(
+        replace(claim, pass_rate=PassRate(*rates[claim.name], seeds, scale)) if claim.name in rates else claim
+        for claim in claims
+    )
 
 
 @dataclass(frozen=True)
