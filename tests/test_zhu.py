@@ -213,9 +213,20 @@ def test_randomized_gossip_contracts_at_rate_lambda_2(graph) -> None:
     np.testing.assert_allclose(x.sum(axis=1), total, rtol=0, atol=1e-12)
 
 
-def test_lemma_1_information_propagation_on_a_path() -> None:
+def binary_tree(num_agents: int) -> topo.Topology:
+    """The heap-shaped binary tree on ``num_agents`` agents (parent of i is (i - 1) // 2)."""
+    adjacency = np.zeros((num_agents, num_agents), bool)
+    for child in range(1, num_agents):
+        adjacency[child, (child - 1) // 2] = adjacency[(child - 1) // 2, child] = True
+    return topo.from_adjacency(adjacency, name="binary_tree")
+
+
+@pytest.mark.parametrize(
+    "graph", [topo.path(6), topo.ring(6), topo.star(6), binary_tree(6)], ids=["path", "cycle", "star", "tree"]
+)
+def test_lemma_1_information_propagation(graph) -> None:
     # T4 on the agents' own ñ: ñ_{i,k}(t+1) = max_h n⁻_{h,k}(t - d_{h,i}); n⁻(s) = n(s - 1), n(s) = 1 for s <= 0.
-    env = {**SMALL, "num_agents": 6, "topology": "path", "horizon": 123}
+    env = {**SMALL, "num_agents": 6, "topology": graph, "horizon": 123}
     m = env["num_arms"]
     history: list[np.ndarray] = []  # n after warm-up (index 0) and after each round
     ntil: list[np.ndarray] = []
@@ -228,7 +239,8 @@ def test_lemma_1_information_propagation_on_a_path() -> None:
             history.append(pop.counts[0].copy())
 
     drive(GossipUCB(), env, [4], record)
-    distances = topo.path(6).distances()
+    distances = graph.distances()
+    assert distances.max() >= 2  # information takes several rounds to cross the graph
     for t in range(1, len(ntil) + 1):
         expected = [np.max([history[max(t - 1 - distances[h, i], 0)][h] for h in range(6)], axis=0) for i in range(6)]
         np.testing.assert_array_equal(ntil[t - 1], expected)
