@@ -19,6 +19,7 @@ from fedbandit_envs.bench.catalogue.li_wang import (
     async_label,
     frontier_comparisons,
     grid_monotone,
+    reward_order,
     threshold_algorithms,
 )
 from fedbandit_envs.bench.claims import final_means
@@ -120,6 +121,26 @@ def test_grid_monotone_by_hand():
     assert not claim.check(rows([(1, 500, 10.0), (10, 200, 8.0)])).passed  # regret fell by 20%
     assert not claim.check(rows([(1, 500, 10.0), (10, 600, 12.0)])).passed  # communication rose
     assert not claim.check(rows([(1, 200, 10.0), (10, 200, 12.0)])).passed  # no fall at all
+
+
+def test_reward_order_counts_seeds_by_hand():
+    """S6's rule: the order must hold seed by seed in at least 8 of 10 seeds (all 3 of 3), not only on means."""
+
+    def rows(per_seed):
+        return Results(
+            curves=[
+                {"algorithm": label, "seed": seed, "slot": 9, "normalised_reward": value}
+                for seed, values in enumerate(per_seed)
+                for label, value in zip(("a", "b"), values)
+            ]
+        )
+
+    claim = reward_order("s6", "a below b", ["a", "b"])
+    assert claim.check(rows([(1.0, 2.0)] * 8 + [(2.0, 1.0)] * 2)).passed  # 8 of 10
+    assert not claim.check(rows([(1.0, 2.0)] * 7 + [(2.0, 1.9)] * 3)).passed  # 7 of 10, though the means order
+    assert not claim.check(rows([(1.0, 2.0), (1.0, 2.0), (2.5, 1.0)])).passed  # 2 of 3
+    verdict = claim.check(rows([(1.0, 2.0)] * 3))
+    assert verdict.passed and verdict.values["ordered_seeds"] == 3 and "ordered in 3 of 3 seeds" in verdict.evidence
 
 
 # ---------------------------------------------------------------------- slow: CI twins and paper scale
