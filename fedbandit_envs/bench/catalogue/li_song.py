@@ -493,8 +493,7 @@ def graph_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
         means = [float(regret[g].mean()) for g in chain]
         per_seed = np.mean([all(a <= b for a, b in zip(s, s[1:])) for s in zip(*(regret[g] for g in chain))])
         cheap = cost["star"] < cost["erdos_renyi"] < min(cost["complete"], cost["ring"])
-        ordered = all(paired_at_most(regret[a], regret[b]) for a, b in zip(chain, chain[1:]))
-        ok = same and ordered and cheap
+        ok = same and per_seed == 1.0 and cheap  # RC-D3 is run by run: every seed ordered
         text = (
             f"Reg(complete) == Reg(CDP) on every seed: {same}; mean regret complete/star/random/ring = "
             f"{np.round(means, 1).tolist()} (per-seed ordering holds on {per_seed:.0%} of seeds); cost "
@@ -525,8 +524,8 @@ def graph_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
         ),
         Claim(
             "graph_ordering",
-            "Under CRN: DDP on the complete graph equals CDP; regret complete <= star <= random <= ring (paired, "
-            "2 SE); cost star < random < min(complete, ring) (RC-D2, RC-D3).",
+            "Under CRN: DDP on the complete graph equals CDP; regret complete <= star <= random <= ring on every "
+            "seed; cost star < random < min(complete, ring) (RC-D2, RC-D3).",
             ordering,
         ),
         Claim("delay_regret_bound", "Regret above CDP is at most 3 M (d_G - 1) per run (RC-D4).", delay),
