@@ -653,6 +653,34 @@ def hybrid_ordering_claim() -> Claim:
     )
 
 
+def delayed_hybrid_claim(num_agents: int) -> Claim:
+    """RC-Y4 for the delayed layout: on every seed case 4 has at least case 1's regret, in excess by <= 3 M t_delay."""
+
+    def check(results: Results) -> ClaimVerdict:
+        from agents.li_song.hdp import sink_plan
+
+        table = groups(results, ("topology",))
+        delayed = {r["seed"]: float(r["group_regret"]) for r in table[("case4",)]}
+        prompt = {r["seed"]: float(r["group_regret"]) for r in table[("case1",)]}
+        topology = TABLE2["case4"]
+        t_delay = sink_plan(topology, topology.sinks).delay()
+        bound = 3 * num_agents * t_delay
+        excess = [delayed[seed] - prompt[seed] for seed in sorted(set(delayed) & set(prompt))]
+        ok = bool(excess) and t_delay > 0 and all(0.0 <= e <= bound for e in excess)
+        text = (
+            f"regret of case 4 (t_delay = {t_delay}) minus case 1 per seed: {np.round(excess, 1).tolist()}; "
+            f"bound 3 M t_delay = {bound}"
+        )
+        return ClaimVerdict(ok, text, {"excess": excess, "bound": bound})
+
+    return Claim(
+        "delayed_hybrid_regret",
+        "Case 4 (delay t_delay = max_q ecc(SA_q) - 1 per round) has regret >= case 1 on every seed, the excess "
+        "<= 3 M t_delay (RC-Y4).",
+        check,
+    )
+
+
 HYBRID_ENV = {
     "num_agents": 100,
     "num_arms": 100,
@@ -681,6 +709,7 @@ FIG11 = register(
                 lambda r: hybrid_cost(r, 50.0, "graph_edges"),
             ),
             hybrid_ordering_claim(),
+            delayed_hybrid_claim(HYBRID_ENV["num_agents"]),
         ),
         scales={"ci": {"num_arms": 20, "horizon": 10_000, "seeds": 1}, "paper": {}},
         figures=(FigureSpec("fig11_regret", y="mean_regret", hue=("topology",), title="HDP-MAB (Fig. 11)"),),
