@@ -27,6 +27,7 @@ from fedbandit_envs.bench.jobs import resolve_scenario
 from fedbandit_envs.bench.report import evaluate_claims
 from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
+from fedbandit_envs.cli import _parse_setting
 
 
 def block_seeds(count: int, block: int) -> range:
@@ -34,16 +35,28 @@ def block_seeds(count: int, block: int) -> range:
     return range(block * count, (block + 1) * count)
 
 
-def pass_rates(name: str, blocks: int, root: Path, scale: str, backend: str, workers: int | None) -> dict:
-    """Run ``blocks`` disjoint seed blocks of scenario ``name``; per claim the blocks passed and the evidence."""
-    scenario = resolve_scenario(name, scale)
+def pass_rates(
+    name: str,
+    blocks: int,
+    root: Path,
+    scale: str,
+    backend: str,
+    workers: int | None,
+    overrides: dict | None = None,
+    first: int = 0,
+) -> dict:
+    """Run ``blocks`` disjoint seed blocks of scenario ``name``; per claim the blocks passed and the evidence.
+
+    ``overrides`` are scale overrides as ``fedbandit sweep --set`` takes them; ``first`` is the first block's index.
+    """
+    scenario = resolve_scenario(name, scale, overrides)
     count = len(scenario.seed_list())
     claims = {claim.name: {"passed": 0, "failed_blocks": [], "evidence": []} for claim in scenario.claims}
     start = time.perf_counter()
-    for block in range(blocks):
+    for block in range(first, first + blocks):
         seeds = block_seeds(count, block)
         out = root / name / f"block{block}"
-        run_sweep(name, out, scale, seeds=seeds, backend=backend, workers=workers)
+        run_sweep(name, out, scale, overrides, seeds=seeds, backend=backend, workers=workers)
         for outcome in evaluate_claims(scenario.claims, load_results(out)):
             entry = claims[outcome.name]
             entry["evidence"].append(f"block {block} ({seeds.start}:{seeds.stop}) {outcome.status}: {outcome.evidence}")
@@ -51,13 +64,14 @@ def pass_rates(name: str, blocks: int, root: Path, scale: str, backend: str, wor
                 entry["passed"] += 1
             else:
                 entry["failed_blocks"].append(block)
-        print(f"{name}: block {block + 1}/{blocks} done ({time.perf_counter() - start:.0f} s)", flush=True)
+        print(f"{name}: block {block + 1 - first}/{blocks} done ({time.perf_counter() - start:.0f} s)", flush=True)
     return {
         "scenario": name,
         "scale": scale,
+        "overrides": overrides or {},
         "blocks": blocks,
         "seeds_per_block": count,
-        "seeds": f"0:{blocks * count} in blocks of {count}",
+        "seeds": f"{first * count}:{(first + blocks) * count} in blocks of {count}",
         "wall_time": time.perf_counter() - start,
         "claims": claims,
     }
@@ -73,13 +87,18 @@ def main() -> None:
     parser.add_argument("--backend", choices=("inprocess", "pool"), default="pool")
     parser.add_argument("--workers", type=int, default=None, help="pool size (default: all cores)")
     parser.add_argument("--json", type=Path, default=None, help="also write the rates to this JSON file")
+    parser.add_argument("--first", type=int, default=0, help="index of the first block (default 0: the test's seeds)")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as fedbandit sweep --set"
+    )
     args = parser.parse_args()
-    if args.blocks < 1:
-        parser.error(f"--blocks must be at least 1, got {args.blocks}")
+    if args.blocks < 1 or args.first < 0:
+        parser.error(f"--blocks must be at least 1 and --first at least 0, got {args.blocks} and {args.first}")
+    overrides = dict(_parse_setting(text) for text in args.overrides)
     workers = args.workers if args.backend == "pool" else None
     report = []
     for name in args.scenarios:
-        rates = pass_rates(name, args.blocks, args.root, args.scale, args.backend, workers)
+        rates = pass_rates(name, args.blocks, args.root, args.scale, args.backend, workers, overrides, args.first)
         report.append(rates)
         print(f"\n{name} ({rates['seeds']}, {rates['wall_time']:.0f} s):")
         for claim, entry in rates["claims"].items():
