@@ -40,6 +40,7 @@ from fedbandit_envs.bench.scenarios import (
     Scenario,
     WrapperSpec,
     register,
+    with_pass_rates,
 )
 from fedbandit_envs.runner import Results, checkpoint_slots, load_object, make_algorithm, run
 from fedbandit_envs.topology import Topology
@@ -282,6 +283,24 @@ def _spec(path: str, **kwargs: Any) -> AlgorithmSpec:
 
 RUNNER = "fedbandit_envs.bench.catalogue.dubey:run_dubey"
 
+# Pass rates of the CI claims over 10 disjoint blocks of seeds (benchmarks/claim_pass_rates.py; claim -> (passed,
+# blocks)). RC-3 at dp_eps = 1 failed on block 8 (seeds 96-107, p = 0.077); RC-5 strict at 0.05 on block 7 (p = 0.16).
+FIG1A_PASS_RATES = {
+    **{f"rc1_beats_{b}_eps{e}": (10, 10) for b in ("ucb1", "dp_ucb_int") for e in ("0.1", "1")},
+    "rc2_price_of_privacy_eps0.1": (10, 10),
+    "rc2_price_of_privacy_eps1": (10, 10),
+    "rc3_dp_ucb_int_worst_eps0.1": (10, 10),
+    "rc3_dp_ucb_int_worst_eps1": (9, 10),
+    "rc8_exploration_eps0.1": (10, 10),
+    "rc8_exploration_eps1": (10, 10),
+}
+FIG1B_PASS_RATES = {
+    "rc4_cooperation_helps": (10, 10),
+    "rc5_contamination_costs_little": (10, 10),
+    "rc8_exploration": (10, 10),
+}
+RC5_STRICT_PASS_RATES = {"rc5_strict_eps0.05": (9, 10), "rc5_strict_eps0.1": (10, 10)}
+
 FIG1A = register(
     Scenario(
         name="dubey/fig1a_private",
@@ -297,45 +316,49 @@ FIG1A = register(
             "dp_ucb_int_eps1": _spec("dubey_dp_ucb_int", dp_eps=1.0),
             "cooperative_ucb": _spec("dubey_cooperative_ucb", gamma=1),
         },
-        claims=(
-            *(
-                at_most(
-                    f"rc1_beats_{base}_eps{e}",
-                    f"RC-1: Private MA-UCB (dp_eps={e}) beats individual {base}.",
-                    {"algorithm": f"private_ucb_eps{e}"},
-                    {"algorithm": ref},
-                )
-                for e in ("0.1", "1")
-                for base, ref in (("ucb1", "ucb1"), ("dp_ucb_int", f"dp_ucb_int_eps{e}"))
+        claims=with_pass_rates(
+            (
+                *(
+                    at_most(
+                        f"rc1_beats_{base}_eps{e}",
+                        f"RC-1: Private MA-UCB (dp_eps={e}) beats individual {base}.",
+                        {"algorithm": f"private_ucb_eps{e}"},
+                        {"algorithm": ref},
+                    )
+                    for e in ("0.1", "1")
+                    for base, ref in (("ucb1", "ucb1"), ("dp_ucb_int", f"dp_ucb_int_eps{e}"))
+                ),
+                *(
+                    at_most(
+                        f"rc2_price_of_privacy_eps{e}",
+                        f"RC-2: the non-private version beats Private MA-UCB (dp_eps={e}).",
+                        {"algorithm": "cooperative_ucb"},
+                        {"algorithm": f"private_ucb_eps{e}"},
+                    )
+                    for e in ("0.1", "1")
+                ),
+                *(
+                    at_most(
+                        f"rc3_dp_ucb_int_worst_eps{e}",
+                        f"RC-3: individual UCB1 beats DP-UCB-INT (dp_eps={e}).",
+                        {"algorithm": "ucb1"},
+                        {"algorithm": f"dp_ucb_int_eps{e}"},
+                    )
+                    for e in ("0.1", "1")
+                ),
+                *(
+                    exploration_identity(
+                        f"rc8_exploration_eps{e}",
+                        f"RC-8: R_G(K f) = M f sum(gaps), f = {f}.",
+                        f"private_ucb_eps{e}",
+                        f,
+                        "ucb1",
+                    )
+                    for e, f in (("0.1", 10), ("1", 1))
+                ),
             ),
-            *(
-                at_most(
-                    f"rc2_price_of_privacy_eps{e}",
-                    f"RC-2: the non-private version beats Private MA-UCB (dp_eps={e}).",
-                    {"algorithm": "cooperative_ucb"},
-                    {"algorithm": f"private_ucb_eps{e}"},
-                )
-                for e in ("0.1", "1")
-            ),
-            *(
-                at_most(
-                    f"rc3_dp_ucb_int_worst_eps{e}",
-                    f"RC-3: individual UCB1 beats DP-UCB-INT (dp_eps={e}).",
-                    {"algorithm": "ucb1"},
-                    {"algorithm": f"dp_ucb_int_eps{e}"},
-                )
-                for e in ("0.1", "1")
-            ),
-            *(
-                exploration_identity(
-                    f"rc8_exploration_eps{e}",
-                    f"RC-8: R_G(K f) = M f sum(gaps), f = {f}.",
-                    f"private_ucb_eps{e}",
-                    f,
-                    "ucb1",
-                )
-                for e, f in (("0.1", 10), ("1", 1))
-            ),
+            FIG1A_PASS_RATES,
+            "0:120 in blocks of 12",
         ),
         scales={"ci": {**CI_SCALE, "seeds": 12}, "paper": PAPER_SCALE},
         runner=RUNNER,
@@ -356,25 +379,33 @@ FIG1B = register(
         },
         sweep={"wrapper.contam_eps": [1e-3, 0.0]},
         wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
-        claims=(
-            at_most(
-                "rc4_cooperation_helps",
-                "RC-4: Byzantine-proof MA-UCB <= 0.5 x individual UCB1 under contamination.",
-                {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
-                {"algorithm": "ucb1", "contam_eps": 1e-3},
-                0.5,
+        claims=with_pass_rates(
+            (
+                at_most(
+                    "rc4_cooperation_helps",
+                    "RC-4: Byzantine-proof MA-UCB <= 0.5 x individual UCB1 under contamination.",
+                    {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
+                    {"algorithm": "ucb1", "contam_eps": 1e-3},
+                    0.5,
+                ),
+                at_most(
+                    "rc5_contamination_costs_little",
+                    "RC-5: eps = 0 in a clean environment is within 1.10 x of eps = 1e-3 under contamination.",
+                    {"algorithm": "byzantine_ucb_eps0", "contam_eps": 0.0},
+                    {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
+                    1.10,
+                    paired_test=False,
+                ),
+                exploration_identity(
+                    "rc8_exploration",
+                    "RC-8: R_G(K) = M sum(gaps) for Byzantine-proof MA-UCB.",
+                    "byzantine_ucb",
+                    1,
+                    "ucb1",
+                ),
             ),
-            at_most(
-                "rc5_contamination_costs_little",
-                "RC-5: eps = 0 in a clean environment is within 1.10 x of eps = 1e-3 under contamination.",
-                {"algorithm": "byzantine_ucb_eps0", "contam_eps": 0.0},
-                {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
-                1.10,
-                paired_test=False,
-            ),
-            exploration_identity(
-                "rc8_exploration", "RC-8: R_G(K) = M sum(gaps) for Byzantine-proof MA-UCB.", "byzantine_ucb", 1, "ucb1"
-            ),
+            FIG1B_PASS_RATES,
+            "0:80 in blocks of 8",
         ),
         scales={"ci": CI_SCALE, "paper": PAPER_SCALE},
         runner=RUNNER,
@@ -419,15 +450,19 @@ RC5_STRICT = register(
         wrappers=(
             WrapperSpec(f"{__name__}:byzantine_point_mass", {"value": STRICT_Q, "contam_eps": 0.0, "fraction": 1.0}),
         ),
-        claims=tuple(
-            at_most(
-                f"rc5_strict_eps{e:g}",
-                f"RC-5 strict: eps = 0 in a clean environment has lower regret than eps_alg = contam_eps = {e:g} "
-                "under in-range contamination (paired one-sided t-test, p < 0.05).",
-                {"eps_alg": 0.0, "contam_eps": 0.0},
-                {"eps_alg": e, "contam_eps": e},
-            )
-            for e in STRICT_CONTAMINATION
+        claims=with_pass_rates(
+            tuple(
+                at_most(
+                    f"rc5_strict_eps{e:g}",
+                    f"RC-5 strict: eps = 0 in a clean environment has lower regret than eps_alg = contam_eps = {e:g} "
+                    "under in-range contamination (paired one-sided t-test, p < 0.05).",
+                    {"eps_alg": 0.0, "contam_eps": 0.0},
+                    {"eps_alg": e, "contam_eps": e},
+                )
+                for e in STRICT_CONTAMINATION
+            ),
+            RC5_STRICT_PASS_RATES,
+            "0:240 in blocks of 24",
         ),
         # 8 trials give p = 0.047 at contam_eps = 0.05 (seeds 0-7): the CI twin runs 24
         scales={"ci": {**CI_SCALE, "seeds": 24}, "paper": PAPER_SCALE},

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedbandit_envs.bench.claims import final_means, final_rows, monotone
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register, with_pass_rates
 from fedbandit_envs.runner import Results
 
 RUNNER = "fedbandit_envs.linear_runner:run"
@@ -178,7 +178,7 @@ def reward_order(name: str, description: str, labels: Sequence[str], share: floa
 
 
 # ---------------------------------------------------------------------- Fig. 2a / 2b
-def _fig2(name: str, arrival: str, winner: str) -> Scenario:
+def _fig2(name: str, arrival: str, winner: str, rates: dict[str, tuple[int, int]] | None = None) -> Scenario:
     return Scenario(
         name=name,
         paper="li_wang",
@@ -190,18 +190,31 @@ def _fig2(name: str, arrival: str, winner: str) -> Scenario:
         algorithms=threshold_algorithms(GAMMA_GRID, D_GRID),
         seeds=10,
         checkpoints=10,
-        claims=(
-            grid_monotone("async_monotone", "async"),
-            grid_monotone("sync_monotone", "sync"),
-            no_communication_costs("extremes"),
-            frontier_favours(f"{winner}_frontier", winner),
+        claims=with_pass_rates(
+            (
+                grid_monotone("async_monotone", "async"),
+                grid_monotone("sync_monotone", "sync"),
+                no_communication_costs("extremes"),
+                frontier_favours(f"{winner}_frontier", winner),
+            ),
+            rates or {},
+            "0:30 in blocks of 3",
         ),
         scales={"ci": dict(SYNTHETIC_CI), "paper": {"seeds": 10}},
         runner=RUNNER,
     )
 
 
-FIG2A = register(_fig2("li_wang/fig2a_uniform", "uniform", "sync"))
+#: Pass rates at the CI scale over 10 blocks of 3 seeds. S3 (sync_frontier) holds on 2 of 10 blocks, and pooling
+#: all 30 seeds gives 7 of 11 comparisons for Sync (< 2/3): at N = 100 the claim does not hold (Sync's edge is
+#: N^(1/4) = 3.2 there against 5.6 at the paper's N = 1000); see the module docstring.
+FIG2A_PASS_RATES = {
+    "async_monotone": (10, 10),
+    "sync_monotone": (10, 10),
+    "extremes": (10, 10),
+    "sync_frontier": (2, 10),
+}
+FIG2A = register(_fig2("li_wang/fig2a_uniform", "uniform", "sync", FIG2A_PASS_RATES))
 FIG2B = register(_fig2("li_wang/fig2b_zipf", "zipf", "async"))
 
 # ---------------------------------------------------------------------- Fig. 2c
