@@ -391,6 +391,21 @@ def test_hybrid_case6_equals_cdp_bit_for_bit():
         assert all(np.array_equal(a, b) for a, b in zip(central, hybrid_rounds))
 
 
+def test_one_component_hybrid_equals_ddp_on_the_complete_graph():
+    """§5 item 9: HDP with one complete component (Q = 1) is DDP on the complete graph, run by run.
+
+    Both draw the Laplace noise in the engine (``noise="agent"``, DDP's only mode), so the noise is the same by
+    construction; regret, rounds, delay and privacy spent agree bit for bit at every checkpoint.
+    """
+    seeds, checkpoints = [0, 1, 2], list(range(500, 8001, 500))
+    keys = ("group_regret", "rounds_done", "delay_slots", "epsilon_max")
+    hybrid = {**CRN, "topology": hybrid_topology(10, [10])}
+    hdp = run(lambda: HDPMAB(noise="agent"), hybrid, seeds, checkpoints, wrappers=[laplace(10)])
+    ddp = run(DDPMAB, {**CRN, "topology": "complete"}, seeds, checkpoints, wrappers=[laplace(10)])
+    assert curves(hdp, keys) == curves(ddp, keys)
+    assert hdp.curves[-1]["rounds_done"] >= 3
+
+
 @pytest.mark.parametrize(
     ("sizes", "graph"), [([5, 5], "complete"), ([6, 3, 1], "complete"), ([10], "complete"), ([5, 5], "star")]
 )
