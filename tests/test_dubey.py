@@ -132,6 +132,23 @@ def test_cooperative_ucb_without_communication_is_individual_ucb1_seed_for_seed(
     assert all(row["messages"] == 0 for row in cooperative.curves)
 
 
+def test_byzantine_proof_ucb_without_communication_is_individual_robust_ucb():
+    # RC-10 for Algorithm 3: with gamma = 0 no sample leaves its agent, so each agent runs the robust UCB on its own
+    # samples alone: the graph makes no difference, seed for seed, and nothing is sent
+    env = {"num_agents": 5, "num_arms": 4, "horizon": 300}
+    keys = lambda r: [(row["seed"], row["slot"], row["agent"], row["regret"]) for row in r.agents]  # noqa: E731
+    runs = {
+        graph: run(lambda: ByzantineProofUCB(gamma=0, eps_alg=0.05), {**env, "topology": graph}, [0, 1, 2], 30)
+        for graph in ("ring", "complete", "star")
+    }
+    assert keys(runs["ring"]) == keys(runs["complete"]) == keys(runs["star"])
+    assert all(row["messages"] == 0 for result in runs.values() for row in result.curves)
+    # with gamma = 1 the graph matters (the same seeds, different neighbourhoods)
+    ring = run(lambda: ByzantineProofUCB(gamma=1, eps_alg=0.05), {**env, "topology": "ring"}, [0, 1, 2], 30)
+    complete = run(lambda: ByzantineProofUCB(gamma=1, eps_alg=0.05), {**env, "topology": "complete"}, [0, 1, 2], 30)
+    assert keys(ring) != keys(complete)
+
+
 def test_deterministic_bernoulli_case():
     # means 1, 0, 0: rewards are deterministic, so each arm's trimmed mean is exactly 1 or 0; after the K exploration
     # slots the bonus sigma sqrt(2 ln t / 5) of a bad arm (5 samples in a gamma = 2 ring ball) stays below 1 for
