@@ -13,6 +13,21 @@
 Every scenario has a ``"ci"`` twin (N = 100, T = 3000, d = K = 10 for Fig. 2a/2b; 200 users for the
 replay stand-ins) and the ``"paper"`` scale. The runner is :func:`fedbandit_envs.linear_runner.run`;
 ``messages`` is the paper's C_T and ``group_regret`` its R_T.
+
+What S1 and S3 can claim (measured 2026-11-27):
+
+* S1 at the paper scale is not monotone in C_T, and that is the algorithm, not a defect. Fig. 2a, seed 0, Async
+  gamma = 2, 4.16, 11, 32.6: uploads 1016, 1000, 73, 63; downloads 47607, 17903, 21844, 15973; R_T 413, 413, 786,
+  804. Each client arrives about T/N = 30 times in d = 25; up to gamma ~ 4 every client's own data crosses the
+  upload threshold about once, above it uploads collapse (73 of 1000 clients ever upload), so the server's
+  matrix grows in a few large steps, each crossing the download threshold of about 300 registered clients at
+  once (18 per upload at gamma = 4.16): downloads, hence C_T, rise while R_T jumps because most data is never
+  shared. The paper supports C_T = O(d N log T / log gamma) (an upper bound, E5), not a C_T falling at every grid
+  step; the number of uploads, which gamma_U governs directly, does fall along the grid.
+* S3 (Sync ahead at matched communication under uniform arrivals) does not hold at the CI scale: over 10 blocks
+  of 3 seeds it passes on 2, and all 30 seeds pooled give 7 of 11 comparisons for Sync (< 2/3). Sync's edge is
+  N^(1/4): 3.2 at N = 100 against 5.6 at the paper's N = 1000, where S3 passes. The CI claim carries its
+  measured pass rate (2/10).
 """
 
 from __future__ import annotations
