@@ -35,6 +35,7 @@ from fedbandit_envs.data import (
 )
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.instances import BanditInstance
+from fedbandit_envs.metrics import summarize
 from fedbandit_envs.runner import run
 from wrappers.dp import LaplaceMessageDP
 from wrappers.dp.mechanisms import dyadic_blocks
@@ -592,3 +593,21 @@ def test_rc4_rc6_regret_decreases_with_epsilon_short_horizon() -> None:
     for claim in scenario.claims[:2]:  # monotone_in_epsilon (RC4), infinity_lowest (RC6)
         verdict = claim.check(results)
         assert verdict.passed, verdict.evidence
+
+
+def test_rc9_reporting_format() -> None:
+    # RC9: the curve is the mean over trials of the agent-averaged cumulative pseudo-regret; the band is the per-t
+    # min and max over trials. Every Zhu scenario's report draws that figure.
+    for scenario in SCENARIOS.values():
+        (figure,) = [f for f in scenario.figures if f.name == "rc9_regret"]
+        assert (figure.x, figure.y, figure.band) == ("slot", "mean_regret", "minmax")
+    results = run(GossipUCB, {**SMALL, "horizon": 60}, [0, 1, 2], checkpoints=4)
+    for row in results.curves:
+        agents = [r["regret"] for r in results.agents if (r["seed"], r["slot"]) == (row["seed"], row["slot"])]
+        assert len(agents) == SMALL["num_agents"] and row["mean_regret"] == pytest.approx(np.mean(agents), rel=1e-12)
+    summary = summarize(results.curves, "mean_regret", by=("algorithm", "slot"))
+    assert len(summary) == 4
+    for point in summary:
+        trials = [r["mean_regret"] for r in results.curves if r["slot"] == point["slot"]]
+        assert point["n"] == 3 and point["mean"] == pytest.approx(np.mean(trials), rel=1e-12)
+        assert (point["min"], point["max"]) == (min(trials), max(trials))

@@ -27,6 +27,7 @@ from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
     Claim,
     ClaimVerdict,
+    FigureSpec,
     Scenario,
     register,
     split_point,
@@ -282,6 +283,14 @@ def _scales(num_arms: int, ci_extra: Mapping[str, Any], paper_extra: Mapping[str
     }
 
 
+def rc9_figure(hue: Sequence[str]) -> FigureSpec:
+    """RC9's reporting format: the mean over trials of the agent-averaged cumulative pseudo-regret, min-max band.
+
+    The curve includes the M warm-up slots (a shift by their regret, the same in every trial on a fixed instance).
+    """
+    return FigureSpec("rc9_regret", y="mean_regret", hue=hue, band="minmax", title="Regret per agent (RC9)")
+
+
 def _epsilon_scenario(name: str, description: str, env: dict[str, Any], ci_instance: Any, claims: tuple) -> Scenario:
     """Fed_UCB at ε in {1, 2, 5, ∞}; the CI scale adds the labelled ``dp_bonus_scale`` (spec §4.2)."""
     num_arms = env["num_arms"]
@@ -297,6 +306,7 @@ def _epsilon_scenario(name: str, description: str, env: dict[str, Any], ci_insta
         checkpoints=zhu_checkpoints(CI_HORIZON, num_arms),  # type: ignore[arg-type]
         claims=claims,
         scales=_scales(num_arms, {"instance": ci_instance, "sweep": ci_sweep}, {}),
+        figures=(rc9_figure(("epsilon",)),),
     )
 
 
@@ -326,6 +336,7 @@ SA_COLLABORATION = register(
         checkpoints=zhu_checkpoints(CI_HORIZON, 5),  # type: ignore[arg-type]
         claims=(sublinear_claim("gossip_ucb", 1.6), collaboration_claim("gossip_ucb", "local_ucb1")),
         scales=_scales(5, {"instance": _CI_INSTANCE}, {}),
+        figures=(rc9_figure(("algorithm",)),),
     )
 )
 
@@ -372,6 +383,7 @@ __all__ = [
     "EPSILONS",
     "SCENARIOS",
     "collaboration_claim",
+    "rc9_figure",
     "diabetes_scenario",
     "diabetes_standin_instance",
     "epsilon_finals",
