@@ -58,19 +58,36 @@ class Driver:
             self.pulls.append(counts.copy())
 
 
-def delayed_views(topology, gamma, slot):
-    """Per agent m: the (origin, slot) pairs such that m knows origin's state after that slot, when deciding."""
+def delayed_views(topology, gamma, slot, lag=1):
+    """Per agent m: the (origin, slot) pairs such that m knows origin's state after that slot, when deciding.
+
+    The spec's formula (§5.1, D4) is ``lag = 0``: deciding in slot s (round s + 1), m holds o's data through slot
+    s - d(m, o). The suite's timing is ``lag = 1``: a slot's reward arrives after the slot's messages are sent, so
+    remote data is one slot older (documented in :mod:`agents.dubey`).
+    """
     dist = topology.distances()
     views = []
     for m in range(topology.num_agents):
-        pairs = [(o, slot - dist[m, o] - 1) for o in range(topology.num_agents) if 1 <= dist[m, o] <= gamma]
+        pairs = [(o, slot - dist[m, o] - lag) for o in range(topology.num_agents) if 1 <= dist[m, o] <= gamma]
         views.append([(o, s) for o, s in pairs if s >= 0])
     return views
 
 
+SPEC_TIMING = pytest.param(
+    0,
+    marks=pytest.mark.xfail(
+        strict=True,
+        reason="spec D4 timing: remote data is one slot fresher than the suite's (see agents.dubey, 'Timing')",
+    ),
+    id="spec_D4",
+)
+
+
 # ---------------------------------------------------------------------------------------------------- exact
+@pytest.mark.parametrize("lag", [pytest.param(1, id="suite"), SPEC_TIMING])
 @pytest.mark.parametrize("gamma", [1, 2, 3])
-def test_private_aggregation_uses_each_origin_release_delayed_by_its_distance(gamma):
+def test_private_aggregation_uses_each_origin_release_delayed_by_its_distance(gamma, lag):
+    # §5.1: N[k] = n_m[k](t - 1) + sum over 1 <= d(m, o) <= gamma of rel_cnt_o[k](t - d(m, o)) (spec: lag 0)
     topology = topo.path(6)
     population = PrivateMultiAgentUCB(gamma=gamma, dp_eps=1.0)  # f = 1: a fresh noisy release at every pull
     driver = Driver(population, topology, 25)
@@ -82,14 +99,18 @@ def test_private_aggregation_uses_each_origin_release_delayed_by_its_distance(ga
         own = (population.own_counts[0].copy(), population.own_sums[0].copy())
         history.append((*own, released, released * population.release_means[0]))
         counts, sums = population.group_statistics()
-        for m, views in enumerate(delayed_views(topology, gamma, slot)):
+        for m, views in enumerate(delayed_views(topology, gamma, slot, lag)):
             own_n, own_s = history[slot - 1][0][m], history[slot - 1][1][m]
             assert counts[0, m].tolist() == (own_n + sum(history[s][2][o] for o, s in views)).tolist()
             np.testing.assert_allclose(sums[0, m], own_s + sum(history[s][3][o] for o, s in views), rtol=1e-12)
 
 
-@pytest.mark.parametrize("gamma", [0, 1, 2])
-def test_byzantine_sample_sets_hold_own_and_delayed_remote_samples(gamma):
+@pytest.mark.parametrize(
+    ("gamma", "lag"),
+    [(0, 1), (1, 1), (2, 1), *(pytest.param(g, *SPEC_TIMING.values, marks=SPEC_TIMING.marks) for g in (1, 2))],
+)
+def test_byzantine_sample_sets_hold_own_and_delayed_remote_samples(gamma, lag):
+    # §5.1: |S[k]| = n_m[k](t - 1) + sum over 1 <= d(m, o) <= gamma of n_o[k](t - d(m, o)) (spec: lag 0)
     topology = topo.ring(7)
     population = ByzantineProofUCB(gamma=gamma)
     driver = Driver(population, topology, 20)
@@ -98,7 +119,7 @@ def test_byzantine_sample_sets_hold_own_and_delayed_remote_samples(gamma):
             continue
         sizes = population.sample_counts()[0]
         pulls = driver.pulls
-        for m, views in enumerate(delayed_views(topology, gamma, slot)):
+        for m, views in enumerate(delayed_views(topology, gamma, slot, lag)):
             expected = pulls[slot - 1][0, m] + sum(pulls[s][0, o] for o, s in views)
             assert sizes[m].tolist() == expected.tolist()
 
