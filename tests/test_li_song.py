@@ -14,6 +14,7 @@ from agents.li_song import (
     HDPMAB,
     LiSongMAB,
     SingleMAB,
+    bounds,
     epoch_plan,
     find_sink_agents,
     hybrid_topology,
@@ -557,3 +558,31 @@ def test_other_bad_configurations():
         CDPMAB(after_cap="never")
     with pytest.raises(ValueError, match="delta_schedule_base"):
         CDPMAB(rounds=2, delta_schedule_base=1.5)
+
+
+# --------------------------------------------------------------------------------------------- bound shapes (5.16)
+def test_theorem_bound_shapes_spot_values():
+    """§5 item 16: the O(.) shapes of Theorems 1-4 with unit constants, checked by hand at K = 3, T = 100, M = 4.
+
+    log(K T log T) = log(1381.55) = 7.23096; Theorem 1: max{7.23096 (1/0.5 + 1/0.25), 3 log(100) sqrt(7.23096) /
+    (2 eps)} = max{43.386, 18.575 / eps}. Theorem 2 (R = 2, p = 0.5): min{4, 100 / 0.5^1.5} max{log(1200) 6,
+    2 sqrt(log 1200) / 2} = 4 x 42.540.
+    """
+    gaps = [0.0, 0.5, 0.25]
+    assert bounds.cdp_regret_shape(gaps, 100, 4, 1.0) == pytest.approx(43.38577, rel=1e-6)
+    assert bounds.cdp_regret_shape(gaps, 100, 4, 0.1) == pytest.approx(185.75264, rel=1e-6)
+    grid = bounds.cdp_regret_shape(gaps, np.array([100.0, 1000.0]), 4, np.array([[1.0], [0.1]]))
+    assert grid.shape == (2, 2) and grid[0, 0] == pytest.approx(43.38577, rel=1e-6)
+    assert bounds.constrained_cdp_regret_shape(gaps, 100, 4, 1.0, 0.5, 2) == pytest.approx(170.16184, rel=1e-6)
+    assert bounds.ddp_regret_shape(gaps, 100, 4, 1.0, diameter=3) == pytest.approx(43.38577 + 4 * 2, rel=1e-6)
+    assert bounds.hdp_regret_shape(gaps, 100, 4, 1.0, [1, 3, 2]) == pytest.approx(43.38577 + 4 * 2, rel=1e-6)
+    costs = bounds.cost_shapes(
+        100, 4, c1=25, c2=1, diameter=2, degrees=[3] * 4, component_diameters=[1, 2], num_components=2
+    )
+    log_t = np.log(100)
+    assert costs["cdp"] == pytest.approx(100 * log_t) and costs["ddp"] == pytest.approx(12 * log_t)
+    assert costs["hdp"] == pytest.approx(58 * log_t)
+    with pytest.raises(ValueError, match="at least one positive"):
+        bounds.cdp_regret_shape([0.0, 0.0], 100, 4, 1.0)
+    with pytest.raises(ValueError, match="participation must be in"):
+        bounds.constrained_cdp_regret_shape(gaps, 100, 4, 1.0, 0.0, 2)
