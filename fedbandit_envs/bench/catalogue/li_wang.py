@@ -26,8 +26,10 @@ What S1 and S3 can claim (measured 2026-11-27):
   step; the number of uploads, which gamma_U governs directly, does fall along the grid.
 * S3 (Sync ahead at matched communication under uniform arrivals) does not hold at the CI scale: over 10 blocks
   of 3 seeds it passes on 2, and all 30 seeds pooled give 7 of 11 comparisons for Sync (< 2/3). Sync's edge is
-  N^(1/4): 3.2 at N = 100 against 5.6 at the paper's N = 1000, where S3 passes. The CI claim carries its
-  measured pass rate (2/10).
+  N^(1/4): 3.2 at N = 100 against 5.6 at the paper's N = 1000, where S3 passes. A larger twin at the same
+  T/N = 30 and d = K = 10 (N = 300, T = 9000, seeds 0-2) goes the other way: 0 of 11 comparisons favour Sync. The
+  paper's regime needs its d = 25 as well, which is paper-scale work. The CI claim carries its measured pass rate
+  (2/10).
 """
 
 from __future__ import annotations
