@@ -196,6 +196,25 @@ def test_release_noise_is_laplace_with_scale_n_to_the_v_over_2_minus_1():
     assert abs(noise.var() - 2 * 10 ** (1.1 - 2)) < 0.023
 
 
+def test_aggregated_noise_variance():
+    # §5.2: given fixed data, Var[mu_hat[k] - exact pooled mean[k]] = 2 sum_o rel_cnt_o[k]^v / N[k]^2. Deterministic
+    # rewards (means 1 and 0) fix the data; at slot 22 every agent of a path of 3 (gamma = 2) holds each other
+    # agent's first release (rel_cnt = f = 10 per arm), so z = N (mu_hat - mu) = sum_o rel_cnt_o (rel_mean_o - mu)
+    # has variance 2 x 2 x 10^1.1 = 50.357 over 4000 replicas (own data is exact, so it adds no noise). The
+    # sample variance's standard error is about 3% (Laplace tails); measured 48.0-52.8 over the 6 (agent, arm)
+    # pairs; tolerance 4 standard errors.
+    replicas, v = 4000, 1.1
+    population = PrivateMultiAgentUCB(gamma=2, dp_eps=0.1, v=v)
+    driver = Driver(population, topo.path(3), 22, means=[1.0, 0.0], seeds=range(replicas))
+    for _ in driver.slots():
+        pass
+    assert np.all(population.pooled_counts == 2 * 10)  # two origins, one release of 10 pulls each, every replica
+    counts, sums = population.group_statistics()
+    z = sums - np.array([1.0, 0.0]) * counts
+    np.testing.assert_allclose(z.var(axis=0, ddof=1), 2 * 2 * 10**v, rtol=0.12)
+    assert np.all(np.abs(z.mean(axis=0)) < 4 * np.sqrt(2 * 2 * 10**v / replicas))  # unbiased
+
+
 def test_noise_is_drawn_only_at_release_points():
     # D3: the held mean changes exactly in the slots where an arm's count reaches a multiple of f (a fresh draw);
     # one Laplace draw per release, none in between
