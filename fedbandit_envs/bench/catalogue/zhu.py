@@ -31,6 +31,7 @@ from fedbandit_envs.bench.scenarios import (
     Scenario,
     register,
     split_point,
+    with_pass_rates,
 )
 from fedbandit_envs.data.diabetes import diabetes_means, standin_means
 from fedbandit_envs.runner import Results, load_object
@@ -334,7 +335,11 @@ SA_COLLABORATION = register(
         algorithms={"gossip_ucb": AlgorithmSpec("gossip_ucb"), "local_ucb1": AlgorithmSpec("independent_ucb1")},
         seeds=5,
         checkpoints=zhu_checkpoints(CI_HORIZON, 5),  # type: ignore[arg-type]
-        claims=(sublinear_claim("gossip_ucb", 1.6), collaboration_claim("gossip_ucb", "local_ucb1")),
+        claims=with_pass_rates(
+            (sublinear_claim("gossip_ucb", 1.6), collaboration_claim("gossip_ucb", "local_ucb1")),
+            {"sublinear": (10, 10), "collaboration_needed": (10, 10)},
+            "0:50 in blocks of 5",
+        ),
         scales=_scales(5, {"instance": _CI_INSTANCE}, {}),
         figures=(rc9_figure(("algorithm",)),),
     )
