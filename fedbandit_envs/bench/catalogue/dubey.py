@@ -299,6 +299,7 @@ FIG1B_PASS_RATES = {
     "rc5_contamination_costs_little": (10, 10),
     "rc8_exploration": (10, 10),
 }
+FIG1C_LABELS = ("private_ucb_eps1", "byzantine_ucb")
 RC5_STRICT_PASS_RATES = {"rc5_strict_eps0.05": (9, 10), "rc5_strict_eps0.1": (10, 10)}
 
 FIG1A = register(
@@ -514,7 +515,11 @@ FIG1C = register(
         sweep={"env.graph": ["erdos_renyi", "complete"], "alg.gamma": [1, 2, 3]},
         exclude=({"env.graph": "complete", "alg.gamma": 2}, {"env.graph": "complete", "alg.gamma": 3}),
         wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
-        claims=(*_gamma_claims("private_ucb_eps1", 2.0), *_gamma_claims("byzantine_ucb", 2.0)),
+        claims=with_pass_rates(
+            (*_gamma_claims("private_ucb_eps1", 2.0), *_gamma_claims("byzantine_ucb", 2.0)),
+            {f"rc{n}_{label}": (10, 10) for n in ("6_sharp_drop", "6_no_rise", "7_optimal") for label in FIG1C_LABELS},
+            "0:160 in blocks of 16",
+        ),
         # 8 trials (seeds 0-7 then 8-15, ...) passed RC-6/RC-7 on only 8 of 10 blocks; the CI twin runs 16
         scales={"ci": {**CI_SCALE, "seeds": 16}, "paper": PAPER_SCALE},
         runner=RUNNER,
