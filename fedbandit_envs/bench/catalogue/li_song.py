@@ -708,14 +708,18 @@ FIG11 = register(
         wrappers=(laplace(100),),
         seeds=20,
         runner=RUNNER,
-        claims=(
-            per_round_cost_claim(
-                "per_round_cost",
-                "Per-round cost c1 Q + c2 sum_q |E_q| ecc(SA_q): 1200, 1985, 5000, case 4, 345, 5000 (RC-Y1).",
-                lambda r: hybrid_cost(r, 50.0, "graph_edges"),
+        claims=with_pass_rates(
+            (
+                per_round_cost_claim(
+                    "per_round_cost",
+                    "Per-round cost c1 Q + c2 sum_q |E_q| ecc(SA_q): 1200, 1985, 5000, case 4, 345, 5000 (RC-Y1).",
+                    lambda r: hybrid_cost(r, 50.0, "graph_edges"),
+                ),
+                hybrid_ordering_claim(),
+                delayed_hybrid_claim(HYBRID_ENV["num_agents"]),
             ),
-            hybrid_ordering_claim(),
-            delayed_hybrid_claim(HYBRID_ENV["num_agents"]),
+            {"per_round_cost": (10, 10), "hybrid_ordering": (10, 10), "delayed_hybrid_regret": (10, 10)},
+            "0:10 in blocks of 1",
         ),
         scales={"ci": {"num_arms": 20, "horizon": 10_000, "seeds": 1}, "paper": {}},
         figures=(FigureSpec("fig11_regret", y="mean_regret", hue=("topology",), title="HDP-MAB (Fig. 11)"),),
