@@ -301,15 +301,20 @@ FIG4 = register(
         wrappers=(laplace(50),),
         seeds=20,
         runner=RUNNER,
-        claims=(
-            trend_claim(
-                "regret_falls_with_epsilon",
-                "Regret rises as epsilon falls: adjacent pairs within max(2 SE, 2%), Reg(0.1) >= 1.05 Reg(1) (RC-C2).",
-                "epsilon",
-                _epsilon_trend,
+        claims=with_pass_rates(
+            (
+                trend_claim(
+                    "regret_falls_with_epsilon",
+                    "Regret rises as epsilon falls: adjacent pairs within max(2 SE, 2%), Reg(0.1) >= 1.05 Reg(1) "
+                    "(RC-C2).",
+                    "epsilon",
+                    _epsilon_trend,
+                ),
+                per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per round (RC-C1).", lambda r: 25.0 * 50),
+                epsilon_claim(lambda r: 50 * r["epsilon"]),
             ),
-            per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per round (RC-C1).", lambda r: 25.0 * 50),
-            epsilon_claim(lambda r: 50 * r["epsilon"]),
+            {"regret_falls_with_epsilon": (10, 10), "cost_c1_M_rounds": (10, 10), "epsilon_effective": (10, 10)},
+            "0:60 in blocks of 6",
         ),
         scales={"ci": {"horizon": 10_000, "seeds": 6}, "paper": {}},
         figures=(FigureSpec("fig4_regret", hue=("epsilon",), title="CDP-MAB: regret vs slot by epsilon (Fig. 4)"),),
