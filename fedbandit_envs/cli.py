@@ -23,8 +23,11 @@ from typing import Any
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.registration import pprint_registry
 from fedbandit_envs.runner import ALGORITHMS, Results, run
+from fedbandit_envs.seeding import resolve_seeds
 
 DEFAULT_ALGORITHMS = ("random", "independent_ucb1", "full_sharing_ucb")
+#: The help of every ``--seeds`` option.
+SEEDS_HELP = "seeds: a count N (runs 0..N-1), a half-open range START:STOP (100:110 = 100..109) or a list 3,7,9"
 #: Jobs listed by ``--dry-run`` before the list is cut short.
 DRY_RUN_LISTED = 30
 
@@ -56,7 +59,7 @@ def _json_object(text: str) -> dict[str, Any]:
 def _add_sweep_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by sweep, compare and replicate: scale, overrides, backend."""
     parser.add_argument("--scale", choices=("ci", "paper"), default="ci", help="ci: minutes (default); paper: full")
-    parser.add_argument("--seeds", type=int, default=None, help="number of seeds (runs 0..n-1); default: the scale's")
+    parser.add_argument("--seeds", default=None, help=f"{SEEDS_HELP}; default: the scale's")
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -64,7 +67,8 @@ def _add_sweep_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override an environment keyword, seeds or checkpoints (repeatable; VALUE is JSON or text)",
+        help="override an environment keyword, seeds or checkpoints (repeatable; VALUE is JSON or text, "
+        "e.g. seeds=[100,101] or seeds=100:110)",
     )
     parser.add_argument(
         "--backend",
@@ -92,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--agents", type=int, default=10, help="number of agents M")
     run_parser.add_argument("--arms", type=int, default=20, help="number of arms K")
     run_parser.add_argument("--horizon", type=int, default=2000, help="number of slots T")
-    run_parser.add_argument("--seeds", type=int, default=5, help="number of runs (seeds 0..n-1)")
+    run_parser.add_argument("--seeds", default="5", help=f"{SEEDS_HELP} (default 5)")
     run_parser.add_argument("--topology", default="server", help="server, complete, ring, path, grid, erdos_renyi, ...")
     run_parser.add_argument("--instance", default="uniform", help="uniform or heterogeneous")
     run_parser.add_argument("--instance-seed", type=int, default=None, help="fix the instance across seeds")
@@ -163,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
         "c1": args.c1,
         "c2": args.c2,
     }
-    seeds = list(range(args.seeds))
+    seeds = list(resolve_seeds(args.seeds))
     results = Results()
     for algorithm in args.algorithms:
         results.extend(run(algorithm, env_kwargs, seeds, args.checkpoints, progress=not args.no_progress))
@@ -200,7 +204,7 @@ def _list() -> int:
         except ValueError as error:  # list the rest of the catalogue even if one entry is broken
             print(f"  {name:34s} {'invalid':>8s}  {error}")
             continue
-        size = f"{len(ci.points()) * len(ci.algorithms)} x {ci.seeds}"
+        size = f"{len(ci.points()) * len(ci.algorithms)} x {len(ci.seed_list())}"
         print(f"  {name:34s} {size:>8s}  {ci.description}")
     return 0
 

@@ -292,7 +292,7 @@ def run_scenario(scenario: Scenario, scale: str = "ci", progress: bool = False) 
     """Run every sweep point and algorithm of a scenario at ``scale`` with the scenario's runner.
 
     Rows get one column per sweep key, named after its keyword (``"alg.epsilon"`` -> ``epsilon``), as
-    :mod:`fedbandit_envs.bench.claims` expects; seeds are ``0 .. seeds - 1``.
+    :mod:`fedbandit_envs.bench.claims` expects; the seeds are the scenario's (:meth:`Scenario.seed_list`).
     """
     scenario = scenario.at_scale(scale)
     runner = load_object(scenario.runner)
@@ -306,7 +306,7 @@ def run_scenario(scenario: Scenario, scale: str = "ci", progress: bool = False) 
             part = runner(
                 spec.factory(parts["alg"]),
                 env_kwargs,
-                list(range(scenario.seeds)),
+                scenario.seed_list(),
                 scenario.checkpoints,
                 progress=progress,
                 label=label,

@@ -31,6 +31,7 @@ from fedbandit_envs.core import Action, Feedback, exchange_at_boundary
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.envs.mab_core import FederatedMABCore
 from fedbandit_envs.observations import feedback_from_observations, messages_by_sender
+from fedbandit_envs.seeding import explicit_seeds
 
 #: Ledger totals reported per checkpoint (arrays of shape (B,) on the ledger).
 LEDGER_COLUMNS = ("messages", "copies", "scalars", "bytes", "links", "link_cost", "cost", "dropped")
@@ -292,7 +293,8 @@ def run(
     Args:
         algorithm: a name in :data:`ALGORITHMS`, ``"module:Class"``, or a population class/factory.
         env_kwargs: keyword arguments of :class:`FederatedMAB` (without ``coordinator``).
-        seeds: one run per seed; run ``b`` is identical whichever path is taken.
+        seeds: one run per seed, any sequence of distinct non-negative ints (``[0, 1]``, ``range(100, 110)``);
+            the ``seed`` column holds these values; run ``b`` is identical whichever path is taken.
         checkpoints: number of evenly spaced checkpoints, or explicit slot counts.
         batched: force the batched (True) or PettingZoo (False) path; default: batched when supported.
         progress: show a progress bar.
@@ -321,11 +323,11 @@ def dispatch(
 ) -> Results:
     """The shared front of every family's ``run``: check the seeds and take the batched path when supported.
 
-    ``make`` builds the family's population from an algorithm spec; ``paths`` is ``(run_batched,
-    run_pettingzoo)``; the other arguments are those of :func:`run`.
+    The seeds are checked by :func:`~fedbandit_envs.seeding.explicit_seeds`. ``make`` builds the family's
+    population from an algorithm spec; ``paths`` is ``(run_batched, run_pettingzoo)``; the other arguments are
+    those of :func:`run`.
     """
-    if not seeds:
-        raise ValueError("seeds must not be empty")
+    seeds = explicit_seeds(seeds)
     if batched is None:
         batched = bool(getattr(make(algorithm), "supports_batching", False))
     runner = paths[0] if batched else paths[1]

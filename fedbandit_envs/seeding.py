@@ -10,6 +10,7 @@ Noise drawn from these streams is simulation-grade: reproducible, not cryptograp
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,3 +98,67 @@ class EpisodeSeeds:
         if self._master is None:
             self._master = np.random.SeedSequence()
         return self._master.spawn(1)[0]
+
+
+#: How a set of runs' seeds may be given: a count ``n`` (seeds ``0 .. n-1``), text (:func:`parse_seeds`) or the seeds.
+SeedsLike = int | str | Sequence[int]
+
+
+def explicit_seeds(seeds: Iterable[int]) -> tuple[int, ...]:
+    """The seeds as a tuple of Python ints, checked: a non-empty sequence of distinct non-negative integers.
+
+    Any iterable of integers is accepted (a list, ``range(100, 110)``, a numpy array); a bare count or text
+    is refused here (use :func:`resolve_seeds`), so ``seeds=5`` never silently means one run or five.
+    """
+    if isinstance(seeds, int | np.integer | str | bytes):
+        raise TypeError(
+            f"seeds must be a sequence of seeds such as [0, 1, 2] or range(100, 110), got {seeds!r}; "
+            f"for n runs 0..n-1 pass range(n)"
+        )
+    values = list(seeds)
+    if not values:
+        raise ValueError("seeds must not be empty: give at least one seed, e.g. [0] or range(5)")
+    for value in values:
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) or value < 0:
+            raise ValueError(f"every seed must be a non-negative integer, got {value!r} in {values!r}")
+    out = tuple(int(value) for value in values)
+    repeated = sorted({seed for seed in out if out.count(seed) > 1})
+    if repeated:
+        raise ValueError(f"seeds must be distinct (each names one run), got {repeated} more than once")
+    return out
+
+
+def parse_seeds(text: str) -> int | tuple[int, ...]:
+    """Seeds written as text, as the command line takes them.
+
+    * ``"5"``: a count, five runs with seeds ``0 .. 4`` (returned as the int 5, checked by :func:`resolve_seeds`);
+    * ``"100:110"``: the half-open range ``100 .. 109`` (like Python's ``range(100, 110)``);
+    * ``"3,7,9"``: exactly these seeds (``"7,"`` is the single seed 7).
+    """
+    text = text.strip()
+    fix = "write a count (5 = seeds 0..4), a half-open range START:STOP (100:110 = seeds 100..109) or a list 3,7,9"
+    try:
+        if ":" in text:
+            start, _, stop = text.partition(":")
+            first, last = int(start), int(stop)
+            if first < 0 or last <= first:
+                raise ValueError(f"the range {text!r} is empty or negative; STOP must exceed START >= 0")
+            return tuple(range(first, last))
+        if "," in text:
+            return explicit_seeds(int(part) for part in text.split(",") if part.strip())
+        return int(text)  # a count; resolve_seeds checks it is positive
+    except ValueError as error:
+        raise ValueError(f"cannot read seeds {text!r} ({error}); {fix}") from None
+
+
+def resolve_seeds(seeds: SeedsLike) -> tuple[int, ...]:
+    """The explicit seeds of a count (``n`` -> ``0 .. n-1``), a text (:func:`parse_seeds`) or a sequence."""
+    if isinstance(seeds, str):
+        seeds = parse_seeds(seeds)
+    if isinstance(seeds, bool):
+        raise TypeError(f"seeds must be a count, a text such as '100:110' or a sequence of seeds, got {seeds!r}")
+    if isinstance(seeds, int | np.integer):
+        if seeds < 1:
+            raise ValueError(f"seeds must be a positive number of runs (seeds 0..n-1) or a list of seeds, got {seeds}")
+        return tuple(range(int(seeds)))
+    return explicit_seeds(seeds)

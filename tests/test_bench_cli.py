@@ -1,5 +1,8 @@
 """The fedbandit command: list, sweep (dry run, report), plot, report, and errors that say how to fix."""
 
+import csv
+import json
+
 import pytest
 
 from fedbandit_envs.cli import main
@@ -86,3 +89,27 @@ def test_malformed_setting_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["sweep", "suite/baselines", "--set", "horizon"])
     assert exit_info.value.code == 2 and "expected KEY=VALUE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("seeds", "listed"),
+    [
+        (["--seeds", "100:102"], "[100, 101]"),
+        (["--seeds", "3,7,9"], "[3, 7, 9]"),
+        (["--seeds", "2"], "[0, 1]"),
+        (["--set", "seeds=[100,101]"], "[100, 101]"),
+        (["--set", "seeds=5:7"], "[5, 6]"),
+    ],
+)
+def test_sweep_takes_explicit_seeds(seeds, listed, tmp_path, capsys):
+    argv = ["sweep", "suite/baselines", "--out", str(tmp_path / "r"), "--dry-run", "--no-progress", *seeds]
+    assert main(argv) == 0
+    assert f"suite/baselines / random seeds {listed}" in capsys.readouterr().out
+
+
+def test_run_takes_explicit_seeds(tmp_path):
+    out = tmp_path / "r"
+    argv = ["run", "--algorithms", "random", "--agents", "2", "--arms", "3", "--horizon", "20", "--seeds", "10:12"]
+    assert main([*argv, "--checkpoints", "2", "--out", str(out), "--no-plot", "--no-progress"]) == 0
+    assert json.loads((out / "config.json").read_text())["seeds"] == [10, 11]
+    assert {row["seed"] for row in csv.DictReader((out / "results.csv").open())} == {"10", "11"}

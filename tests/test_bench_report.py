@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -9,7 +10,15 @@ from fedbandit_envs.bench import scenarios
 from fedbandit_envs.bench.claims import monotone, ordering
 from fedbandit_envs.bench.decisions import CHECKOUT_DOCS, URL_VARIABLE, anchor, doc_anchors
 from fedbandit_envs.bench.report import paper_scenarios, write_replication_report, write_report
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, FigureSpec, Scenario, WrapperSpec, get
+from fedbandit_envs.bench.scenarios import (
+    AlgorithmSpec,
+    FigureSpec,
+    PassRate,
+    Scenario,
+    WrapperSpec,
+    get,
+    with_pass_rates,
+)
 from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
 
@@ -93,6 +102,20 @@ def test_claim_codes_link_to_the_decisions_docs(dp_sweep, monkeypatch):
     markdown, _ = write_report(dp_sweep, li_song)
     assert "(RC-C2, D9)" not in markdown.read_text()
     assert "[RC-C2](https://example.org/docs/decisions/li-song.md#rc-c2)" in markdown.read_text()
+
+
+def test_report_shows_measured_pass_rates(dp_sweep, monkeypatch):
+    claims = with_pass_rates(DP.claims, {"sharing_helps": (9, 10)}, "0:20 in blocks of 2")
+    assert str(claims[0].pass_rate) == "9/10 blocks (0:20 in blocks of 2, ci scale)" and claims[1].pass_rate is None
+    monkeypatch.setitem(scenarios._CATALOGUE, DP.name, replace(DP, claims=claims))
+    markdown, _ = write_report(dp_sweep)
+    lines = {line.split(" | ")[0].strip("| "): line for line in markdown.read_text().splitlines() if "|" in line}
+    assert lines["sharing_helps"].endswith("| 9/10 blocks (0:20 in blocks of 2, ci scale) |")
+    assert lines["reversed"].endswith("| not measured |")
+    with pytest.raises(ValueError, match=r"unknown claims \['nope'\]"):
+        with_pass_rates(DP.claims, {"nope": (1, 1)}, "0:1")
+    with pytest.raises(ValueError, match="0 <= passed <= blocks"):
+        PassRate(11, 10, "0:20")
 
 
 def test_report_of_an_unregistered_scenario_says_claims_are_unavailable(dp_sweep):

@@ -2,7 +2,9 @@
 
 import gzip
 import json
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from agents.baselines import IndependentUCB1
@@ -49,6 +51,23 @@ def test_expansion_is_points_times_algorithms_times_seed_chunks():
     assert len(cells) == 12 and all(job.cell == jobs[0].cell for job in jobs[:3])
     one_job_per_cell = expand(grid_scenario())
     assert len(one_job_per_cell) == 12 and one_job_per_cell[0].seeds == (0, 1, 2, 3, 4)
+
+
+def test_excluded_points_are_not_expanded():
+    scenario = replace(grid_scenario(), exclude=({"env.num_arms": 4, "env.c2": 2.0}, {"env.c2": 0.5}))
+    assert scenario.points() == [
+        {"env.num_arms": 3, "env.c2": 1.0},
+        {"env.num_arms": 3, "env.c2": 2.0},
+        {"env.num_arms": 4, "env.c2": 1.0},
+    ]
+    jobs = expand(scenario)
+    assert len(jobs) == 3 * 2
+    kept = {job.cell for job in expand(grid_scenario())}
+    assert {job.cell for job in jobs} < kept  # excluding points leaves the other cells' ids unchanged
+    with pytest.raises(ValueError, match="must name sweep keys only.*'env.horizon'"):
+        replace(grid_scenario(), exclude=({"env.horizon": 20},))
+    with pytest.raises(ValueError, match="none given"):
+        replace(grid_scenario(), exclude=({},))
 
 
 def test_pending_drops_finished_seeds():
@@ -245,3 +264,35 @@ def test_suite_baselines_at_paper_scale(tmp_path):
     assert len(results.curves) == 3 * 20 * 20
     verdict = get("suite/baselines").claims[0].check(results)
     assert verdict.passed, verdict.evidence
+
+
+def test_explicit_seeds_run_those_runs_and_keep_their_seed_column(tmp_path):
+    settings = {"horizon": 120, "checkpoints": 4}
+    wide = run_sweep("suite/baselines", tmp_path / "wide", "ci", settings, seeds="0:4", backend="inprocess")
+    assert wide.scenario.seed_list() == (0, 1, 2, 3)
+    picked = run_sweep("suite/baselines", tmp_path / "picked", "ci", settings, seeds=[3, 1], backend="inprocess")
+    wide_rows = [r for r in load_results(tmp_path / "wide").curves if r["seed"] in (1, 3)]
+    picked_rows = load_results(tmp_path / "picked").curves
+    assert {r["seed"] for r in picked_rows} == {1, 3}
+    # a seed's run does not depend on which other seeds run beside it or in what order
+    key = lambda r: (r["algorithm"], r["seed"], r["slot"])  # noqa: E731
+    assert sorted(without_wall_time(picked_rows), key=key) == sorted(without_wall_time(wide_rows), key=key)
+    assert [job.seeds for job in picked.jobs] == [(3, 1)] * 3
+    assert load_config(tmp_path / "picked")["seeds"] == [3, 1]
+    # resuming into the wide directory with a subset of its seeds runs nothing
+    again = run_sweep("suite/baselines", tmp_path / "wide", "ci", settings, seeds=range(1, 3), backend="inprocess")
+    assert again.jobs_run == [] and {r["seed"] for r in load_results(tmp_path / "wide").curves} == {1, 2}
+
+
+def test_seeds_in_overrides_and_scenarios_may_be_explicit():
+    assert resolve_scenario("suite/baselines", "ci", {"seeds": [100, 101]}).seed_list() == (100, 101)
+    assert resolve_scenario("suite/baselines", "ci", {"seeds": "100:103"}).seed_list() == (100, 101, 102)
+    assert resolve_scenario("suite/baselines", "ci", seeds=np.arange(7, 9)).seeds == (7, 8)
+    assert resolve_scenario(grid_scenario(seeds=(9, 4)), "ci").seed_list() == (9, 4)
+    assert [job.seeds for job in expand(resolve_scenario(grid_scenario(seeds=(9, 4, 5)), "ci"), 2)][:2] == [
+        (9, 4),
+        (5,),
+    ]
+    for bad, message in (([1, 1], "distinct"), ("3:1", "empty or negative"), (0, "positive number of runs")):
+        with pytest.raises(ValueError, match=message):
+            resolve_scenario("suite/baselines", "ci", {"seeds": bad})

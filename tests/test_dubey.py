@@ -58,19 +58,36 @@ class Driver:
             self.pulls.append(counts.copy())
 
 
-def delayed_views(topology, gamma, slot):
-    """Per agent m: the (origin, slot) pairs such that m knows origin's state after that slot, when deciding."""
+def delayed_views(topology, gamma, slot, lag=1):
+    """Per agent m: the (origin, slot) pairs such that m knows origin's state after that slot, when deciding.
+
+    The spec's formula (§5.1, D4) is ``lag = 0``: deciding in slot s (round s + 1), m holds o's data through slot
+    s - d(m, o). The suite's timing is ``lag = 1``: a slot's reward arrives after the slot's messages are sent, so
+    remote data is one slot older (documented in :mod:`agents.dubey`).
+    """
     dist = topology.distances()
     views = []
     for m in range(topology.num_agents):
-        pairs = [(o, slot - dist[m, o] - 1) for o in range(topology.num_agents) if 1 <= dist[m, o] <= gamma]
+        pairs = [(o, slot - dist[m, o] - lag) for o in range(topology.num_agents) if 1 <= dist[m, o] <= gamma]
         views.append([(o, s) for o, s in pairs if s >= 0])
     return views
 
 
+SPEC_TIMING = pytest.param(
+    0,
+    marks=pytest.mark.xfail(
+        strict=True,
+        reason="spec D4 timing: remote data is one slot fresher than the suite's (see agents.dubey, 'Timing')",
+    ),
+    id="spec_D4",
+)
+
+
 # ---------------------------------------------------------------------------------------------------- exact
+@pytest.mark.parametrize("lag", [pytest.param(1, id="suite"), SPEC_TIMING])
 @pytest.mark.parametrize("gamma", [1, 2, 3])
-def test_private_aggregation_uses_each_origin_release_delayed_by_its_distance(gamma):
+def test_private_aggregation_uses_each_origin_release_delayed_by_its_distance(gamma, lag):
+    # §5.1: N[k] = n_m[k](t - 1) + sum over 1 <= d(m, o) <= gamma of rel_cnt_o[k](t - d(m, o)) (spec: lag 0)
     topology = topo.path(6)
     population = PrivateMultiAgentUCB(gamma=gamma, dp_eps=1.0)  # f = 1: a fresh noisy release at every pull
     driver = Driver(population, topology, 25)
@@ -82,14 +99,18 @@ def test_private_aggregation_uses_each_origin_release_delayed_by_its_distance(ga
         own = (population.own_counts[0].copy(), population.own_sums[0].copy())
         history.append((*own, released, released * population.release_means[0]))
         counts, sums = population.group_statistics()
-        for m, views in enumerate(delayed_views(topology, gamma, slot)):
+        for m, views in enumerate(delayed_views(topology, gamma, slot, lag)):
             own_n, own_s = history[slot - 1][0][m], history[slot - 1][1][m]
             assert counts[0, m].tolist() == (own_n + sum(history[s][2][o] for o, s in views)).tolist()
             np.testing.assert_allclose(sums[0, m], own_s + sum(history[s][3][o] for o, s in views), rtol=1e-12)
 
 
-@pytest.mark.parametrize("gamma", [0, 1, 2])
-def test_byzantine_sample_sets_hold_own_and_delayed_remote_samples(gamma):
+@pytest.mark.parametrize(
+    ("gamma", "lag"),
+    [(0, 1), (1, 1), (2, 1), *(pytest.param(g, *SPEC_TIMING.values, marks=SPEC_TIMING.marks) for g in (1, 2))],
+)
+def test_byzantine_sample_sets_hold_own_and_delayed_remote_samples(gamma, lag):
+    # §5.1: |S[k]| = n_m[k](t - 1) + sum over 1 <= d(m, o) <= gamma of n_o[k](t - d(m, o)) (spec: lag 0)
     topology = topo.ring(7)
     population = ByzantineProofUCB(gamma=gamma)
     driver = Driver(population, topology, 20)
@@ -98,7 +119,7 @@ def test_byzantine_sample_sets_hold_own_and_delayed_remote_samples(gamma):
             continue
         sizes = population.sample_counts()[0]
         pulls = driver.pulls
-        for m, views in enumerate(delayed_views(topology, gamma, slot)):
+        for m, views in enumerate(delayed_views(topology, gamma, slot, lag)):
             expected = pulls[slot - 1][0, m] + sum(pulls[s][0, o] for o, s in views)
             assert sizes[m].tolist() == expected.tolist()
 
@@ -132,6 +153,23 @@ def test_cooperative_ucb_without_communication_is_individual_ucb1_seed_for_seed(
     assert all(row["messages"] == 0 for row in cooperative.curves)
 
 
+def test_byzantine_proof_ucb_without_communication_is_individual_robust_ucb():
+    # RC-10 for Algorithm 3: with gamma = 0 no sample leaves its agent, so each agent runs the robust UCB on its own
+    # samples alone: the graph makes no difference, seed for seed, and nothing is sent
+    env = {"num_agents": 5, "num_arms": 4, "horizon": 300}
+    keys = lambda r: [(row["seed"], row["slot"], row["agent"], row["regret"]) for row in r.agents]  # noqa: E731
+    runs = {
+        graph: run(lambda: ByzantineProofUCB(gamma=0, eps_alg=0.05), {**env, "topology": graph}, [0, 1, 2], 30)
+        for graph in ("ring", "complete", "star")
+    }
+    assert keys(runs["ring"]) == keys(runs["complete"]) == keys(runs["star"])
+    assert all(row["messages"] == 0 for result in runs.values() for row in result.curves)
+    # with gamma = 1 the graph matters (the same seeds, different neighbourhoods)
+    ring = run(lambda: ByzantineProofUCB(gamma=1, eps_alg=0.05), {**env, "topology": "ring"}, [0, 1, 2], 30)
+    complete = run(lambda: ByzantineProofUCB(gamma=1, eps_alg=0.05), {**env, "topology": "complete"}, [0, 1, 2], 30)
+    assert keys(ring) != keys(complete)
+
+
 def test_deterministic_bernoulli_case():
     # means 1, 0, 0: rewards are deterministic, so each arm's trimmed mean is exactly 1 or 0; after the K exploration
     # slots the bonus sigma sqrt(2 ln t / 5) of a bad arm (5 samples in a gamma = 2 ring ball) stays below 1 for
@@ -156,6 +194,25 @@ def test_release_noise_is_laplace_with_scale_n_to_the_v_over_2_minus_1():
     # scale^2 sqrt(20 / 10^4) = 0.0056, so 4 standard errors = 0.023)
     assert stats.kstest(noise, stats.laplace(scale=scale).cdf).pvalue > 0.01
     assert abs(noise.var() - 2 * 10 ** (1.1 - 2)) < 0.023
+
+
+def test_aggregated_noise_variance():
+    # §5.2: given fixed data, Var[mu_hat[k] - exact pooled mean[k]] = 2 sum_o rel_cnt_o[k]^v / N[k]^2. Deterministic
+    # rewards (means 1 and 0) fix the data; at slot 22 every agent of a path of 3 (gamma = 2) holds each other
+    # agent's first release (rel_cnt = f = 10 per arm), so z = N (mu_hat - mu) = sum_o rel_cnt_o (rel_mean_o - mu)
+    # has variance 2 x 2 x 10^1.1 = 50.357 over 4000 replicas (own data is exact, so it adds no noise). The
+    # sample variance's standard error is about 3% (Laplace tails); measured 48.0-52.8 over the 6 (agent, arm)
+    # pairs; tolerance 4 standard errors.
+    replicas, v = 4000, 1.1
+    population = PrivateMultiAgentUCB(gamma=2, dp_eps=0.1, v=v)
+    driver = Driver(population, topo.path(3), 22, means=[1.0, 0.0], seeds=range(replicas))
+    for _ in driver.slots():
+        pass
+    assert np.all(population.pooled_counts == 2 * 10)  # two origins, one release of 10 pulls each, every replica
+    counts, sums = population.group_statistics()
+    z = sums - np.array([1.0, 0.0]) * counts
+    np.testing.assert_allclose(z.var(axis=0, ddof=1), 2 * 2 * 10**v, rtol=0.12)
+    assert np.all(np.abs(z.mean(axis=0)) < 4 * np.sqrt(2 * 2 * 10**v / replicas))  # unbiased
 
 
 def test_noise_is_drawn_only_at_release_points():

@@ -14,6 +14,7 @@ from agents.li_song import (
     HDPMAB,
     LiSongMAB,
     SingleMAB,
+    bounds,
     epoch_plan,
     find_sink_agents,
     hybrid_topology,
@@ -354,11 +355,57 @@ def test_ddp_on_complete_graph_equals_cdp():
     assert cdp.curves[-1]["rounds_done"] >= 3
 
 
-def test_hybrid_case6_equals_cdp_in_regret_and_cost():
+def server_estimates(population, env_kwargs, seed):
+    """The server's noisy arm estimates after every round of one run (copies, in order)."""
+    rounds = []
+
+    def record(t, population, feedback):
+        values = population.states[0].values
+        if values is not None and (not rounds or not np.array_equal(values, rounds[-1])):
+            rounds.append(values.copy())
+
+    play(population, env_kwargs, [seed], [laplace(10)], on_step=record)
+    return rounds
+
+
+def test_hybrid_case6_equals_cdp_bit_for_bit():
+    """Table II case 6 (every agent its own sink) is CDP-MAB, under the same noise by construction.
+
+    The agents draw the Laplace noise themselves (``noise="agent"``: the engine's per-replica stream, one draw per
+    agent and epoch in the same order in both protocols; the wrapper only accounts), so the server's noisy
+    estimates, the eliminations, regret, cost and privacy agree bit for bit. Wrapper noise would not do: its
+    streams are keyed by message kind (``upload`` vs ``sink_upload``), so the server's estimates differ (by up
+    to 2.3e-3 on seed 0 here) and only the elimination outcomes could coincide.
+    """
     seeds, checkpoints = [0, 1, 2], list(range(500, 8001, 500))
-    cdp = run(CDPMAB, CRN, seeds, checkpoints, wrappers=[laplace(10)])
-    hdp = run(HDPMAB, {**CRN, "topology": hybrid_topology(10, [1] * 10)}, seeds, checkpoints, wrappers=[laplace(10)])
+    hybrid = {**CRN, "topology": hybrid_topology(10, [1] * 10)}
+    cdp = run(lambda: CDPMAB(noise="agent"), CRN, seeds, checkpoints, wrappers=[laplace(10)])
+    hdp = run(lambda: HDPMAB(noise="agent"), hybrid, seeds, checkpoints, wrappers=[laplace(10)])
     assert curves(cdp) == curves(hdp)
+    assert [(r["seed"], r["agent"], r["regret"]) for r in cdp.agents] == [
+        (r["seed"], r["agent"], r["regret"]) for r in hdp.agents
+    ]
+    assert cdp.curves[-1]["rounds_done"] >= 3 and cdp.curves[-1]["epsilon_max"] > 0
+    for seed in seeds:
+        central = server_estimates(CDPMAB(noise="agent"), CRN, seed)
+        hybrid_rounds = server_estimates(HDPMAB(noise="agent"), hybrid, seed)
+        assert len(central) >= 3 and len(central) == len(hybrid_rounds)
+        assert all(np.array_equal(a, b) for a, b in zip(central, hybrid_rounds))
+
+
+def test_one_component_hybrid_equals_ddp_on_the_complete_graph():
+    """§5 item 9: HDP with one complete component (Q = 1) is DDP on the complete graph, run by run.
+
+    Both draw the Laplace noise in the engine (``noise="agent"``, DDP's only mode), so the noise is the same by
+    construction; regret, rounds, delay and privacy spent agree bit for bit at every checkpoint.
+    """
+    seeds, checkpoints = [0, 1, 2], list(range(500, 8001, 500))
+    keys = ("group_regret", "rounds_done", "delay_slots", "epsilon_max")
+    hybrid = {**CRN, "topology": hybrid_topology(10, [10])}
+    hdp = run(lambda: HDPMAB(noise="agent"), hybrid, seeds, checkpoints, wrappers=[laplace(10)])
+    ddp = run(DDPMAB, {**CRN, "topology": "complete"}, seeds, checkpoints, wrappers=[laplace(10)])
+    assert curves(hdp, keys) == curves(ddp, keys)
+    assert hdp.curves[-1]["rounds_done"] >= 3
 
 
 @pytest.mark.parametrize(
@@ -512,3 +559,31 @@ def test_other_bad_configurations():
         CDPMAB(after_cap="never")
     with pytest.raises(ValueError, match="delta_schedule_base"):
         CDPMAB(rounds=2, delta_schedule_base=1.5)
+
+
+# --------------------------------------------------------------------------------------------- bound shapes (5.16)
+def test_theorem_bound_shapes_spot_values():
+    """§5 item 16: the O(.) shapes of Theorems 1-4 with unit constants, checked by hand at K = 3, T = 100, M = 4.
+
+    log(K T log T) = log(1381.55) = 7.23096; Theorem 1: max{7.23096 (1/0.5 + 1/0.25), 3 log(100) sqrt(7.23096) /
+    (2 eps)} = max{43.386, 18.575 / eps}. Theorem 2 (R = 2, p = 0.5): min{4, 100 / 0.5^1.5} max{log(1200) 6,
+    2 sqrt(log 1200) / 2} = 4 x 42.540.
+    """
+    gaps = [0.0, 0.5, 0.25]
+    assert bounds.cdp_regret_shape(gaps, 100, 4, 1.0) == pytest.approx(43.38577, rel=1e-6)
+    assert bounds.cdp_regret_shape(gaps, 100, 4, 0.1) == pytest.approx(185.75264, rel=1e-6)
+    grid = bounds.cdp_regret_shape(gaps, np.array([100.0, 1000.0]), 4, np.array([[1.0], [0.1]]))
+    assert grid.shape == (2, 2) and grid[0, 0] == pytest.approx(43.38577, rel=1e-6)
+    assert bounds.constrained_cdp_regret_shape(gaps, 100, 4, 1.0, 0.5, 2) == pytest.approx(170.16184, rel=1e-6)
+    assert bounds.ddp_regret_shape(gaps, 100, 4, 1.0, diameter=3) == pytest.approx(43.38577 + 4 * 2, rel=1e-6)
+    assert bounds.hdp_regret_shape(gaps, 100, 4, 1.0, [1, 3, 2]) == pytest.approx(43.38577 + 4 * 2, rel=1e-6)
+    costs = bounds.cost_shapes(
+        100, 4, c1=25, c2=1, diameter=2, degrees=[3] * 4, component_diameters=[1, 2], num_components=2
+    )
+    log_t = np.log(100)
+    assert costs["cdp"] == pytest.approx(100 * log_t) and costs["ddp"] == pytest.approx(12 * log_t)
+    assert costs["hdp"] == pytest.approx(58 * log_t)
+    with pytest.raises(ValueError, match="at least one positive"):
+        bounds.cdp_regret_shape([0.0, 0.0], 100, 4, 1.0)
+    with pytest.raises(ValueError, match="participation must be in"):
+        bounds.constrained_cdp_regret_shape(gaps, 100, 4, 1.0, 0.0, 2)

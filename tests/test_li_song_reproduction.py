@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from agents.li_song import CDPMAB, LiSongMAB, hybrid_topology, run
+from fedbandit_envs.bench.catalogue.li_song import delayed_hybrid_claim
 from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
 from fedbandit_envs.runner import Results, build_env
 from wrappers.dp import LaplaceMessageDP
@@ -167,3 +168,22 @@ def test_capped_run_close_to_unconstrained():
     ratio = np.mean([r["group_regret"] for r in capped.curves]) / np.mean([r["group_regret"] for r in free.curves])
     print(f"Reg(R=5) / Reg(no cap) = {ratio:.3f}")
     assert ratio <= 2.5
+
+
+def test_delayed_hybrid_claim_by_hand():
+    """RC-Y4's delayed layout rule on made-up rows: case 4 >= case 1 on every seed, by at most 3 M t_delay."""
+    claim = delayed_hybrid_claim(100)  # case 4's components have t_delay = 1: the bound is 300
+
+    def rows(case1, case4):
+        return Results(
+            curves=[
+                {"topology": f"li_song_{case}", "seed": seed, "slot": 10, "group_regret": value}
+                for case, values in (("case1", case1), ("case4", case4))
+                for seed, value in enumerate(values)
+            ]
+        )
+
+    verdict = claim.check(rows([100.0, 200.0], [110.0, 200.0]))
+    assert verdict.passed and verdict.values == {"excess": [10.0, 0.0], "bound": 300}
+    assert not claim.check(rows([100.0, 200.0], [110.0, 199.0])).passed  # below case 1 on one seed
+    assert not claim.check(rows([100.0, 200.0], [401.0, 200.0])).passed  # above the bound

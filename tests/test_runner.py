@@ -95,6 +95,18 @@ def test_bad_runner_input():
         run("random", {**ENV, "coordinator": None}, [0])
     with pytest.raises(ValueError, match="seeds"):
         run("random", ENV, [])
+    with pytest.raises(TypeError, match="for n runs 0..n-1 pass range"):
+        run("random", ENV, 3)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_any_sequence_of_seeds_runs_those_seeds(batched):
+    listed = run("independent_ucb1", ENV, [7, 8], 3, batched=batched)
+    for seeds in (range(7, 9), np.array([7, 8]), (7, 8)):
+        again = run("independent_ucb1", ENV, seeds, 3, batched=batched)
+        assert by_run_and_slot(again) == by_run_and_slot(listed)
+        assert all(type(row["seed"]) is int for row in again.curves)
+    assert {row["seed"] for row in listed.curves} == {7, 8}
 
 
 def test_saving_rows_with_different_columns_takes_their_union(tmp_path):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
-from fedbandit_envs.seeding import STREAM_NAMES, SeedStreams
+from fedbandit_envs.seeding import STREAM_NAMES, SeedStreams, explicit_seeds, parse_seeds, resolve_seeds
 
 
 def test_streams_are_distinct_and_reproducible():
@@ -57,3 +57,46 @@ def test_reward_tape_gives_the_nth_pull_the_nth_draw():
     arms_b, rewards_b = play(lambda t: np.full(3, 3 if t % 2 == 0 else 0), reward_tape=True, horizon=600)
     pulls_b = rewards_b[arms_b[:, 0] == 3]
     assert np.array_equal(rewards_a[: len(pulls_b)], pulls_b)  # crosses a 256-draw block boundary
+
+
+@pytest.mark.parametrize(
+    ("text", "seeds"),
+    [("5", 5), ("100:103", (100, 101, 102)), ("3,7,9", (3, 7, 9)), ("7,", (7,)), (" 0:1 ", (0,))],
+)
+def test_parse_seeds_reads_counts_ranges_and_lists(text, seeds):
+    assert parse_seeds(text) == seeds
+
+
+def test_resolve_seeds_gives_explicit_seeds():
+    assert resolve_seeds(3) == (0, 1, 2)
+    assert resolve_seeds("100:102") == (100, 101)
+    assert resolve_seeds(np.array([4, 2])) == (4, 2) and all(type(s) is int for s in resolve_seeds(np.arange(2)))
+    assert resolve_seeds(range(5, 7)) == (5, 6)
+
+
+@pytest.mark.parametrize(
+    ("seeds", "error", "message"),
+    [
+        ("5:5", ValueError, "empty or negative"),
+        ("-3:2", ValueError, "empty or negative"),
+        ("a", ValueError, "cannot read seeds 'a'.*half-open range START:STOP"),
+        ("1,1", ValueError, "distinct"),
+        ("1,-2", ValueError, "non-negative integer, got -2"),
+        (0, ValueError, "positive number of runs"),
+        ("-2", ValueError, "positive number of runs"),
+        ([], ValueError, "must not be empty"),
+        ([1.5], ValueError, "non-negative integer, got 1.5"),
+        ([True], ValueError, "non-negative integer, got True"),
+        (True, TypeError, "a count, a text"),
+    ],
+)
+def test_bad_seeds_say_how_to_fix(seeds, error, message):
+    with pytest.raises(error, match=message):
+        resolve_seeds(seeds)
+
+
+def test_explicit_seeds_refuses_a_bare_count():
+    with pytest.raises(TypeError, match="pass range\\(n\\)"):
+        explicit_seeds(5)
+    with pytest.raises(TypeError, match="sequence of seeds"):
+        explicit_seeds("0:5")

@@ -6,10 +6,12 @@ scenario at its ``"ci"`` scale (the spec's reduced config: T = 2e4, 2 instances 
 claims, and the Theorem-1 scaling of homogeneous FCBSync.
 """
 
+import math
+
 import numpy as np
 import pytest
 
-from agents.solanki import PFCB
+from agents.solanki import PFCB, check_and_update
 from fedbandit_envs.bench import get, names
 from fedbandit_envs.procurement_runner import run, run_scenario
 
@@ -114,3 +116,31 @@ def test_fcb_sync_theorem_1_scaling():
         ratios.append(sync["mean_regret"].mean() / nf["mean_regret"].mean())
     assert all(b < a for a, b in zip(ratios, ratios[1:]))
     assert 0.04 <= ratios[3] <= 0.25
+
+
+@pytest.mark.parametrize("pooled", [True, False], ids=["procedure1", "single_agent"])
+@pytest.mark.parametrize("q", [0.1, 0.5, 0.9])
+def test_hoeffding_width_of_the_acceptance_test(q, pooled):
+    """§5.5 item 1: with N = 100 Bernoulli(q) samples, P(|q^ - q| >= sqrt(3 ln(nt) / (2N))) <= 2 (nt)^-3.
+
+    Measured through Procedure 1: a message whose ratio is the true q is rejected exactly when |q^ - q| exceeds
+    the width (``width_mult = 1``). 10^5 replications at nt = 10 (the pooled form, ``<=`` acceptance) and t = 10
+    (the single-agent form on the local basis, strict ``<``); the rejection rate must be <= 0.002 + 3 SE.
+    """
+    reps, samples, log_arg = 100_000, 100, 10.0
+    good = np.random.default_rng(int(q * 10) + 7 * pooled).binomial(samples, q, reps).astype(np.float64)
+    count = np.full(reps, float(samples))
+    w_tilde, y_tilde = np.full(reps, 1.0), np.full(reps, q)
+    if pooled:
+        _, _, accepted = check_and_update(count, good, w_tilde, y_tilde, log_arg=log_arg, width_mult=1.0)
+    else:
+        zeros = np.zeros(reps)
+        _, _, accepted = check_and_update(
+            zeros, zeros, w_tilde, y_tilde, log_arg=log_arg, width_mult=1.0, basis=(count, good), strict=True
+        )
+    bound = 2.0 * log_arg**-3
+    rate = 1.0 - accepted.mean()
+    assert rate <= bound + 3.0 * math.sqrt(bound * (1.0 - bound) / reps)
+    # the width is what makes the test pass: a quarter of it rejects far more often than the bound
+    _, _, narrow = check_and_update(count, good, w_tilde, y_tilde, log_arg=log_arg, width_mult=0.25)
+    assert 1.0 - narrow.mean() > 10 * bound

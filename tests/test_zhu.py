@@ -35,6 +35,7 @@ from fedbandit_envs.data import (
 )
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.instances import BanditInstance
+from fedbandit_envs.metrics import summarize
 from fedbandit_envs.runner import run
 from wrappers.dp import LaplaceMessageDP
 from wrappers.dp.mechanisms import dyadic_blocks
@@ -213,9 +214,20 @@ def test_randomized_gossip_contracts_at_rate_lambda_2(graph) -> None:
     np.testing.assert_allclose(x.sum(axis=1), total, rtol=0, atol=1e-12)
 
 
-def test_lemma_1_information_propagation_on_a_path() -> None:
+def binary_tree(num_agents: int) -> topo.Topology:
+    """The heap-shaped binary tree on ``num_agents`` agents (parent of i is (i - 1) // 2)."""
+    adjacency = np.zeros((num_agents, num_agents), bool)
+    for child in range(1, num_agents):
+        adjacency[child, (child - 1) // 2] = adjacency[(child - 1) // 2, child] = True
+    return topo.from_adjacency(adjacency, name="binary_tree")
+
+
+@pytest.mark.parametrize(
+    "graph", [topo.path(6), topo.ring(6), topo.star(6), binary_tree(6)], ids=["path", "cycle", "star", "tree"]
+)
+def test_lemma_1_information_propagation(graph) -> None:
     # T4 on the agents' own ñ: ñ_{i,k}(t+1) = max_h n⁻_{h,k}(t - d_{h,i}); n⁻(s) = n(s - 1), n(s) = 1 for s <= 0.
-    env = {**SMALL, "num_agents": 6, "topology": "path", "horizon": 123}
+    env = {**SMALL, "num_agents": 6, "topology": graph, "horizon": 123}
     m = env["num_arms"]
     history: list[np.ndarray] = []  # n after warm-up (index 0) and after each round
     ntil: list[np.ndarray] = []
@@ -228,7 +240,8 @@ def test_lemma_1_information_propagation_on_a_path() -> None:
             history.append(pop.counts[0].copy())
 
     drive(GossipUCB(), env, [4], record)
-    distances = topo.path(6).distances()
+    distances = graph.distances()
+    assert distances.max() >= 2  # information takes several rounds to cross the graph
     for t in range(1, len(ntil) + 1):
         expected = [np.max([history[max(t - 1 - distances[h, i], 0)][h] for h in range(6)], axis=0) for i in range(6)]
         np.testing.assert_array_equal(ntil[t - 1], expected)
@@ -580,3 +593,21 @@ def test_rc4_rc6_regret_decreases_with_epsilon_short_horizon() -> None:
     for claim in scenario.claims[:2]:  # monotone_in_epsilon (RC4), infinity_lowest (RC6)
         verdict = claim.check(results)
         assert verdict.passed, verdict.evidence
+
+
+def test_rc9_reporting_format() -> None:
+    # RC9: the curve is the mean over trials of the agent-averaged cumulative pseudo-regret; the band is the per-t
+    # min and max over trials. Every Zhu scenario's report draws that figure.
+    for scenario in SCENARIOS.values():
+        (figure,) = [f for f in scenario.figures if f.name == "rc9_regret"]
+        assert (figure.x, figure.y, figure.band) == ("slot", "mean_regret", "minmax")
+    results = run(GossipUCB, {**SMALL, "horizon": 60}, [0, 1, 2], checkpoints=4)
+    for row in results.curves:
+        agents = [r["regret"] for r in results.agents if (r["seed"], r["slot"]) == (row["seed"], row["slot"])]
+        assert len(agents) == SMALL["num_agents"] and row["mean_regret"] == pytest.approx(np.mean(agents), rel=1e-12)
+    summary = summarize(results.curves, "mean_regret", by=("algorithm", "slot"))
+    assert len(summary) == 4
+    for point in summary:
+        trials = [r["mean_regret"] for r in results.curves if r["slot"] == point["slot"]]
+        assert point["n"] == 3 and point["mean"] == pytest.approx(np.mean(trials), rel=1e-12)
+        assert (point["min"], point["max"]) == (min(trials), max(trials))

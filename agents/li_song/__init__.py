@@ -5,7 +5,8 @@ Implements ``shared/specs/li-song-fmab.md``: CDP-MAB and its communication-const
 Sink Agents and SAC (:class:`HDPMAB`, :class:`HDPServer`, :func:`find_sink_agents`,
 :func:`hybrid_topology`), the Single-MAB baseline (:class:`SingleMAB`), :class:`LiSongMAB` (the
 structure chosen from the topology), the public schedules (:mod:`agents.li_song.schedules`) and
-:func:`run`, the runner that binds the DP wrapper's epsilon and the instance's gap into the agents.
+:func:`run`, the runner that binds the DP wrapper's epsilon and the instance's gap into the agents, and the
+shapes of Theorems 1-4 for plotting (:mod:`agents.li_song.bounds`).
 Spec decisions are the defaults; see :mod:`agents.li_song.engine` for the time model (one slot per
 hop) and each module for its protocol.
 """

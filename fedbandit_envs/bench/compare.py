@@ -37,6 +37,7 @@ from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
 from fedbandit_envs.bench.tables import markdown_table
 from fedbandit_envs.runner import ALGORITHMS, Results, load_object
+from fedbandit_envs.seeding import SeedsLike
 
 #: The methods every population has; the ``FederatedMAB`` runner also needs ``make_coordinator``.
 POPULATION_METHODS = ("reset", "act", "observe")
@@ -174,7 +175,7 @@ def compare(
     out: str | Path | None = None,
     scale: str = "ci",
     overrides: Mapping[str, Any] | None = None,
-    seeds: int | None = None,
+    seeds: SeedsLike | None = None,
     backend: str | Backend = "inprocess",
     workers: int | None = None,
     address: str | None = None,
@@ -192,7 +193,8 @@ def compare(
         out: results directory (default: a temporary directory, removed afterwards).
         scale: ``"ci"`` or ``"paper"``.
         overrides: environment keywords and/or ``seeds``/``checkpoints``/``sweep`` on top of the scale.
-        seeds: number of seeds.
+        seeds: the seeds: a count ``n`` (runs ``0 .. n-1``), explicit seeds (``range(100, 110)``) or text
+            (``"100:110"``, ``"3,7,9"``).
         backend: ``"inprocess"`` (default here: classes defined in a script need no import path),
             ``"pool"``, ``"ray"``, or a :class:`~fedbandit_envs.bench.backends.Backend`.
         workers: pool size.

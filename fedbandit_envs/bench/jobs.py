@@ -25,6 +25,7 @@ import numpy as np
 
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, WrapperSpec, get, split_point
 from fedbandit_envs.runner import ALGORITHMS, Results, load_object
+from fedbandit_envs.seeding import SeedsLike, parse_seeds, resolve_seeds
 
 #: Columns every result row starts with (sweep parameters must not reuse them).
 KEY_COLUMNS = ("scenario", "algorithm", "seed", "slot", "agent")
@@ -76,7 +77,7 @@ def resolve_scenario(
     scenario: Scenario | str,
     scale: str = "ci",
     overrides: Mapping[str, Any] | None = None,
-    seeds: int | None = None,
+    seeds: SeedsLike | None = None,
 ) -> Scenario:
     """The scenario at ``scale``, with ``overrides`` (same keys as a scale entry) and a seed count applied.
 
@@ -84,7 +85,8 @@ def resolve_scenario(
         scenario: a :class:`Scenario` or the name of a registered one.
         scale: ``"ci"`` or ``"paper"``.
         overrides: environment keywords and/or ``seeds`` / ``checkpoints`` / ``sweep``, applied on top of the scale.
-        seeds: number of seeds (runs ``0 .. seeds-1``), overriding the scenario's.
+        seeds: the seeds, overriding the scenario's: a count ``n`` (runs ``0 .. n-1``), explicit seeds
+            (``[100, 101]``, ``range(100, 110)``) or text (``"100:110"``, ``"3,7,9"``).
     """
     if isinstance(scenario, str):
         scenario = get(scenario)
@@ -96,8 +98,11 @@ def resolve_scenario(
     scenario = scenario.at_scale(scale)
     if seeds is not None:
         scenario = replace(scenario, seeds=seeds)
-    if isinstance(scenario.seeds, bool) or not isinstance(scenario.seeds, int | np.integer) or scenario.seeds < 1:
-        raise ValueError(f"seeds must be a positive number of runs (seeds 0..n-1), got {scenario.seeds!r}")
+    chosen = parse_seeds(scenario.seeds) if isinstance(scenario.seeds, str) else scenario.seeds
+    resolve_seeds(chosen)  # a clear error for a bad count or seed list
+    if not isinstance(chosen, int | np.integer):
+        chosen = tuple(int(seed) for seed in chosen)
+    scenario = replace(scenario, seeds=chosen)
     param_columns(scenario)
     return scenario
 
@@ -191,7 +196,7 @@ def expand(scenario: Scenario, seeds_per_job: int | None = None) -> list[Job]:
             f"seeds_per_job must be a positive integer or None (all seeds in one job), got {seeds_per_job}"
         )
     columns = param_columns(scenario)
-    seeds = tuple(range(scenario.seeds))
+    seeds = scenario.seed_list()
     chunk = seeds_per_job or len(seeds)
     jobs = []
     for point in scenario.points():

@@ -35,12 +35,16 @@ VERDICTS = ("PASS", "FAIL", "ERROR")
 
 @dataclass(frozen=True)
 class ClaimOutcome:
-    """A claim checked on results: ``status`` is PASS, FAIL or ERROR (the check raised)."""
+    """A claim checked on results: ``status`` is PASS, FAIL or ERROR (the check raised).
+
+    ``pass_rate`` is the claim's measured rate over disjoint seed blocks (``Claim.pass_rate``), "" if unmeasured.
+    """
 
     name: str
     description: str
     status: str
     evidence: str
+    pass_rate: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,13 +61,16 @@ def evaluate_claims(claims: Sequence[Claim], results: Results) -> list[ClaimOutc
     """Check every claim on ``results``; a check that raises gives an ERROR outcome naming the exception."""
     outcomes = []
     for claim in claims:
+        rate = str(claim.pass_rate or "")
         try:
             verdict = claim.check(results)
         except Exception as error:  # a broken check must not hide the other claims
-            outcomes.append(ClaimOutcome(claim.name, claim.description, "ERROR", f"{type(error).__name__}: {error}"))
+            outcomes.append(
+                ClaimOutcome(claim.name, claim.description, "ERROR", f"{type(error).__name__}: {error}", rate)
+            )
             continue
         status = "PASS" if verdict.passed else "FAIL"
-        outcomes.append(ClaimOutcome(claim.name, claim.description, status, verdict.evidence))
+        outcomes.append(ClaimOutcome(claim.name, claim.description, status, verdict.evidence, rate))
     return outcomes
 
 
@@ -239,8 +246,12 @@ def build_report(directory: str | Path, scenario: Scenario | None = None) -> tup
     if claims:
         passed = sum(c.status == "PASS" for c in claims)
         doc.paragraph(f"{passed} of {len(claims)} claim(s) pass.")
-        rows = [[c.name, linked_codes(c.description, paper, base), c.status, c.evidence] for c in claims]
-        doc.table(["claim", "statement", "verdict", "evidence"], rows, [c.status for c in claims])
+        rows = [
+            [c.name, linked_codes(c.description, paper, base), c.status, c.evidence, c.pass_rate or "not measured"]
+            for c in claims
+        ]
+        header = ["claim", "statement", "verdict", "evidence", "pass rate over seed blocks"]
+        doc.table(header, rows, [c.status for c in claims])
     else:
         doc.paragraph(note or "This scenario states no claims.")
     doc.heading("Final results (mean ± 95% CI over seeds)")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fedbandit_envs.runner import Results, load_object
+from fedbandit_envs.seeding import resolve_seeds
 
 SCALES = ("ci", "paper")
 SWEEP_TARGETS = ("env", "alg", "wrapper")
@@ -65,6 +66,30 @@ class ClaimVerdict:
 
 
 @dataclass(frozen=True)
+class PassRate:
+    """How often a claim held over disjoint blocks of seeds (measured by ``benchmarks/claim_pass_rates.py``).
+
+    Attributes:
+        passed: blocks on which the claim passed.
+        blocks: blocks run (disjoint sets of seeds, each as many as the scale uses).
+        seeds: the seeds used, e.g. ``"0:80 in blocks of 8"``.
+        scale: the scale run (``"ci"`` or ``"paper"``).
+    """
+
+    passed: int
+    blocks: int
+    seeds: str
+    scale: str = "ci"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.passed <= self.blocks or self.blocks < 1:
+            raise ValueError(f"a pass rate needs 0 <= passed <= blocks, blocks >= 1; got {self.passed}/{self.blocks}")
+
+    def __str__(self) -> str:
+        return f"{self.passed}/{self.blocks} blocks ({self.seeds}, {self.scale} scale)"
+
+
+@dataclass(frozen=True)
 class Claim:
     """A qualitative statement about a scenario's results, e.g. "regret decreases in epsilon".
 
@@ -72,11 +97,27 @@ class Claim:
         name: short identifier.
         description: the statement, in words (as the paper makes it).
         check: a function of the scenario's whole :class:`Results` returning a :class:`ClaimVerdict`.
+        pass_rate: how often it held over disjoint blocks of seeds, when measured (:func:`with_pass_rates`).
     """
 
     name: str
     description: str
     check: Callable[[Results], ClaimVerdict]
+    pass_rate: PassRate | None = None
+
+
+def with_pass_rates(
+    claims: Sequence[Claim], rates: Mapping[str, tuple[int, int]], seeds: str, scale: str = "ci"
+) -> tuple[Claim, ...]:
+    """``claims`` with their measured pass rates attached: ``rates`` maps a claim name to (passed, blocks)."""
+    known = {claim.name for claim in claims}
+    unknown = sorted(set(rates) - known)
+    if unknown:
+        raise ValueError(f"pass rates given for unknown claims {unknown}; the claims are {sorted(known)}")
+    return tuple(
+        replace(claim, pass_rate=PassRate(*rates[claim.name], seeds, scale)) if claim.name in rates else claim
+        for claim in claims
+    )
 
 
 @dataclass(frozen=True)
@@ -117,8 +158,11 @@ class Scenario:
         env_kwargs: environment keywords common to every point.
         algorithms: label -> :class:`AlgorithmSpec`.
         sweep: sweep key (``"env.x"``, ``"alg.x"``, ``"wrapper.x"``) -> values; the cartesian product is swept.
+        exclude: points of the product that are not run: a point matching every ``{sweep key: value}`` of
+            any entry is left out (e.g. ``{"env.graph": "complete", "alg.gamma": 2}``).
         wrappers: wrappers applied to the env of every job, in order.
-        seeds: number of seeds (runs ``0 .. seeds-1``).
+        seeds: a number of runs ``n`` (seeds ``0 .. n-1``), explicit seeds (``(100, 101)``, ``range(100, 110)``)
+            or their text (``"100:110"``, ``"3,7,9"``; :func:`fedbandit_envs.seeding.parse_seeds`).
         checkpoints: checkpoints per run.
         claims: what the results must show.
         scales: ``{"ci": {...}, "paper": {...}}`` overrides of ``env_kwargs`` keys and of ``seeds`` /
@@ -134,8 +178,9 @@ class Scenario:
     env_kwargs: Mapping[str, Any]
     algorithms: Mapping[str, AlgorithmSpec]
     sweep: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    exclude: Sequence[Mapping[str, Any]] = ()
     wrappers: Sequence[WrapperSpec] = ()
-    seeds: int = 5
+    seeds: int | str | Sequence[int] = 5
     checkpoints: int = 20
     claims: Sequence[Claim] = ()
     scales: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -151,6 +196,13 @@ class Scenario:
             target, _, kwarg = key.partition(".")
             if target not in SWEEP_TARGETS or not kwarg:
                 raise ValueError(f"sweep key {key!r} must be 'env.<kwarg>', 'alg.<kwarg>' or 'wrapper.<kwarg>'")
+        for entry in self.exclude:
+            strangers = sorted(set(entry) - set(self.sweep))
+            if not entry or strangers:
+                raise ValueError(
+                    f"exclude entry {dict(entry)!r} of scenario {self.name!r} must name sweep keys only "
+                    f"({sorted(self.sweep)}); unknown: {strangers or 'none given'}"
+                )
         unknown = set(self.scales) - set(SCALES)
         if unknown:
             raise ValueError(f"unknown scales {sorted(unknown)}; use {SCALES}")
@@ -163,10 +215,19 @@ class Scenario:
         top = {k: overrides.pop(k) for k in ("seeds", "checkpoints", "sweep") if k in overrides}
         return replace(self, env_kwargs={**self.env_kwargs, **overrides}, **top)
 
+    def seed_list(self) -> tuple[int, ...]:
+        """The seeds of the runs, explicit (a count ``n`` gives ``0 .. n-1``)."""
+        return resolve_seeds(self.seeds)
+
     def points(self) -> list[dict[str, Any]]:
-        """Every sweep point as ``{sweep key: value}`` (one empty point without a sweep)."""
+        """Every sweep point as ``{sweep key: value}``, less the ``exclude`` ones (one empty point without a sweep)."""
         keys = list(self.sweep)
-        return [dict(zip(keys, values)) for values in itertools.product(*(self.sweep[k] for k in keys))]
+        product = [dict(zip(keys, values)) for values in itertools.product(*(self.sweep[k] for k in keys))]
+        return [
+            point
+            for point in product
+            if not any(all(point[k] == v for k, v in entry.items()) for entry in self.exclude)
+        ]
 
 
 def split_point(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -31,6 +31,7 @@ from fedbandit_envs.bench.backends import Backend, make_backend
 from fedbandit_envs.bench.jobs import Job, expand, import_targets, param_columns, pending, resolve_scenario
 from fedbandit_envs.bench.scenarios import Scenario
 from fedbandit_envs.bench.store import ResultStore
+from fedbandit_envs.seeding import SeedsLike
 
 
 @dataclass
@@ -62,7 +63,7 @@ class SweepSummary:
         runs = sum(len(job.seeds) for job in self.jobs)
         lines = [
             f"scenario {self.scenario.name}: {len(self.scenario.points())} point(s) x "
-            f"{len(self.scenario.algorithms)} algorithm(s) x {self.scenario.seeds} seed(s) = {runs} runs in "
+            f"{len(self.scenario.algorithms)} algorithm(s) x {len(self.scenario.seed_list())} seed(s) = {runs} runs in "
             f"{len(self.jobs)} job(s); {len(self.jobs_run)} job(s) to run, {self.cells_skipped} run(s) already stored",
             f"results directory: {self.directory}",
         ]
@@ -94,9 +95,10 @@ def sweep_config(
         "env_kwargs": dict(scenario.env_kwargs),
         "algorithms": dict(scenario.algorithms),
         "sweep": {key: list(values) for key, values in scenario.sweep.items()},
+        "exclude": [dict(entry) for entry in scenario.exclude],
         "parameters": param_columns(scenario),
         "wrappers": list(scenario.wrappers),
-        "seeds": list(range(scenario.seeds)),
+        "seeds": list(scenario.seed_list()),
         "checkpoints": scenario.checkpoints,
         "runner": scenario.runner,
         "claims": [claim.name for claim in scenario.claims],
@@ -111,7 +113,7 @@ def run_sweep(
     out: str | Path,
     scale: str = "ci",
     overrides: Mapping[str, Any] | None = None,
-    seeds: int | None = None,
+    seeds: SeedsLike | None = None,
     backend: str | Backend = "pool",
     workers: int | None = None,
     address: str | None = None,
@@ -127,7 +129,8 @@ def run_sweep(
         out: the results directory (created; reused to resume).
         scale: ``"ci"`` or ``"paper"``.
         overrides: environment keywords and/or ``seeds``/``checkpoints``/``sweep`` on top of the scale.
-        seeds: number of seeds, overriding the scenario's.
+        seeds: the seeds, overriding the scenario's: a count ``n`` (runs ``0 .. n-1``), explicit seeds
+            (``[100, 101]``, ``range(100, 110)``) or text (``"100:110"``, ``"3,7,9"``).
         backend: ``"inprocess"``, ``"pool"`` (default: all cores), ``"ray"``, or a :class:`Backend`.
         workers: pool size (pool backend).
         address: Ray cluster address (ray backend).

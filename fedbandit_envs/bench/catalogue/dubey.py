@@ -16,7 +16,8 @@ Every scenario runs through :func:`run_dubey` (signature of :func:`fedbandit_env
 regret of honest agents separately (columns ``honest_regret`` and ``honest_agents``, and ``byzantine`` per agent,
 from the byzantine wrapper's hidden ground truth), adds checkpoints at the end of forced exploration (RC-8),
 understands the environment keyword ``graph`` (``"erdos_renyi"`` or ``"complete"``; on the complete graph only
-``gamma <= 1`` runs, since a longer time-to-live adds no information there but floods M^2 duplicates per record),
+``gamma <= 1`` runs, since a longer time-to-live adds no information there but floods M^2 duplicates per record:
+a larger gamma there is refused, and ``dubey/fig1c_gamma`` excludes those points from its sweep),
 and splits the seeds into batches small enough for the flood's memory.
 """
 
@@ -39,14 +40,17 @@ from fedbandit_envs.bench.scenarios import (
     Scenario,
     WrapperSpec,
     register,
+    with_pass_rates,
 )
-from fedbandit_envs.runner import Results, checkpoint_slots, make_algorithm, run
+from fedbandit_envs.runner import Results, checkpoint_slots, load_object, make_algorithm, run
 from fedbandit_envs.topology import Topology
 
 __all__ = [
     "FIG1A",
     "FIG1B",
     "FIG1C",
+    "RC5_STRICT",
+    "byzantine_point_mass",
     "byzantine_regret_bound",
     "clique_cover_number",
     "means_03_07",
@@ -137,7 +141,10 @@ def run_dubey(
     probe = make_algorithm(algorithm)
     gamma = int(getattr(probe, "gamma", 0))
     if env.get("topology") == "complete" and gamma > 1:
-        return Results()
+        raise ValueError(
+            f"gamma = {gamma} on the complete graph adds no information over gamma = 1 but floods M^2 duplicates "
+            "per record; run gamma <= 1 there (a scenario leaves such points out with Scenario.exclude)"
+        )
     horizon, arms = int(env["horizon"]), int(env["num_arms"])
     exploration = [arms, arms * int(getattr(probe, "interval", 1))]
     slots = sorted({*checkpoint_slots(horizon, checkpoints).tolist(), *(s for s in exploration if s <= horizon)})
@@ -276,6 +283,25 @@ def _spec(path: str, **kwargs: Any) -> AlgorithmSpec:
 
 RUNNER = "fedbandit_envs.bench.catalogue.dubey:run_dubey"
 
+# Pass rates of the CI claims over 10 disjoint blocks of seeds (benchmarks/claim_pass_rates.py; claim -> (passed,
+# blocks)). RC-3 at dp_eps = 1 failed on block 8 (seeds 96-107, p = 0.077); RC-5 strict at 0.05 on block 7 (p = 0.16).
+FIG1A_PASS_RATES = {
+    **{f"rc1_beats_{b}_eps{e}": (10, 10) for b in ("ucb1", "dp_ucb_int") for e in ("0.1", "1")},
+    "rc2_price_of_privacy_eps0.1": (10, 10),
+    "rc2_price_of_privacy_eps1": (10, 10),
+    "rc3_dp_ucb_int_worst_eps0.1": (10, 10),
+    "rc3_dp_ucb_int_worst_eps1": (9, 10),
+    "rc8_exploration_eps0.1": (10, 10),
+    "rc8_exploration_eps1": (10, 10),
+}
+FIG1B_PASS_RATES = {
+    "rc4_cooperation_helps": (10, 10),
+    "rc5_contamination_costs_little": (10, 10),
+    "rc8_exploration": (10, 10),
+}
+FIG1C_LABELS = ("private_ucb_eps1", "byzantine_ucb")
+RC5_STRICT_PASS_RATES = {"rc5_strict_eps0.05": (9, 10), "rc5_strict_eps0.1": (10, 10)}
+
 FIG1A = register(
     Scenario(
         name="dubey/fig1a_private",
@@ -291,45 +317,49 @@ FIG1A = register(
             "dp_ucb_int_eps1": _spec("dubey_dp_ucb_int", dp_eps=1.0),
             "cooperative_ucb": _spec("dubey_cooperative_ucb", gamma=1),
         },
-        claims=(
-            *(
-                at_most(
-                    f"rc1_beats_{base}_eps{e}",
-                    f"RC-1: Private MA-UCB (dp_eps={e}) beats individual {base}.",
-                    {"algorithm": f"private_ucb_eps{e}"},
-                    {"algorithm": ref},
-                )
-                for e in ("0.1", "1")
-                for base, ref in (("ucb1", "ucb1"), ("dp_ucb_int", f"dp_ucb_int_eps{e}"))
+        claims=with_pass_rates(
+            (
+                *(
+                    at_most(
+                        f"rc1_beats_{base}_eps{e}",
+                        f"RC-1: Private MA-UCB (dp_eps={e}) beats individual {base}.",
+                        {"algorithm": f"private_ucb_eps{e}"},
+                        {"algorithm": ref},
+                    )
+                    for e in ("0.1", "1")
+                    for base, ref in (("ucb1", "ucb1"), ("dp_ucb_int", f"dp_ucb_int_eps{e}"))
+                ),
+                *(
+                    at_most(
+                        f"rc2_price_of_privacy_eps{e}",
+                        f"RC-2: the non-private version beats Private MA-UCB (dp_eps={e}).",
+                        {"algorithm": "cooperative_ucb"},
+                        {"algorithm": f"private_ucb_eps{e}"},
+                    )
+                    for e in ("0.1", "1")
+                ),
+                *(
+                    at_most(
+                        f"rc3_dp_ucb_int_worst_eps{e}",
+                        f"RC-3: individual UCB1 beats DP-UCB-INT (dp_eps={e}).",
+                        {"algorithm": "ucb1"},
+                        {"algorithm": f"dp_ucb_int_eps{e}"},
+                    )
+                    for e in ("0.1", "1")
+                ),
+                *(
+                    exploration_identity(
+                        f"rc8_exploration_eps{e}",
+                        f"RC-8: R_G(K f) = M f sum(gaps), f = {f}.",
+                        f"private_ucb_eps{e}",
+                        f,
+                        "ucb1",
+                    )
+                    for e, f in (("0.1", 10), ("1", 1))
+                ),
             ),
-            *(
-                at_most(
-                    f"rc2_price_of_privacy_eps{e}",
-                    f"RC-2: the non-private version beats Private MA-UCB (dp_eps={e}).",
-                    {"algorithm": "cooperative_ucb"},
-                    {"algorithm": f"private_ucb_eps{e}"},
-                )
-                for e in ("0.1", "1")
-            ),
-            *(
-                at_most(
-                    f"rc3_dp_ucb_int_worst_eps{e}",
-                    f"RC-3: individual UCB1 beats DP-UCB-INT (dp_eps={e}).",
-                    {"algorithm": "ucb1"},
-                    {"algorithm": f"dp_ucb_int_eps{e}"},
-                )
-                for e in ("0.1", "1")
-            ),
-            *(
-                exploration_identity(
-                    f"rc8_exploration_eps{e}",
-                    f"RC-8: R_G(K f) = M f sum(gaps), f = {f}.",
-                    f"private_ucb_eps{e}",
-                    f,
-                    "ucb1",
-                )
-                for e, f in (("0.1", 10), ("1", 1))
-            ),
+            FIG1A_PASS_RATES,
+            "0:120 in blocks of 12",
         ),
         scales={"ci": {**CI_SCALE, "seeds": 12}, "paper": PAPER_SCALE},
         runner=RUNNER,
@@ -350,29 +380,95 @@ FIG1B = register(
         },
         sweep={"wrapper.contam_eps": [1e-3, 0.0]},
         wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
-        claims=(
-            at_most(
-                "rc4_cooperation_helps",
-                "RC-4: Byzantine-proof MA-UCB <= 0.5 x individual UCB1 under contamination.",
-                {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
-                {"algorithm": "ucb1", "contam_eps": 1e-3},
-                0.5,
+        claims=with_pass_rates(
+            (
+                at_most(
+                    "rc4_cooperation_helps",
+                    "RC-4: Byzantine-proof MA-UCB <= 0.5 x individual UCB1 under contamination.",
+                    {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
+                    {"algorithm": "ucb1", "contam_eps": 1e-3},
+                    0.5,
+                ),
+                at_most(
+                    "rc5_contamination_costs_little",
+                    "RC-5: eps = 0 in a clean environment is within 1.10 x of eps = 1e-3 under contamination.",
+                    {"algorithm": "byzantine_ucb_eps0", "contam_eps": 0.0},
+                    {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
+                    1.10,
+                    paired_test=False,
+                ),
+                exploration_identity(
+                    "rc8_exploration",
+                    "RC-8: R_G(K) = M sum(gaps) for Byzantine-proof MA-UCB.",
+                    "byzantine_ucb",
+                    1,
+                    "ucb1",
+                ),
             ),
-            at_most(
-                "rc5_contamination_costs_little",
-                "RC-5: eps = 0 in a clean environment is within 1.10 x of eps = 1e-3 under contamination.",
-                {"algorithm": "byzantine_ucb_eps0", "contam_eps": 0.0},
-                {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
-                1.10,
-                paired_test=False,
-            ),
-            exploration_identity(
-                "rc8_exploration", "RC-8: R_G(K) = M sum(gaps) for Byzantine-proof MA-UCB.", "byzantine_ucb", 1, "ucb1"
-            ),
+            FIG1B_PASS_RATES,
+            "0:80 in blocks of 8",
         ),
         scales={"ci": CI_SCALE, "paper": PAPER_SCALE},
         runner=RUNNER,
         figures=(FigureSpec("fig1b", hue=("algorithm", "contam_eps"), title="Fig. 1(b): group regret vs t"),),
+    )
+)
+
+
+def byzantine_point_mass(env: Any, value: float, **kwargs: Any) -> Any:
+    """``wrappers.faults.ByzantineAgents(env, q=PointMass(value), **kwargs)``: a corruption Q inside or outside [0, 1].
+
+    The wrappers are imported by path at run time (the environment package never imports them).
+    """
+    faults = "wrappers.faults"
+    return load_object(f"{faults}:ByzantineAgents")(env, q=load_object(f"{faults}:PointMass")(value), **kwargs)
+
+
+#: RC-5's strict variant: contamination levels (each run with eps_alg equal to it) against the clean eps = 0 run.
+STRICT_CONTAMINATION = (0.05, 0.1)
+#: RC-5's strict variant: Q is a point mass at the top of the reward range. The spec's example, a point mass at 0,
+#: inverts the ordering here: at the CI scale (seeds 0-7) contam_eps = 0.05 with Q = 0 gives mean group regret 303
+#: against 333 clean (eps_alg makes no difference: its bonus is the same for every arm), while Q = 0.5 gives 395 and
+#: Q = 1 gives 375 (contam_eps 0.05) and 476 (0.1).
+STRICT_Q = 1.0
+
+RC5_STRICT = register(
+    Scenario(
+        name="dubey/rc5_strict",
+        paper="dubey_pentland",
+        description="RC-5's strict-ordering variant (spec 4.2): Byzantine-Proof MA-UCB with eps_alg = contam_eps in "
+        "{0.05, 0.1} under contamination by an in-range Q (point mass at 1) against eps_alg = 0 in a clean "
+        "environment; every agent byzantine, means ~ U(0.3, 0.7).",
+        env_kwargs={**PAPER_ENV, "instance": means_03_07},
+        algorithms={"byzantine_ucb": _spec("dubey_byzantine_ucb", gamma=1)},
+        sweep={"alg.eps_alg": [0.0, *STRICT_CONTAMINATION], "wrapper.contam_eps": [0.0, *STRICT_CONTAMINATION]},
+        exclude=tuple(
+            {"alg.eps_alg": a, "wrapper.contam_eps": c}
+            for a in (0.0, *STRICT_CONTAMINATION)
+            for c in (0.0, *STRICT_CONTAMINATION)
+            if a != c
+        ),
+        wrappers=(
+            WrapperSpec(f"{__name__}:byzantine_point_mass", {"value": STRICT_Q, "contam_eps": 0.0, "fraction": 1.0}),
+        ),
+        claims=with_pass_rates(
+            tuple(
+                at_most(
+                    f"rc5_strict_eps{e:g}",
+                    f"RC-5 strict: eps = 0 in a clean environment has lower regret than eps_alg = contam_eps = {e:g} "
+                    "under in-range contamination (paired one-sided t-test, p < 0.05).",
+                    {"eps_alg": 0.0, "contam_eps": 0.0},
+                    {"eps_alg": e, "contam_eps": e},
+                )
+                for e in STRICT_CONTAMINATION
+            ),
+            RC5_STRICT_PASS_RATES,
+            "0:240 in blocks of 24",
+        ),
+        # 8 trials give p = 0.047 at contam_eps = 0.05 (seeds 0-7): the CI twin runs 24
+        scales={"ci": {**CI_SCALE, "seeds": 24}, "paper": PAPER_SCALE},
+        runner=RUNNER,
+        figures=(FigureSpec("rc5_strict", hue=("algorithm", "eps_alg", "contam_eps"), title="RC-5 strict variant"),),
     )
 )
 
@@ -417,9 +513,15 @@ FIG1C = register(
             "byzantine_ucb": _spec("dubey_byzantine_ucb", eps_alg=1e-3),
         },
         sweep={"env.graph": ["erdos_renyi", "complete"], "alg.gamma": [1, 2, 3]},
+        exclude=({"env.graph": "complete", "alg.gamma": 2}, {"env.graph": "complete", "alg.gamma": 3}),
         wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
-        claims=(*_gamma_claims("private_ucb_eps1", 2.0), *_gamma_claims("byzantine_ucb", 2.0)),
-        scales={"ci": CI_SCALE, "paper": PAPER_SCALE},
+        claims=with_pass_rates(
+            (*_gamma_claims("private_ucb_eps1", 2.0), *_gamma_claims("byzantine_ucb", 2.0)),
+            {f"rc{n}_{label}": (10, 10) for n in ("6_sharp_drop", "6_no_rise", "7_optimal") for label in FIG1C_LABELS},
+            "0:160 in blocks of 16",
+        ),
+        # 8 trials (seeds 0-7 then 8-15, ...) passed RC-6/RC-7 on only 8 of 10 blocks; the CI twin runs 16
+        scales={"ci": {**CI_SCALE, "seeds": 16}, "paper": PAPER_SCALE},
         runner=RUNNER,
         figures=(FigureSpec("fig1c", x="gamma", facet=("graph",), title="Fig. 1(c): group regret at T vs gamma"),),
     )

@@ -44,6 +44,7 @@ from fedbandit_envs.bench.scenarios import (
     Scenario,
     WrapperSpec,
     register,
+    with_pass_rates,
 )
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
 from fedbandit_envs.runner import Results
@@ -312,15 +313,20 @@ FIG4 = register(
         wrappers=(laplace(50),),
         seeds=20,
         runner=RUNNER,
-        claims=(
-            trend_claim(
-                "regret_falls_with_epsilon",
-                "Regret rises as epsilon falls: adjacent pairs within max(2 SE, 2%), Reg(0.1) >= 1.05 Reg(1) (RC-C2).",
-                "epsilon",
-                _epsilon_trend,
+        claims=with_pass_rates(
+            (
+                trend_claim(
+                    "regret_falls_with_epsilon",
+                    "Regret rises as epsilon falls: adjacent pairs within max(2 SE, 2%), Reg(0.1) >= 1.05 Reg(1) "
+                    "(RC-C2).",
+                    "epsilon",
+                    _epsilon_trend,
+                ),
+                per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per round (RC-C1).", lambda r: 25.0 * 50),
+                epsilon_claim(lambda r: 50 * r["epsilon"]),
             ),
-            per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per round (RC-C1).", lambda r: 25.0 * 50),
-            epsilon_claim(lambda r: 50 * r["epsilon"]),
+            {"regret_falls_with_epsilon": (10, 10), "cost_c1_M_rounds": (10, 10), "epsilon_effective": (10, 10)},
+            "0:60 in blocks of 6",
         ),
         scales={"ci": {"horizon": 10_000, "seeds": 6}, "paper": {}},
         figures=(FigureSpec("fig4_regret", hue=("epsilon",), title="CDP-MAB: regret vs slot by epsilon (Fig. 4)"),),
@@ -505,8 +511,7 @@ def graph_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
         means = [float(regret[g].mean()) for g in chain]
         per_seed = np.mean([all(a <= b for a, b in zip(s, s[1:])) for s in zip(*(regret[g] for g in chain))])
         cheap = cost["star"] < cost["erdos_renyi"] < min(cost["complete"], cost["ring"])
-        ordered = all(paired_at_most(regret[a], regret[b]) for a, b in zip(chain, chain[1:]))
-        ok = same and ordered and cheap
+        ok = same and per_seed == 1.0 and cheap  # RC-D3 is run by run: every seed ordered
         text = (
             f"Reg(complete) == Reg(CDP) on every seed: {same}; mean regret complete/star/random/ring = "
             f"{np.round(means, 1).tolist()} (per-seed ordering holds on {per_seed:.0%} of seeds); cost "
@@ -537,8 +542,8 @@ def graph_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
         ),
         Claim(
             "graph_ordering",
-            "Under CRN: DDP on the complete graph equals CDP; regret complete <= star <= random <= ring (paired, "
-            "2 SE); cost star < random < min(complete, ring) (RC-D2, RC-D3).",
+            "Under CRN: DDP on the complete graph equals CDP; regret complete <= star <= random <= ring on every "
+            "seed; cost star < random < min(complete, ring) (RC-D2, RC-D3).",
             ordering,
         ),
         Claim("delay_regret_bound", "Regret above CDP is at most 3 M (d_G - 1) per run (RC-D4).", delay),
@@ -570,7 +575,12 @@ FIG10 = register(
         wrappers=(laplace(),),
         seeds=20,
         runner=RUNNER,
-        claims=graph_claims(FIG10_ENV),
+        # pass rates over 10 blocks of 2 seeds; RC-D3 failed on block 5 (seeds 10-11: random below star)
+        claims=with_pass_rates(
+            graph_claims(FIG10_ENV),
+            {"per_round_cost": (10, 10), "graph_ordering": (9, 10), "delay_regret_bound": (10, 10)},
+            "0:20 in blocks of 2",
+        ),
         scales={"ci": {"num_arms": 20, "horizon": 20_000, "seeds": 2}, "paper": {}},
         figures=(FigureSpec("fig10_regret", hue=("topology",), title="DDP-MAB by graph (Fig. 10)"),),
     )
@@ -666,6 +676,34 @@ def hybrid_ordering_claim() -> Claim:
     )
 
 
+def delayed_hybrid_claim(num_agents: int) -> Claim:
+    """RC-Y4 for the delayed layout: on every seed case 4 has at least case 1's regret, in excess by <= 3 M t_delay."""
+
+    def check(results: Results) -> ClaimVerdict:
+        from agents.li_song.hdp import sink_plan
+
+        table = groups(results, ("topology",))
+        delayed = {r["seed"]: float(r["group_regret"]) for r in table[("case4",)]}
+        prompt = {r["seed"]: float(r["group_regret"]) for r in table[("case1",)]}
+        topology = TABLE2["case4"]
+        t_delay = sink_plan(topology, topology.sinks).delay()
+        bound = 3 * num_agents * t_delay
+        excess = [delayed[seed] - prompt[seed] for seed in sorted(set(delayed) & set(prompt))]
+        ok = bool(excess) and t_delay > 0 and all(0.0 <= e <= bound for e in excess)
+        text = (
+            f"regret of case 4 (t_delay = {t_delay}) minus case 1 per seed: {np.round(excess, 1).tolist()}; "
+            f"bound 3 M t_delay = {bound}"
+        )
+        return ClaimVerdict(ok, text, {"excess": excess, "bound": bound})
+
+    return Claim(
+        "delayed_hybrid_regret",
+        "Case 4 (delay t_delay = max_q ecc(SA_q) - 1 per round) has regret >= case 1 on every seed, the excess "
+        "<= 3 M t_delay (RC-Y4).",
+        check,
+    )
+
+
 HYBRID_ENV = {
     "num_agents": 100,
     "num_arms": 100,
@@ -687,13 +725,18 @@ FIG11 = register(
         wrappers=(laplace(100),),
         seeds=20,
         runner=RUNNER,
-        claims=(
-            per_round_cost_claim(
-                "per_round_cost",
-                "Per-round cost c1 Q + c2 sum_q |E_q| ecc(SA_q): 1200, 1985, 5000, case 4, 345, 5000 (RC-Y1).",
-                lambda r: hybrid_cost(r, 50.0, "graph_edges"),
+        claims=with_pass_rates(
+            (
+                per_round_cost_claim(
+                    "per_round_cost",
+                    "Per-round cost c1 Q + c2 sum_q |E_q| ecc(SA_q): 1200, 1985, 5000, case 4, 345, 5000 (RC-Y1).",
+                    lambda r: hybrid_cost(r, 50.0, "graph_edges"),
+                ),
+                hybrid_ordering_claim(),
+                delayed_hybrid_claim(HYBRID_ENV["num_agents"]),
             ),
-            hybrid_ordering_claim(),
+            {"per_round_cost": (10, 10), "hybrid_ordering": (10, 10), "delayed_hybrid_regret": (10, 10)},
+            "0:10 in blocks of 1",
         ),
         scales={"ci": {"num_arms": 20, "horizon": 10_000, "seeds": 1}, "paper": {}},
         figures=(FigureSpec("fig11_regret", y="mean_regret", hue=("topology",), title="HDP-MAB (Fig. 11)"),),

@@ -13,16 +13,34 @@
 Every scenario has a ``"ci"`` twin (N = 100, T = 3000, d = K = 10 for Fig. 2a/2b; 200 users for the
 replay stand-ins) and the ``"paper"`` scale. The runner is :func:`fedbandit_envs.linear_runner.run`;
 ``messages`` is the paper's C_T and ``group_regret`` its R_T.
+
+What S1 and S3 can claim (measured 2026-11-27):
+
+* S1 at the paper scale is not monotone in C_T, and that is the algorithm, not a defect. Fig. 2a, seed 0, Async
+  gamma = 2, 4.16, 11, 32.6: uploads 1016, 1000, 73, 63; downloads 47607, 17903, 21844, 15973; R_T 413, 413, 786,
+  804. Each client arrives about T/N = 30 times in d = 25; up to gamma ~ 4 every client's own data crosses the
+  upload threshold about once, above it uploads collapse (73 of 1000 clients ever upload), so the server's
+  matrix grows in a few large steps, each crossing the download threshold of about 300 registered clients at
+  once (18 per upload at gamma = 4.16): downloads, hence C_T, rise while R_T jumps because most data is never
+  shared. The paper supports C_T = O(d N log T / log gamma) (an upper bound, E5), not a C_T falling at every grid
+  step; the number of uploads, which gamma_U governs directly, does fall along the grid.
+* S3 (Sync ahead at matched communication under uniform arrivals) does not hold at the CI scale: over 10 blocks
+  of 3 seeds it passes on 2, and all 30 seeds pooled give 7 of 11 comparisons for Sync (< 2/3). Sync's edge is
+  N^(1/4): 3.2 at N = 100 against 5.6 at the paper's N = 1000, where S3 passes. A larger twin at the same
+  T/N = 30 and d = K = 10 (N = 300, T = 9000, seeds 0-2) goes the other way: 0 of 11 comparisons favour Sync. The
+  paper's regime needs its d = 25 as well, which is paper-scale work. The CI claim carries its measured pass rate
+  (2/10).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from fedbandit_envs.bench.claims import final_means, monotone
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register
+from fedbandit_envs.bench.claims import final_means, final_rows, monotone
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register, with_pass_rates
 from fedbandit_envs.runner import Results
 
 RUNNER = "fedbandit_envs.linear_runner:run"
@@ -154,21 +172,33 @@ def frontier_favours(name: str, winner: str, share: float = 2 / 3) -> Claim:
     return Claim(name, f"{code}: at matched communication {winner.capitalize()}-LinUCB reaches lower regret.", check)
 
 
-def reward_order(name: str, description: str, labels: Sequence[str]) -> Claim:
-    """Mean final normalised reward strictly increases along ``labels`` (worst first)."""
+def reward_order(name: str, description: str, labels: Sequence[str], share: float = 0.8) -> Claim:
+    """S6: final normalised reward strictly increases along ``labels`` (worst first), seed by seed.
+
+    The order must hold in at least ``share`` of the seeds (the spec's "8 of 10 seeds"; with 3 seeds, all 3).
+    """
 
     def check(results: Results) -> ClaimVerdict:
-        reward = final_means(results, "normalised_reward")
-        values = [reward[(label,)] for label in labels]
-        ordered = all(a < b for a, b in zip(values, values[1:]))
-        text = " < ".join(f"{label} ({value:.4g})" for label, value in zip(labels, values))
-        return ClaimVerdict(ordered, f"normalised reward: {text}", dict(zip(labels, values)))
+        finals: dict[str, dict[int, float]] = {label: {} for label in labels}
+        for row in final_rows(results.curves):
+            if row["algorithm"] in finals:
+                finals[row["algorithm"]][row["seed"]] = float(row["normalised_reward"])
+        seeds = sorted(set.intersection(*(set(by_seed) for by_seed in finals.values())))
+        ordered = sum(all(finals[a][seed] < finals[b][seed] for a, b in zip(labels, labels[1:])) for seed in seeds)
+        needed = math.ceil(share * len(seeds) - 1e-9)
+        means = [float(np.mean([finals[label][seed] for seed in seeds])) for label in labels]
+        text = " < ".join(f"{label} ({value:.4g})" for label, value in zip(labels, means))
+        return ClaimVerdict(
+            bool(seeds) and ordered >= needed,
+            f"normalised reward (seed means): {text}; ordered in {ordered} of {len(seeds)} seeds (needs {needed})",
+            {"ordered_seeds": ordered, "seeds": len(seeds), **dict(zip(labels, means))},
+        )
 
     return Claim(name, description, check)
 
 
 # ---------------------------------------------------------------------- Fig. 2a / 2b
-def _fig2(name: str, arrival: str, winner: str) -> Scenario:
+def _fig2(name: str, arrival: str, winner: str, rates: dict[str, tuple[int, int]] | None = None) -> Scenario:
     return Scenario(
         name=name,
         paper="li_wang",
@@ -180,18 +210,31 @@ def _fig2(name: str, arrival: str, winner: str) -> Scenario:
         algorithms=threshold_algorithms(GAMMA_GRID, D_GRID),
         seeds=10,
         checkpoints=10,
-        claims=(
-            grid_monotone("async_monotone", "async"),
-            grid_monotone("sync_monotone", "sync"),
-            no_communication_costs("extremes"),
-            frontier_favours(f"{winner}_frontier", winner),
+        claims=with_pass_rates(
+            (
+                grid_monotone("async_monotone", "async"),
+                grid_monotone("sync_monotone", "sync"),
+                no_communication_costs("extremes"),
+                frontier_favours(f"{winner}_frontier", winner),
+            ),
+            rates or {},
+            "0:30 in blocks of 3",
         ),
         scales={"ci": dict(SYNTHETIC_CI), "paper": {"seeds": 10}},
         runner=RUNNER,
     )
 
 
-FIG2A = register(_fig2("li_wang/fig2a_uniform", "uniform", "sync"))
+#: Pass rates at the CI scale over 10 blocks of 3 seeds. S3 (sync_frontier) holds on 2 of 10 blocks, and pooling
+#: all 30 seeds gives 7 of 11 comparisons for Sync (< 2/3): at N = 100 the claim does not hold (Sync's edge is
+#: N^(1/4) = 3.2 there against 5.6 at the paper's N = 1000); see the module docstring.
+FIG2A_PASS_RATES = {
+    "async_monotone": (10, 10),
+    "sync_monotone": (10, 10),
+    "extremes": (10, 10),
+    "sync_frontier": (2, 10),
+}
+FIG2A = register(_fig2("li_wang/fig2a_uniform", "uniform", "sync", FIG2A_PASS_RATES))
 FIG2B = register(_fig2("li_wang/fig2b_zipf", "zipf", "async"))
 
 # ---------------------------------------------------------------------- Fig. 2c

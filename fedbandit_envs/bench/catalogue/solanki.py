@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from fedbandit_envs.bench.claims import final_means
+from fedbandit_envs.bench.claims import final_means, final_rows
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register
 from fedbandit_envs.runner import Results
 
@@ -89,9 +89,30 @@ def exp1_claims(family: str) -> tuple[Claim, ...]:
             {**{f"frr_{k}": v for k, v in ratios.items()}, **{f"paper_{k}": v for k, v in paper.items()}},
         )
 
+    def significant(results: Results) -> ClaimVerdict:
+        finals: dict[str, dict[tuple, float]] = {}
+        for row in final_rows(results.curves, ("algorithm", "instance_seed", "seed")):
+            finals.setdefault(row["algorithm"], {})[(row["instance_seed"], row["seed"])] = float(row["mean_regret"])
+        p_values = {}
+        for low, high in (("fcb", "pfcb_eps1"), ("pfcb_eps1", "non_federated")):
+            pairs = sorted(set(finals[low]) & set(finals[high]))
+            a, b = np.array([finals[low][k] for k in pairs]), np.array([finals[high][k] for k in pairs])
+            p_values[f"{low}<{high}"] = (
+                float(stats.ttest_rel(a, b, alternative="less").pvalue) if len(pairs) > 1 else float("nan")
+            )
+        ok = all(p < 0.05 for p in p_values.values())
+        text = "; ".join(f"{pair}: one-sided paired p = {p:.3g}" for pair, p in p_values.items())
+        return ClaimVerdict(ok, f"over (instance, seed) pairs: {text}", p_values)
+
     return (
         Claim(
             "ordering", "FCB < P-FCB(eps=1) < Non-federated, and P-FCB(eps=0.3) >= P-FCB(eps=1) (check 13).", ordering
+        ),
+        Claim(
+            "ordering_significant",
+            "Check 13 (full config): FCB < P-FCB(eps=1) < Non-federated, each at the 5% level (one-sided paired "
+            "t-tests over instances x seeds).",
+            significant,
         ),
         Claim("frr", "FRR of P-FCB(eps=1) is below 1 and above FRR of FCB (check 14).", frr),
     )

@@ -27,9 +27,11 @@ from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
     Claim,
     ClaimVerdict,
+    FigureSpec,
     Scenario,
     register,
     split_point,
+    with_pass_rates,
 )
 from fedbandit_envs.data.diabetes import diabetes_means, standin_means
 from fedbandit_envs.runner import Results, load_object
@@ -90,7 +92,7 @@ def run_scenario(scenario: Scenario, scale: str | None = "ci", progress: bool = 
     if scale is not None:
         scenario = scenario.at_scale(scale)
     runner = load_object(scenario.runner)
-    seeds = list(range(scenario.seeds))
+    seeds = scenario.seed_list()
     results = Results()
     for point in scenario.points():
         parts = split_point(point)
@@ -283,8 +285,26 @@ def _scales(num_arms: int, ci_extra: Mapping[str, Any], paper_extra: Mapping[str
     }
 
 
-def _epsilon_scenario(name: str, description: str, env: dict[str, Any], ci_instance: Any, claims: tuple) -> Scenario:
-    """Fed_UCB at ε in {1, 2, 5, ∞}; the CI scale adds the labelled ``dp_bonus_scale`` (spec §4.2)."""
+def rc9_figure(hue: Sequence[str]) -> FigureSpec:
+    """RC9's reporting format: the mean over trials of the agent-averaged cumulative pseudo-regret, min-max band.
+
+    The curve includes the M warm-up slots (a shift by their regret, the same in every trial on a fixed instance).
+    """
+    return FigureSpec("rc9_regret", y="mean_regret", hue=hue, band="minmax", title="Regret per agent (RC9)")
+
+
+def _epsilon_scenario(
+    name: str,
+    description: str,
+    env: dict[str, Any],
+    ci_instance: Any,
+    claims: tuple,
+    rates: Mapping[str, tuple[int, int]] | None = None,
+) -> Scenario:
+    """Fed_UCB at ε in {1, 2, 5, ∞}; the CI scale adds the labelled ``dp_bonus_scale`` (spec §4.2).
+
+    ``rates``: measured pass rates of the claims over 10 blocks of 5 seeds (``benchmarks/claim_pass_rates.py``).
+    """
     num_arms = env["num_arms"]
     ci_sweep = {"alg.epsilon": EPSILONS, "alg.dp_bonus_scale": (CI_DP_BONUS_SCALE,)}
     return Scenario(
@@ -296,8 +316,9 @@ def _epsilon_scenario(name: str, description: str, env: dict[str, Any], ci_insta
         sweep={"alg.epsilon": EPSILONS},
         seeds=5,
         checkpoints=zhu_checkpoints(CI_HORIZON, num_arms),  # type: ignore[arg-type]
-        claims=claims,
+        claims=with_pass_rates(claims, rates or {}, "0:50 in blocks of 5"),
         scales=_scales(num_arms, {"instance": ci_instance, "sweep": ci_sweep}, {}),
+        figures=(rc9_figure(("epsilon",)),),
     )
 
 
@@ -313,6 +334,8 @@ SA_EPSILON = register(
         _env(3, 5, "complete", _PAPER_INSTANCE, **_GAUSSIAN),
         _CI_INSTANCE,
         _EPSILON_CLAIMS,
+        # RC5 over the 10 blocks: X(1)/X(2) 2.16-2.32 (1/epsilon: 2), X(1)/X(5) 7.38-10.52 (1/epsilon: 5)
+        {"monotone_in_epsilon": (10, 10), "infinity_lowest": (10, 10), "inverse_epsilon": (10, 10)},
     )
 )
 
@@ -325,8 +348,13 @@ SA_COLLABORATION = register(
         algorithms={"gossip_ucb": AlgorithmSpec("gossip_ucb"), "local_ucb1": AlgorithmSpec("independent_ucb1")},
         seeds=5,
         checkpoints=zhu_checkpoints(CI_HORIZON, 5),  # type: ignore[arg-type]
-        claims=(sublinear_claim("gossip_ucb", 1.6), collaboration_claim("gossip_ucb", "local_ucb1")),
+        claims=with_pass_rates(
+            (sublinear_claim("gossip_ucb", 1.6), collaboration_claim("gossip_ucb", "local_ucb1")),
+            {"sublinear": (10, 10), "collaboration_needed": (10, 10)},
+            "0:50 in blocks of 5",
+        ),
         scales=_scales(5, {"instance": _CI_INSTANCE}, {}),
+        figures=(rc9_figure(("algorithm",)),),
     )
 )
 
@@ -373,6 +401,7 @@ __all__ = [
     "EPSILONS",
     "SCENARIOS",
     "collaboration_claim",
+    "rc9_figure",
     "diabetes_scenario",
     "diabetes_standin_instance",
     "epsilon_finals",
