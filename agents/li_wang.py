@@ -449,6 +449,13 @@ class AsyncServer(Coordinator):
     registered client j whose ``ld(V_g + lam I) - ld(base_j + lam I) > log gamma_D[j]`` receives a
     ``"download"`` of ``V_g - base_j`` (the buffer ``dV_{-j}``) and its base becomes ``V_g``.
 
+    A base that equals the aggregate (after a download, or an upload that brought the sender level
+    with the server) is held as a reference to a snapshot of the aggregate shared by every client
+    that equals it, and copied into the client's own row only when the client next uploads. A step
+    therefore costs O(p^2) per upload and per distinct base, plus O(1) per registered client, however
+    many clients download (gamma = 1: all of them, every step). ``base_v``, ``base_b`` and
+    ``base_count`` give the bases of every client as arrays.
+
     Args:
         gamma_d: the download threshold (scalar or one per client; >= 1, inf = never).
         lam: the ridge parameter inside the determinants.
@@ -483,12 +490,39 @@ class AsyncServer(Coordinator):
         self.v = np.zeros((b, p, p))
         self.b = np.zeros((b, p))
         self.count = np.zeros(b, np.int64)
-        self.base_v = np.zeros((b, n, p, p))
-        self.base_b = np.zeros((b, n, p))
-        self.base_count = np.zeros((b, n), np.int64)
         self.ld = np.full(b, p * np.log(self.lam))
         self.base_ld = np.full((b, n), p * np.log(self.lam))
         self.registered = np.full((b, n), self.registration == "eager")
+        # a client's base is its own row of _base_* when _snapshot is -1, else the shared snapshot (v, b, count)
+        self._base_v = np.zeros((b, n, p, p))
+        self._base_b = np.zeros((b, n, p))
+        self._base_count = np.zeros((b, n), np.int64)
+        self._snapshot = np.zeros((b, n), np.int64)
+        self._snapshots: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {
+            0: (np.zeros((p, p)), np.zeros(p), np.zeros((), np.int64))
+        }
+        self._live_snapshots, self._next_key = 1, 1
+
+    def _base(self, field: int) -> np.ndarray:
+        out = (self._base_v, self._base_b, self._base_count)[field].copy()
+        for key in np.unique(self._snapshot[self._snapshot >= 0]):
+            out[self._snapshot == key] = self._snapshots[key][field]
+        return out
+
+    @property
+    def base_v(self) -> np.ndarray:
+        """(B, N, p, p) the matrix ``V_g - dV_{-j}`` of every client (a copy)."""
+        return self._base(0)
+
+    @property
+    def base_b(self) -> np.ndarray:
+        """(B, N, p) the vector ``b_g - db_{-j}`` of every client (a copy)."""
+        return self._base(1)
+
+    @property
+    def base_count(self) -> np.ndarray:
+        """(B, N) the observation count of every client's base (a copy)."""
+        return self._base(2)
 
     def observe_arrivals(self, slot: int, clients: np.ndarray) -> None:
         """Register the slot's active clients (lazy registration is free, as in the paper)."""
@@ -500,6 +534,49 @@ class AsyncServer(Coordinator):
         count = batch.payload["count"] if self.with_counts else np.zeros(len(batch), np.int64)
         return dv, batch.payload["db"], count
 
+    def _own_rows(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """Copy the shared bases of the given pairs into their own rows."""
+        snapshot = self._snapshot[rows, clients]
+        for key in np.unique(snapshot[snapshot >= 0]):
+            mine = snapshot == key
+            for own, shared in zip((self._base_v, self._base_b, self._base_count), self._snapshots[key]):
+                own[rows[mine], clients[mine]] = shared
+        self._snapshot[rows, clients] = -1
+
+    def _deltas(self, rows: np.ndarray, clients: np.ndarray) -> list[np.ndarray]:
+        """``aggregate - base`` of each pair for V, b and count, once per shared base (a broadcast view if one)."""
+        snapshot = self._snapshot[rows, clients]
+        own, shared = snapshot < 0, snapshot >= 0
+        keys, inverse = np.unique(rows[shared] * self._next_key + snapshot[shared], return_inverse=True)
+        groups = [divmod(key, self._next_key) for key in keys.tolist()]
+        members = np.split(
+            np.flatnonzero(shared)[np.argsort(inverse, kind="stable")], np.cumsum(np.bincount(inverse))[:-1]
+        )
+        deltas = []
+        bases = (self._base_v, self._base_b, self._base_count)
+        for field, (aggregate, base) in enumerate(zip((self.v, self.b, self.count), bases)):
+            diffs = [aggregate[r] - self._snapshots[key][field] for r, key in groups]
+            if len(diffs) == 1 and not own.any():
+                deltas.append(np.broadcast_to(diffs[0], (len(rows), *aggregate.shape[1:])))
+                continue
+            delta = np.empty((len(rows), *aggregate.shape[1:]), aggregate.dtype)
+            delta[own] = aggregate[rows[own]] - base[rows[own], clients[own]]
+            for group, diff in enumerate(diffs):
+                delta[members[group]] = diff
+            deltas.append(delta)
+        return deltas
+
+    def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
+        for r in np.unique(rows).tolist():
+            self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
+            self._snapshot[r, clients[rows == r]] = self._next_key
+            self._next_key += 1
+        if len(self._snapshots) > 2 * self._live_snapshots + 8:
+            live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
+            self._snapshots = {key: self._snapshots[key] for key in live}
+            self._live_snapshots = len(live)
+
     def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
         """Aggregate the uploads, then send the triggered downloads (only in steps with an upload)."""
         uploads = [batch for batch in inbox if batch.kind == "upload"]
@@ -508,28 +585,36 @@ class AsyncServer(Coordinator):
         for batch in uploads:
             r, i = _sender_rows(batch)
             dv, db, count = self._payload(batch)
+            self._own_rows(r, i)
             _add_rows(self.v, (r,), dv)
             _add_rows(self.b, (r,), db)
             _add_rows(self.count, (r,), count)
-            _add_rows(self.base_v, (r, i), dv)
-            _add_rows(self.base_b, (r, i), db)
-            _add_rows(self.base_count, (r, i), count)
-            self.base_ld[r, i] = log_det(self.base_v[r, i], self.lam)
+            _add_rows(self._base_v, (r, i), dv)
+            _add_rows(self._base_b, (r, i), db)
+            _add_rows(self._base_count, (r, i), count)
+            self.base_ld[r, i] = log_det(self._base_v[r, i], self.lam)
         replicas = np.unique(np.concatenate([batch.replica for batch in uploads]))
         self.ld[replicas] = log_det(self.v[replicas], self.lam)
         fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
         rows, clients = np.nonzero(fire)
-        if len(rows) == 0:
-            return []
         r = replicas[rows]
-        dv, db = self.v[r] - self.base_v[r, clients], self.b[r] - self.base_b[r, clients]
+        dv, db, count = self._deltas(r, clients) if len(r) else (None, None, None)
+        # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot too
+        up_r = np.concatenate([batch.replica for batch in uploads])
+        up_i = np.concatenate([batch.sender for batch in uploads])
+        level = (
+            (self._base_v[up_r, up_i] == self.v[up_r]).all(axis=(1, 2))
+            & (self._base_b[up_r, up_i] == self.b[up_r]).all(axis=1)
+            & (self._base_count[up_r, up_i] == self.count[up_r])
+            & (self._snapshot[up_r, up_i] < 0)
+        )
+        self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
+        if len(r) == 0:
+            return []
+        self.base_ld[r, clients] = self.ld[r]
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
         if self.with_counts:
-            payload["count"] = self.count[r] - self.base_count[r, clients]
-        self.base_v[r, clients] = self.v[r]
-        self.base_b[r, clients] = self.b[r]
-        self.base_count[r, clients] = self.count[r]
-        self.base_ld[r, clients] = self.ld[r]
+            payload["count"] = count
         return [MessageBatch("download", r, np.full(len(r), SERVER), clients, payload)]
 
 
