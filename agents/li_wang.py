@@ -106,6 +106,9 @@ def _add_rows(target: np.ndarray, index: tuple[np.ndarray, ...], values: np.ndar
     (``np.add.accumulate``), as ``np.add.at`` does. All-zero rows are skipped: adding zero changes no
     sum (and a sum that starts at +0.0 never becomes -0.0).
     """
+    if len(values) == 1:
+        target[tuple(i[0] for i in index)] += values[0]
+        return
     nonzero = values.reshape(len(values), -1).any(axis=1)
     if not nonzero.all():
         index, values = tuple(i[nonzero] for i in index), values[nonzero]
@@ -287,9 +290,10 @@ class RidgeStats:
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Add received statistics (a download) to each pair."""
         self._apply(rows, clients)
-        self._v[rows, clients] += v
-        self._b[rows, clients] += b
-        self._count[rows, clients] += count
+        flat = rows * self._count.shape[1] + clients  # one index array: a faster gather-add-scatter for many rows
+        self._v.reshape(-1, self.dim, self.dim)[flat] += v
+        self._b.reshape(-1, self.dim)[flat] += b
+        self._count.reshape(-1)[flat] += count
         self.stale[rows, clients] = True
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
@@ -537,7 +541,7 @@ class AsyncServer(Coordinator):
     def _own_rows(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Copy the shared bases of the given pairs into their own rows."""
         snapshot = self._snapshot[rows, clients]
-        for key in np.unique(snapshot[snapshot >= 0]):
+        for key in np.unique(snapshot[snapshot >= 0]) if snapshot.max() >= 0 else ():
             mine = snapshot == key
             for own, shared in zip((self._base_v, self._base_b, self._base_count), self._snapshots[key]):
                 own[rows[mine], clients[mine]] = shared
@@ -568,7 +572,7 @@ class AsyncServer(Coordinator):
 
     def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
-        for r in np.unique(rows).tolist():
+        for r in np.unique(rows).tolist() if len(rows) > 1 else rows.tolist():
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
             self._snapshot[r, clients[rows == r]] = self._next_key
             self._next_key += 1

@@ -12,9 +12,10 @@ Rows (every number is measured; nothing is asserted):
   every run is ``fedbandit_envs.linear_runner.run`` end to end (construction, reset, every slot, one
   checkpoint) in a fresh child process, which reports its wall time, C_T, R_T and its peak resident
   memory (``resource.getrusage``, ``ru_maxrss``; ``rss_base`` is the same before the run, after the
-  imports). The repeats of all rows are interleaved; each row reports the median wall time, the
-  load average (1 min, from ``os.getloadavg``) at the start of its runs, and ``ratio`` = median time
-  per slot at N = 1000 over that at N = 100. Variants: Async-LinUCB at gamma = 1, 2, 5, 8, inf,
+  imports). The repeats of all rows are interleaved; each row reports the median wall time and
+  process CPU time (``time.process_time``, less sensitive to other jobs on a shared machine), the
+  load average (1 min, from ``os.getloadavg``) at the start of its runs, and ``ratio`` (``cpu_ratio``)
+  = median wall (CPU) time per slot at N = 1000 over that at N = 100. Variants: Async-LinUCB at gamma = 1, 2, 5, 8, inf,
   Async-LinUCB-AM (gamma = 5, heterogeneous clients, d_g = 12) and Sync-LinUCB at the two matched
   thresholds (``match_regret``: D = T / (N d log T); ``match_comm``: D = T / (d log T)).
 * ``--api``: the environment alone with a trivial policy (arm 0, no messages) for ``--api-slots``
@@ -63,12 +64,13 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     algorithm = load_object(LINEAR_ALGORITHMS[name])
     env = {**PAPER, **env_extra, "num_clients": spec["clients"], "horizon": spec["horizon"]}
     rss_base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     results = run(lambda: algorithm(**kwargs), env, [spec["seed"]], checkpoints=1)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     final = results.curves[-1]
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "C_T": float(final["messages"]),
         "R_T": float(final["group_regret"]),
         "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -99,11 +101,12 @@ def scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
                 print(f"repeat {repeat} {variant} N={n}: {json.dumps(out)}", flush=True)
     rows = []
     for variant in variants:
-        per_slot = {}
+        per_slot, cpu_per_slot = {}, {}
         for n in clients:
             done = runs[(variant, n)]
             wall = statistics.median(r["wall_s"] for r in done)
-            per_slot[n] = wall / args.horizon
+            cpu = statistics.median(r["cpu_s"] for r in done)
+            per_slot[n], cpu_per_slot[n] = wall / args.horizon, cpu / args.horizon
             rows.append(
                 {
                     "variant": variant,
@@ -112,6 +115,7 @@ def scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "wall_s": round(wall, 2),
                     "walls": [round(r["wall_s"], 2) for r in done],
                     "us_per_slot": round(1e6 * per_slot[n], 1),
+                    "cpu_s": round(cpu, 2),
                     "C_T": done[0]["C_T"],
                     "R_T": round(done[0]["R_T"], 1),
                     "peak_rss_mib": round(max(r["rss_mib"] for r in done)),
@@ -120,6 +124,7 @@ def scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
                 }
             )
         rows[-1]["ratio"] = round(per_slot[max(clients)] / per_slot[min(clients)], 2)
+        rows[-1]["cpu_ratio"] = round(cpu_per_slot[max(clients)] / cpu_per_slot[min(clients)], 2)
         print(json.dumps(rows[-2:]), flush=True)
     return rows
 
