@@ -28,6 +28,14 @@ buffer is ``V_g - base``); the base is updated from the payloads the server actu
 representation stays exact when a message hook perturbs payloads, and the download check needs one
 cached log-determinant per client instead of N factorisations per upload. Every payload is
 materialised as a message.
+
+Work per slot does not grow with the number of registered clients except where the protocol sends
+every client a message (gamma = 1: N - 1 downloads per upload; Sync-LinUCB: 2 messages per registered
+client per synchronisation), and even there it is O(p^2) per message and O(p^3) only for the client
+that acts: bases equal to the aggregate are shared snapshots (:class:`AsyncServer`), a received
+replacement is copied when its client next acts, and an upload or a download never factorises a
+matrix (the factorisation waits for the client's next use). All of it is exact: trajectories are bit
+for bit those of the eager representation.
 """
 
 from __future__ import annotations

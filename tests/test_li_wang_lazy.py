@@ -17,11 +17,13 @@ N, T, D, K = 12, 300, 4, 6
 CONFIG = LinearConfig(num_clients=N, num_arms=K, dimension=D, horizon=T)
 
 
-def drive(population, config: LinearConfig = CONFIG, seed: int = 0, after=None) -> LinearCore:
-    """Play one replica; ``after(core, step, inbox, uploads)`` after every report round."""
+def drive(population, config: LinearConfig = CONFIG, seed: int = 0, after=None, started=None) -> LinearCore:
+    """Play one replica; ``started()`` after the reset, ``after(core, step, inbox, uploads)`` after each report."""
     core = LinearCore(config, ChannelConfig(CostModel(c1=0.0, price_per_message=1.0)), population.make_coordinator())
     core.reset([seed])
     population.reset(core.context)
+    if started is not None:
+        started()
     while not core.done:
         step = core.step
         population.observe(core.pull(population.act(step)))
@@ -110,7 +112,9 @@ def recording_factorisations(population, recomputed: list) -> None:
 
 
 @pytest.mark.parametrize(
-    "population", [SyncLinUCB(threshold=0.0), SyncLinUCB(threshold=0.5), AsyncLinUCB(gamma=1.0)], ids=repr
+    "population",
+    [SyncLinUCB(threshold=0.0), SyncLinUCB(threshold=0.5), AsyncLinUCB(gamma=1.0)],
+    ids=["sync_every_slot", "sync_0.5", "async_gamma_1"],
 )
 def test_only_the_acting_client_is_factorised(population):
     """A synchronisation or a download to every client factorises nothing until a client acts."""
@@ -121,17 +125,7 @@ def test_only_the_acting_client_is_factorised(population):
         active.append(len(recomputed))
         recomputed.clear()
 
-    core = LinearCore(CONFIG, coordinator=population.make_coordinator())
-    core.reset([0])
-    population.reset(core.context)
-    recording_factorisations(population, recomputed)
-    while not core.done:
-        step = core.step
-        population.observe(core.pull(population.act(step)))
-        uploads = population.report(step.slot, core.reporters())
-        inbox = core.communicate(uploads)
-        population.receive(step.slot, inbox)
-        after(core, step, inbox, uploads)
+    core = drive(population, after=after, started=lambda: recording_factorisations(population, recomputed))
     assert sum(active) > 0 and max(active) == 1
     assert core.channel.ledger.totals()["messages"] > T
 
