@@ -28,6 +28,14 @@ buffer is ``V_g - base``); the base is updated from the payloads the server actu
 representation stays exact when a message hook perturbs payloads, and the download check needs one
 cached log-determinant per client instead of N factorisations per upload. Every payload is
 materialised as a message.
+
+Work per slot does not grow with the number of registered clients except where the protocol sends
+every client a message (gamma = 1: N - 1 downloads per upload; Sync-LinUCB: 2 messages per registered
+client per synchronisation), and even there it is O(p^2) per message and O(p^3) only for the client
+that acts: bases equal to the aggregate are shared snapshots (:class:`AsyncServer`), a received
+replacement is copied when its client next acts, and an upload or a download never factorises a
+matrix (the factorisation waits for the client's next use). All of it is exact: trajectories are bit
+for bit those of the eager representation.
 """
 
 from __future__ import annotations
@@ -102,6 +110,38 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     return 2.0 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
 
 
+def _add_rows(target: np.ndarray, index: tuple[np.ndarray, ...], values: np.ndarray) -> None:
+    """``np.add.at(target, index, values)``, bit for bit, without its per-element cost.
+
+    Row k of ``values`` is added to ``target[index[k]]``; rows sharing an index are added in row order
+    (``np.add.accumulate``), as ``np.add.at`` does. All-zero rows are skipped: adding zero changes no
+    sum (and a sum that starts at +0.0 never becomes -0.0).
+    """
+    if len(values) == 1:
+        target[tuple(i[0] for i in index)] += values[0]
+        return
+    nonzero = values.reshape(len(values), -1).any(axis=1)
+    if not nonzero.all():
+        index, values = tuple(i[nonzero] for i in index), values[nonzero]
+    if len(values) == 0:
+        return
+    keys = np.ravel_multi_index(index, target.shape[: len(index)])
+    unique = np.unique(keys)
+    if len(unique) == len(keys):
+        target[index] += values
+        return
+    for key in unique:
+        at = np.unravel_index(key, target.shape[: len(index)])
+        target[at] = np.add.accumulate(np.concatenate([target[at][None], values[keys == key]]), axis=0)[-1]
+
+
+def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]``; a read-only broadcast view (no copy) when ``values`` has one row."""
+    if len(values) == 1:
+        return np.broadcast_to(values[0], (len(rows), *values.shape[1:]))
+    return values[rows]
+
+
 def _pinv_psd(matrix: np.ndarray) -> np.ndarray:
     """Moore-Penrose pseudo-inverse of a symmetric PSD matrix (eigenvalues below the rank tolerance dropped)."""
     if matrix.shape[0] == 0:
@@ -172,27 +212,77 @@ class RidgeStats:
     Holds ``V`` (B, N, p, p) without lam I, ``b`` (B, N, p), the observation ``count``, and the cached
     ``inv = (V + lam I)^-1`` and ``ld = log det(V + lam I)``. Own observations update the caches by
     Sherman-Morrison; added or replaced statistics mark them ``stale`` until the next :meth:`refresh`.
+    A replacement (:meth:`set_stats`) is itself deferred: the pair keeps a reference to the received
+    row and copies it when it is next used, so a synchronisation costs O(1) per client that does not
+    act. Reading ``v``, ``b`` or ``count`` applies every deferred replacement first.
     Index arguments ``rows, clients`` are equal-length int arrays of distinct (replica, client) pairs.
     """
 
     def __init__(self, num_replicas: int, num_clients: int, dim: int, lam: float) -> None:
         self.dim, self.lam = dim, lam
         shape = (num_replicas, num_clients)
-        self.v = np.zeros((*shape, dim, dim))
-        self.b = np.zeros((*shape, dim))
-        self.count = np.zeros(shape, np.int64)
+        self._v = np.zeros((*shape, dim, dim))
+        self._b = np.zeros((*shape, dim))
+        self._count = np.zeros(shape, np.int64)
         self.inv = np.broadcast_to(np.eye(dim) / lam, (*shape, dim, dim)).copy()
         self.ld = np.full(shape, dim * np.log(lam))
         self.stale = np.zeros(shape, bool)
+        # deferred replacements: pair -> (key of a received (v, b, count) triple, row in it); -1 for none
+        self._source = np.full(shape, -1, np.int64)
+        self._source_row = np.zeros(shape, np.int64)
+        self._sources: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._next_source = 0
+
+    @property
+    def v(self) -> np.ndarray:
+        """(B, N, p, p) Gram matrices without lam I."""
+        self._apply_all()
+        return self._v
+
+    @property
+    def b(self) -> np.ndarray:
+        """(B, N, p) reward-weighted context sums."""
+        self._apply_all()
+        return self._b
+
+    @property
+    def count(self) -> np.ndarray:
+        """(B, N) observation counts."""
+        self._apply_all()
+        return self._count
+
+    def _apply(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """Copy the deferred replacements of the given pairs into the statistics."""
+        source = self._source[rows, clients]
+        deferred = source >= 0
+        if not deferred.any():
+            return
+        r, c, source = rows[deferred], clients[deferred], source[deferred]
+        at = self._source_row[r, c]
+        for key in np.unique(source):
+            mine = source == key
+            v, b, count = self._sources[key]
+            self._v[r[mine], c[mine]] = v[at[mine]]
+            self._b[r[mine], c[mine]] = b[at[mine]]
+            self._count[r[mine], c[mine]] = count[at[mine]]
+        self._source[r, c] = -1
+
+    def _apply_all(self) -> None:
+        if self._sources:
+            self._apply(*np.nonzero(self._source >= 0))
+            self._sources.clear()
 
     def refresh(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Recompute the inverse and log-determinant of stale clients (a factorisation each)."""
         stale = self.stale[rows, clients]
         if stale.any():
-            r, c = rows[stale], clients[stale]
-            self.inv[r, c] = np.linalg.inv(self.v[r, c] + self.lam * np.eye(self.dim))
-            self.ld[r, c] = log_det(self.v[r, c], self.lam)
-            self.stale[r, c] = False
+            self._recompute(rows[stale], clients[stale])
+
+    def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        self._apply(rows, clients)
+        self.inv[rows, clients] = np.linalg.inv(self._v[rows, clients] + self.lam * np.eye(self.dim))
+        self.ld[rows, clients] = log_det(self._v[rows, clients], self.lam)
+        self.stale[rows, clients] = False
 
     def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Add one observation (x (n, p), y (n,)) per pair by Sherman-Morrison; returns the outer products."""
@@ -203,30 +293,46 @@ class RidgeStats:
         self.inv[rows, clients] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
         self.ld[rows, clients] += np.log1p(q)
         outer = x[:, :, None] * x[:, None, :]
-        self.v[rows, clients] += outer
-        self.b[rows, clients] += x * y[:, None]
-        self.count[rows, clients] += 1
+        self._v[rows, clients] += outer
+        self._b[rows, clients] += x * y[:, None]
+        self._count[rows, clients] += 1
         return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Add received statistics (a download) to each pair."""
-        self.v[rows, clients] += v
-        self.b[rows, clients] += b
-        self.count[rows, clients] += count
+        self._apply(rows, clients)
+        flat = rows * self._count.shape[1] + clients  # one index array: a faster gather-add-scatter for many rows
+        self._v.reshape(-1, self.dim, self.dim)[flat] += v
+        self._b.reshape(-1, self.dim)[flat] += b
+        self._count.reshape(-1)[flat] += count
         self.stale[rows, clients] = True
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
-        """Replace the statistics of each pair (a full synchronisation)."""
-        self.v[rows, clients] = v
-        self.b[rows, clients] = b
-        self.count[rows, clients] = count
+        """Replace the statistics of each pair (a full synchronisation) by rows of v (n, p, p), b (n, p), count.
+
+        The arrays are kept, not copied, until every pair has used them: they must not change afterwards
+        (message payloads are read-only).
+        """
+        count = np.broadcast_to(np.asarray(count, np.int64), (len(rows),))
+        key = self._next_source
+        self._next_source += 1
+        self._sources[key] = (v, b, count)
+        self._source[rows, clients] = key
+        self._source_row[rows, clients] = np.arange(len(rows))
         self.stale[rows, clients] = True
+        live = set(np.unique(self._source[self._source >= 0]).tolist())
+        self._sources = {k: triple for k, triple in self._sources.items() if k in live}
+
+    def log_det_and_count(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``ld`` and ``count`` of each pair (after a :meth:`refresh`)."""
+        self.refresh(rows, clients)
+        return self.ld[rows, clients], self._count[rows, clients]
 
     def scores(self, rows: np.ndarray, clients: np.ndarray, contexts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         """UCB ``x^T theta_hat + alpha ||x||_{(V + lam I)^-1}`` of contexts (n, K, p) for each pair."""
         self.refresh(rows, clients)
         inv = self.inv[rows, clients]
-        theta = np.einsum("npq,nq->np", inv, self.b[rows, clients])
+        theta = np.einsum("npq,nq->np", inv, self._b[rows, clients])
         mean = np.einsum("nkp,np->nk", contexts, theta)
         width = np.einsum("nkq,nkq->nk", np.einsum("nkp,npq->nkq", contexts, inv), contexts)
         return mean + alpha[:, None] * np.sqrt(np.maximum(width, 0.0))
@@ -236,16 +342,27 @@ class BufferedStats(RidgeStats):
     """:class:`RidgeStats` plus the upload buffer ``dV, db`` (own data not yet sent, spec section 1.5).
 
     Also caches ``ld_w = log det(V - dV + lam I)`` (the base W of the upload trigger, stale after a
-    download) and counts the buffered observations (``dcount``).
+    download) and counts the buffered observations (``dcount``; an empty buffer is exactly zero).
+    An upload sets ``ld_w`` to ``ld``; when ``ld`` is stale at that moment the copy waits for the
+    pair's next :meth:`refresh` (``w_pending``), so an upload never factorises a matrix.
     """
 
     def __init__(self, num_replicas: int, num_clients: int, dim: int, lam: float) -> None:
         super().__init__(num_replicas, num_clients, dim, lam)
-        self.dv = np.zeros_like(self.v)
-        self.db = np.zeros_like(self.b)
-        self.dcount = np.zeros_like(self.count)
+        self.dv = np.zeros_like(self._v)
+        self.db = np.zeros_like(self._b)
+        self.dcount = np.zeros_like(self._count)
         self.ld_w = self.ld.copy()
         self.w_stale = np.zeros_like(self.stale)
+        self.w_pending = np.zeros_like(self.stale)
+
+    def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        super()._recompute(rows, clients)
+        pending = self.w_pending[rows, clients]
+        if pending.any():
+            r, c = rows[pending], clients[pending]
+            self.ld_w[r, c] = self.ld[r, c]
+            self.w_pending[r, c] = False
 
     def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Add one observation to the statistics and to the upload buffer."""
@@ -259,11 +376,13 @@ class BufferedStats(RidgeStats):
         """Add a download (it enters V and the base W, not the buffer)."""
         super().add_stats(rows, clients, v, b, count)
         self.w_stale[rows, clients] = True
+        self.w_pending[rows, clients] = False
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Replace the statistics (the buffer is kept: a synchronisation empties it by :meth:`take`)."""
         super().set_stats(rows, clients, v, b, count)
         self.w_stale[rows, clients] = True
+        self.w_pending[rows, clients] = False
 
     def log_ratio(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
         """``ld(V + lam I) - ld(V - dV + lam I)`` of each pair (the upload trigger's left side)."""
@@ -271,20 +390,34 @@ class BufferedStats(RidgeStats):
         stale = self.w_stale[rows, clients]
         if stale.any():
             r, c = rows[stale], clients[stale]
-            self.ld_w[r, c] = log_det(self.v[r, c] - self.dv[r, c], self.lam)
-            self.w_stale[r, c] = False
+            empty = self.dcount[r, c] == 0  # W = V - 0 = V: ld (fresh since the download) is log det(W + lam I)
+            self.ld_w[r[empty], c[empty]] = self.ld[r[empty], c[empty]]
+            r, c = r[~empty], c[~empty]
+            if len(r):
+                self.ld_w[r, c] = log_det(self._v[r, c] - self.dv[r, c], self.lam)
+            self.w_stale[rows[stale], clients[stale]] = False
         return self.ld[rows, clients] - self.ld_w[rows, clients]
 
     def take(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Empty the buffers of each pair (an upload); returns (dV, db, dcount)."""
-        self.refresh(rows, clients)
-        taken = self.dv[rows, clients], self.db[rows, clients], self.dcount[rows, clients]
-        self.dv[rows, clients] = 0.0
-        self.db[rows, clients] = 0.0
-        self.dcount[rows, clients] = 0
-        self.ld_w[rows, clients] = self.ld[rows, clients]
+        """Empty the buffers of each pair (an upload); returns (dV, db, dcount).
+
+        Only non-empty buffers are read and cleared.
+        """
+        dcount = self.dcount[rows, clients]
+        full = dcount > 0
+        r, c = rows[full], clients[full]
+        dv = np.zeros((len(rows), self.dim, self.dim))
+        db = np.zeros((len(rows), self.dim))
+        dv[full], db[full] = self.dv[r, c], self.db[r, c]
+        self.dv[r, c] = 0.0
+        self.db[r, c] = 0.0
+        self.dcount[r, c] = 0
+        stale = self.stale[rows, clients]
+        r, c = rows[~stale], clients[~stale]
+        self.ld_w[r, c] = self.ld[r, c]
+        self.w_pending[rows[stale], clients[stale]] = True
         self.w_stale[rows, clients] = False
-        return taken
+        return dv, db, dcount
 
 
 # ---------------------------------------------------------------------- argument checks
@@ -331,6 +464,13 @@ class AsyncServer(Coordinator):
     registered client j whose ``ld(V_g + lam I) - ld(base_j + lam I) > log gamma_D[j]`` receives a
     ``"download"`` of ``V_g - base_j`` (the buffer ``dV_{-j}``) and its base becomes ``V_g``.
 
+    A base that equals the aggregate (after a download, or an upload that brought the sender level
+    with the server) is held as a reference to a snapshot of the aggregate shared by every client
+    that equals it, and copied into the client's own row only when the client next uploads. A step
+    therefore costs O(p^2) per upload and per distinct base, plus O(1) per registered client, however
+    many clients download (gamma = 1: all of them, every step). ``base_v``, ``base_b`` and
+    ``base_count`` give the bases of every client as arrays.
+
     Args:
         gamma_d: the download threshold (scalar or one per client; >= 1, inf = never).
         lam: the ridge parameter inside the determinants.
@@ -365,12 +505,39 @@ class AsyncServer(Coordinator):
         self.v = np.zeros((b, p, p))
         self.b = np.zeros((b, p))
         self.count = np.zeros(b, np.int64)
-        self.base_v = np.zeros((b, n, p, p))
-        self.base_b = np.zeros((b, n, p))
-        self.base_count = np.zeros((b, n), np.int64)
         self.ld = np.full(b, p * np.log(self.lam))
         self.base_ld = np.full((b, n), p * np.log(self.lam))
         self.registered = np.full((b, n), self.registration == "eager")
+        # a client's base is its own row of _base_* when _snapshot is -1, else the shared snapshot (v, b, count)
+        self._base_v = np.zeros((b, n, p, p))
+        self._base_b = np.zeros((b, n, p))
+        self._base_count = np.zeros((b, n), np.int64)
+        self._snapshot = np.zeros((b, n), np.int64)
+        self._snapshots: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {
+            0: (np.zeros((p, p)), np.zeros(p), np.zeros((), np.int64))
+        }
+        self._live_snapshots, self._next_key = 1, 1
+
+    def _base(self, field: int) -> np.ndarray:
+        out = (self._base_v, self._base_b, self._base_count)[field].copy()
+        for key in np.unique(self._snapshot[self._snapshot >= 0]):
+            out[self._snapshot == key] = self._snapshots[key][field]
+        return out
+
+    @property
+    def base_v(self) -> np.ndarray:
+        """(B, N, p, p) the matrix ``V_g - dV_{-j}`` of every client (a copy)."""
+        return self._base(0)
+
+    @property
+    def base_b(self) -> np.ndarray:
+        """(B, N, p) the vector ``b_g - db_{-j}`` of every client (a copy)."""
+        return self._base(1)
+
+    @property
+    def base_count(self) -> np.ndarray:
+        """(B, N) the observation count of every client's base (a copy)."""
+        return self._base(2)
 
     def observe_arrivals(self, slot: int, clients: np.ndarray) -> None:
         """Register the slot's active clients (lazy registration is free, as in the paper)."""
@@ -382,6 +549,49 @@ class AsyncServer(Coordinator):
         count = batch.payload["count"] if self.with_counts else np.zeros(len(batch), np.int64)
         return dv, batch.payload["db"], count
 
+    def _own_rows(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """Copy the shared bases of the given pairs into their own rows."""
+        snapshot = self._snapshot[rows, clients]
+        for key in np.unique(snapshot[snapshot >= 0]) if snapshot.max() >= 0 else ():
+            mine = snapshot == key
+            for own, shared in zip((self._base_v, self._base_b, self._base_count), self._snapshots[key]):
+                own[rows[mine], clients[mine]] = shared
+        self._snapshot[rows, clients] = -1
+
+    def _deltas(self, rows: np.ndarray, clients: np.ndarray) -> list[np.ndarray]:
+        """``aggregate - base`` of each pair for V, b and count, once per shared base (a broadcast view if one)."""
+        snapshot = self._snapshot[rows, clients]
+        own, shared = snapshot < 0, snapshot >= 0
+        keys, inverse = np.unique(rows[shared] * self._next_key + snapshot[shared], return_inverse=True)
+        groups = [divmod(key, self._next_key) for key in keys.tolist()]
+        members = np.split(
+            np.flatnonzero(shared)[np.argsort(inverse, kind="stable")], np.cumsum(np.bincount(inverse))[:-1]
+        )
+        deltas = []
+        bases = (self._base_v, self._base_b, self._base_count)
+        for field, (aggregate, base) in enumerate(zip((self.v, self.b, self.count), bases)):
+            diffs = [aggregate[r] - self._snapshots[key][field] for r, key in groups]
+            if len(diffs) == 1 and not own.any():
+                deltas.append(np.broadcast_to(diffs[0], (len(rows), *aggregate.shape[1:])))
+                continue
+            delta = np.empty((len(rows), *aggregate.shape[1:]), aggregate.dtype)
+            delta[own] = aggregate[rows[own]] - base[rows[own], clients[own]]
+            for group, diff in enumerate(diffs):
+                delta[members[group]] = diff
+            deltas.append(delta)
+        return deltas
+
+    def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
+        for r in np.unique(rows).tolist() if len(rows) > 1 else rows.tolist():
+            self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
+            self._snapshot[r, clients[rows == r]] = self._next_key
+            self._next_key += 1
+        if len(self._snapshots) > 2 * self._live_snapshots + 8:
+            live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
+            self._snapshots = {key: self._snapshots[key] for key in live}
+            self._live_snapshots = len(live)
+
     def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
         """Aggregate the uploads, then send the triggered downloads (only in steps with an upload)."""
         uploads = [batch for batch in inbox if batch.kind == "upload"]
@@ -390,28 +600,36 @@ class AsyncServer(Coordinator):
         for batch in uploads:
             r, i = _sender_rows(batch)
             dv, db, count = self._payload(batch)
-            np.add.at(self.v, r, dv)
-            np.add.at(self.b, r, db)
-            np.add.at(self.count, r, count)
-            np.add.at(self.base_v, (r, i), dv)
-            np.add.at(self.base_b, (r, i), db)
-            np.add.at(self.base_count, (r, i), count)
-            self.base_ld[r, i] = log_det(self.base_v[r, i], self.lam)
+            self._own_rows(r, i)
+            _add_rows(self.v, (r,), dv)
+            _add_rows(self.b, (r,), db)
+            _add_rows(self.count, (r,), count)
+            _add_rows(self._base_v, (r, i), dv)
+            _add_rows(self._base_b, (r, i), db)
+            _add_rows(self._base_count, (r, i), count)
+            self.base_ld[r, i] = log_det(self._base_v[r, i], self.lam)
         replicas = np.unique(np.concatenate([batch.replica for batch in uploads]))
         self.ld[replicas] = log_det(self.v[replicas], self.lam)
         fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
         rows, clients = np.nonzero(fire)
-        if len(rows) == 0:
-            return []
         r = replicas[rows]
-        dv, db = self.v[r] - self.base_v[r, clients], self.b[r] - self.base_b[r, clients]
+        dv, db, count = self._deltas(r, clients) if len(r) else (None, None, None)
+        # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot too
+        up_r = np.concatenate([batch.replica for batch in uploads])
+        up_i = np.concatenate([batch.sender for batch in uploads])
+        level = (
+            (self._base_v[up_r, up_i] == self.v[up_r]).all(axis=(1, 2))
+            & (self._base_b[up_r, up_i] == self.b[up_r]).all(axis=1)
+            & (self._base_count[up_r, up_i] == self.count[up_r])
+            & (self._snapshot[up_r, up_i] < 0)
+        )
+        self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
+        if len(r) == 0:
+            return []
+        self.base_ld[r, clients] = self.ld[r]
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
         if self.with_counts:
-            payload["count"] = self.count[r] - self.base_count[r, clients]
-        self.base_v[r, clients] = self.v[r]
-        self.base_b[r, clients] = self.b[r]
-        self.base_count[r, clients] = self.count[r]
-        self.base_ld[r, clients] = self.ld[r]
+            payload["count"] = count
         return [MessageBatch("download", r, np.full(len(r), SERVER), clients, payload)]
 
 
@@ -452,16 +670,17 @@ class SyncServer(Coordinator):
             return []
         for batch in uploads:
             dv = batch.payload["dV"]
-            np.add.at(self.v, batch.replica, _unpack(dv, self.dim) if self.pack_symmetric else dv)
-            np.add.at(self.b, batch.replica, batch.payload["db"])
+            _add_rows(self.v, (batch.replica,), _unpack(dv, self.dim) if self.pack_symmetric else dv)
+            _add_rows(self.b, (batch.replica,), batch.payload["db"])
             if self.with_counts:
-                np.add.at(self.count, batch.replica, batch.payload["count"])
+                _add_rows(self.count, (batch.replica,), batch.payload["count"])
         replicas = np.unique(np.concatenate([batch.replica for batch in uploads]))
         rows, clients = np.nonzero(self.registered[replicas])
-        r = replicas[rows]
-        payload = {"dV": _pack(self.v[r]) if self.pack_symmetric else self.v[r], "db": self.b[r]}
+        v = _pack(self.v[replicas]) if self.pack_symmetric else self.v[replicas]
+        payload = {"dV": _repeat_rows(v, rows), "db": _repeat_rows(self.b[replicas], rows)}
         if self.with_counts:
-            payload["count"] = self.count[r]
+            payload["count"] = _repeat_rows(self.count[replicas], rows)
+        r = replicas[rows]
         return [MessageBatch("sync_download", r, np.full(len(r), SERVER), clients, payload)]
 
 
@@ -520,11 +739,11 @@ class _LinUCBClients(LinearPopulation):
         return contexts
 
     def _radius(self, stats: RidgeStats, rows: np.ndarray, clients: np.ndarray, noise: float) -> np.ndarray:
-        stats.refresh(rows, clients)
+        ld, count = stats.log_det_and_count(rows, clients)
         return confidence_radius(
-            stats.ld[rows, clients],
+            ld,
             stats.dim,
-            stats.count[rows, clients],
+            count,
             noise,
             self.lam,
             self.delta,

@@ -1,0 +1,170 @@
+"""The Li-Wang agents' deferred work is exact: shared server bases, deferred replacements, lazy factorisations.
+
+Each representation is compared bit for bit with the straightforward one it replaces, and the work done
+per slot is checked to touch only the clients that act.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.li_wang import AsyncLinUCB, BufferedStats, SyncLinUCB, _add_rows, log_det
+from fedbandit_envs.channel import ChannelConfig, CostModel
+from fedbandit_envs.envs.linear import LinearConfig, LinearCore
+
+N, T, D, K = 12, 300, 4, 6
+CONFIG = LinearConfig(num_clients=N, num_arms=K, dimension=D, horizon=T)
+
+
+def drive(population, config: LinearConfig = CONFIG, seed: int = 0, after=None, started=None) -> LinearCore:
+    """Play one replica; ``started()`` after the reset, ``after(core, step, inbox, uploads)`` after each report."""
+    core = LinearCore(config, ChannelConfig(CostModel(c1=0.0, price_per_message=1.0)), population.make_coordinator())
+    core.reset([seed])
+    population.reset(core.context)
+    if started is not None:
+        started()
+    while not core.done:
+        step = core.step
+        population.observe(core.pull(population.act(step)))
+        for _ in range(config.active_per_slot):
+            uploads = population.report(step.slot, core.reporters())
+            inbox = core.communicate(uploads)
+            population.receive(step.slot, inbox)
+            if after is not None:
+                after(core, step, inbox, uploads)
+    return core
+
+
+@pytest.mark.parametrize("trailing", [(), (1,), (1, 1), (3,), (3, 3)])
+@pytest.mark.parametrize("index", [[0, 2, 2, 1, 2, 0, 2], [4, 1, 0, 3, 2, 6, 5], [0] * 7])
+def test_add_rows_is_np_add_at_bit_for_bit(trailing, index):
+    rng = np.random.default_rng(len(trailing) + index[1])
+    index = np.array(index)
+    target = rng.standard_normal((7, *trailing))
+    values = rng.standard_normal((7, *trailing)) * 10.0 ** rng.integers(-8, 9, (7,) + (1,) * len(trailing))
+    values[3] = 0.0  # a zero row is skipped
+    expected = target.copy()
+    np.add.at(expected, index, values)
+    _add_rows(target, (index,), values)
+    np.testing.assert_array_equal(target, expected)
+    counts, got = np.zeros(7, np.int64), np.zeros(7, np.int64)
+    np.add.at(counts, index, np.arange(7))
+    _add_rows(got, (index,), np.arange(7))
+    np.testing.assert_array_equal(got, counts)
+
+
+@pytest.mark.parametrize(("gamma", "registration"), [(1.0, "lazy"), (1.0, "eager"), (1.5, "lazy"), (4.0, "eager")])
+def test_shared_server_bases_equal_the_per_client_bases(gamma, registration):
+    """The server's snapshots give exactly the bases a per-client copy of every download would hold."""
+    population = AsyncLinUCB(gamma=gamma, registration=registration)
+    base = np.zeros((N, D, D))
+    base_b = np.zeros((N, D))
+    aggregate = np.zeros((D, D))
+    shared = []
+
+    def after(core, step, inbox, uploads):
+        server = population.server
+        for batch in uploads:  # upload: the sender's base and the aggregate grow by the payload
+            for i, dv, db in zip(batch.sender, batch.payload["dV"], batch.payload["db"]):
+                aggregate[:] += dv
+                base[i] += dv
+                base_b[i] += db
+        for batch in inbox:  # download: the recipient's base becomes the aggregate
+            np.testing.assert_array_equal(batch.payload["dV"], aggregate - base[batch.recipient])
+            base[batch.recipient] = aggregate
+            base_b[batch.recipient] = server.b[0]
+        np.testing.assert_array_equal(server.v[0], aggregate)
+        np.testing.assert_array_equal(server.base_v[0], base)
+        np.testing.assert_array_equal(server.base_b[0], base_b)
+        np.testing.assert_array_equal(server.base_ld[0], log_det(base, population.lam))
+        shared.append(len(server._snapshots))
+
+    drive(population, after=after)
+    assert max(shared) <= 2 * N + 10  # snapshots are released when no base refers to them any more
+
+
+def test_gamma_one_download_rows_share_one_snapshot():
+    """At gamma = 1 every download of a step is the same increment: one snapshot serves every client."""
+    population = AsyncLinUCB(gamma=1.0, registration="eager")
+    seen = []
+
+    def after(core, step, inbox, uploads):
+        snapshots = population.server._snapshot[0]
+        seen.append(len(np.unique(snapshots)))
+        for batch in inbox:
+            assert (batch.payload["dV"] == batch.payload["dV"][0]).all()
+
+    drive(population, after=after)
+    assert max(seen[1:]) == 1  # after the first step: every base is the one snapshot of the aggregate
+
+
+def recording_factorisations(population, recomputed: list) -> None:
+    """Record every (replica, client) pair whose inverse and log-determinant are recomputed."""
+    stats = population.stats
+    recompute = stats._recompute
+
+    def wrapper(rows, clients):
+        recomputed.extend(zip(rows.tolist(), clients.tolist()))
+        recompute(rows, clients)
+
+    stats._recompute = wrapper
+
+
+@pytest.mark.parametrize(
+    "population",
+    [SyncLinUCB(threshold=0.0), SyncLinUCB(threshold=0.5), AsyncLinUCB(gamma=1.0)],
+    ids=["sync_every_slot", "sync_0.5", "async_gamma_1"],
+)
+def test_only_the_acting_client_is_factorised(population):
+    """A synchronisation or a download to every client factorises nothing until a client acts."""
+    recomputed, active = [], []
+
+    def after(core, step, inbox, uploads):
+        assert set(recomputed) <= {(0, int(step.clients[0, 0]))}
+        active.append(len(recomputed))
+        recomputed.clear()
+
+    core = drive(population, after=after, started=lambda: recording_factorisations(population, recomputed))
+    assert sum(active) > 0 and max(active) == 1
+    assert core.channel.ledger.totals()["messages"] > T
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 5.0])
+def test_deferred_replacements_equal_eager_ones(threshold):
+    """Reading ``stats.v`` after every slot (which applies every deferred copy) changes no decision or bit."""
+    lazy = SyncLinUCB(threshold=threshold)
+    eager = SyncLinUCB(threshold=threshold)
+    synced = []
+
+    def read_everything(core, step, inbox, uploads):
+        v = eager.stats.v
+        for batch in inbox:  # every recipient of a synchronisation holds the aggregate, bit for bit
+            np.testing.assert_array_equal(v[0, batch.recipient], np.broadcast_to(eager.server.v[0], (len(batch), D, D)))
+            synced.append(len(batch))
+
+    lazy_core = drive(lazy)
+    eager_core = drive(eager, after=read_everything)
+    assert synced
+    np.testing.assert_array_equal(lazy_core.regret, eager_core.regret)
+    assert lazy_core.channel.ledger.totals() == eager_core.channel.ledger.totals()
+    for name in ("v", "b", "count", "inv", "ld", "dv", "ld_w"):
+        np.testing.assert_array_equal(getattr(lazy.stats, name), getattr(eager.stats, name))
+
+
+def test_upload_of_a_stale_client_defers_its_base_log_determinant():
+    """After an upload W = V; with a stale V the copy ld_w = ld waits for the refresh, with the same value."""
+    rng = np.random.default_rng(3)
+    stats = BufferedStats(1, 2, D, 0.1)
+    rows, clients = np.zeros(2, np.int64), np.arange(2)
+    for _ in range(3):
+        stats.add_point(rows, clients, rng.standard_normal((2, D)), rng.standard_normal(2))
+    gram = rng.standard_normal((2, D, D))
+    stats.add_stats(rows, clients, gram @ gram.transpose(0, 2, 1), np.ones((2, D)))
+    dv, _, dcount = stats.take(rows, clients)
+    assert dcount.tolist() == [3, 3] and stats.stale.all() and stats.w_pending.all()
+    stats.refresh(rows[:1], clients[:1])
+    assert stats.ld_w[0, 0] == stats.ld[0, 0] == log_det(stats.v[0, 0], 0.1)
+    assert stats.w_pending[0, 1] and not stats.w_pending[0, 0]
+    np.testing.assert_array_equal(stats.log_ratio(rows, clients), 0.0)
+    assert not stats.w_pending.any() and not stats.dv.any()
