@@ -203,7 +203,10 @@ class Channel:
         Returns the mask of the ``NEIGHBOURS`` rows, or None when the batch has none.
         """
         m = self.num_agents
-        sender, recipient = batch.sender, batch.recipient
+        sender, recipient, replica = batch.sender, batch.recipient, batch.replica
+        if replica.min() < 0 or replica.max() >= self.num_replicas:
+            bad = replica[(replica < 0) | (replica >= self.num_replicas)][0]
+            raise ValueError(f"message replica {bad} is not a replica index in [0, {self.num_replicas})")
         ids = np.concatenate((sender, recipient))
         lowest = ids.min()
         # negative ids index nodes from the end: SERVER = -1 is node M (NEIGHBOURS rows are not link-checked)

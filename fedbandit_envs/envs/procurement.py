@@ -52,6 +52,7 @@ from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
 from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, build_topology
+from fedbandit_envs.validation import check_int_array
 
 __all__ = [
     "INSTANCE_FAMILIES",
@@ -740,9 +741,7 @@ class FedProcurementEnv(ParallelEnv):
                     f"the action of {agent} must be a vector of {self.problem.num_producers} unit counts, "
                     f"got shape {vector.shape}"
                 )
-            if vector.dtype.kind not in "iu":
-                raise TypeError(f"the action of {agent} must hold integers (units), got dtype {vector.dtype}")
-            units[0, self._index[agent]] = vector
+            units[0, self._index[agent]] = check_int_array(f"the action of {agent} (units per producer)", vector, None)
         feedback = self.core.step(units)
         rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
         truncated = self.core.done
