@@ -6,6 +6,7 @@ fix it, at construction or parse time, before any state changes:
 * :func:`check_int`: integers are integers (Python or numpy integers; never ``bool``, ``float`` or ``str``),
   within ``[minimum, maximum]`` (the default maximum is the largest int64, so no later ``OverflowError``);
 * :func:`check_real`: real numbers (not ``bool`` or ``str``), finite unless told otherwise, within bounds;
+* :func:`check_bool`: flags are ``True`` or ``False`` (not ``1`` or ``"yes"``);
 * :func:`check_choice`: a string option with a "did you mean" suggestion (:func:`did_you_mean`);
 * :func:`check_keywords`: keyword names against the accepted ones, again with a suggestion;
   :func:`keyword_checked` applies it to a class's constructor;
@@ -22,28 +23,32 @@ import difflib
 import functools
 import inspect
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral, Real
 from typing import Any, TypeVar
 
 import numpy as np
 
 __all__ = [
+    "AGENT_OVERHEAD",
     "DEFAULT_MEMORY_LIMIT",
     "INT64_MAX",
     "INT64_MIN",
     "MEMORY_LIMIT_VARIABLE",
     "MemoryLimitError",
+    "check_bool",
     "check_choice",
     "check_int",
     "check_int_array",
     "check_keywords",
+    "check_mapping",
     "check_memory",
     "check_real",
     "check_seeds",
     "did_you_mean",
     "keyword_checked",
     "memory_limit",
+    "population_memory",
 ]
 
 #: The range of an integer argument unless told otherwise (every count and index is stored as int64).
@@ -71,12 +76,14 @@ def _describe(value: Any) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-def check_int(name: str, value: Any, minimum: int | None = INT64_MIN, maximum: int | None = INT64_MAX) -> int:
+def check_int(
+    name: str, value: Any, minimum: int | None = INT64_MIN, maximum: int | None = INT64_MAX, *, hint: str = ""
+) -> int:
     """Return ``value`` as a Python int after checking it is an integer in ``[minimum, maximum]``.
 
     Python and numpy integers (and 0-d integer arrays) are accepted; ``bool``, floats (even ``2.0``) and strings
     are refused with a ``TypeError``; a value out of range raises a ``ValueError``. The default range is that of
-    int64 (so no later ``OverflowError``); ``None`` bounds are open.
+    int64 (so no later ``OverflowError``); ``None`` bounds are open. ``hint`` is appended to a range error.
     """
     if type(value) is int:  # the common case, without the checks below
         number = value
@@ -87,9 +94,9 @@ def check_int(name: str, value: Any, minimum: int | None = INT64_MIN, maximum: i
             raise TypeError(f"{name} must be an integer (Python or numpy int; not bool, float), got {_describe(value)}")
         number = int(value)
     if minimum is not None and number < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {number}")
+        raise ValueError(f"{name} must be >= {minimum}, got {number}{hint}")
     if maximum is not None and number > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {number}")
+        raise ValueError(f"{name} must be <= {maximum}, got {number}{hint}")
     return number
 
 
@@ -119,6 +126,13 @@ def check_real(
     if maximum is not None and number > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {number}")
     return number
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` as a bool after checking it is one (``bool`` or ``numpy.bool_``; not 0/1 or a string)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
+    return bool(value)
 
 
 def did_you_mean(value: Any, options: Iterable[str]) -> str:
@@ -222,6 +236,28 @@ def check_seeds(seeds: Any) -> list[Any]:
         if not isinstance(seed, np.random.SeedSequence):
             check_int(f"seeds[{index}]", seed, 0)
     return listed
+
+
+def check_mapping(name: str, value: Any) -> None:
+    """Raise a ``TypeError`` unless ``value`` is a mapping with string keys (an options dict such as ``*_params``)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of options, got {_describe(value)}; pass e.g. {name}={{}}")
+    for key in value:
+        if not isinstance(key, str):
+            raise TypeError(f"{name} keys must be option names (str), got {_describe(key)}")
+
+
+#: Bytes per agent outside the state arrays (its name, its spaces, its dict entries), measured with tracemalloc.
+AGENT_OVERHEAD = 2560
+
+
+def population_memory(num_agents: int, replicas: int, graph: float, tables: float) -> dict[str, float]:
+    """The memory parts of a population: ``graph`` and ``tables`` bytes per replica, plus the per-agent objects."""
+    return {
+        "agent-graph matrices": replicas * graph,
+        "per-agent state tables": replicas * tables,
+        "agent names and spaces": num_agents * AGENT_OVERHEAD,
+    }
 
 
 def memory_limit() -> int:

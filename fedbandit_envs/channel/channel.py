@@ -20,6 +20,7 @@ import numpy as np
 from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, Topology
+from fedbandit_envs.validation import check_bool, check_choice, check_int, check_int_array, check_real
 
 #: The error of a batch from the agents with a SERVER sender.
 AGENTS_AS_SERVER = "agents cannot send as SERVER; only the coordinator does"
@@ -53,15 +54,16 @@ class ChannelConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.costs, CostModel):
             raise TypeError(f"costs must be a CostModel, got {type(self.costs).__name__}")
-        latency = np.asarray(self.latency)
-        if latency.dtype.kind not in "iu" or np.any(latency < 0):
-            raise ValueError(f"latency must be a non-negative int or int matrix, got {self.latency!r}")
-        if int(self.latency_jitter) < 0:
-            raise ValueError(f"latency_jitter must be >= 0, got {self.latency_jitter}")
-        if not 0.0 <= float(self.drop_prob) < 1.0:
-            raise ValueError(f"drop_prob must be in [0, 1), got {self.drop_prob}")
-        if self.gossip is not None and self.gossip not in GOSSIP_ACTIVATIONS:
-            raise ValueError(f"gossip must be None or one of {GOSSIP_ACTIVATIONS}, got {self.gossip!r}")
+        if np.ndim(self.latency):  # a matrix per directed link
+            check_int_array("latency", self.latency, 0)
+        else:
+            check_int("latency", self.latency, 0)
+        check_int("latency_jitter", self.latency_jitter, 0)
+        if check_real("drop_prob", self.drop_prob, 0.0) >= 1.0:
+            raise ValueError(f"drop_prob must be in [0, 1) (the chance a copy is lost), got {self.drop_prob}")
+        if self.gossip is not None:
+            check_choice("gossip", self.gossip, GOSSIP_ACTIVATIONS)
+        check_bool("record_messages", self.record_messages)
 
     @functools.cached_property
     def has_delays(self) -> bool:
