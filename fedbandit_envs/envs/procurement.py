@@ -28,6 +28,7 @@ graph by default) and are delivered at once, to be used before the decisions of 
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,15 @@ from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
 from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, build_topology
-from fedbandit_envs.validation import check_int_array
+from fedbandit_envs.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_int_array,
+    check_keywords,
+    check_memory,
+    population_memory,
+)
 
 __all__ = [
     "INSTANCE_FAMILIES",
@@ -177,6 +186,19 @@ class ProcurementInstance:
         )
 
 
+def procurement_memory(num_agents: int, num_producers: int, max_capacity: int, replicas: int = 1) -> dict[str, float]:
+    """Bytes of the largest arrays of a procurement core (see :func:`~fedbandit_envs.validation.check_memory`).
+
+    A complete graph takes about 174 B per (agent + 1)^2 pair (matrices and edge lists, as in the MAB core);
+    the noise block and the instance tables are (n, m) per slot of the block; the binomial search grid of the
+    oracles is m x (max capacity + 1)^2 floats, three times over while it is built.
+    """
+    n, m, k = int(num_agents), int(num_producers), int(max_capacity)
+    parts = population_memory(n, replicas, (n + 1) ** 2 * 174, (NOISE_BLOCK + 4) * n * m * 8)
+    parts["binomial search grid"] = m * (k + 1) ** 2 * 24
+    return parts
+
+
 def _draw_instance(
     rng: np.random.Generator,
     num_agents: int,
@@ -189,17 +211,14 @@ def _draw_instance(
     agent_pool: int | None,
 ) -> ProcurementInstance:
     """Draw q, then c, then k (for ``agent_pool`` agents, of which the first ``num_agents`` are kept)."""
-    for name, value, minimum in (("num_agents", num_agents, 1), ("num_producers", num_producers, 1)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    if isinstance(max_capacity, bool) or not isinstance(max_capacity, int | np.integer) or max_capacity < 1:
-        raise ValueError(
-            f"max_capacity must be an int >= 1 (capacities are drawn from 1..max_capacity), got {max_capacity!r}"
-        )
-    pool = num_agents if agent_pool is None else agent_pool
-    if isinstance(pool, bool) or not isinstance(pool, int | np.integer) or pool < num_agents:
-        raise ValueError(f"agent_pool must be an int >= num_agents ({num_agents}) or None, got {agent_pool!r}")
-    m = num_producers
+    num_agents = check_int("num_agents", num_agents, 1)
+    m = check_int("num_producers", num_producers, 1)
+    max_capacity = check_int("max_capacity", max_capacity, 1, hint=" (capacities are drawn from 1..max_capacity)")
+    pool = num_agents if agent_pool is None else check_int("agent_pool", agent_pool, num_agents, hint=" (num_agents)")
+    check_bool("homogeneous", homogeneous)
+    check_memory(
+        f"a procurement instance of {pool} agents and {m} producers", procurement_memory(pool, m, max_capacity)
+    )
     quality = draw(rng, (m,))
     if homogeneous:
         costs = np.broadcast_to(draw(rng, (m,)), (num_agents, m))
@@ -312,15 +331,17 @@ def build_instance(
         if params:
             raise ValueError(f"instance parameters {sorted(params)} are only for a family name, not a ready instance")
         return instance
-    if instance not in INSTANCE_FAMILIES:
-        raise ValueError(
-            f"instance must be one of {sorted(INSTANCE_FAMILIES)} or a ProcurementInstance, got {instance!r}"
+    if not isinstance(instance, str):
+        raise TypeError(
+            f"instance must be a family name ({', '.join(sorted(INSTANCE_FAMILIES))}) or a ProcurementInstance, "
+            f"got {type(instance).__name__}"
         )
+    family = INSTANCE_FAMILIES[check_choice("instance", instance, sorted(INSTANCE_FAMILIES))]
+    check_keywords(
+        f"bad parameters for the {instance!r} family:", params, list(inspect.signature(family).parameters)[3:]
+    )
     rng = SeedStreams.from_seed(instance_seed).generator("instance")
-    try:
-        return INSTANCE_FAMILIES[instance](num_agents, num_producers, rng, **params)
-    except TypeError as error:
-        raise TypeError(f"bad parameters for the {instance!r} family: {error}") from None
+    return family(num_agents, num_producers, rng, **params)
 
 
 # ====================================================================================== protocol
@@ -430,10 +451,9 @@ class ProcurementCore:
     ) -> None:
         if not isinstance(instance, ProcurementInstance):
             raise TypeError(f"instance must be a ProcurementInstance, got {type(instance).__name__}")
-        if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
-            raise ValueError(f"horizon must be an int >= 1, got {horizon!r}")
+        self.horizon = check_int("horizon", horizon, 1)
+        check_memory(f"a procurement core of {instance.num_agents} agents", self._memory_parts(instance, 1))
         self.instance = instance
-        self.horizon = int(horizon)
         self.channel = Channel(channel or ChannelConfig())
         self.topology = build_topology(topology, instance.num_agents)
         self.oracle = make_oracle(oracle)
@@ -451,6 +471,11 @@ class ProcurementCore:
         self._row_offset = np.arange(instance.num_producers) * (self._max_units + 1)
         self.slot = 0
 
+    @staticmethod
+    def _memory_parts(instance: ProcurementInstance, replicas: int) -> dict[str, float]:
+        """The memory parts of ``replicas`` replicas on ``instance`` (:func:`procurement_memory`)."""
+        return procurement_memory(instance.num_agents, instance.num_producers, instance.capacities.max(), replicas)
+
     def add_message_hook(self, hook: MessageHook) -> None:
         """Install a transformation of outgoing messages (DP noise, faults); takes effect at the next reset."""
         self.message_hooks.append(hook)
@@ -465,6 +490,7 @@ class ProcurementCore:
         """Start B = len(seeds) replicas; returns the empty feedback of slot -1."""
         if len(seeds) == 0:
             raise ValueError("reset needs at least one seed (one per replica)")
+        check_memory(f"{len(seeds)} replicas of a procurement core", self._memory_parts(self.instance, len(seeds)))
         inst = self.instance
         streams = [SeedStreams.from_seed(s) for s in seeds]
         b, n, m = len(streams), inst.num_agents, inst.num_producers
