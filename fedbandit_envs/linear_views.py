@@ -17,11 +17,13 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.envs.linear import LinearConfig, LinearCore
+from fedbandit_envs.validation import keyword_checked
 from fedbandit_envs.views import check_render_mode, discrete_action
 
 __all__ = ["LinearBanditEnv"]
 
 
+@keyword_checked
 class LinearBanditEnv(gymnasium.Env):
     """One client's linear contextual bandit (the paper's setting with N = 1).
 

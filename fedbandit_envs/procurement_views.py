@@ -38,6 +38,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.envs.procurement import ProcurementCore, ProcurementInstance, build_instance
+from fedbandit_envs.validation import keyword_checked
 
 __all__ = ["PEER_ALGORITHMS", "SingleAggregatorEnv"]
 
@@ -66,6 +67,7 @@ PEER_ALGORITHMS: dict[str, Callable[..., Any]] = {
 }
 
 
+@keyword_checked
 class SingleAggregatorEnv(gymnasium.Env):
     """Aggregator 0 of the procurement problem as a single-agent Gymnasium environment (see the module docstring).
 

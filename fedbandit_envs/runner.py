@@ -31,6 +31,7 @@ from fedbandit_envs.core import Action, Feedback, exchange_at_boundary
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.envs.mab_core import FederatedMABCore
 from fedbandit_envs.observations import feedback_from_observations, messages_by_sender
+from fedbandit_envs.validation import check_seeds
 
 #: Ledger totals reported per checkpoint (arrays of shape (B,) on the ledger).
 LEDGER_COLUMNS = ("messages", "copies", "scalars", "bytes", "links", "link_cost", "cost", "dropped")
@@ -323,8 +324,7 @@ def dispatch(
     ``make`` builds the family's population from an algorithm spec; ``paths`` is ``(run_batched,
     run_pettingzoo)``; the other arguments are those of :func:`run`.
     """
-    if not seeds:
-        raise ValueError("seeds must not be empty")
+    seeds = check_seeds(seeds)
     if batched is None:
         batched = bool(getattr(make(algorithm), "supports_batching", False))
     runner = paths[0] if batched else paths[1]

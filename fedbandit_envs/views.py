@@ -25,6 +25,7 @@ from gymnasium import spaces
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import exchange_at_boundary
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.validation import keyword_checked
 
 __all__ = [
     "PEER_ALGORITHMS",
@@ -226,6 +227,7 @@ class _CoreView(gymnasium.Env):
 
 
 # ---------------------------------------------------------------------- (a) local bandit
+@keyword_checked
 class LocalBanditEnv(_CoreView):
     """One agent's local K-armed bandit as a single-agent Gymnasium environment.
 
@@ -325,6 +327,7 @@ def _make_population(peer_algorithm: str) -> Any:
     return factory()
 
 
+@keyword_checked
 class FederatedClientEnv(_CoreView):
     """The learner is client 0 of a federation whose other clients and server run a reference algorithm.
 

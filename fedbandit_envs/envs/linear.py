@@ -52,6 +52,7 @@ from fedbandit_envs.validation import (
     check_mapping,
     check_memory,
     check_real,
+    keyword_checked,
     population_memory,
 )
 
@@ -757,6 +758,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+@keyword_checked
 class FederatedLinear(ParallelEnv):
     """A federated linear contextual bandit with asynchronous arrivals as a PettingZoo ``ParallelEnv``.
 

@@ -22,8 +22,10 @@ from fedbandit_envs.observations import (
 )
 from fedbandit_envs.seeding import EpisodeSeeds
 from fedbandit_envs.topology import Topology
+from fedbandit_envs.validation import keyword_checked
 
 
+@keyword_checked
 class FederatedMAB(ParallelEnv):
     """A federated multi-armed bandit as a PettingZoo ``ParallelEnv``.
 

@@ -60,6 +60,7 @@ from fedbandit_envs.validation import (
     check_int_array,
     check_keywords,
     check_memory,
+    keyword_checked,
     population_memory,
 )
 
@@ -608,6 +609,7 @@ def inbox_messages(batches: Sequence[MessageBatch], num_agents: int, replica: in
     return [tuple(inbox) for inbox in inboxes]
 
 
+@keyword_checked
 class FedProcurementEnv(ParallelEnv):
     """Federated combinatorial procurement as a PettingZoo ``ParallelEnv`` (solanki-pfcb §6).
 

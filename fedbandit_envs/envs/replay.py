@@ -39,7 +39,14 @@ from fedbandit_envs.envs.linear import (
     linear_channel,
 )
 from fedbandit_envs.seeding import SeedStreams
-from fedbandit_envs.validation import check_choice, check_int, check_memory, check_real, population_memory
+from fedbandit_envs.validation import (
+    check_choice,
+    check_int,
+    check_memory,
+    check_real,
+    keyword_checked,
+    population_memory,
+)
 
 __all__ = [
     "ORDERS",
@@ -415,6 +422,7 @@ def _distinct_rows(rng: np.random.Generator, rows: int, size: int, population: i
 
 
 # ---------------------------------------------------------------------- PettingZoo environments
+@keyword_checked
 class ReplayStandIn(FederatedLinear):
     """The synthetic stand-in of LastFM / Delicious / MovieLens as a PettingZoo ``ParallelEnv``.
 
@@ -474,6 +482,7 @@ class ReplayStandIn(FederatedLinear):
         self._setup(source, channel, coordinator, render_mode)
 
 
+@keyword_checked
 class ReplayLogEnv(FederatedLinear):
     """Replay of real logged files (see the module docstring for the format) as a PettingZoo ``ParallelEnv``.
 
