@@ -17,8 +17,8 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.envs.linear import LinearConfig, LinearCore
-from fedbandit_envs.validation import keyword_checked
-from fedbandit_envs.views import check_render_mode, discrete_action
+from fedbandit_envs.validation import check_render_mode, keyword_checked
+from fedbandit_envs.views import discrete_action
 
 __all__ = ["LinearBanditEnv"]
 

@@ -38,7 +38,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.envs.procurement import ProcurementCore, ProcurementInstance, build_instance
-from fedbandit_envs.validation import keyword_checked
+from fedbandit_envs.validation import check_render_mode, keyword_checked
 
 __all__ = ["PEER_ALGORITHMS", "SingleAggregatorEnv"]
 
@@ -103,8 +103,7 @@ class SingleAggregatorEnv(gymnasium.Env):
         observation: str = "flat",
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         if observation not in OBSERVATION_MODES:
             raise ValueError(f"observation must be one of {OBSERVATION_MODES}, got {observation!r}")
         self.render_mode = render_mode

@@ -44,6 +44,7 @@ __all__ = [
     "check_mapping",
     "check_memory",
     "check_real",
+    "check_render_mode",
     "check_seeds",
     "did_you_mean",
     "keyword_checked",
@@ -155,6 +156,11 @@ def check_choice(name: str, value: Any, options: Sequence[str]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be one of {listed}, got {_describe(value)}")
     raise ValueError(f"{name} must be one of {listed}, got {value!r}{did_you_mean(value, options)}")
+
+
+def check_render_mode(render_mode: Any, modes: Sequence[str] = ("ansi",)) -> str | None:
+    """Return ``render_mode`` after checking it is None or one of ``modes`` (an environment's declared modes)."""
+    return None if render_mode is None else check_choice("render_mode", render_mode, modes)
 
 
 def check_keywords(where: str, given: Iterable[str], accepted: Iterable[str]) -> None:

@@ -25,7 +25,7 @@ from gymnasium import spaces
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import exchange_at_boundary
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
-from fedbandit_envs.validation import keyword_checked
+from fedbandit_envs.validation import check_choice, check_render_mode, keyword_checked
 
 __all__ = [
     "PEER_ALGORITHMS",
@@ -121,13 +121,6 @@ def _value_slices(num_arms: int) -> tuple[slice, slice]:
 
 
 # ---------------------------------------------------------------------- argument checks
-def check_render_mode(render_mode: str | None) -> str | None:
-    """Return ``render_mode`` after checking it is None or a declared mode."""
-    if render_mode is not None and render_mode not in RENDER_MODES:
-        raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
-    return render_mode
-
-
 def _as_params(name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     """A dict copy of optional keyword parameters."""
     if params is None:
@@ -268,7 +261,7 @@ class LocalBanditEnv(_CoreView):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode)
+        self.render_mode = check_render_mode(render_mode, RENDER_MODES)
         config = MABConfig(
             num_agents=1,
             num_arms=num_arms,
@@ -321,10 +314,7 @@ PEER_ALGORITHMS: dict[str, Callable[[], Any]] = {"full_sharing": _full_sharing, 
 
 def _make_population(peer_algorithm: str) -> Any:
     """Build the population named ``peer_algorithm``."""
-    factory = PEER_ALGORITHMS.get(peer_algorithm) if isinstance(peer_algorithm, str) else None
-    if factory is None:
-        raise ValueError(f"unknown peer_algorithm {peer_algorithm!r}; pass one of {sorted(PEER_ALGORITHMS)}")
-    return factory()
+    return PEER_ALGORITHMS[check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))]()
 
 
 @keyword_checked
@@ -373,7 +363,7 @@ class FederatedClientEnv(_CoreView):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode)
+        self.render_mode = check_render_mode(render_mode, RENDER_MODES)
         self.peer_algorithm = peer_algorithm
         self.population = _make_population(peer_algorithm)
         config = MABConfig(

@@ -52,6 +52,7 @@ from fedbandit_envs.validation import (
     check_mapping,
     check_memory,
     check_real,
+    check_render_mode,
     keyword_checked,
     population_memory,
 )
@@ -857,8 +858,7 @@ class FederatedLinear(ParallelEnv):
 
     def _setup(self, source: StreamSource, channel: ChannelConfig, coordinator: Any, render_mode: str | None) -> None:
         """Build the core and the spaces (shared with subclasses such as the replay environment)."""
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
         self.config = source
         self.core = LinearCore(source, channel, coordinator)

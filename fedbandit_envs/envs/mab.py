@@ -22,7 +22,7 @@ from fedbandit_envs.observations import (
 )
 from fedbandit_envs.seeding import EpisodeSeeds
 from fedbandit_envs.topology import Topology
-from fedbandit_envs.validation import keyword_checked
+from fedbandit_envs.validation import check_render_mode, keyword_checked
 
 
 @keyword_checked
@@ -90,8 +90,7 @@ class FederatedMAB(ParallelEnv):
         coordinator: Any | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         costs = CostModel(c1, c2, link_accounting, free_server_downlink, price_per_message, price_per_byte)
         channel = ChannelConfig(costs, latency, latency_jitter, drop_prob, gossip, record_messages)
         self.config = MABConfig(

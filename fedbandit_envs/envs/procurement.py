@@ -60,6 +60,7 @@ from fedbandit_envs.validation import (
     check_int_array,
     check_keywords,
     check_memory,
+    check_render_mode,
     keyword_checked,
     population_memory,
 )
@@ -671,8 +672,7 @@ class FedProcurementEnv(ParallelEnv):
         evaluation: bool = True,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         params = {"alpha": alpha, "rho": rho, "homogeneous": homogeneous, "agent_pool": agent_pool}
         self.problem = build_instance(
             instance, num_agents, num_producers, instance_seed, **dict(instance_params or {}), **params
