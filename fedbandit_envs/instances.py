@@ -248,13 +248,15 @@ def _from_array(means: ArrayLike, num_agents: int, num_arms: int) -> BanditInsta
     try:
         array = np.asarray(means, dtype=np.float64)
     except (TypeError, ValueError):
+        array = None
+    if array is None or array.ndim == 0:
         raise TypeError(
             "the instance spec must be a generator name, an array of means, a BanditInstance or a "
             f"callable (rng, num_agents, num_arms) -> means; got {type(means).__name__}"
-        ) from None
+        )
     if array.shape not in ((num_agents, num_arms), (num_arms,)):
         raise ValueError(
-            f"means has shape {array.shape} but num_agents={num_agents}, num_arms={num_arms}; "
+            f"the instance means have shape {array.shape} but num_agents={num_agents}, num_arms={num_arms}; "
             f"pass a ({num_agents}, {num_arms}) matrix or a ({num_arms},) vector"
         )
     return from_means(array, num_agents)

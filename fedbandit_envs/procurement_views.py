@@ -38,7 +38,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.envs.procurement import ProcurementCore, ProcurementInstance, build_instance
-from fedbandit_envs.validation import check_render_mode, keyword_checked
+from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
 __all__ = ["PEER_ALGORITHMS", "SingleAggregatorEnv"]
 
@@ -104,20 +104,24 @@ class SingleAggregatorEnv(gymnasium.Env):
         render_mode: str | None = None,
     ) -> None:
         check_render_mode(render_mode, self.metadata["render_modes"])
-        if observation not in OBSERVATION_MODES:
-            raise ValueError(f"observation must be one of {OBSERVATION_MODES}, got {observation!r}")
+        check_choice("observation", observation, OBSERVATION_MODES)
         self.render_mode = render_mode
         self.observation_mode = observation
         problem = build_instance(
-            instance, num_agents, num_producers, instance_seed, **dict(instance_params or {}), alpha=alpha, rho=rho
+            instance,
+            num_agents,
+            num_producers,
+            instance_seed,
+            **check_options("instance_params", instance_params),
+            alpha=alpha,
+            rho=rho,
         )
         self.core = ProcurementCore(problem, horizon)
         n, m = problem.num_agents, problem.num_producers
         self.population = None
         if n > 1:
-            if peer_algorithm not in PEER_ALGORITHMS:
-                raise ValueError(f"unknown peer_algorithm {peer_algorithm!r}; pass one of {sorted(PEER_ALGORITHMS)}")
-            self.population = PEER_ALGORITHMS[peer_algorithm](**dict(peer_params or {}))
+            check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))
+            self.population = PEER_ALGORITHMS[peer_algorithm](**check_options("peer_params", peer_params))
         self._capacity = problem.capacities[LEARNER].astype(np.float64)
         self.action_space = spaces.MultiDiscrete(problem.capacities[LEARNER] + 1)
         self.observation_space = self._make_space(n, m, problem.capacities[LEARNER], horizon)

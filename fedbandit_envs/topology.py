@@ -595,9 +595,15 @@ def check_topology(spec: str | Topology | np.ndarray, num_agents: int, **params:
     parameters are checked (whether a draw is connected is known only when the graph is drawn at reset).
     """
     num_agents = check_int("num_agents", num_agents, 1)
-    if isinstance(spec, str):
-        check_choice("topology", spec, TOPOLOGY_KINDS)
-    if not isinstance(spec, str) or spec not in RANDOM_TOPOLOGY_KINDS:
+    if isinstance(spec, Topology | np.ndarray):
+        try:
+            build_topology(spec, num_agents, **params)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"topology: {error}") from None
+        return
+    if not isinstance(spec, str):
+        raise TypeError(f"topology must be a name, a Topology or an adjacency array, got {type(spec).__name__}")
+    if check_choice("topology", spec, TOPOLOGY_KINDS) not in RANDOM_TOPOLOGY_KINDS:
         build_topology(spec, num_agents, **params)
         return
     check_keywords(f"topology {spec!r}", params, TOPOLOGY_PARAMS[spec])

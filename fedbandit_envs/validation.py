@@ -41,7 +41,7 @@ __all__ = [
     "check_int",
     "check_int_array",
     "check_keywords",
-    "check_mapping",
+    "check_options",
     "check_memory",
     "check_real",
     "check_render_mode",
@@ -244,13 +244,16 @@ def check_seeds(seeds: Any) -> list[Any]:
     return listed
 
 
-def check_mapping(name: str, value: Any) -> None:
-    """Raise a ``TypeError`` unless ``value`` is a mapping with string keys (an options dict such as ``*_params``)."""
+def check_options(name: str, value: Any) -> dict[str, Any]:
+    """A dict copy of an options mapping such as ``instance_params`` (None gives ``{}``), keys checked to be str."""
+    if value is None:
+        return {}
     if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a dict of options, got {_describe(value)}; pass e.g. {name}={{}}")
+        raise TypeError(f"{name} must be a dict of options or None, got {_describe(value)}; pass e.g. {name}={{}}")
     for key in value:
         if not isinstance(key, str):
             raise TypeError(f"{name} keys must be option names (str), got {_describe(key)}")
+    return dict(value)
 
 
 #: Bytes per agent outside the state arrays (its name, its spaces, its dict entries), measured with tracemalloc.

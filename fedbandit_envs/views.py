@@ -25,7 +25,7 @@ from gymnasium import spaces
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import exchange_at_boundary
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
-from fedbandit_envs.validation import check_choice, check_render_mode, keyword_checked
+from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
 __all__ = [
     "PEER_ALGORITHMS",
@@ -121,15 +121,6 @@ def _value_slices(num_arms: int) -> tuple[slice, slice]:
 
 
 # ---------------------------------------------------------------------- argument checks
-def _as_params(name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A dict copy of optional keyword parameters."""
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping):
-        raise TypeError(f"{name} must be a mapping of option name to value or None, got {type(params).__name__}")
-    return dict(params)
-
-
 def discrete_action(action: Any, num_arms: int) -> int:
     """An arm index from a Discrete(K) action (int, numpy integer or 0-d / size-1 int array)."""
     array = np.asarray(action)
@@ -267,9 +258,9 @@ class LocalBanditEnv(_CoreView):
             num_arms=num_arms,
             horizon=horizon,
             instance=instance,
-            instance_params=_as_params("instance_params", instance_params),
+            instance_params=check_options("instance_params", instance_params),
             reward_model=reward_model,
-            reward_params=_as_params("reward_params", reward_params),
+            reward_params=check_options("reward_params", reward_params),
             topology="server",
             instance_seed=instance_seed,
         )
@@ -371,9 +362,9 @@ class FederatedClientEnv(_CoreView):
             num_arms=num_arms,
             horizon=horizon,
             instance=instance,
-            instance_params=_as_params("instance_params", instance_params),
+            instance_params=check_options("instance_params", instance_params),
             reward_model=reward_model,
-            reward_params=_as_params("reward_params", reward_params),
+            reward_params=check_options("reward_params", reward_params),
             topology="server",
             channel=ChannelConfig(CostModel(c1=c1)),
             instance_seed=instance_seed,

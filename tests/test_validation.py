@@ -262,7 +262,7 @@ def test_bad_instance_fails_at_construction():
         FederatedMAB(num_agents=3, instance="heterogeneous", instance_params={"hmax": 0.1})
     with pytest.raises(ValueError, match=r"did you mean 'uniform'"):
         FederatedMAB(num_agents=3, instance="unifrom")
-    with pytest.raises(ValueError, match=r"means has shape \(4,\)"):
+    with pytest.raises(ValueError, match=r"instance means have shape \(4,\)"):
         FederatedMAB(num_agents=3, num_arms=3, instance=np.zeros(4))
 
 

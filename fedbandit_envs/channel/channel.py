@@ -65,6 +65,13 @@ class ChannelConfig:
             check_choice("gossip", self.gossip, GOSSIP_ACTIVATIONS)
         check_bool("record_messages", self.record_messages)
 
+    def check_agents(self, num_agents: int) -> None:
+        """Raise ``ValueError`` unless a latency matrix has shape (M+1, M+1) for ``num_agents`` = M."""
+        shape = np.shape(self.latency)
+        if shape and shape != (num_agents + 1, num_agents + 1):
+            m1 = num_agents + 1
+            raise ValueError(f"a latency matrix must have shape (M+1, M+1) = {(m1, m1)}, got {shape}")
+
     @functools.cached_property
     def has_delays(self) -> bool:
         """Whether any copy can arrive after the slot it was sent in."""
@@ -147,12 +154,9 @@ class Channel:
         self._gossip_offset = 0
 
     def _latency_matrix(self, m: int) -> np.ndarray:
+        self.config.check_agents(m)
         latency = np.asarray(self.config.latency, np.int64)
-        if latency.ndim == 0:
-            return np.full((m + 1, m + 1), int(latency), np.int64)
-        if latency.shape != (m + 1, m + 1):
-            raise ValueError(f"a latency matrix must have shape (M+1, M+1) = {(m + 1, m + 1)}, got {latency.shape}")
-        return latency
+        return np.full((m + 1, m + 1), int(latency), np.int64) if latency.ndim == 0 else latency
 
     # ------------------------------------------------------------------ gossip
     def sample_gossip_partners(self) -> np.ndarray:

@@ -61,7 +61,7 @@ class CostModel:
 
     def __post_init__(self) -> None:
         for name in ("c1", "c2", "price_per_message", "price_per_byte"):
-            check_real(name, getattr(self, name), 0.0)  # validated, kept as given (an int price stays an int)
+            object.__setattr__(self, name, check_real(name, getattr(self, name), 0.0))  # a float from here on
         check_choice("link_accounting", self.link_accounting, LINK_ACCOUNTING_MODES)
         check_bool("free_server_downlink", self.free_server_downlink)
 

@@ -49,8 +49,8 @@ from fedbandit_envs.topology import SERVER, server
 from fedbandit_envs.validation import (
     check_choice,
     check_int,
-    check_mapping,
     check_memory,
+    check_options,
     check_real,
     check_render_mode,
     keyword_checked,
@@ -293,7 +293,8 @@ class StreamSource(ABC):
         holds the contexts and means of :data:`BLOCK` slots; theta is (N, d).
         """
         n, d = int(self.num_agents), int(self.dimension)
-        block = BLOCK * int(self.active_per_slot) * int(self.num_arms) * (d + 1) * 8
+        active = min(int(self.active_per_slot), n)  # more than N active clients is refused on its own
+        block = BLOCK * active * int(self.num_arms) * (d + 1) * 8
         return population_memory(n, replicas, (n + 1) ** 2 * 24, block + n * d * 8)
 
 
@@ -347,14 +348,20 @@ class LinearConfig(StreamSource):
         check_int("pool_size", self.pool_size, 2)
         if self.instance_seed is not None:
             check_int("instance_seed", self.instance_seed, 0)
-        check_memory(f"LinearConfig(num_clients={n}, num_arms={self.num_arms}, dimension={d})", self.memory_parts())
+        check_memory(
+            f"LinearConfig(num_clients={n}, num_arms={self.num_arms}, dimension={d}, "
+            f"active_per_slot={self.active_per_slot})",
+            self.memory_parts(),
+        )
         check_choice("mode", self.mode, MODES)
         check_choice("noise", self.noise, NOISE_KINDS)
         check_choice("context_mode", self.context_mode, CONTEXT_MODES)
         check_real("sigma", self.sigma, 0.0)
-        check_mapping("arrival_params", self.arrival_params)
         if self.mode == "homogeneous":
-            if self.global_dimension not in (None, d) or self.local_dimensions not in (None, 0):
+            given = self.global_dimension, self.local_dimensions
+            if not (given[0] is None or (np.ndim(given[0]) == 0 and given[0] == d)) or not (
+                given[1] is None or (np.ndim(given[1]) == 0 and given[1] == 0)
+            ):
                 raise ValueError("global_dimension and local_dimensions are for mode='heterogeneous' only")
             d_g, local = d, np.zeros(n, np.int64)
         else:
@@ -376,7 +383,7 @@ class LinearConfig(StreamSource):
             raise ValueError("context_mode='pool' needs the same local dimension for every client")
         object.__setattr__(self, "global_dimension", int(d_g))
         object.__setattr__(self, "local_dimensions", tuple(int(v) for v in local))
-        object.__setattr__(self, "arrival_params", dict(self.arrival_params))
+        object.__setattr__(self, "arrival_params", check_options("arrival_params", self.arrival_params))
         object.__setattr__(
             self, "_arrivals", ArrivalProcess(self.arrival, n, self.active_per_slot, self.arrival_params)
         )
@@ -565,6 +572,7 @@ class LinearCore:
             raise TypeError(f"source must be a StreamSource such as LinearConfig, got {type(source).__name__}")
         self.config = source
         self.channel = Channel(channel or linear_channel())
+        self.channel.config.check_agents(source.num_agents)
         self.coordinator = coordinator
         self.message_hooks: list[MessageHook] = []
         self._topology = server(source.num_agents)
@@ -840,7 +848,7 @@ class FederatedLinear(ParallelEnv):
             context_mode=context_mode,
             pool_size=pool_size,
             arrival=arrival,
-            arrival_params=dict(arrival_params or {}),
+            arrival_params=check_options("arrival_params", arrival_params),
             active_per_slot=active_per_slot,
             instance_seed=instance_seed,
         )

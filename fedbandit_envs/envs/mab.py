@@ -22,7 +22,7 @@ from fedbandit_envs.observations import (
 )
 from fedbandit_envs.seeding import EpisodeSeeds
 from fedbandit_envs.topology import Topology
-from fedbandit_envs.validation import check_render_mode, keyword_checked
+from fedbandit_envs.validation import check_options, check_render_mode, keyword_checked
 
 
 @keyword_checked
@@ -98,11 +98,11 @@ class FederatedMAB(ParallelEnv):
             num_arms=num_arms,
             horizon=horizon,
             instance=instance,
-            instance_params=dict(instance_params or {}),
+            instance_params=check_options("instance_params", instance_params),
             reward_model=reward_model,
-            reward_params=dict(reward_params or {}),
+            reward_params=check_options("reward_params", reward_params),
             topology=topology,
-            topology_params=dict(topology_params or {}),
+            topology_params=check_options("topology_params", topology_params),
             channel=channel,
             reward_tape=reward_tape,
             instance_seed=instance_seed,

@@ -23,7 +23,7 @@ from fedbandit_envs.instances import BanditInstance, check_instance, make_instan
 from fedbandit_envs.rewards import RewardModel, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, TopologyName, build_topology, check_topology
-from fedbandit_envs.validation import check_bool, check_int, check_mapping, check_memory, population_memory
+from fedbandit_envs.validation import check_bool, check_int, check_memory, check_options, population_memory
 
 #: Slots of reward noise drawn at once per replica (fixed: it is part of the draw order).
 NOISE_BLOCK = 256
@@ -69,12 +69,13 @@ class MABConfig:
             check_int(name, getattr(self, name), minimum)
         if not isinstance(self.channel, ChannelConfig):
             raise TypeError(f"channel must be a ChannelConfig, got {type(self.channel).__name__}")
+        self.channel.check_agents(self.num_agents)
         check_bool("reward_tape", self.reward_tape)
         for name in ("instance_seed", "topology_seed"):
             if getattr(self, name) is not None:
                 check_int(name, getattr(self, name), 0)
         for name in ("instance_params", "reward_params", "topology_params"):
-            check_mapping(name, getattr(self, name))
+            object.__setattr__(self, name, check_options(name, getattr(self, name)))
         check_memory(f"FederatedMAB(num_agents={self.num_agents}, num_arms={self.num_arms})", self.memory_parts())
         object.__setattr__(self, "reward_model", make_reward_model(self.reward_model, **dict(self.reward_params)))
         check_instance(self.instance, self.num_agents, self.num_arms, **dict(self.instance_params))

@@ -52,7 +52,7 @@ from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext
 from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
 from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
-from fedbandit_envs.topology import SERVER, Topology, build_topology
+from fedbandit_envs.topology import SERVER, Topology, build_topology, check_topology
 from fedbandit_envs.validation import (
     check_bool,
     check_choice,
@@ -60,6 +60,8 @@ from fedbandit_envs.validation import (
     check_int_array,
     check_keywords,
     check_memory,
+    check_options,
+    check_real,
     check_render_mode,
     keyword_checked,
     population_memory,
@@ -129,12 +131,9 @@ class ProcurementInstance:
                 f"capacities must be integers >= 1 (units per round), got min {k.min()}; a negative or zero capacity "
                 "leaves the agent nothing to buy from that producer"
             )
-        alpha, rho = self.alpha, self.rho
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.number) or not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha (quality threshold) must be a number in [0, 1], got {alpha!r}")
-        if isinstance(rho, bool) or not isinstance(rho, int | float | np.number) or not (0.0 < rho < np.inf):
-            raise ValueError(f"rho (revenue per unit of quality) must be a finite number > 0, got {rho!r}")
-        if self.homogeneous and not (np.all(c == c[:1]) and np.all(k == k[:1])):
+        alpha = check_real("alpha (quality threshold)", self.alpha, 0.0, 1.0)
+        rho = check_real("rho (revenue per unit of quality)", self.rho, 0.0, MAX_RHO, exclusive_minimum=True)
+        if check_bool("homogeneous", self.homogeneous) and not (np.all(c == c[:1]) and np.all(k == k[:1])):
             raise ValueError("homogeneous=True needs the same costs and capacities for every agent")
         object.__setattr__(self, "quality", _read_only(q))
         object.__setattr__(self, "costs", _read_only(c))
@@ -188,6 +187,11 @@ class ProcurementInstance:
         )
 
 
+#: The largest revenue per unit of quality: costs lie in [0, 1], and far larger ratios (about 1e20 measured) leave
+#: the exact oracle's MILP without a feasible point within its tolerances.
+MAX_RHO = 1e12
+
+
 def procurement_memory(num_agents: int, num_producers: int, max_capacity: int, replicas: int = 1) -> dict[str, float]:
     """Bytes of the largest arrays of a procurement core (see :func:`~fedbandit_envs.validation.check_memory`).
 
@@ -219,7 +223,9 @@ def _draw_instance(
     pool = num_agents if agent_pool is None else check_int("agent_pool", agent_pool, num_agents, hint=" (num_agents)")
     check_bool("homogeneous", homogeneous)
     check_memory(
-        f"a procurement instance of {pool} agents and {m} producers", procurement_memory(pool, m, max_capacity)
+        f"a procurement instance (num_agents={num_agents}, agent_pool={pool}, num_producers={m}, "
+        f"max_capacity={max_capacity})",
+        procurement_memory(pool, m, max_capacity),
     )
     quality = draw(rng, (m,))
     if homogeneous:
@@ -269,9 +275,8 @@ def normal_instance(
 
     Figs 3-5 use ``std = 0.2``, Fig 2 ``std = 0.1``. Other arguments as in :func:`uniform_instance`.
     """
-    centre = alpha if mean is None else mean
-    if not (np.isfinite(centre) and np.isfinite(std) and std >= 0):
-        raise ValueError(f"normal family needs a finite mean and std >= 0, got mean={mean!r}, std={std!r}")
+    centre = check_real("alpha", alpha) if mean is None else check_real("mean", mean)
+    std = check_real("std", std, 0.0)
     return _draw_instance(
         rng,
         num_agents,
@@ -329,6 +334,8 @@ def build_instance(
     ``params`` set to None are left to the family's defaults.
     """
     params = {k: v for k, v in params.items() if v is not None}
+    if not isinstance(instance_seed, np.random.SeedSequence):
+        check_int("instance_seed", instance_seed, 0)
     if isinstance(instance, ProcurementInstance):
         if params:
             raise ValueError(f"instance parameters {sorted(params)} are only for a family name, not a ready instance")
@@ -457,6 +464,7 @@ class ProcurementCore:
         check_memory(f"a procurement core of {instance.num_agents} agents", self._memory_parts(instance, 1))
         self.instance = instance
         self.channel = Channel(channel or ChannelConfig())
+        check_topology(topology, instance.num_agents)
         self.topology = build_topology(topology, instance.num_agents)
         self.oracle = make_oracle(oracle)
         self.message_hooks: list[MessageHook] = []
@@ -675,7 +683,12 @@ class FedProcurementEnv(ParallelEnv):
         check_render_mode(render_mode, self.metadata["render_modes"])
         params = {"alpha": alpha, "rho": rho, "homogeneous": homogeneous, "agent_pool": agent_pool}
         self.problem = build_instance(
-            instance, num_agents, num_producers, instance_seed, **dict(instance_params or {}), **params
+            instance,
+            num_agents,
+            num_producers,
+            instance_seed,
+            **check_options("instance_params", instance_params),
+            **params,
         )
         costs = CostModel(
             c2=c2, link_accounting=link_accounting, price_per_message=price_per_message, price_per_byte=price_per_byte
@@ -683,7 +696,7 @@ class FedProcurementEnv(ParallelEnv):
         channel = ChannelConfig(costs, drop_prob=drop_prob, record_messages=record_messages)
         self.core = ProcurementCore(self.problem, horizon, channel, topology, oracle)
         self.horizon = int(horizon)
-        self.evaluation = bool(evaluation)
+        self.evaluation = check_bool("evaluation", evaluation)
         self.render_mode = render_mode
         n, m = self.problem.num_agents, self.problem.num_producers
         self.possible_agents = [f"aggregator_{j}" for j in range(n)]
