@@ -15,6 +15,7 @@ Examples are bounded (``max_examples`` below, ``deadline=None``) so the module s
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 from typing import Any
 
@@ -34,12 +35,13 @@ PARALLEL_IDS = sorted(PARALLEL_ENVS)
 GYMNASIUM_IDS = sorted(GYMNASIUM_ENVS)
 
 #: Examples per id and property (10 parallel + 5 Gymnasium ids).
-CONSTRUCTOR_EXAMPLES = 12
-STEP_EXAMPLES = 8
+CONSTRUCTOR_EXAMPLES = 30
+STEP_EXAMPLES = 20
 FUZZ = settings(
     max_examples=CONSTRUCTOR_EXAMPLES,
     deadline=None,
     derandomize=True,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -128,7 +130,7 @@ def test_malformed_constructor_argument_is_refused_by_name(env_id, data):
 
 # ---------------------------------------------------------------------------------------- steps (parallel ids)
 def malformed_parallel_action(env: Any, data: st.DataObject) -> tuple[dict, str]:
-    """Valid actions of every live agent with one corruption; returns the actions and a word the error must name."""
+    """Valid actions of every live agent with one corruption; returns the actions and a pattern the error must match."""
     agents = list(env.agents)
     actions = {a: env.action_space(a).sample() for a in agents}
     core = env.unwrapped.core
@@ -148,6 +150,8 @@ def malformed_parallel_action(env: Any, data: st.DataObject) -> tuple[dict, str]
         actions["agent_999"] = actions[agent]
         return actions, "unknown"
     procurement = "aggregator" in agent
+    if kind == "arm" and getattr(core, "phase", None) == "report":
+        kind = "message"  # the linear report step reads messages only (documented: arms are not read there)
     if kind == "arm" or procurement:
         arm = data.draw(BAD_ARMS, label="arm")
         if isinstance(arm, dict):
@@ -164,7 +168,7 @@ def malformed_parallel_action(env: Any, data: st.DataObject) -> tuple[dict, str]
         "payload": data.draw(st.sampled_from([{}, {"v": [np.nan]}, {"v": ["a"]}, "payload"]), label="payload"),
     }
     actions[agent] = {"arm": 0, "messages": [("message", fields)]}
-    return actions, ""
+    return actions, "(?i)sender|recipient|count|payload|message|send"
 
 
 def with_messages_built(actions: dict) -> dict:
@@ -197,7 +201,7 @@ def test_rejected_parallel_step_changes_nothing(env_id, data, seed):
         try:
             env.step(with_messages_built(actions))
         except (ValueError, TypeError) as error:
-            assert word in str(error), f"{actions!r} raised {error!r}"
+            assert re.search(word, str(error)), f"{actions!r} raised {error!r}"
         else:
             raise AssertionError(f"a malformed step was accepted: {actions!r}")
         valid = {a: env.action_space(a).sample() for a in env.agents}
