@@ -287,7 +287,7 @@ def test_wrong_keyword_of_a_view_gets_did_you_mean():
 
 def test_run_with_an_int_for_seeds_says_how_to_pass_seeds():
     with pytest.raises(TypeError, match=r"^seeds must be a sequence of seeds .* pass seeds=range\(n\)"):
-        run("full_sharing", SMALL, seeds=3)
+        run("full_sharing_ucb", SMALL, seeds=3)
     with pytest.raises(TypeError, match=r"^seeds\[1\] must be an integer"):
         check_seeds([0, 1.5])
     with pytest.raises(ValueError, match=r"^seeds must not be empty"):

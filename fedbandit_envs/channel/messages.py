@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
 from fedbandit_envs.topology import SERVER
-from fedbandit_envs.validation import INT64_MIN, check_int, check_int_array
+from fedbandit_envs.validation import INT64_MAX, INT64_MIN, check_int, check_int_array
 
 #: Recipient id meaning "every neighbour of the sender" (for the server: every linked agent).
 NEIGHBOURS: int = -2
@@ -81,8 +81,11 @@ class Message:
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind:
             raise TypeError(f"Message.kind must be a non-empty string, got {self.kind!r}")
-        for name, minimum in _MESSAGE_INTS:
-            object.__setattr__(self, name, check_int(f"Message.{name}", getattr(self, name), minimum))
+        ints = self.sender, self.recipient, self.slot, self.count
+        plain = type(ints[0]) is type(ints[1]) is type(ints[2]) is type(ints[3]) is int  # the common case, checked fast
+        if not (plain and INT64_MIN <= min(ints[:2]) and max(ints) <= INT64_MAX and ints[2] >= -1 and ints[3] >= 1):
+            for name, minimum in _MESSAGE_INTS:
+                object.__setattr__(self, name, check_int(f"Message.{name}", getattr(self, name), minimum))
         object.__setattr__(self, "payload", _as_payload(self.payload, f"Message(kind={self.kind!r})"))
         check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})")
 
