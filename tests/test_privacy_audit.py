@@ -110,8 +110,8 @@ def released_means(wrap, first_seed: int = 0) -> tuple[np.ndarray, np.ndarray, f
     batch = MessageBatch(
         "mean",
         replica=np.arange(REPLICAS),
-        sender=np.zeros(REPLICAS),
-        recipient=np.ones(REPLICAS),
+        sender=np.zeros(REPLICAS, np.int64),
+        recipient=np.ones(REPLICAS, np.int64),
         payload={"mean": np.repeat(means[:, None], ENTRIES, axis=1), "n": np.full(REPLICAS, len(HISTORY_D))},
         privacy=DECLARATION,
     )
