@@ -105,6 +105,8 @@ class SingleAggregatorEnv(gymnasium.Env):
     ) -> None:
         check_render_mode(render_mode, self.metadata["render_modes"])
         check_choice("observation", observation, OBSERVATION_MODES)
+        check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))  # checked even when alone
+        peer_options = check_options("peer_params", peer_params)
         self.render_mode = render_mode
         self.observation_mode = observation
         problem = build_instance(
@@ -120,8 +122,7 @@ class SingleAggregatorEnv(gymnasium.Env):
         n, m = problem.num_agents, problem.num_producers
         self.population = None
         if n > 1:
-            check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))
-            self.population = PEER_ALGORITHMS[peer_algorithm](**check_options("peer_params", peer_params))
+            self.population = PEER_ALGORITHMS[peer_algorithm](**peer_options)
         self._capacity = problem.capacities[LEARNER].astype(np.float64)
         self.action_space = spaces.MultiDiscrete(problem.capacities[LEARNER] + 1)
         self.observation_space = self._make_space(n, m, problem.capacities[LEARNER], horizon)
