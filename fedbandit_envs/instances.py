@@ -13,6 +13,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -220,6 +221,9 @@ def from_means(means: ArrayLike, num_agents: int | None = None) -> BanditInstanc
         raise ValueError(f"means has {array.shape[0]} rows but num_agents={num_agents}; pass one row per agent")
     return BanditInstance(array)
 
+
+#: A generator name accepted by :func:`make_instance` (any case).
+InstanceName = Literal["uniform", "heterogeneous"]
 
 #: Instance generators available by name in :func:`make_instance`.
 INSTANCE_GENERATORS: dict[str, Callable[..., BanditInstance]] = {

@@ -412,3 +412,6 @@ class ParetoRewards(RewardModel):
 
 
 REWARD_MODELS.update({"student_t": StudentTRewards, "pareto": ParetoRewards})
+
+#: A reward model accepted by name in :func:`make_reward_model` (any case): the keys of :data:`REWARD_MODELS`.
+RewardModelName = Literal["bernoulli", "gaussian", "beta", "student_t", "pareto"]

@@ -35,7 +35,8 @@ from fedbandit_envs.validation import check_choice, check_int, check_keywords, c
 SERVER: int = -1
 
 #: Edge-activation models accepted by :meth:`Topology.gossip_matrix` (both spellings of "neighbour").
-GOSSIP_ACTIVATIONS: tuple[str, ...] = ("uniform_edge", "node_then_neighbour", "node_then_neighbor")
+GossipActivation = Literal["uniform_edge", "node_then_neighbour", "node_then_neighbor"]
+GOSSIP_ACTIVATIONS: tuple[str, ...] = get_args(GossipActivation)
 
 #: A graph kind accepted by name in :func:`build_topology`.
 TopologyName = Literal["server", "star", "complete", "ring", "path", "grid", "erdos_renyi", "regular"]

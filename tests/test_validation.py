@@ -322,3 +322,13 @@ def test_a_rejected_message_does_not_reach_the_ledger():
     observations, *_ = step_with_message(env, {"sender": 0, "recipient": NEIGHBOURS})
     assert env.ledger.totals()["messages"] == 2
     assert [m.sender for m in observations["agent_1"]["inbox"]] == [0]
+
+
+def test_literal_option_types_list_exactly_the_accepted_names():
+    from typing import get_args
+
+    from fedbandit_envs.instances import INSTANCE_GENERATORS, InstanceName
+    from fedbandit_envs.rewards import REWARD_MODELS, RewardModelName
+
+    assert set(get_args(RewardModelName)) == set(REWARD_MODELS)
+    assert set(get_args(InstanceName)) == set(INSTANCE_GENERATORS)

@@ -19,7 +19,7 @@ import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
-from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, Topology
+from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
 from fedbandit_envs.validation import check_bool, check_choice, check_int, check_int_array, check_real
 
 #: The error of a batch from the agents with a SERVER sender.
@@ -48,7 +48,7 @@ class ChannelConfig:
     latency: int | np.ndarray = 0
     latency_jitter: int = 0
     drop_prob: float = 0.0
-    gossip: str | None = None
+    gossip: GossipActivation | None = None
     record_messages: bool = False
 
     def __post_init__(self) -> None:

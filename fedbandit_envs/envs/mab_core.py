@@ -19,8 +19,8 @@ import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, MessageBatch
 from fedbandit_envs.core import HORIZON_REACHED, AgentContext, Feedback
-from fedbandit_envs.instances import BanditInstance, check_instance, make_instance
-from fedbandit_envs.rewards import RewardModel, draw_noise, make_reward_model
+from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
+from fedbandit_envs.rewards import RewardModel, RewardModelName, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, TopologyName, build_topology, check_topology
 from fedbandit_envs.validation import check_bool, check_int, check_memory, check_options, population_memory
@@ -53,9 +53,9 @@ class MABConfig:
     num_agents: int
     num_arms: int
     horizon: int
-    instance: Any = "uniform"
+    instance: InstanceName | Any = "uniform"
     instance_params: Mapping[str, Any] = field(default_factory=dict)
-    reward_model: str | RewardModel = "bernoulli"
+    reward_model: RewardModelName | RewardModel = "bernoulli"
     reward_params: Mapping[str, Any] = field(default_factory=dict)
     topology: TopologyName | Topology | np.ndarray = "server"
     topology_params: Mapping[str, Any] = field(default_factory=dict)
