@@ -31,8 +31,8 @@ from __future__ import annotations
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -70,6 +70,7 @@ from fedbandit_envs.validation import (
 __all__ = [
     "INSTANCE_FAMILIES",
     "FedProcurementEnv",
+    "ProcurementConfig",
     "ProcurementContext",
     "ProcurementCore",
     "ProcurementFeedback",
@@ -314,6 +315,9 @@ def stress_instance(
     )
 
 
+#: An instance family accepted by name in :func:`build_instance` (the keys of :data:`INSTANCE_FAMILIES`).
+InstanceFamily = Literal["uniform", "normal", "stress"]
+
 #: Instance families by name: ``(num_agents, num_producers, rng, **params) -> ProcurementInstance``.
 INSTANCE_FAMILIES: dict[str, Callable[..., ProcurementInstance]] = {
     "uniform": uniform_instance,
@@ -351,6 +355,46 @@ def build_instance(
     )
     rng = SeedStreams.from_seed(instance_seed).generator("instance")
     return family(num_agents, num_producers, rng, **params)
+
+
+@dataclass(frozen=True)
+class ProcurementConfig:
+    """Everything that defines a procurement problem (validated on construction, where the instance is drawn).
+
+    Attributes:
+        num_agents: n >= 1 aggregators (ignored when ``instance`` is a ProcurementInstance).
+        num_producers: m >= 1 producers (idem).
+        horizon: T >= 1 rounds.
+        instance: a family name (``"uniform"``, ``"normal"``, ``"stress"``) or a ProcurementInstance.
+        instance_params: options of the family (e.g. ``{"std": 0.1}``, ``{"max_capacity": 5}``).
+        alpha: quality threshold (default: the family's, 0.4; 0.7 for ``"stress"``).
+        rho: revenue per unit of quality (default: the family's, 1).
+        homogeneous: the same costs and capacities for every agent (default: the family's, False).
+        agent_pool: draw costs and capacities for this many agents and keep the first n (D-23).
+        instance_seed: the seed of the instance (fixed across resets).
+        problem: the instance (drawn from ``instance_seed`` for a family name, or the given one).
+    """
+
+    num_agents: int = 10
+    num_producers: int = 30
+    horizon: int = 1000
+    instance: InstanceFamily | ProcurementInstance = "uniform"
+    instance_params: Mapping[str, Any] | None = None
+    alpha: float | None = None
+    rho: float | None = None
+    homogeneous: bool | None = None
+    agent_pool: int | None = None
+    instance_seed: int = 0
+    problem: ProcurementInstance = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_int("horizon", self.horizon, 1)
+        object.__setattr__(self, "instance_params", check_options("instance_params", self.instance_params))
+        params = {"alpha": self.alpha, "rho": self.rho, "homogeneous": self.homogeneous, "agent_pool": self.agent_pool}
+        problem = build_instance(
+            self.instance, self.num_agents, self.num_producers, self.instance_seed, **self.instance_params, **params
+        )
+        object.__setattr__(self, "problem", problem)
 
 
 # ====================================================================================== protocol
@@ -634,16 +678,8 @@ class FedProcurementEnv(ParallelEnv):
     Agents must not read them.
 
     Args:
-        num_agents: n >= 1 (ignored when ``instance`` is a ProcurementInstance).
-        num_producers: m >= 1 (idem).
-        horizon: T >= 1 rounds.
-        instance: a family name (``"uniform"``, ``"normal"``, ``"stress"``) or a ProcurementInstance.
-        instance_params: options of the family (e.g. ``{"std": 0.1}``, ``{"max_capacity": 5}``).
-        alpha: quality threshold (default: the family's, 0.4; 0.7 for ``"stress"``).
-        rho: revenue per unit of quality.
-        homogeneous: the same costs and capacities for every agent.
-        agent_pool: draw costs and capacities for this many agents and keep the first n (D-23).
-        instance_seed: the seed of the instance (fixed across resets).
+        num_agents, num_producers, horizon, instance, instance_params, alpha, rho, homogeneous, agent_pool,
+            instance_seed: the problem (see :class:`ProcurementConfig`; kept as :attr:`config`).
         oracle: the benchmark oracle (D-05): ``"greedy"`` (default) or ``"exact"``.
         topology: the communication graph (default ``"complete"``: peer-to-peer broadcast, §1.7).
         c2: cost of an agent-agent link used in a round; link_accounting, price_per_message,
@@ -681,15 +717,19 @@ class FedProcurementEnv(ParallelEnv):
         render_mode: str | None = None,
     ) -> None:
         check_render_mode(render_mode, self.metadata["render_modes"])
-        params = {"alpha": alpha, "rho": rho, "homogeneous": homogeneous, "agent_pool": agent_pool}
-        self.problem = build_instance(
-            instance,
+        self.config = ProcurementConfig(
             num_agents,
             num_producers,
+            horizon,
+            instance,
+            instance_params,
+            alpha,
+            rho,
+            homogeneous,
+            agent_pool,
             instance_seed,
-            **check_options("instance_params", instance_params),
-            **params,
         )
+        self.problem = self.config.problem
         costs = CostModel(
             c2=c2, link_accounting=link_accounting, price_per_message=price_per_message, price_per_byte=price_per_byte
         )
