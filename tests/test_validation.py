@@ -1,5 +1,7 @@
 """The shared validation layer, and one regression test per defect of the malformed-input audit (issue 19)."""
 
+from typing import get_args
+
 import gymnasium
 import numpy as np
 import pettingzoo
@@ -10,7 +12,10 @@ import fedbandit_envs  # noqa: F401  (registers the ids)
 from fedbandit_envs import NEIGHBOURS, Message, MessageBatch
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.envs.mab_core import MABConfig
+from fedbandit_envs.envs.procurement import INSTANCE_FAMILIES, FedProcurementEnv, InstanceFamily, ProcurementConfig
+from fedbandit_envs.instances import INSTANCE_GENERATORS, InstanceName
 from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
+from fedbandit_envs.rewards import REWARD_MODELS, RewardModelName
 from fedbandit_envs.runner import run
 from fedbandit_envs.validation import (
     DEFAULT_MEMORY_LIMIT,
@@ -325,10 +330,16 @@ def test_a_rejected_message_does_not_reach_the_ledger():
 
 
 def test_literal_option_types_list_exactly_the_accepted_names():
-    from typing import get_args
-
-    from fedbandit_envs.instances import INSTANCE_GENERATORS, InstanceName
-    from fedbandit_envs.rewards import REWARD_MODELS, RewardModelName
-
     assert set(get_args(RewardModelName)) == set(REWARD_MODELS)
     assert set(get_args(InstanceName)) == set(INSTANCE_GENERATORS)
+    assert set(get_args(InstanceFamily)) == set(INSTANCE_FAMILIES)
+
+
+def test_procurement_config_is_the_environments_problem():
+    config = ProcurementConfig(3, 4, 20, instance_params={"max_capacity": 5}, instance_seed=7)
+    env = FedProcurementEnv(3, 4, 20, instance_params={"max_capacity": 5}, instance_seed=7)
+    assert env.config == config and np.array_equal(env.problem.costs, config.problem.costs)
+    with pytest.raises(TypeError, match=r"^horizon must be an integer"):
+        ProcurementConfig(horizon=2.5)
+    with pytest.raises(ValueError, match=r"did you mean 'normal'"):
+        ProcurementConfig(instance="normall")
