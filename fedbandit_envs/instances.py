@@ -11,25 +11,22 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from fedbandit_envs.validation import check_int, check_keywords, did_you_mean
 
 #: Signature of a user instance generator: ``(rng, num_agents, num_arms) -> means``.
 InstanceFn = Callable[[np.random.Generator, int, int], ArrayLike]
 
 
 def _check_count(name: str, value: int, minimum: int, symbol: str) -> int:
-    """Return ``value`` as an int after checking it is an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(
-            f"{name} must be at least {minimum}, got {value} ({symbol} < {minimum}); pass {name}>={minimum}"
-        )
-    return int(value)
+    """Return ``value`` as an int after checking it is an integer >= ``minimum`` (``symbol``: its paper name)."""
+    return check_int(name, value, minimum, hint=f" ({symbol} < {minimum}); pass {name}>={minimum}")
 
 
 def _check_rng(rng: object) -> np.random.Generator:
@@ -225,6 +222,9 @@ def from_means(means: ArrayLike, num_agents: int | None = None) -> BanditInstanc
     return BanditInstance(array)
 
 
+#: A generator name accepted by :func:`make_instance` (any case).
+InstanceName = Literal["uniform", "heterogeneous"]
+
 #: Instance generators available by name in :func:`make_instance`.
 INSTANCE_GENERATORS: dict[str, Callable[..., BanditInstance]] = {
     "uniform": homogeneous_uniform,
@@ -232,12 +232,9 @@ INSTANCE_GENERATORS: dict[str, Callable[..., BanditInstance]] = {
 }
 
 
-def _check_params(spec: str, generator: Callable[..., BanditInstance], params: dict[str, object]) -> None:
-    """Raise TypeError if ``params`` holds a name the generator does not accept."""
-    accepted = list(inspect.signature(generator).parameters)[3:]  # after num_agents, num_arms, rng
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise TypeError(f"instance {spec!r} does not take parameters {unknown}; accepted: {accepted}")
+def _check_params(spec: str, generator: Callable[..., BanditInstance], params: Mapping[str, object]) -> None:
+    """Raise TypeError (with a "did you mean") if ``params`` holds a name the generator does not accept."""
+    check_keywords(f"instance {spec!r}", params, list(inspect.signature(generator).parameters)[3:])
 
 
 def _check_shape(instance: BanditInstance, num_agents: int, num_arms: int) -> BanditInstance:
@@ -255,16 +252,54 @@ def _from_array(means: ArrayLike, num_agents: int, num_arms: int) -> BanditInsta
     try:
         array = np.asarray(means, dtype=np.float64)
     except (TypeError, ValueError):
+        array = None
+    if array is None or array.ndim == 0:
         raise TypeError(
             "the instance spec must be a generator name, an array of means, a BanditInstance or a "
             f"callable (rng, num_agents, num_arms) -> means; got {type(means).__name__}"
-        ) from None
+        )
     if array.shape not in ((num_agents, num_arms), (num_arms,)):
         raise ValueError(
-            f"means has shape {array.shape} but num_agents={num_agents}, num_arms={num_arms}; "
+            f"the instance means have shape {array.shape} but num_agents={num_agents}, num_arms={num_arms}; "
             f"pass a ({num_agents}, {num_arms}) matrix or a ({num_arms},) vector"
         )
     return from_means(array, num_agents)
+
+
+def _named_generator(spec: str, params: Mapping[str, object]) -> Callable[..., BanditInstance]:
+    """The generator of a name (any case) after checking the name and its parameters."""
+    generator = INSTANCE_GENERATORS.get(spec.lower())
+    if generator is None:
+        raise ValueError(
+            f"unknown instance {spec!r}{did_you_mean(spec.lower(), INSTANCE_GENERATORS)}; valid names: "
+            f"{sorted(INSTANCE_GENERATORS)} (or pass means, a BanditInstance or a callable (rng, num_agents, "
+            "num_arms) -> means)"
+        )
+    _check_params(spec, generator, params)
+    return generator
+
+
+def _check_no_params(params: Mapping[str, object]) -> None:
+    """Raise TypeError if parameters were given with a spec that is not a generator name."""
+    if params:
+        raise TypeError(
+            f"instance parameters {sorted(params)} are only accepted with a generator name "
+            f"{sorted(INSTANCE_GENERATORS)}"
+        )
+
+
+def check_instance(spec: object, num_agents: int, num_arms: int, **params: object) -> None:
+    """Validate an instance spec at construction: a name with its parameters, an array's shape, an instance.
+
+    A name is checked by one throwaway draw (its own generator, no episode stream is touched); a callable is
+    checked when it is called (at reset). See :func:`make_instance` for the specs.
+    """
+    if isinstance(spec, str):
+        _named_generator(spec, params)(num_agents, num_arms, np.random.default_rng(0), **params)
+    elif not callable(spec) or isinstance(spec, BanditInstance):
+        make_instance(spec, num_agents, num_arms, **params)
+    else:
+        _check_no_params(params)
 
 
 def make_instance(
@@ -284,19 +319,9 @@ def make_instance(
     num_agents = _check_count("num_agents", num_agents, 1, "M")
     num_arms = _check_count("num_arms", num_arms, 2, "K")
     if isinstance(spec, str):
-        generator = INSTANCE_GENERATORS.get(spec.lower())
-        if generator is None:
-            raise ValueError(
-                f"unknown instance {spec!r}; valid names: {sorted(INSTANCE_GENERATORS)} "
-                "(or pass means, a BanditInstance or a callable (rng, num_agents, num_arms) -> means)"
-            )
-        _check_params(spec, generator, params)
+        generator = _named_generator(spec, params)
         return generator(num_agents, num_arms, _check_rng(rng), **params)
-    if params:
-        raise TypeError(
-            f"instance parameters {sorted(params)} are only accepted with a generator name "
-            f"{sorted(INSTANCE_GENERATORS)}"
-        )
+    _check_no_params(params)
     if isinstance(spec, BanditInstance):
         return _check_shape(spec, num_agents, num_arms)
     if callable(spec):

@@ -17,11 +17,13 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.envs.linear import LinearConfig, LinearCore
-from fedbandit_envs.views import check_render_mode, discrete_action
+from fedbandit_envs.validation import check_bool, check_render_mode, keyword_checked
+from fedbandit_envs.views import discrete_action
 
 __all__ = ["LinearBanditEnv"]
 
 
+@keyword_checked
 class LinearBanditEnv(gymnasium.Env):
     """One client's linear contextual bandit (the paper's setting with N = 1).
 
@@ -72,7 +74,7 @@ class LinearBanditEnv(gymnasium.Env):
             instance_seed=instance_seed,
         )
         self.core = LinearCore(config)
-        self.flatten = bool(flatten)
+        self.flatten = check_bool("flatten", flatten)
         shape = (num_arms * dimension,) if self.flatten else (num_arms, dimension)
         self.observation_space = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float32)
         self.action_space = spaces.Discrete(num_arms)

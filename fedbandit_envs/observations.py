@@ -22,6 +22,7 @@ from gymnasium import spaces
 
 from fedbandit_envs.channel.messages import Message, MessageBatch, batches_from_messages
 from fedbandit_envs.core import Feedback
+from fedbandit_envs.validation import check_int
 
 
 class MessageSequence(spaces.Space):
@@ -139,7 +140,8 @@ def split_action(action: int | Mapping[str, Any]) -> tuple[int, list[Message]]:
 
 
 def _as_arm(arm: Any) -> int:
-    is_int_array = isinstance(arm, np.ndarray) and arm.shape == () and arm.dtype.kind in "iu"
-    if isinstance(arm, bool) or not (isinstance(arm, int | np.integer) or is_int_array):
-        raise TypeError(f"an arm must be an integer index, got {arm!r} ({type(arm).__name__})")
-    return int(arm)
+    """An arm index as an int: Python or numpy integers (0-d arrays too) up to int64; never bool or float.
+
+    The range is checked by the core, which knows K.
+    """
+    return check_int("an arm", arm)

@@ -44,6 +44,7 @@ from fedbandit_envs.runner import (
     make_algorithm,
     privacy_spent,
 )
+from fedbandit_envs.seeding import explicit_seeds
 
 __all__ = ["REFERENCE", "clear_reference_cache", "run", "run_batched", "run_pettingzoo", "run_scenario"]
 
@@ -273,8 +274,7 @@ def run(
         frr_reference: the algorithm of the FRR denominator, run on the same env and seeds without wrappers
             (cached); ``None`` for no FRR columns.
     """
-    if not seeds:
-        raise ValueError("seeds must not be empty")
+    seeds = explicit_seeds(seeds)
     if batched is None:
         batched = bool(getattr(make_algorithm(algorithm), "supports_batching", False))
     runner: Callable[..., Results] = run_batched if batched else run_pettingzoo

@@ -37,7 +37,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.envs.procurement import ProcurementCore, ProcurementInstance, build_instance
+from fedbandit_envs.envs.procurement import ProcurementConfig, ProcurementCore, ProcurementInstance
+from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
 __all__ = ["PEER_ALGORITHMS", "SingleAggregatorEnv"]
 
@@ -66,18 +67,14 @@ PEER_ALGORITHMS: dict[str, Callable[..., Any]] = {
 }
 
 
+@keyword_checked
 class SingleAggregatorEnv(gymnasium.Env):
     """Aggregator 0 of the procurement problem as a single-agent Gymnasium environment (see the module docstring).
 
     Args:
-        num_agents: n >= 1 (1: the non-federated setting; ignored when ``instance`` is a ProcurementInstance).
-        num_producers: m >= 1 (idem).
-        horizon: T >= 1 rounds (truncation).
-        instance: a family name (``"uniform"``, ``"normal"``, ``"stress"``) or a ProcurementInstance.
-        instance_params: options of the family (e.g. ``{"max_capacity": 5}``).
-        alpha: quality threshold (default: the family's).
-        rho: revenue per unit of quality (default 1).
-        instance_seed: the seed of the instance (fixed across resets).
+        num_agents, num_producers, horizon, instance, instance_params, alpha, rho, instance_seed: the problem
+            (see :class:`~fedbandit_envs.envs.procurement.ProcurementConfig`; ``num_agents=1`` is the
+            non-federated setting).
         peer_algorithm: the peers' algorithm, a key of :data:`PEER_ALGORITHMS` (used when n > 1).
         peer_params: keyword arguments of the peers' algorithm (e.g. ``{"epsilon": 0.5, "t_lo": 16}``).
         observation: ``"flat"`` (default) or ``"dict"``.
@@ -101,22 +98,21 @@ class SingleAggregatorEnv(gymnasium.Env):
         observation: str = "flat",
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        if observation not in OBSERVATION_MODES:
-            raise ValueError(f"observation must be one of {OBSERVATION_MODES}, got {observation!r}")
+        check_render_mode(render_mode, self.metadata["render_modes"])
+        check_choice("observation", observation, OBSERVATION_MODES)
+        check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))  # checked even when alone
+        peer_options = check_options("peer_params", peer_params)
         self.render_mode = render_mode
         self.observation_mode = observation
-        problem = build_instance(
-            instance, num_agents, num_producers, instance_seed, **dict(instance_params or {}), alpha=alpha, rho=rho
+        config = ProcurementConfig(
+            num_agents, num_producers, horizon, instance, instance_params, alpha, rho, instance_seed=instance_seed
         )
+        problem = config.problem
         self.core = ProcurementCore(problem, horizon)
         n, m = problem.num_agents, problem.num_producers
         self.population = None
         if n > 1:
-            if peer_algorithm not in PEER_ALGORITHMS:
-                raise ValueError(f"unknown peer_algorithm {peer_algorithm!r}; pass one of {sorted(PEER_ALGORITHMS)}")
-            self.population = PEER_ALGORITHMS[peer_algorithm](**dict(peer_params or {}))
+            self.population = PEER_ALGORITHMS[peer_algorithm](**peer_options)
         self._capacity = problem.capacities[LEARNER].astype(np.float64)
         self.action_space = spaces.MultiDiscrete(problem.capacities[LEARNER] + 1)
         self.observation_space = self._make_space(n, m, problem.capacities[LEARNER], horizon)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium
 import pettingzoo
+from pettingzoo import AECEnv
+from pettingzoo.utils.conversions import parallel_to_aec
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class EnvEntry:
 _SMALL_MAB = {"num_agents": 4, "num_arms": 3, "horizon": 60}
 _SMALL_PROCUREMENT = {"num_agents": 3, "num_producers": 4, "horizon": 60, "instance_params": {"max_capacity": 5}}
 
-#: Multi-agent ids (``pettingzoo.make("parallel", id, **kwargs)``).
+#: Multi-agent ids (``pettingzoo.make("parallel", id, **kwargs)``; ``"aec"`` gives the AEC form).
 PARALLEL_ENVS: dict[str, EnvEntry] = {
     "fedbandit/FederatedMAB-v0": EnvEntry(
         "fedbandit_envs.envs.mab:FederatedMAB",
@@ -129,11 +132,30 @@ GYMNASIUM_ENVS: dict[str, EnvEntry] = {
 }
 
 
+class AECEntryPoint:
+    """Builds the AEC form of a parallel id: PettingZoo's ``parallel_to_aec`` over the parallel environment.
+
+    Registered for every id of :data:`PARALLEL_ENVS`, so ``pettingzoo.make("aec", id, **kwargs)`` works. The AEC
+    form plays the same slots agent by agent; environment methods outside the PettingZoo API (``exchange``,
+    ``communicate``) are on ``env.unwrapped``.
+    """
+
+    def __init__(self, entry_point: str) -> None:
+        self.entry_point = entry_point
+
+    def __call__(self, **kwargs: Any) -> AECEnv:
+        """The AEC environment of ``entry_point(**kwargs)``."""
+        module, name = self.entry_point.split(":")
+        return parallel_to_aec(getattr(importlib.import_module(module), name)(**kwargs))
+
+
 def register_all() -> None:
-    """Register every id (idempotent)."""
+    """Register every id (idempotent): parallel and AEC forms with PettingZoo, views with Gymnasium."""
     for env_id, entry in PARALLEL_ENVS.items():
         if env_id not in pettingzoo.parallel_registry:
             pettingzoo.register("parallel", env_id, entry.entry_point, kwargs=entry.kwargs)
+        if env_id not in pettingzoo.aec_registry:
+            pettingzoo.register("aec", env_id, AECEntryPoint(entry.entry_point), kwargs=entry.kwargs)
     for env_id, entry in GYMNASIUM_ENVS.items():
         if env_id not in gymnasium.registry:
             gymnasium.register(env_id, entry_point=entry.entry_point, kwargs=entry.kwargs)
@@ -141,7 +163,7 @@ def register_all() -> None:
 
 def pprint_registry() -> None:
     """Print every id of the suite with its description."""
-    print("PettingZoo (pettingzoo.make('parallel', id, **kwargs)):")
+    print("PettingZoo (pettingzoo.make('parallel', id, **kwargs); 'aec' for the AEC form):")
     for env_id, entry in PARALLEL_ENVS.items():
         print(f"  {env_id:42s} {entry.description}")
     print("Gymnasium (gymnasium.make(id, **kwargs)):")

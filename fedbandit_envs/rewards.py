@@ -24,6 +24,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import betaincinv, stdtrit
 
+from fedbandit_envs.validation import check_keywords, did_you_mean
+
 NoiseKind = Literal["uniform", "normal"]
 
 #: The noise kinds a reward model may declare.
@@ -324,12 +326,10 @@ def make_reward_model(spec: str | RewardModel, **params: object) -> RewardModel:
     cls = REWARD_MODELS.get(spec.lower())
     if cls is None:
         raise ValueError(
-            f"unknown reward model {spec!r}; valid names: {sorted(REWARD_MODELS)} (or pass a RewardModel instance)"
+            f"unknown reward model {spec!r}{did_you_mean(spec.lower(), REWARD_MODELS)}; valid names: "
+            f"{sorted(REWARD_MODELS)} (or pass a RewardModel instance)"
         )
-    accepted = {f.name for f in fields(cls)}
-    unknown = sorted(set(params) - accepted)
-    if unknown:
-        raise TypeError(f"reward model {spec!r} does not take parameters {unknown}; accepted: {sorted(accepted)}")
+    check_keywords(f"reward model {spec!r}", params, sorted(f.name for f in fields(cls)))
     return cls(**params)
 
 
@@ -412,3 +412,6 @@ class ParetoRewards(RewardModel):
 
 
 REWARD_MODELS.update({"student_t": StudentTRewards, "pareto": ParetoRewards})
+
+#: A reward model accepted by name in :func:`make_reward_model` (any case): the keys of :data:`REWARD_MODELS`.
+RewardModelName = Literal["bernoulli", "gaussian", "beta", "student_t", "pareto"]

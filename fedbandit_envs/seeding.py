@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedbandit_envs.validation import check_seeds
+
 #: The named streams, in a fixed order. Append new names at the end only: the index is the key.
 STREAM_NAMES: tuple[str, ...] = (
     "instance",
@@ -108,20 +110,10 @@ def explicit_seeds(seeds: Iterable[int]) -> tuple[int, ...]:
     """The seeds as a tuple of Python ints, checked: a non-empty sequence of distinct non-negative integers.
 
     Any iterable of integers is accepted (a list, ``range(100, 110)``, a numpy array); a bare count or text
-    is refused here (use :func:`resolve_seeds`), so ``seeds=5`` never silently means one run or five.
+    is refused here (use :func:`resolve_seeds`), so ``seeds=5`` never silently means one run or five. The
+    type and range of each seed are checked by :func:`~fedbandit_envs.validation.check_seeds`.
     """
-    if isinstance(seeds, int | np.integer | str | bytes):
-        raise TypeError(
-            f"seeds must be a sequence of seeds such as [0, 1, 2] or range(100, 110), got {seeds!r}; "
-            f"for n runs 0..n-1 pass range(n)"
-        )
-    values = list(seeds)
-    if not values:
-        raise ValueError("seeds must not be empty: give at least one seed, e.g. [0] or range(5)")
-    for value in values:
-        if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) or value < 0:
-            raise ValueError(f"every seed must be a non-negative integer, got {value!r} in {values!r}")
-    out = tuple(int(value) for value in values)
+    out = tuple(check_seeds(seeds))
     repeated = sorted({seed for seed in out if out.count(seed) > 1})
     if repeated:
         raise ValueError(f"seeds must be distinct (each names one run), got {repeated} more than once")

@@ -24,52 +24,43 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, get_args
 
 import networkx as nx
 import numpy as np
+
+from fedbandit_envs.validation import check_choice, check_int, check_keywords, check_real
 
 #: Recipient id of the server node in messages.
 SERVER: int = -1
 
 #: Edge-activation models accepted by :meth:`Topology.gossip_matrix` (both spellings of "neighbour").
-GOSSIP_ACTIVATIONS: tuple[str, ...] = ("uniform_edge", "node_then_neighbour", "node_then_neighbor")
+GossipActivation = Literal["uniform_edge", "node_then_neighbour", "node_then_neighbor"]
+GOSSIP_ACTIVATIONS: tuple[str, ...] = get_args(GossipActivation)
 
-#: Graph kinds accepted by name in :func:`build_topology`.
-TOPOLOGY_KINDS: tuple[str, ...] = (
-    "server",
-    "star",
-    "complete",
-    "ring",
-    "path",
-    "grid",
-    "erdos_renyi",
-    "regular",
-)
+#: A graph kind accepted by name in :func:`build_topology`.
+TopologyName = Literal["server", "star", "complete", "ring", "path", "grid", "erdos_renyi", "regular"]
+TOPOLOGY_KINDS: tuple[str, ...] = get_args(TopologyName)
+
+#: The parameters each named kind accepts (see :func:`build_topology`).
+TOPOLOGY_PARAMS: dict[str, tuple[str, ...]] = {
+    "server": (),
+    "star": ("centre",),
+    "complete": (),
+    "ring": (),
+    "path": (),
+    "grid": ("rows", "cols"),
+    "erdos_renyi": ("p", "max_tries"),
+    "regular": ("degree", "max_tries"),
+}
+
+#: The kinds drawn from the ``topology`` stream at reset.
+RANDOM_TOPOLOGY_KINDS: tuple[str, ...] = ("erdos_renyi", "regular")
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Argument checks
 # ---------------------------------------------------------------------------------------------------------
-
-
-def _check_int(value: Any, name: str, minimum: int, hint: str = "") -> int:
-    """Return ``value`` as an int, or raise if it is not an integer ``>= minimum`` (``hint`` is appended)."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}{hint}")
-    return int(value)
-
-
-def _check_probability(p: Any, name: str = "p") -> float:
-    """Return ``p`` as a float in [0, 1], or raise naming ``name``."""
-    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a float in [0, 1], got {p!r} of type {type(p).__name__}")
-    p = float(p)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
-    return p
 
 
 def _check_rng(rng: Any, name: str = "rng") -> np.random.Generator:
@@ -204,7 +195,7 @@ class Topology:
         return _read_only(self.adjacency.sum(axis=1).astype(np.int64))
 
     def _check_agent(self, i: Any, name: str) -> int:
-        index = _check_int(i, name, 0)
+        index = check_int(name, i, 0)
         if index >= self.num_agents:
             raise ValueError(f"{name} must be an agent index in [0, {self.num_agents - 1}], got {index}")
         return index
@@ -285,7 +276,7 @@ class Topology:
     def ball(self, i: int, radius: int) -> np.ndarray:
         """Sorted agents within hop distance ``<= radius`` of agent ``i`` (``i`` included)."""
         row = self._distances[self._check_agent(i, "i")]
-        radius = _check_int(radius, "radius", 0)
+        radius = check_int("radius", radius, 0)
         return np.flatnonzero((row >= 0) & (row <= radius)).astype(np.int64)
 
     def power_graph(self, gamma: int) -> Topology:
@@ -293,7 +284,7 @@ class Topology:
 
         Server links are kept unchanged. ``power_graph(1)`` has the same edges as this topology.
         """
-        gamma = _check_int(gamma, "gamma", 1)
+        gamma = check_int("gamma", gamma, 1)
         dist = self._distances
         return Topology((dist >= 1) & (dist <= gamma), self.server_links, f"{self.name}^{gamma}")
 
@@ -387,14 +378,14 @@ def _from_edges(num_agents: int, edges: Sequence[tuple[int, int]], name: str) ->
 
 def server(num_agents: int) -> Topology:
     """Master-worker: every agent is linked to the server, no agent-agent links."""
-    num_agents = _check_int(num_agents, "num_agents", 1)
+    num_agents = check_int("num_agents", num_agents, 1)
     return Topology(np.zeros((num_agents, num_agents), dtype=bool), np.ones(num_agents, dtype=bool), "server")
 
 
 def star(num_agents: int, centre: int = 0) -> Topology:
     """Star agent graph whose hub is agent ``centre`` (no server); needs ``num_agents >= 2``."""
-    num_agents = _check_int(num_agents, "num_agents", 2, " (a star needs a hub and a leaf)")
-    centre = _check_int(centre, "centre", 0)
+    num_agents = check_int("num_agents", num_agents, 2, hint=" (a star needs a hub and a leaf)")
+    centre = check_int("centre", centre, 0)
     if centre >= num_agents:
         raise ValueError(f"centre must be an agent index in [0, {num_agents - 1}], got {centre}")
     return _from_edges(num_agents, [(centre, leaf) for leaf in range(num_agents) if leaf != centre], "star")
@@ -402,27 +393,27 @@ def star(num_agents: int, centre: int = 0) -> Topology:
 
 def complete(num_agents: int) -> Topology:
     """Complete agent graph (every pair linked); a single agent has no edges."""
-    num_agents = _check_int(num_agents, "num_agents", 1)
+    num_agents = check_int("num_agents", num_agents, 1)
     adjacency = ~np.eye(num_agents, dtype=bool)
     return Topology(adjacency, _no_server(num_agents), "complete")
 
 
 def ring(num_agents: int) -> Topology:
     """Cycle ``0 - 1 - ... - (M-1) - 0``; needs ``num_agents >= 3``."""
-    num_agents = _check_int(num_agents, "num_agents", 3, " (a ring needs 3 agents; use path() or complete())")
+    num_agents = check_int("num_agents", num_agents, 3, hint=" (a ring needs 3 agents; use path() or complete())")
     return _from_edges(num_agents, [(i, (i + 1) % num_agents) for i in range(num_agents)], "ring")
 
 
 def path(num_agents: int) -> Topology:
     """Path ``0 - 1 - ... - (M-1)``; a single agent has no edges."""
-    num_agents = _check_int(num_agents, "num_agents", 1)
+    num_agents = check_int("num_agents", num_agents, 1)
     return _from_edges(num_agents, [(i, i + 1) for i in range(num_agents - 1)], "path")
 
 
 def grid(rows: int, cols: int) -> Topology:
     """4-neighbour ``rows x cols`` grid; the agent in row ``r``, column ``c`` has index ``r * cols + c``."""
-    rows = _check_int(rows, "rows", 1)
-    cols = _check_int(cols, "cols", 1)
+    rows = check_int("rows", rows, 1)
+    cols = check_int("cols", cols, 1)
     edges = [(r * cols + c, r * cols + c + 1) for r in range(rows) for c in range(cols - 1)]
     edges += [(r * cols + c, (r + 1) * cols + c) for r in range(rows - 1) for c in range(cols)]
     return _from_edges(rows * cols, edges, "grid")
@@ -493,7 +484,7 @@ def _check_sinks(components: list[Topology], sinks: Any) -> list[int]:
 
 def _sample_connected(sample: Callable[[], np.ndarray], max_tries: int, failure: str, name: str) -> Topology:
     """Draw adjacency matrices with ``sample`` until one is connected; raise ValueError after ``max_tries``."""
-    max_tries = _check_int(max_tries, "max_tries", 1)
+    max_tries = check_int("max_tries", max_tries, 1)
     for _ in range(max_tries):
         adjacency = sample()
         topology = Topology(adjacency, _no_server(adjacency.shape[0]), name)
@@ -507,8 +498,8 @@ def erdos_renyi(num_agents: int, p: float, rng: np.random.Generator, max_tries: 
 
     The upper triangle is drawn from ``rng``, so a fixed seed gives a fixed graph.
     """
-    num_agents = _check_int(num_agents, "num_agents", 1)
-    p = _check_probability(p, "p")
+    num_agents = check_int("num_agents", num_agents, 1)
+    p = check_real("p", p, 0.0, 1.0)
     rng = _check_rng(rng)
     upper = np.triu(np.ones((num_agents, num_agents), dtype=bool), k=1)
 
@@ -520,11 +511,10 @@ def erdos_renyi(num_agents: int, p: float, rng: np.random.Generator, max_tries: 
     return _sample_connected(sample, max_tries, hint, "erdos_renyi")
 
 
-def regular(num_agents: int, degree: int, rng: np.random.Generator, max_tries: int = 1000) -> Topology:
-    """Uniform random ``degree``-regular graph (networkx, seeded from ``rng``), resampled until connected."""
-    num_agents = _check_int(num_agents, "num_agents", 1)
-    degree = _check_int(degree, "degree", 0)
-    rng = _check_rng(rng)
+def _check_degree(num_agents: int, degree: int) -> tuple[int, int]:
+    """``(num_agents, degree)`` as ints after checking a ``degree``-regular graph on ``num_agents`` can exist."""
+    num_agents = check_int("num_agents", num_agents, 1)
+    degree = check_int("degree", degree, 0)
     if degree >= num_agents:
         raise ValueError(f"degree must be < num_agents={num_agents}, got {degree}")
     if (num_agents * degree) % 2:
@@ -532,6 +522,13 @@ def regular(num_agents: int, degree: int, rng: np.random.Generator, max_tries: i
             f"num_agents * degree must be even for a regular graph, got {num_agents} * {degree}; "
             "change degree or num_agents"
         )
+    return num_agents, degree
+
+
+def regular(num_agents: int, degree: int, rng: np.random.Generator, max_tries: int = 1000) -> Topology:
+    """Uniform random ``degree``-regular graph (networkx, seeded from ``rng``), resampled until connected."""
+    num_agents, degree = _check_degree(num_agents, degree)
+    rng = _check_rng(rng)
 
     def sample() -> np.ndarray:
         graph = nx.random_regular_graph(degree, num_agents, seed=int(rng.integers(2**63)))
@@ -548,14 +545,14 @@ def regular(num_agents: int, degree: int, rng: np.random.Generator, max_tries: i
 
 def square_factors(num_agents: int) -> tuple[int, int]:
     """The most square factorisation ``(rows, cols)`` of ``num_agents`` with ``rows <= cols``."""
-    num_agents = _check_int(num_agents, "num_agents", 1)
+    num_agents = check_int("num_agents", num_agents, 1)
     rows = max(r for r in range(1, math.isqrt(num_agents) + 1) if num_agents % r == 0)
     return rows, num_agents // rows
 
 
 def default_erdos_renyi_p(num_agents: int) -> float:
     """Li & Song's default edge probability ``min(1, 2 ln M / M)`` (D18)."""
-    num_agents = _check_int(num_agents, "num_agents", 1)
+    num_agents = check_int("num_agents", num_agents, 1)
     return min(1.0, 2.0 * math.log(num_agents) / num_agents)
 
 
@@ -563,43 +560,62 @@ def _grid_shape(num_agents: int, rows: int | None, cols: int | None) -> tuple[in
     if rows is None and cols is None:
         return square_factors(num_agents)
     if rows is None:
-        cols = _check_int(cols, "cols", 1)
+        cols = check_int("cols", cols, 1)
         rows = num_agents // cols
     elif cols is None:
-        rows = _check_int(rows, "rows", 1)
+        rows = check_int("rows", rows, 1)
         cols = num_agents // rows
     if rows * cols != num_agents:
         raise ValueError(f"rows * cols must equal num_agents={num_agents}, got rows={rows}, cols={cols}")
     return rows, cols
 
 
-def _check_params(kind: str, params: dict[str, Any], allowed: Sequence[str]) -> None:
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        valid = ", ".join(allowed) if allowed else "none"
-        raise TypeError(f"unexpected parameter(s) {unknown} for topology {kind!r}; valid parameters: {valid}")
-
-
 def _build_named(kind: str, num_agents: int, rng: np.random.Generator | None, params: dict[str, Any]) -> Topology:
+    check_keywords(f"topology {kind!r}", params, TOPOLOGY_PARAMS[kind])
     if kind in ("server", "complete", "ring", "path"):
-        _check_params(kind, params, ())
         return {"server": server, "complete": complete, "ring": ring, "path": path}[kind](num_agents)
     if kind == "star":
-        _check_params(kind, params, ("centre",))
         return star(num_agents, **params)
     if kind == "grid":
-        _check_params(kind, params, ("rows", "cols"))
         return grid(*_grid_shape(num_agents, params.get("rows"), params.get("cols")))
     if rng is None:
         raise ValueError(f"rng is required for the random topology {kind!r}; pass numpy.random.default_rng(seed)")
     if kind == "erdos_renyi":
-        _check_params(kind, params, ("p", "max_tries"))
         p = params.pop("p", default_erdos_renyi_p(num_agents))
         return erdos_renyi(num_agents, p, rng, **params)
-    _check_params(kind, params, ("degree", "max_tries"))
     if "degree" not in params:
         raise ValueError("degree is required for topology 'regular'; pass e.g. degree=3")
     return regular(num_agents, rng=rng, **params)
+
+
+def check_topology(spec: str | Topology | np.ndarray, num_agents: int, **params: Any) -> None:
+    """Validate a topology spec without drawing a random graph (for constructors: errors at construction).
+
+    Names get a "did you mean", parameters are checked per kind; the deterministic kinds, a Topology and an
+    adjacency array are built (building is their check); for ``"erdos_renyi"`` and ``"regular"`` the
+    parameters are checked (whether a draw is connected is known only when the graph is drawn at reset).
+    """
+    num_agents = check_int("num_agents", num_agents, 1)
+    if isinstance(spec, Topology | np.ndarray):
+        try:
+            build_topology(spec, num_agents, **params)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"topology: {error}") from None
+        return
+    if not isinstance(spec, str):
+        raise TypeError(f"topology must be a name, a Topology or an adjacency array, got {type(spec).__name__}")
+    if check_choice("topology", spec, TOPOLOGY_KINDS) not in RANDOM_TOPOLOGY_KINDS:
+        build_topology(spec, num_agents, **params)
+        return
+    check_keywords(f"topology {spec!r}", params, TOPOLOGY_PARAMS[spec])
+    if "max_tries" in params:
+        check_int("max_tries", params["max_tries"], 1)
+    if spec == "erdos_renyi":
+        check_real("p", params.get("p", 1.0), 0.0, 1.0)
+    elif "degree" not in params:
+        raise ValueError("degree is required for topology 'regular'; pass e.g. degree=3")
+    else:
+        _check_degree(num_agents, params["degree"])
 
 
 def build_topology(
@@ -619,19 +635,17 @@ def build_topology(
             most square factorisation of M); ``erdos_renyi``: ``p`` (default ``min(1, 2 ln M / M)``) and
             ``max_tries``; ``regular``: ``degree`` (required) and ``max_tries``.
     """
-    num_agents = _check_int(num_agents, "num_agents", 1)
+    num_agents = check_int("num_agents", num_agents, 1)
     if rng is not None:
         _check_rng(rng)
     if isinstance(spec, Topology):
-        _check_params("Topology", params, ())
+        check_keywords("a Topology", params, ())
         topology = spec
     elif isinstance(spec, np.ndarray):
-        _check_params("adjacency array", params, ("server_links", "name"))
+        check_keywords("an adjacency array", params, ("server_links", "name"))
         topology = from_adjacency(spec, **params)
     elif isinstance(spec, str):
-        if spec not in TOPOLOGY_KINDS:
-            raise ValueError(f"spec must be one of {TOPOLOGY_KINDS}, a Topology or an adjacency array; got {spec!r}")
-        return _build_named(spec, num_agents, rng, dict(params))
+        return _build_named(check_choice("spec", spec, TOPOLOGY_KINDS), num_agents, rng, dict(params))
     else:
         raise TypeError(f"spec must be a str, a Topology or a numpy adjacency array, got {type(spec).__name__}")
     if topology.num_agents != num_agents:

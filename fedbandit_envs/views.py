@@ -25,6 +25,7 @@ from gymnasium import spaces
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import exchange_at_boundary
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
 __all__ = [
     "PEER_ALGORITHMS",
@@ -120,22 +121,6 @@ def _value_slices(num_arms: int) -> tuple[slice, slice]:
 
 
 # ---------------------------------------------------------------------- argument checks
-def check_render_mode(render_mode: str | None) -> str | None:
-    """Return ``render_mode`` after checking it is None or a declared mode."""
-    if render_mode is not None and render_mode not in RENDER_MODES:
-        raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
-    return render_mode
-
-
-def _as_params(name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A dict copy of optional keyword parameters."""
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping):
-        raise TypeError(f"{name} must be a mapping of option name to value or None, got {type(params).__name__}")
-    return dict(params)
-
-
 def discrete_action(action: Any, num_arms: int) -> int:
     """An arm index from a Discrete(K) action (int, numpy integer or 0-d / size-1 int array)."""
     array = np.asarray(action)
@@ -226,6 +211,7 @@ class _CoreView(gymnasium.Env):
 
 
 # ---------------------------------------------------------------------- (a) local bandit
+@keyword_checked
 class LocalBanditEnv(_CoreView):
     """One agent's local K-armed bandit as a single-agent Gymnasium environment.
 
@@ -266,15 +252,15 @@ class LocalBanditEnv(_CoreView):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode)
+        self.render_mode = check_render_mode(render_mode, RENDER_MODES)
         config = MABConfig(
             num_agents=1,
             num_arms=num_arms,
             horizon=horizon,
             instance=instance,
-            instance_params=_as_params("instance_params", instance_params),
+            instance_params=check_options("instance_params", instance_params),
             reward_model=reward_model,
-            reward_params=_as_params("reward_params", reward_params),
+            reward_params=check_options("reward_params", reward_params),
             topology="server",
             instance_seed=instance_seed,
         )
@@ -319,12 +305,10 @@ PEER_ALGORITHMS: dict[str, Callable[[], Any]] = {"full_sharing": _full_sharing, 
 
 def _make_population(peer_algorithm: str) -> Any:
     """Build the population named ``peer_algorithm``."""
-    factory = PEER_ALGORITHMS.get(peer_algorithm) if isinstance(peer_algorithm, str) else None
-    if factory is None:
-        raise ValueError(f"unknown peer_algorithm {peer_algorithm!r}; pass one of {sorted(PEER_ALGORITHMS)}")
-    return factory()
+    return PEER_ALGORITHMS[check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))]()
 
 
+@keyword_checked
 class FederatedClientEnv(_CoreView):
     """The learner is client 0 of a federation whose other clients and server run a reference algorithm.
 
@@ -370,7 +354,7 @@ class FederatedClientEnv(_CoreView):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode)
+        self.render_mode = check_render_mode(render_mode, RENDER_MODES)
         self.peer_algorithm = peer_algorithm
         self.population = _make_population(peer_algorithm)
         config = MABConfig(
@@ -378,9 +362,9 @@ class FederatedClientEnv(_CoreView):
             num_arms=num_arms,
             horizon=horizon,
             instance=instance,
-            instance_params=_as_params("instance_params", instance_params),
+            instance_params=check_options("instance_params", instance_params),
             reward_model=reward_model,
-            reward_params=_as_params("reward_params", reward_params),
+            reward_params=check_options("reward_params", reward_params),
             topology="server",
             channel=ChannelConfig(CostModel(c1=c1)),
             instance_seed=instance_seed,

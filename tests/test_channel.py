@@ -502,9 +502,8 @@ def test_per_link_latency_matrix() -> None:
 
 
 def test_latency_matrix_of_wrong_shape_is_rejected() -> None:
-    env = FederatedMAB(num_agents=3, num_arms=2, horizon=2, topology="ring", latency=np.zeros((3, 3), np.int64))
-    with pytest.raises(ValueError, match="shape"):
-        env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"latency matrix must have shape \(M\+1, M\+1\) = \(4, 4\), got \(3, 3\)"):
+        FederatedMAB(num_agents=3, num_arms=2, horizon=2, topology="ring", latency=np.zeros((3, 3), np.int64))
 
 
 def test_negative_latency_is_rejected() -> None:

@@ -65,7 +65,7 @@ def test_registered_by_name_with_clear_errors():
         ParetoRewards(alpha=1.5)
     with pytest.raises(ValueError, match="sigma must be finite and > 0"):
         StudentTRewards(sigma=-1.0)
-    with pytest.raises(TypeError, match="does not take parameters"):
+    with pytest.raises(TypeError, match="unexpected keyword argument .nu.; accepted: alpha, sigma"):
         make_reward_model("pareto", nu=3.0)
 
 

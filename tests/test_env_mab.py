@@ -431,7 +431,6 @@ def test_non_numeric_payload_and_empty_kind() -> None:
         ({"num_arms": 1}, "num_arms"),
         ({"num_arms": 0}, "num_arms"),
         ({"horizon": 0}, "horizon"),
-        ({"num_arms": 2.0}, "num_arms"),
         ({"drop_prob": 1.0}, "drop_prob"),
         ({"reward_model": "poisson"}, "unknown reward model"),
         ({"gossip": "random_walk"}, "gossip"),
@@ -441,6 +440,11 @@ def test_non_numeric_payload_and_empty_kind() -> None:
 def test_bad_construction_arguments(kwargs: dict, word: str) -> None:
     with pytest.raises(ValueError, match=word):
         FederatedMAB(**{"num_agents": 3, "num_arms": 3, "horizon": 5, **kwargs})
+
+
+def test_float_size_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="num_arms must be an integer"):
+        FederatedMAB(num_agents=3, num_arms=2.0, horizon=5)
 
 
 def test_unknown_reward_parameter() -> None:

@@ -38,11 +38,11 @@ def test_default_count_and_slot_are_read_only_ones_and_minus_ones() -> None:
 def test_given_count_and_slot_are_converted_and_checked() -> None:
     batch = MessageBatch("k", *headers(), {"v": np.ones(3)}, count=[1, 2, 3], slot=np.array([[4], [5], [6]]))
     assert batch.count.tolist() == [1, 2, 3] and batch.slot.tolist() == [4, 5, 6]
-    with pytest.raises(ValueError, match=r"^MessageBatch\.count must be >= 1 for every row$"):
+    with pytest.raises(ValueError, match=r"^MessageBatch\.count must be >= 1 for every row, got 0$"):
         MessageBatch("k", *headers(), {"v": np.ones(3)}, count=[1, 0, 1])
-    with pytest.raises(ValueError, match=r"^MessageBatch\.count and \.slot need one entry per row$"):
+    with pytest.raises(ValueError, match=r"^MessageBatch\.count has 2 rows, sender has 3; give one entry per row$"):
         MessageBatch("k", *headers(), {"v": np.ones(3)}, count=[1, 1])
-    with pytest.raises(ValueError, match=r"^MessageBatch\.count and \.slot need one entry per row$"):
+    with pytest.raises(ValueError, match=r"^MessageBatch\.slot has 4 rows, sender has 3; give one entry per row$"):
         MessageBatch("k", *headers(), {"v": np.ones(3)}, slot=[0, 0, 0, 0])
 
 

@@ -208,7 +208,12 @@ def mean_batch(means: np.ndarray, entries: int) -> MessageBatch:
     declaration = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n"), "n": Public()}
     payload = {"v": np.repeat(means[:, None], entries, axis=1), "n": np.full(REPLICAS, N_RECORDS)}
     return MessageBatch(
-        "mean", np.arange(REPLICAS), np.zeros(REPLICAS), np.ones(REPLICAS), payload, privacy=declaration
+        "mean",
+        np.arange(REPLICAS),
+        np.zeros(REPLICAS, np.int64),
+        np.ones(REPLICAS, np.int64),
+        payload,
+        privacy=declaration,
     )
 
 
@@ -216,7 +221,14 @@ def sum_batch(sums: np.ndarray, entries: int) -> MessageBatch:
     """Agent 0 sends agent 1 ``entries`` copies of its running reward sum, in every replica."""
     declaration = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="sum")}
     payload = {"v": np.repeat(sums[:, None], entries, axis=1)}
-    return MessageBatch("sum", np.arange(REPLICAS), np.zeros(REPLICAS), np.ones(REPLICAS), payload, privacy=declaration)
+    return MessageBatch(
+        "sum",
+        np.arange(REPLICAS),
+        np.zeros(REPLICAS, np.int64),
+        np.ones(REPLICAS, np.int64),
+        payload,
+        privacy=declaration,
+    )
 
 
 def audit_edges(center: float, scale: float, width: float, bins: int) -> np.ndarray:

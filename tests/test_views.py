@@ -200,7 +200,7 @@ def test_federated_client_observation_contains_local_part():
 def test_federated_client_rejects_unknown_peer_algorithm():
     with pytest.raises(ValueError, match="full_sharing"):
         FederatedClientEnv(peer_algorithm="gossip_magic")
-    with pytest.raises(ValueError, match="peer_algorithm"):
+    with pytest.raises(TypeError, match="peer_algorithm"):
         gymnasium.make("fedbandit/FederatedClient-v0", peer_algorithm=None)
 
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
-from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, Topology
+from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
+from fedbandit_envs.validation import check_bool, check_choice, check_int, check_int_array, check_real
 
 #: The error of a batch from the agents with a SERVER sender.
 AGENTS_AS_SERVER = "agents cannot send as SERVER; only the coordinator does"
@@ -47,21 +48,29 @@ class ChannelConfig:
     latency: int | np.ndarray = 0
     latency_jitter: int = 0
     drop_prob: float = 0.0
-    gossip: str | None = None
+    gossip: GossipActivation | None = None
     record_messages: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.costs, CostModel):
             raise TypeError(f"costs must be a CostModel, got {type(self.costs).__name__}")
-        latency = np.asarray(self.latency)
-        if latency.dtype.kind not in "iu" or np.any(latency < 0):
-            raise ValueError(f"latency must be a non-negative int or int matrix, got {self.latency!r}")
-        if int(self.latency_jitter) < 0:
-            raise ValueError(f"latency_jitter must be >= 0, got {self.latency_jitter}")
-        if not 0.0 <= float(self.drop_prob) < 1.0:
-            raise ValueError(f"drop_prob must be in [0, 1), got {self.drop_prob}")
-        if self.gossip is not None and self.gossip not in GOSSIP_ACTIVATIONS:
-            raise ValueError(f"gossip must be None or one of {GOSSIP_ACTIVATIONS}, got {self.gossip!r}")
+        if np.ndim(self.latency):  # a matrix per directed link
+            check_int_array("latency", self.latency, 0)
+        else:
+            check_int("latency", self.latency, 0)
+        check_int("latency_jitter", self.latency_jitter, 0)
+        if check_real("drop_prob", self.drop_prob, 0.0) >= 1.0:
+            raise ValueError(f"drop_prob must be in [0, 1) (the chance a copy is lost), got {self.drop_prob}")
+        if self.gossip is not None:
+            check_choice("gossip", self.gossip, GOSSIP_ACTIVATIONS)
+        check_bool("record_messages", self.record_messages)
+
+    def check_agents(self, num_agents: int) -> None:
+        """Raise ``ValueError`` unless a latency matrix has shape (M+1, M+1) for ``num_agents`` = M."""
+        shape = np.shape(self.latency)
+        if shape and shape != (num_agents + 1, num_agents + 1):
+            m1 = num_agents + 1
+            raise ValueError(f"a latency matrix must have shape (M+1, M+1) = {(m1, m1)}, got {shape}")
 
     @functools.cached_property
     def has_delays(self) -> bool:
@@ -145,12 +154,9 @@ class Channel:
         self._gossip_offset = 0
 
     def _latency_matrix(self, m: int) -> np.ndarray:
+        self.config.check_agents(m)
         latency = np.asarray(self.config.latency, np.int64)
-        if latency.ndim == 0:
-            return np.full((m + 1, m + 1), int(latency), np.int64)
-        if latency.shape != (m + 1, m + 1):
-            raise ValueError(f"a latency matrix must have shape (M+1, M+1) = {(m + 1, m + 1)}, got {latency.shape}")
-        return latency
+        return np.full((m + 1, m + 1), int(latency), np.int64) if latency.ndim == 0 else latency
 
     # ------------------------------------------------------------------ gossip
     def sample_gossip_partners(self) -> np.ndarray:
@@ -203,7 +209,10 @@ class Channel:
         Returns the mask of the ``NEIGHBOURS`` rows, or None when the batch has none.
         """
         m = self.num_agents
-        sender, recipient = batch.sender, batch.recipient
+        sender, recipient, replica = batch.sender, batch.recipient, batch.replica
+        if replica.min() < 0 or replica.max() >= self.num_replicas:
+            bad = replica[(replica < 0) | (replica >= self.num_replicas)][0]
+            raise ValueError(f"message replica {bad} is not a replica index in [0, {self.num_replicas})")
         ids = np.concatenate((sender, recipient))
         lowest = ids.min()
         # negative ids index nodes from the end: SERVER = -1 is node M (NEIGHBOURS rows are not link-checked)

@@ -22,14 +22,17 @@ node and multiplied by their price when read, so a total does not depend on when
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from fedbandit_envs.channel.messages import MessageBatch
 from fedbandit_envs.topology import SERVER
+from fedbandit_envs.validation import check_bool, check_choice, check_real
 
-LINK_ACCOUNTING_MODES = ("used_links", "graph_edges")
+#: How agent-agent links are priced (see the module docstring).
+LinkAccounting = Literal["used_links", "graph_edges"]
+LINK_ACCOUNTING_MODES: tuple[str, ...] = get_args(LinkAccounting)
 DIRECTIONS = ("up", "down", "peer")
 
 #: Key spaces up to this size find distinct links with a scratch table instead of a sort.
@@ -51,18 +54,16 @@ class CostModel:
 
     c1: float = 1.0
     c2: float = 1.0
-    link_accounting: str = "used_links"
+    link_accounting: LinkAccounting = "used_links"
     free_server_downlink: bool = True
     price_per_message: float = 0.0
     price_per_byte: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("c1", "c2", "price_per_message", "price_per_byte"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if self.link_accounting not in LINK_ACCOUNTING_MODES:
-            raise ValueError(f"link_accounting must be one of {LINK_ACCOUNTING_MODES}, got {self.link_accounting!r}")
+            object.__setattr__(self, name, check_real(name, getattr(self, name), 0.0))  # a float from here on
+        check_choice("link_accounting", self.link_accounting, LINK_ACCOUNTING_MODES)
+        check_bool("free_server_downlink", self.free_server_downlink)
 
 
 def _add(target: np.ndarray, index: np.ndarray, weights: np.ndarray | None = None) -> None:

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 
 from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
 from fedbandit_envs.topology import SERVER
+from fedbandit_envs.validation import INT64_MAX, INT64_MIN, check_int, check_int_array
 
 #: Recipient id meaning "every neighbour of the sender" (for the server: every linked agent).
 NEIGHBOURS: int = -2
@@ -49,6 +50,10 @@ def _constant(n: int, value: int) -> np.ndarray:
     return array
 
 
+#: The integer fields of a :class:`Message` and their smallest value (ids are checked against the topology on routing).
+_MESSAGE_INTS = (("sender", INT64_MIN), ("recipient", INT64_MIN), ("slot", -1), ("count", 1))
+
+
 @dataclass(frozen=True, eq=False)
 class Message:
     """One logical message from ``sender`` to ``recipient``.
@@ -74,12 +79,15 @@ class Message:
     privacy: PrivacySchema | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "payload", _as_payload(self.payload, f"Message(kind={self.kind!r})"))
-        check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})")
         if not isinstance(self.kind, str) or not self.kind:
             raise TypeError(f"Message.kind must be a non-empty string, got {self.kind!r}")
-        if int(self.count) < 1:
-            raise ValueError(f"Message.count must be >= 1, got {self.count}")
+        ints = self.sender, self.recipient, self.slot, self.count
+        plain = type(ints[0]) is type(ints[1]) is type(ints[2]) is type(ints[3]) is int  # the common case, checked fast
+        if not (plain and INT64_MIN <= min(ints[:2]) and max(ints) <= INT64_MAX and ints[2] >= -1 and ints[3] >= 1):
+            for name, minimum in _MESSAGE_INTS:
+                object.__setattr__(self, name, check_int(f"Message.{name}", getattr(self, name), minimum))
+        object.__setattr__(self, "payload", _as_payload(self.payload, f"Message(kind={self.kind!r})"))
+        check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})")
 
     @classmethod
     def trusted(
@@ -128,6 +136,11 @@ class Message:
         return f"Message({sender}->{recipient}, {self.kind!r}, slot={self.slot}, {fields})"
 
 
+#: The header arrays of a :class:`MessageBatch` and their smallest entry (checked unless given as 1-D int64; ids are
+#: checked against the topology on routing).
+_HEADER_MINIMA = (("replica", 0), ("sender", None), ("recipient", None))
+
+
 @dataclass(frozen=True, eq=False, init=False)
 class MessageBatch:
     """Messages of one kind and one payload layout, as parallel arrays (one row per message).
@@ -167,19 +180,17 @@ class MessageBatch:
         slot: ArrayLike | None = None,
         privacy: PrivacySchema | None = None,
     ) -> None:
-        n = len(sender)  # type: ignore[arg-type]
         headers = {"replica": replica, "sender": sender, "recipient": recipient}
-        for name, array in headers.items():
+        for name, minimum in _HEADER_MINIMA:
+            array = headers[name]
             if type(array) is not np.ndarray or array.dtype != np.int64 or array.ndim != 1:  # else used as given
-                array = headers[name] = np.asarray(array, dtype=np.int64).reshape(-1)
+                headers[name] = check_int_array(f"MessageBatch.{name}", array, minimum)
+        n = len(headers["sender"])
+        counts = _constant(n, 1) if count is None else check_int_array("MessageBatch.count", count, 1)
+        slots = _constant(n, -1) if slot is None else check_int_array("MessageBatch.slot", slot, -1)
+        for name, array in (*headers.items(), ("count", counts), ("slot", slots)):
             if len(array) != n:
                 raise ValueError(f"MessageBatch.{name} has {len(array)} rows, sender has {n}; give one entry per row")
-        counts = _constant(n, 1) if count is None else np.asarray(count, np.int64).reshape(-1)
-        slots = _constant(n, -1) if slot is None else np.asarray(slot, np.int64).reshape(-1)
-        if len(counts) != n or len(slots) != n:
-            raise ValueError("MessageBatch.count and .slot need one entry per row")
-        if count is not None and (counts < 1).any():
-            raise ValueError("MessageBatch.count must be >= 1 for every row")
         where = f"MessageBatch(kind={kind!r})"
         fields = _as_payload(payload, where)
         for name, array in fields.items():

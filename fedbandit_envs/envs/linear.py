@@ -33,7 +33,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 from gymnasium import spaces
@@ -46,6 +46,16 @@ from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, server
+from fedbandit_envs.validation import (
+    check_choice,
+    check_int,
+    check_memory,
+    check_options,
+    check_real,
+    check_render_mode,
+    keyword_checked,
+    population_memory,
+)
 
 __all__ = [
     "ARRIVALS",
@@ -70,25 +80,15 @@ __all__ = [
 
 #: Slots drawn at once per replica (fixed: it is part of the draw order of every stream).
 BLOCK = 256
-CONTEXT_MODES = ("ball", "pool")
-ARRIVALS = ("uniform", "categorical", "zipf", "dirichlet", "round_robin", "trace")
-NOISE_KINDS = ("gaussian", "uniform", "rademacher")
-MODES = ("homogeneous", "heterogeneous")
+ContextMode = Literal["ball", "pool"]
+Arrival = Literal["uniform", "categorical", "zipf", "dirichlet", "round_robin", "trace"]
+NoiseKind = Literal["gaussian", "uniform", "rademacher"]
+Mode = Literal["homogeneous", "heterogeneous"]
+CONTEXT_MODES: tuple[str, ...] = get_args(ContextMode)
+ARRIVALS: tuple[str, ...] = get_args(Arrival)
+NOISE_KINDS: tuple[str, ...] = get_args(NoiseKind)
+MODES: tuple[str, ...] = get_args(Mode)
 PHASES = ("act", "report")
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
-    return int(value)
-
-
-def _choice(name: str, value: Any, options: Sequence[str]) -> str:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
-    return value
 
 
 # ---------------------------------------------------------------------- samplers
@@ -136,7 +136,7 @@ class ArrivalProcess:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _choice("arrival", self.kind, ARRIVALS)
+        check_choice("arrival", self.kind, ARRIVALS)
         if self.active_per_slot > self.num_clients:
             raise ValueError(
                 f"active_per_slot ({self.active_per_slot}) must not exceed num_clients ({self.num_clients})"
@@ -286,6 +286,17 @@ class StreamSource(ABC):
     def replica(self, streams: SeedStreams, instance_streams: SeedStreams) -> ReplicaStream:
         """The stream of one replica (``instance_streams`` fixes the hidden instance)."""
 
+    def memory_parts(self, replicas: int = 1) -> dict[str, float]:
+        """Bytes of the largest arrays of ``replicas`` replicas (see :func:`~fedbandit_envs.validation.check_memory`).
+
+        The server topology's matrices take about 24 B per (client + 1)^2 pair (as in the MAB core); a block
+        holds the contexts and means of :data:`BLOCK` slots; theta is (N, d).
+        """
+        n, d = int(self.num_agents), int(self.dimension)
+        active = min(int(self.active_per_slot), n)  # more than N active clients is refused on its own
+        block = BLOCK * active * int(self.num_arms) * (d + 1) * 8
+        return population_memory(n, replicas, (n + 1) ** 2 * 24, block + n * d * 8)
+
 
 @dataclass(frozen=True)
 class LinearConfig(StreamSource):
@@ -316,36 +327,45 @@ class LinearConfig(StreamSource):
     num_arms: int = 25
     dimension: int = 25
     horizon: int = 30000
-    mode: str = "homogeneous"
+    mode: Mode = "homogeneous"
     global_dimension: int | None = None  # type: ignore[assignment]
     local_dimensions: int | Sequence[int] | None = None  # type: ignore[assignment]
-    noise: str = "gaussian"
+    noise: NoiseKind = "gaussian"
     sigma: float = 0.1
-    context_mode: str = "ball"
+    context_mode: ContextMode = "ball"
     pool_size: int = 1000
-    arrival: str = "uniform"
+    arrival: Arrival = "uniform"
     arrival_params: Mapping[str, Any] = field(default_factory=dict)
     active_per_slot: int = 1
     instance_seed: int | None = None
 
     def __post_init__(self) -> None:
-        n = _check_int("num_clients", self.num_clients, 1)
-        _check_int("num_arms", self.num_arms, 2)
-        d = _check_int("dimension", self.dimension, 1)
-        _check_int("horizon", self.horizon, 1)
-        _check_int("active_per_slot", self.active_per_slot, 1)
-        _check_int("pool_size", self.pool_size, 2)
-        _choice("mode", self.mode, MODES)
-        _choice("noise", self.noise, NOISE_KINDS)
-        _choice("context_mode", self.context_mode, CONTEXT_MODES)
-        if not (np.isfinite(self.sigma) and self.sigma >= 0):
-            raise ValueError(f"sigma must be a finite number >= 0, got {self.sigma!r}")
+        n = check_int("num_clients", self.num_clients, 1)
+        check_int("num_arms", self.num_arms, 2)
+        d = check_int("dimension", self.dimension, 1)
+        check_int("horizon", self.horizon, 1)
+        check_int("active_per_slot", self.active_per_slot, 1)
+        check_int("pool_size", self.pool_size, 2)
+        if self.instance_seed is not None:
+            check_int("instance_seed", self.instance_seed, 0)
+        check_memory(
+            f"LinearConfig(num_clients={n}, num_arms={self.num_arms}, dimension={d}, "
+            f"active_per_slot={self.active_per_slot})",
+            self.memory_parts(),
+        )
+        check_choice("mode", self.mode, MODES)
+        check_choice("noise", self.noise, NOISE_KINDS)
+        check_choice("context_mode", self.context_mode, CONTEXT_MODES)
+        check_real("sigma", self.sigma, 0.0)
         if self.mode == "homogeneous":
-            if self.global_dimension not in (None, d) or self.local_dimensions not in (None, 0):
+            given = self.global_dimension, self.local_dimensions
+            if not (given[0] is None or (np.ndim(given[0]) == 0 and given[0] == d)) or not (
+                given[1] is None or (np.ndim(given[1]) == 0 and given[1] == 0)
+            ):
                 raise ValueError("global_dimension and local_dimensions are for mode='heterogeneous' only")
             d_g, local = d, np.zeros(n, np.int64)
         else:
-            d_g = d // 2 if self.global_dimension is None else _check_int("global_dimension", self.global_dimension, 0)
+            d_g = d // 2 if self.global_dimension is None else check_int("global_dimension", self.global_dimension, 0)
             local = np.asarray(d - d_g if self.local_dimensions is None else self.local_dimensions)
             if local.ndim > 1 or local.size not in (1, n):
                 raise ValueError(f"local_dimensions must be an int or one int per client ({n}), got {local.shape}")
@@ -363,7 +383,7 @@ class LinearConfig(StreamSource):
             raise ValueError("context_mode='pool' needs the same local dimension for every client")
         object.__setattr__(self, "global_dimension", int(d_g))
         object.__setattr__(self, "local_dimensions", tuple(int(v) for v in local))
-        object.__setattr__(self, "arrival_params", dict(self.arrival_params))
+        object.__setattr__(self, "arrival_params", check_options("arrival_params", self.arrival_params))
         object.__setattr__(
             self, "_arrivals", ArrivalProcess(self.arrival, n, self.active_per_slot, self.arrival_params)
         )
@@ -552,6 +572,7 @@ class LinearCore:
             raise TypeError(f"source must be a StreamSource such as LinearConfig, got {type(source).__name__}")
         self.config = source
         self.channel = Channel(channel or linear_channel())
+        self.channel.config.check_agents(source.num_agents)
         self.coordinator = coordinator
         self.message_hooks: list[MessageHook] = []
         self._topology = server(source.num_agents)
@@ -566,6 +587,7 @@ class LinearCore:
         src = self.config
         if len(seeds) == 0:
             raise ValueError("reset needs at least one seed (one per replica)")
+        check_memory(f"{len(seeds)} replicas of {src.num_agents} clients", src.memory_parts(len(seeds)))
         streams = [SeedStreams.from_seed(s) for s in seeds]
         fixed = SeedStreams.from_seed(src.instance_seed) if src.instance_seed is not None else None
         self.replicas = [src.replica(s, fixed or s) for s in streams]
@@ -748,6 +770,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+@keyword_checked
 class FederatedLinear(ParallelEnv):
     """A federated linear contextual bandit with asynchronous arrivals as a PettingZoo ``ParallelEnv``.
 
@@ -793,14 +816,14 @@ class FederatedLinear(ParallelEnv):
         dimension: int = 25,
         horizon: int = 30000,
         *,
-        mode: str = "homogeneous",
+        mode: Mode = "homogeneous",
         global_dimension: int | None = None,
         local_dimensions: int | Sequence[int] | None = None,
-        noise: str = "gaussian",
+        noise: NoiseKind = "gaussian",
         sigma: float = 0.1,
-        context_mode: str = "ball",
+        context_mode: ContextMode = "ball",
         pool_size: int = 1000,
-        arrival: str = "uniform",
+        arrival: Arrival = "uniform",
         arrival_params: Mapping[str, Any] | None = None,
         active_per_slot: int = 1,
         instance_seed: int | None = None,
@@ -828,7 +851,7 @@ class FederatedLinear(ParallelEnv):
             context_mode=context_mode,
             pool_size=pool_size,
             arrival=arrival,
-            arrival_params=dict(arrival_params or {}),
+            arrival_params=check_options("arrival_params", arrival_params),
             active_per_slot=active_per_slot,
             instance_seed=instance_seed,
         )
@@ -846,8 +869,7 @@ class FederatedLinear(ParallelEnv):
 
     def _setup(self, source: StreamSource, channel: ChannelConfig, coordinator: Any, render_mode: str | None) -> None:
         """Build the core and the spaces (shared with subclasses such as the replay environment)."""
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
         self.config = source
         self.core = LinearCore(source, channel, coordinator)

@@ -22,8 +22,10 @@ from fedbandit_envs.observations import (
 )
 from fedbandit_envs.seeding import EpisodeSeeds
 from fedbandit_envs.topology import Topology
+from fedbandit_envs.validation import check_options, check_render_mode, keyword_checked
 
 
+@keyword_checked
 class FederatedMAB(ParallelEnv):
     """A federated multi-armed bandit as a PettingZoo ``ParallelEnv``.
 
@@ -88,8 +90,7 @@ class FederatedMAB(ParallelEnv):
         coordinator: Any | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         costs = CostModel(c1, c2, link_accounting, free_server_downlink, price_per_message, price_per_byte)
         channel = ChannelConfig(costs, latency, latency_jitter, drop_prob, gossip, record_messages)
         self.config = MABConfig(
@@ -97,11 +98,11 @@ class FederatedMAB(ParallelEnv):
             num_arms=num_arms,
             horizon=horizon,
             instance=instance,
-            instance_params=dict(instance_params or {}),
+            instance_params=check_options("instance_params", instance_params),
             reward_model=reward_model,
-            reward_params=dict(reward_params or {}),
+            reward_params=check_options("reward_params", reward_params),
             topology=topology,
-            topology_params=dict(topology_params or {}),
+            topology_params=check_options("topology_params", topology_params),
             channel=channel,
             reward_tape=reward_tape,
             instance_seed=instance_seed,

@@ -19,10 +19,11 @@ import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, MessageBatch
 from fedbandit_envs.core import HORIZON_REACHED, AgentContext, Feedback, ObservedRecords, reset_hooks
-from fedbandit_envs.instances import BanditInstance, make_instance
-from fedbandit_envs.rewards import RewardModel, draw_noise, make_reward_model
+from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
+from fedbandit_envs.rewards import RewardModel, RewardModelName, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
-from fedbandit_envs.topology import SERVER, Topology, build_topology
+from fedbandit_envs.topology import SERVER, Topology, TopologyName, build_topology, check_topology
+from fedbandit_envs.validation import check_bool, check_int, check_memory, check_options, population_memory
 
 #: Slots of reward noise drawn at once per replica (fixed: it is part of the draw order).
 NOISE_BLOCK = 256
@@ -52,11 +53,11 @@ class MABConfig:
     num_agents: int
     num_arms: int
     horizon: int
-    instance: Any = "uniform"
+    instance: InstanceName | Any = "uniform"
     instance_params: Mapping[str, Any] = field(default_factory=dict)
-    reward_model: str | RewardModel = "bernoulli"
+    reward_model: RewardModelName | RewardModel = "bernoulli"
     reward_params: Mapping[str, Any] = field(default_factory=dict)
-    topology: str | Topology | np.ndarray = "server"
+    topology: TopologyName | Topology | np.ndarray = "server"
     topology_params: Mapping[str, Any] = field(default_factory=dict)
     channel: ChannelConfig = field(default_factory=ChannelConfig)
     reward_tape: bool = False
@@ -65,12 +66,31 @@ class MABConfig:
 
     def __post_init__(self) -> None:
         for name, minimum in (("num_agents", 1), ("num_arms", 2), ("horizon", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+            check_int(name, getattr(self, name), minimum)
         if not isinstance(self.channel, ChannelConfig):
             raise TypeError(f"channel must be a ChannelConfig, got {type(self.channel).__name__}")
+        self.channel.check_agents(self.num_agents)
+        check_bool("reward_tape", self.reward_tape)
+        for name in ("instance_seed", "topology_seed"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), 0)
+        for name in ("instance_params", "reward_params", "topology_params"):
+            object.__setattr__(self, name, check_options(name, getattr(self, name)))
+        check_memory(f"FederatedMAB(num_agents={self.num_agents}, num_arms={self.num_arms})", self.memory_parts())
         object.__setattr__(self, "reward_model", make_reward_model(self.reward_model, **dict(self.reward_params)))
+        check_instance(self.instance, self.num_agents, self.num_arms, **dict(self.instance_params))
+        check_topology(self.topology, self.num_agents, **dict(self.topology_params))
+
+    def memory_parts(self, replicas: int = 1) -> dict[str, float]:
+        """Bytes of the largest arrays of ``replicas`` replicas (for :func:`~fedbandit_envs.validation.check_memory`).
+
+        Measured with ``tracemalloc`` at reset: about 24 B per (agent + 1)^2 link pair for the graph matrices
+        (adjacency, links, latency), 150 B more per agent pair for a complete graph's edge lists, and 2.5 kB
+        per agent for its name and spaces.
+        """
+        m, k = int(self.num_agents), int(self.num_arms)
+        dense = isinstance(self.topology, str) and self.topology == "complete"
+        return population_memory(m, replicas, (m + 1) ** 2 * (24 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
 
 
 class MessageHook(Protocol):
@@ -115,6 +135,7 @@ class FederatedMABCore:
         cfg = self.config
         if len(seeds) == 0:
             raise ValueError("reset needs at least one seed (one per replica)")
+        check_memory(f"{len(seeds)} replicas of {cfg.num_agents} agents", cfg.memory_parts(len(seeds)))
         streams = [SeedStreams.from_seed(s) for s in seeds]
         fixed_instance = SeedStreams.from_seed(cfg.instance_seed) if cfg.instance_seed is not None else None
         fixed_topology = SeedStreams.from_seed(cfg.topology_seed) if cfg.topology_seed is not None else None

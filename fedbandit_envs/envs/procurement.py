@@ -28,10 +28,11 @@ graph by default) and are delivered at once, to be used before the decisions of 
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -51,11 +52,25 @@ from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext, Obs
 from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
 from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
-from fedbandit_envs.topology import SERVER, Topology, build_topology
+from fedbandit_envs.topology import SERVER, Topology, build_topology, check_topology
+from fedbandit_envs.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_int_array,
+    check_keywords,
+    check_memory,
+    check_options,
+    check_real,
+    check_render_mode,
+    keyword_checked,
+    population_memory,
+)
 
 __all__ = [
     "INSTANCE_FAMILIES",
     "FedProcurementEnv",
+    "ProcurementConfig",
     "ProcurementContext",
     "ProcurementCore",
     "ProcurementFeedback",
@@ -117,12 +132,9 @@ class ProcurementInstance:
                 f"capacities must be integers >= 1 (units per round), got min {k.min()}; a negative or zero capacity "
                 "leaves the agent nothing to buy from that producer"
             )
-        alpha, rho = self.alpha, self.rho
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.number) or not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha (quality threshold) must be a number in [0, 1], got {alpha!r}")
-        if isinstance(rho, bool) or not isinstance(rho, int | float | np.number) or not (0.0 < rho < np.inf):
-            raise ValueError(f"rho (revenue per unit of quality) must be a finite number > 0, got {rho!r}")
-        if self.homogeneous and not (np.all(c == c[:1]) and np.all(k == k[:1])):
+        alpha = check_real("alpha (quality threshold)", self.alpha, 0.0, 1.0)
+        rho = check_real("rho (revenue per unit of quality)", self.rho, 0.0, MAX_RHO, exclusive_minimum=True)
+        if check_bool("homogeneous", self.homogeneous) and not (np.all(c == c[:1]) and np.all(k == k[:1])):
             raise ValueError("homogeneous=True needs the same costs and capacities for every agent")
         object.__setattr__(self, "quality", _read_only(q))
         object.__setattr__(self, "costs", _read_only(c))
@@ -176,6 +188,24 @@ class ProcurementInstance:
         )
 
 
+#: The largest revenue per unit of quality: costs lie in [0, 1], and far larger ratios (about 1e20 measured) leave
+#: the exact oracle's MILP without a feasible point within its tolerances.
+MAX_RHO = 1e12
+
+
+def procurement_memory(num_agents: int, num_producers: int, max_capacity: int, replicas: int = 1) -> dict[str, float]:
+    """Bytes of the largest arrays of a procurement core (see :func:`~fedbandit_envs.validation.check_memory`).
+
+    A complete graph takes about 174 B per (agent + 1)^2 pair (matrices and edge lists, as in the MAB core);
+    the noise block and the instance tables are (n, m) per slot of the block; the binomial search grid of the
+    oracles is m x (max capacity + 1)^2 floats, three times over while it is built.
+    """
+    n, m, k = int(num_agents), int(num_producers), int(max_capacity)
+    parts = population_memory(n, replicas, (n + 1) ** 2 * 174, (NOISE_BLOCK + 4) * n * m * 8)
+    parts["binomial search grid"] = m * (k + 1) ** 2 * 24
+    return parts
+
+
 def _draw_instance(
     rng: np.random.Generator,
     num_agents: int,
@@ -188,17 +218,16 @@ def _draw_instance(
     agent_pool: int | None,
 ) -> ProcurementInstance:
     """Draw q, then c, then k (for ``agent_pool`` agents, of which the first ``num_agents`` are kept)."""
-    for name, value, minimum in (("num_agents", num_agents, 1), ("num_producers", num_producers, 1)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    if isinstance(max_capacity, bool) or not isinstance(max_capacity, int | np.integer) or max_capacity < 1:
-        raise ValueError(
-            f"max_capacity must be an int >= 1 (capacities are drawn from 1..max_capacity), got {max_capacity!r}"
-        )
-    pool = num_agents if agent_pool is None else agent_pool
-    if isinstance(pool, bool) or not isinstance(pool, int | np.integer) or pool < num_agents:
-        raise ValueError(f"agent_pool must be an int >= num_agents ({num_agents}) or None, got {agent_pool!r}")
-    m = num_producers
+    num_agents = check_int("num_agents", num_agents, 1)
+    m = check_int("num_producers", num_producers, 1)
+    max_capacity = check_int("max_capacity", max_capacity, 1, hint=" (capacities are drawn from 1..max_capacity)")
+    pool = num_agents if agent_pool is None else check_int("agent_pool", agent_pool, num_agents, hint=" (num_agents)")
+    check_bool("homogeneous", homogeneous)
+    check_memory(
+        f"a procurement instance (num_agents={num_agents}, agent_pool={pool}, num_producers={m}, "
+        f"max_capacity={max_capacity})",
+        procurement_memory(pool, m, max_capacity),
+    )
     quality = draw(rng, (m,))
     if homogeneous:
         costs = np.broadcast_to(draw(rng, (m,)), (num_agents, m))
@@ -247,9 +276,8 @@ def normal_instance(
 
     Figs 3-5 use ``std = 0.2``, Fig 2 ``std = 0.1``. Other arguments as in :func:`uniform_instance`.
     """
-    centre = alpha if mean is None else mean
-    if not (np.isfinite(centre) and np.isfinite(std) and std >= 0):
-        raise ValueError(f"normal family needs a finite mean and std >= 0, got mean={mean!r}, std={std!r}")
+    centre = check_real("alpha", alpha) if mean is None else check_real("mean", mean)
+    std = check_real("std", std, 0.0)
     return _draw_instance(
         rng,
         num_agents,
@@ -287,6 +315,9 @@ def stress_instance(
     )
 
 
+#: An instance family accepted by name in :func:`build_instance` (the keys of :data:`INSTANCE_FAMILIES`).
+InstanceFamily = Literal["uniform", "normal", "stress"]
+
 #: Instance families by name: ``(num_agents, num_producers, rng, **params) -> ProcurementInstance``.
 INSTANCE_FAMILIES: dict[str, Callable[..., ProcurementInstance]] = {
     "uniform": uniform_instance,
@@ -307,19 +338,63 @@ def build_instance(
     ``params`` set to None are left to the family's defaults.
     """
     params = {k: v for k, v in params.items() if v is not None}
+    if not isinstance(instance_seed, np.random.SeedSequence):
+        check_int("instance_seed", instance_seed, 0)
     if isinstance(instance, ProcurementInstance):
         if params:
             raise ValueError(f"instance parameters {sorted(params)} are only for a family name, not a ready instance")
         return instance
-    if instance not in INSTANCE_FAMILIES:
-        raise ValueError(
-            f"instance must be one of {sorted(INSTANCE_FAMILIES)} or a ProcurementInstance, got {instance!r}"
+    if not isinstance(instance, str):
+        raise TypeError(
+            f"instance must be a family name ({', '.join(sorted(INSTANCE_FAMILIES))}) or a ProcurementInstance, "
+            f"got {type(instance).__name__}"
         )
+    family = INSTANCE_FAMILIES[check_choice("instance", instance, sorted(INSTANCE_FAMILIES))]
+    check_keywords(
+        f"bad parameters for the {instance!r} family:", params, list(inspect.signature(family).parameters)[3:]
+    )
     rng = SeedStreams.from_seed(instance_seed).generator("instance")
-    try:
-        return INSTANCE_FAMILIES[instance](num_agents, num_producers, rng, **params)
-    except TypeError as error:
-        raise TypeError(f"bad parameters for the {instance!r} family: {error}") from None
+    return family(num_agents, num_producers, rng, **params)
+
+
+@dataclass(frozen=True)
+class ProcurementConfig:
+    """Everything that defines a procurement problem (validated on construction, where the instance is drawn).
+
+    Attributes:
+        num_agents: n >= 1 aggregators (ignored when ``instance`` is a ProcurementInstance).
+        num_producers: m >= 1 producers (idem).
+        horizon: T >= 1 rounds.
+        instance: a family name (``"uniform"``, ``"normal"``, ``"stress"``) or a ProcurementInstance.
+        instance_params: options of the family (e.g. ``{"std": 0.1}``, ``{"max_capacity": 5}``).
+        alpha: quality threshold (default: the family's, 0.4; 0.7 for ``"stress"``).
+        rho: revenue per unit of quality (default: the family's, 1).
+        homogeneous: the same costs and capacities for every agent (default: the family's, False).
+        agent_pool: draw costs and capacities for this many agents and keep the first n (D-23).
+        instance_seed: the seed of the instance (fixed across resets).
+        problem: the instance (drawn from ``instance_seed`` for a family name, or the given one).
+    """
+
+    num_agents: int = 10
+    num_producers: int = 30
+    horizon: int = 1000
+    instance: InstanceFamily | ProcurementInstance = "uniform"
+    instance_params: Mapping[str, Any] | None = None
+    alpha: float | None = None
+    rho: float | None = None
+    homogeneous: bool | None = None
+    agent_pool: int | None = None
+    instance_seed: int = 0
+    problem: ProcurementInstance = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_int("horizon", self.horizon, 1)
+        object.__setattr__(self, "instance_params", check_options("instance_params", self.instance_params))
+        params = {"alpha": self.alpha, "rho": self.rho, "homogeneous": self.homogeneous, "agent_pool": self.agent_pool}
+        problem = build_instance(
+            self.instance, self.num_agents, self.num_producers, self.instance_seed, **self.instance_params, **params
+        )
+        object.__setattr__(self, "problem", problem)
 
 
 # ====================================================================================== protocol
@@ -429,11 +504,11 @@ class ProcurementCore:
     ) -> None:
         if not isinstance(instance, ProcurementInstance):
             raise TypeError(f"instance must be a ProcurementInstance, got {type(instance).__name__}")
-        if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer) or horizon < 1:
-            raise ValueError(f"horizon must be an int >= 1, got {horizon!r}")
+        self.horizon = check_int("horizon", horizon, 1)
+        check_memory(f"a procurement core of {instance.num_agents} agents", self._memory_parts(instance, 1))
         self.instance = instance
-        self.horizon = int(horizon)
         self.channel = Channel(channel or ChannelConfig())
+        check_topology(topology, instance.num_agents)
         self.topology = build_topology(topology, instance.num_agents)
         self.oracle = make_oracle(oracle)
         self.message_hooks: list[MessageHook] = []
@@ -450,6 +525,11 @@ class ProcurementCore:
         self._row_offset = np.arange(instance.num_producers) * (self._max_units + 1)
         self.slot = 0
 
+    @staticmethod
+    def _memory_parts(instance: ProcurementInstance, replicas: int) -> dict[str, float]:
+        """The memory parts of ``replicas`` replicas on ``instance`` (:func:`procurement_memory`)."""
+        return procurement_memory(instance.num_agents, instance.num_producers, instance.capacities.max(), replicas)
+
     def add_message_hook(self, hook: MessageHook) -> None:
         """Install a transformation of outgoing messages (DP noise, faults); takes effect at the next reset."""
         self.message_hooks.append(hook)
@@ -464,6 +544,7 @@ class ProcurementCore:
         """Start B = len(seeds) replicas; returns the empty feedback of slot -1."""
         if len(seeds) == 0:
             raise ValueError("reset needs at least one seed (one per replica)")
+        check_memory(f"{len(seeds)} replicas of a procurement core", self._memory_parts(self.instance, len(seeds)))
         inst = self.instance
         streams = [SeedStreams.from_seed(s) for s in seeds]
         b, n, m = len(streams), inst.num_agents, inst.num_producers
@@ -584,6 +665,7 @@ def inbox_messages(batches: Sequence[MessageBatch], num_agents: int, replica: in
     return [tuple(inbox) for inbox in inboxes]
 
 
+@keyword_checked
 class FedProcurementEnv(ParallelEnv):
     """Federated combinatorial procurement as a PettingZoo ``ParallelEnv`` (solanki-pfcb §6).
 
@@ -599,16 +681,8 @@ class FedProcurementEnv(ParallelEnv):
     Agents must not read them.
 
     Args:
-        num_agents: n >= 1 (ignored when ``instance`` is a ProcurementInstance).
-        num_producers: m >= 1 (idem).
-        horizon: T >= 1 rounds.
-        instance: a family name (``"uniform"``, ``"normal"``, ``"stress"``) or a ProcurementInstance.
-        instance_params: options of the family (e.g. ``{"std": 0.1}``, ``{"max_capacity": 5}``).
-        alpha: quality threshold (default: the family's, 0.4; 0.7 for ``"stress"``).
-        rho: revenue per unit of quality.
-        homogeneous: the same costs and capacities for every agent.
-        agent_pool: draw costs and capacities for this many agents and keep the first n (D-23).
-        instance_seed: the seed of the instance (fixed across resets).
+        num_agents, num_producers, horizon, instance, instance_params, alpha, rho, homogeneous, agent_pool,
+            instance_seed: the problem (see :class:`ProcurementConfig`; kept as :attr:`config`).
         oracle: the benchmark oracle (D-05): ``"greedy"`` (default) or ``"exact"``.
         topology: the communication graph (default ``"complete"``: peer-to-peer broadcast, §1.7).
         c2: cost of an agent-agent link used in a round; link_accounting, price_per_message,
@@ -645,19 +719,27 @@ class FedProcurementEnv(ParallelEnv):
         evaluation: bool = True,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        params = {"alpha": alpha, "rho": rho, "homogeneous": homogeneous, "agent_pool": agent_pool}
-        self.problem = build_instance(
-            instance, num_agents, num_producers, instance_seed, **dict(instance_params or {}), **params
+        check_render_mode(render_mode, self.metadata["render_modes"])
+        self.config = ProcurementConfig(
+            num_agents,
+            num_producers,
+            horizon,
+            instance,
+            instance_params,
+            alpha,
+            rho,
+            homogeneous,
+            agent_pool,
+            instance_seed,
         )
+        self.problem = self.config.problem
         costs = CostModel(
             c2=c2, link_accounting=link_accounting, price_per_message=price_per_message, price_per_byte=price_per_byte
         )
         channel = ChannelConfig(costs, drop_prob=drop_prob, record_messages=record_messages)
         self.core = ProcurementCore(self.problem, horizon, channel, topology, oracle)
         self.horizon = int(horizon)
-        self.evaluation = bool(evaluation)
+        self.evaluation = check_bool("evaluation", evaluation)
         self.render_mode = render_mode
         n, m = self.problem.num_agents, self.problem.num_producers
         self.possible_agents = [f"aggregator_{j}" for j in range(n)]
@@ -743,9 +825,7 @@ class FedProcurementEnv(ParallelEnv):
                     f"the action of {agent} must be a vector of {self.problem.num_producers} unit counts, "
                     f"got shape {vector.shape}"
                 )
-            if vector.dtype.kind not in "iu":
-                raise TypeError(f"the action of {agent} must hold integers (units), got dtype {vector.dtype}")
-            units[0, self._index[agent]] = vector
+            units[0, self._index[agent]] = check_int_array(f"the action of {agent} (units per producer)", vector, None)
         feedback = self.core.step(units)
         rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
         truncated = self.core.done

@@ -39,6 +39,14 @@ from fedbandit_envs.envs.linear import (
     linear_channel,
 )
 from fedbandit_envs.seeding import SeedStreams
+from fedbandit_envs.validation import (
+    check_choice,
+    check_int,
+    check_memory,
+    check_real,
+    keyword_checked,
+    population_memory,
+)
 
 __all__ = [
     "ORDERS",
@@ -263,17 +271,15 @@ class _ReplaySource(StreamSource):
     def _set_shape(self, log_shape: tuple[int, int, int, int], horizon: int | None, order: str, bound: float) -> None:
         """Set N, T, K, d from (users, events, K, d) of the log; ``horizon`` may shorten the replay."""
         num_users, num_events, num_arms, dimension = log_shape
-        if order not in ORDERS:
-            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-        if horizon is not None and not 1 <= int(horizon) <= num_events:
-            raise ValueError(f"horizon must be in [1, {num_events}] (the number of events), got {horizon}")
-        self.order = order
+        self.order = check_choice("order", order, ORDERS)
+        if horizon is not None:
+            horizon = check_int("horizon", horizon, 1, num_events, hint=f" (the log has {num_events} events)")
         self.num_agents = num_users
         self.num_arms = num_arms
         self.dimension = dimension
         self.global_dimension = dimension
         self.local_dimensions = (0,) * num_users
-        self.horizon = num_events if horizon is None else int(horizon)
+        self.horizon = num_events if horizon is None else horizon
         self.context_bound = bound
 
 
@@ -327,22 +333,28 @@ class StandInSource(_ReplaySource):
         order: str = "random_user",
         instance_seed: int | None = None,
     ) -> None:
-        if isinstance(profile, str):
-            if profile not in PROFILES:
-                raise ValueError(f"profile must be one of {sorted(PROFILES)} or a ReplayProfile, got {profile!r}")
-            profile = PROFILES[profile]
+        if not isinstance(profile, ReplayProfile):
+            profile = PROFILES[check_choice("profile", profile, sorted(PROFILES))]
         self.profile = profile
-        self.users = int(profile.num_users if num_users is None else num_users)
-        self.events_scale = float(events_scale)
-        self.rho = float(profile.rho if rho is None else rho)
-        self.beta = float(profile.beta if beta is None else beta)
-        self.catalogue_size, self.num_features = int(catalogue_size), int(dimension)
+        self.users = check_int("num_users", profile.num_users if num_users is None else num_users, 1)
+        self.events_scale = check_real("events_scale", events_scale, 0.0, exclusive_minimum=True)
+        self.rho = check_real("rho", profile.rho if rho is None else rho, 0.0, 1.0)
+        self.beta = check_real("beta", profile.beta if beta is None else beta, 0.0)
+        self.catalogue_size = check_int("catalogue_size", catalogue_size, 2)
+        self.num_features = check_int("dimension", dimension, 1)
+        self.pool_size = check_int("num_arms", num_arms, 2, self.catalogue_size, hint=" (at most catalogue_size)")
+        if instance_seed is not None:
+            check_int("instance_seed", instance_seed, 0)
         self.instance_seed = instance_seed
-        if self.users < 1 or not self.events_scale > 0 or not 0.0 <= self.rho <= 1.0 or self.beta < 0:
-            raise ValueError("need num_users >= 1, events_scale > 0, 0 <= rho <= 1 and beta >= 0")
-        if not 2 <= int(num_arms) <= self.catalogue_size or self.num_features < 1:
-            raise ValueError(f"need 2 <= num_arms <= catalogue_size ({self.catalogue_size}) and dimension >= 1")
-        self.pool_size = int(num_arms)
+        events = self.users * profile.total_events / profile.num_users * self.events_scale
+        check_memory(
+            f"StandInSource(num_users={self.users}, events_scale={self.events_scale})",
+            {
+                "logged pools (events x num_arms x 8 B, twice)": 16 * events * self.pool_size,
+                "catalogue features (catalogue_size x dimension x 8 B)": 8 * self.catalogue_size * self.num_features,
+                **population_memory(self.users, 1, (self.users + 1) ** 2 * 24, 0),
+            },
+        )
         self.user_counts = self.counts(SeedStreams.from_seed(0 if instance_seed is None else instance_seed))
         shape = (self.users, int(self.user_counts.sum()), self.pool_size, self.num_features)
         self._set_shape(shape, horizon, order, 1.0)
@@ -410,6 +422,7 @@ def _distinct_rows(rng: np.random.Generator, rows: int, size: int, population: i
 
 
 # ---------------------------------------------------------------------- PettingZoo environments
+@keyword_checked
 class ReplayStandIn(FederatedLinear):
     """The synthetic stand-in of LastFM / Delicious / MovieLens as a PettingZoo ``ParallelEnv``.
 
@@ -469,6 +482,7 @@ class ReplayStandIn(FederatedLinear):
         self._setup(source, channel, coordinator, render_mode)
 
 
+@keyword_checked
 class ReplayLogEnv(FederatedLinear):
     """Replay of real logged files (see the module docstring for the format) as a PettingZoo ``ParallelEnv``.
 

@@ -1,0 +1,301 @@
+"""One validation layer for every input that enters the suite (constructors, ``make`` keywords, actions, messages).
+
+Every check raises a ``ValueError`` or ``TypeError`` whose message names the bad argument and says how to
+fix it, at construction or parse time, before any state changes:
+
+* :func:`check_int`: integers are integers (Python or numpy integers; never ``bool``, ``float`` or ``str``),
+  within ``[minimum, maximum]`` (the default maximum is the largest int64, so no later ``OverflowError``);
+* :func:`check_real`: real numbers (not ``bool`` or ``str``), finite unless told otherwise, within bounds;
+* :func:`check_bool`: flags are ``True`` or ``False`` (not ``1`` or ``"yes"``);
+* :func:`check_choice`: a string option with a "did you mean" suggestion (:func:`did_you_mean`);
+* :func:`check_keywords`: keyword names against the accepted ones, again with a suggestion;
+  :func:`keyword_checked` applies it to a class's constructor;
+* :func:`check_int_array`: the vectorised integer check of a header array (message senders, recipients, counts);
+* :func:`check_memory`: a size limit derived from the memory a configuration needs (:class:`MemoryLimitError`).
+
+The memory limit is :data:`DEFAULT_MEMORY_LIMIT` bytes unless the environment variable
+:data:`MEMORY_LIMIT_VARIABLE` gives another number of GiB (e.g. ``FEDBANDIT_MEMORY_LIMIT_GIB=64``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral, Real
+from typing import Any, TypeVar
+
+import numpy as np
+
+__all__ = [
+    "AGENT_OVERHEAD",
+    "DEFAULT_MEMORY_LIMIT",
+    "INT64_MAX",
+    "INT64_MIN",
+    "MEMORY_LIMIT_VARIABLE",
+    "MemoryLimitError",
+    "check_bool",
+    "check_choice",
+    "check_int",
+    "check_int_array",
+    "check_keywords",
+    "check_options",
+    "check_memory",
+    "check_real",
+    "check_render_mode",
+    "check_seeds",
+    "did_you_mean",
+    "keyword_checked",
+    "memory_limit",
+    "population_memory",
+]
+
+#: The range of an integer argument unless told otherwise (every count and index is stored as int64).
+INT64_MIN: int = int(np.iinfo(np.int64).min)
+INT64_MAX: int = int(np.iinfo(np.int64).max)
+
+#: Bytes one environment (or batched core) may need at construction and reset unless raised (8 GiB).
+DEFAULT_MEMORY_LIMIT: int = 8 * 2**30
+
+#: The environment variable that sets the memory limit in GiB (a positive number).
+MEMORY_LIMIT_VARIABLE = "FEDBANDIT_MEMORY_LIMIT_GIB"
+
+_T = TypeVar("_T")
+
+
+class MemoryLimitError(ValueError):
+    """A configuration would need more memory than the limit (a ``ValueError`` naming the sizes and the fix)."""
+
+
+def _describe(value: Any) -> str:
+    """``value`` and its type for an error message (long reprs shortened)."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def check_int(
+    name: str, value: Any, minimum: int | None = INT64_MIN, maximum: int | None = INT64_MAX, *, hint: str = ""
+) -> int:
+    """Return ``value`` as a Python int after checking it is an integer in ``[minimum, maximum]``.
+
+    Python and numpy integers (and 0-d integer arrays) are accepted; ``bool``, floats (even ``2.0``) and strings
+    are refused with a ``TypeError``; a value out of range raises a ``ValueError``. The default range is that of
+    int64 (so no later ``OverflowError``); ``None`` bounds are open. ``hint`` is appended to a range error.
+    """
+    if type(value) is int:  # the common case, without the checks below
+        number = value
+    else:
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+            value = value[()]
+        if isinstance(value, bool | np.bool_) or not isinstance(value, Integral):
+            raise TypeError(f"{name} must be an integer (Python or numpy int; not bool, float), got {_describe(value)}")
+        number = int(value)
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {number}{hint}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {number}{hint}")
+    return number
+
+
+def check_real(
+    name: str,
+    value: Any,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    finite: bool = True,
+    exclusive_minimum: bool = False,
+) -> float:
+    """Return ``value`` as a float after checking it is a real number within the bounds.
+
+    Python and numpy integers and floats are accepted; ``bool`` and strings raise a ``TypeError``. NaN always
+    raises; infinities raise unless ``finite=False``. ``exclusive_minimum`` makes the lower bound strict.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {_describe(value)}; pass e.g. {name}=0.5")
+    number = float(value)
+    if np.isnan(number) or (finite and not np.isfinite(number)):
+        raise ValueError(f"{name} must be a finite number, got {number}")
+    if minimum is not None and (number <= minimum if exclusive_minimum else number < minimum):
+        raise ValueError(f"{name} must be {'>' if exclusive_minimum else '>='} {minimum}, got {number}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {number}")
+    return number
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` as a bool after checking it is one (``bool`` or ``numpy.bool_``; not 0/1 or a string)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
+    return bool(value)
+
+
+def did_you_mean(value: Any, options: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest option to ``value`` (``difflib``), or ``""`` for none."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [str(o) for o in options], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_choice(name: str, value: Any, options: Sequence[str]) -> str:
+    """Return ``value`` if it is one of the string ``options``, else raise naming ``name``.
+
+    A string that is not an option raises a ``ValueError`` with a "did you mean"; any other value (a number,
+    an array, None) raises a ``TypeError``.
+    """
+    if isinstance(value, str) and value in options:
+        return str(value)
+    listed = ", ".join(repr(o) for o in options)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {listed}, got {_describe(value)}")
+    raise ValueError(f"{name} must be one of {listed}, got {value!r}{did_you_mean(value, options)}")
+
+
+def check_render_mode(render_mode: Any, modes: Sequence[str] = ("ansi",)) -> str | None:
+    """Return ``render_mode`` after checking it is None or one of ``modes`` (an environment's declared modes)."""
+    return None if render_mode is None else check_choice("render_mode", render_mode, modes)
+
+
+def check_keywords(where: str, given: Iterable[str], accepted: Iterable[str]) -> None:
+    """Raise a ``TypeError`` naming the first keyword of ``given`` not in ``accepted``, with a suggestion."""
+    allowed = list(accepted)
+    for keyword in given:
+        if keyword not in allowed:
+            raise TypeError(
+                f"{where} got an unexpected keyword argument {keyword!r}{did_you_mean(keyword, allowed)}; "
+                f"accepted: {', '.join(allowed)}"
+            )
+
+
+def keyword_checked(cls: type[_T]) -> type[_T]:
+    """Class decorator: an unknown constructor keyword raises a ``TypeError`` with a "did you mean".
+
+    The constructor's signature is read once; it must not take ``**kwargs``. Known keywords cost one set
+    difference per construction.
+    """
+    init = cls.__init__
+    parameters = list(inspect.signature(init).parameters.values())[1:]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        raise TypeError(f"keyword_checked needs a constructor without **kwargs; {cls.__name__} has one")
+    names = [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    known = frozenset(names)
+
+    @functools.wraps(init)
+    def checked_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not known.issuperset(kwargs):
+            check_keywords(cls.__name__, kwargs, names)
+        init(self, *args, **kwargs)
+
+    cls.__init__ = checked_init  # type: ignore[misc]
+    return cls
+
+
+def check_int_array(name: str, values: Any, minimum: int | None, maximum: int = INT64_MAX) -> np.ndarray:
+    """Return ``values`` as a 1-D int64 array after a vectorised check of its dtype and range.
+
+    Integer arrays (any width) and lists of Python or numpy integers are accepted; bool, float, string and
+    object arrays (e.g. integers beyond int64) raise. An empty input gives an empty int64 array. A ``None``
+    minimum is open (the caller checks ids against the topology).
+    """
+    if type(values) is np.ndarray and values.dtype == np.int64:
+        array = values.reshape(-1)
+    else:
+        array = np.asarray(values)
+        if array.size == 0:
+            return np.zeros(0, np.int64)
+        if array.dtype.kind == "O":
+            for entry in array.reshape(-1):
+                check_int(f"{name} (every row)", entry, minimum, maximum)
+        if array.dtype.kind not in "iu":
+            raise TypeError(f"{name} must hold integers, got dtype {array.dtype}; pass int ids (numpy ints are fine)")
+        if array.dtype.kind == "u" and int(array.max()) > maximum:
+            raise ValueError(f"{name} must be <= {maximum} for every row, got {int(array.max())}")
+        array = array.astype(np.int64, copy=False).reshape(-1)
+    if minimum is not None and array.size and int(array.min()) < minimum:
+        raise ValueError(f"{name} must be >= {minimum} for every row, got {int(array[array < minimum][0])}")
+    if array.size and int(array.max()) > maximum:
+        raise ValueError(f"{name} must be <= {maximum} for every row, got {int(array[array > maximum][0])}")
+    return array
+
+
+def check_seeds(seeds: Any) -> list[int]:
+    """Return ``seeds`` as a non-empty list of non-negative Python ints, else raise.
+
+    A bare int is refused with the fix: ``seeds=range(3)`` for three runs, ``seeds=[3]`` for the run of seed 3.
+    """
+    if isinstance(seeds, Integral) or isinstance(seeds, str | bytes) or not isinstance(seeds, Iterable):
+        raise TypeError(
+            f"seeds must be a sequence of seeds (one run per seed), got {_describe(seeds)}; "
+            f"pass seeds=range(n) for n runs or seeds=[s] for the run of seed s"
+        )
+    listed = list(seeds)
+    if not listed:
+        raise ValueError("seeds must not be empty; pass e.g. seeds=range(3)")
+    return [check_int(f"seeds[{index}]", seed, 0) for index, seed in enumerate(listed)]
+
+
+def check_options(name: str, value: Any) -> dict[str, Any]:
+    """A dict copy of an options mapping such as ``instance_params`` (None gives ``{}``), keys checked to be str."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of options or None, got {_describe(value)}; pass e.g. {name}={{}}")
+    for key in value:
+        if not isinstance(key, str):
+            raise TypeError(f"{name} keys must be option names (str), got {_describe(key)}")
+    return dict(value)
+
+
+#: Bytes per agent outside the state arrays (its name, its spaces, its dict entries), measured with tracemalloc.
+AGENT_OVERHEAD = 2560
+
+
+def population_memory(num_agents: int, replicas: int, graph: float, tables: float) -> dict[str, float]:
+    """The memory parts of a population: ``graph`` and ``tables`` bytes per replica, plus the per-agent objects."""
+    return {
+        "agent-graph matrices": replicas * graph,
+        "per-agent state tables": replicas * tables,
+        "agent names and spaces": num_agents * AGENT_OVERHEAD,
+    }
+
+
+def memory_limit() -> int:
+    """The memory limit in bytes: :data:`MEMORY_LIMIT_VARIABLE` (GiB) if set, else :data:`DEFAULT_MEMORY_LIMIT`."""
+    raw = os.environ.get(MEMORY_LIMIT_VARIABLE)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_MEMORY_LIMIT
+    try:
+        gib = float(raw)
+    except ValueError:
+        raise ValueError(f"{MEMORY_LIMIT_VARIABLE} must be a number of GiB such as 16, got {raw!r}") from None
+    if not (np.isfinite(gib) and gib > 0):
+        raise ValueError(f"{MEMORY_LIMIT_VARIABLE} must be a positive number of GiB, got {raw!r}")
+    return int(gib * 2**30)
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.3g} GiB"
+
+
+def check_memory(what: str, parts: dict[str, float]) -> None:
+    """Raise :class:`MemoryLimitError` if the arrays ``parts`` (name -> bytes) of ``what`` exceed the limit.
+
+    The message gives the total, the largest parts (the why) and how to raise the limit.
+    """
+    total = float(sum(parts.values()))
+    limit = memory_limit()
+    if total <= limit:
+        return
+    largest = sorted(parts.items(), key=lambda item: -item[1])[:3]
+    why = ", ".join(f"{name} {_gib(size)}" for name, size in largest)
+    raise MemoryLimitError(
+        f"{what} would need about {_gib(total)} of memory ({why}), above the limit of {_gib(limit)}; "
+        f"use smaller sizes, or raise the limit with the environment variable {MEMORY_LIMIT_VARIABLE}"
+    )

@@ -1,0 +1,225 @@
+"""Property-based fuzzing of every registered id with malformed constructor arguments, actions and messages.
+
+Properties (issue 19):
+
+* a malformed constructor argument raises ``ValueError`` or ``TypeError`` (or a documented subclass such as
+  ``MemoryLimitError``) whose message names the argument, at construction; a construction that succeeds
+  also resets;
+* a malformed step raises ``ValueError`` or ``TypeError`` whose message names what is wrong, and afterwards
+  the environment behaves exactly as a twin that never saw the bad step (same observations, rewards,
+  terminations, truncations and infos, slot after slot).
+
+Examples are bounded (``max_examples`` below, ``deadline=None``) so the module stays well under a minute.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pettingzoo
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fedbandit_envs  # noqa: F401  (registers the ids)
+from fedbandit_envs import SERVER, Message
+from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
+
+PARALLEL_IDS = sorted(PARALLEL_ENVS)
+GYMNASIUM_IDS = sorted(GYMNASIUM_ENVS)
+
+#: Examples per id and property (10 parallel + 5 Gymnasium ids).
+CONSTRUCTOR_EXAMPLES = 30
+STEP_EXAMPLES = 20
+FUZZ = settings(
+    max_examples=CONSTRUCTOR_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+#: Values that are wrong for most arguments: wrong types, out-of-range and non-finite numbers, containers.
+BAD_VALUES = st.sampled_from(
+    [
+        2**70,
+        -(2**70),
+        -1,
+        0,
+        10**12,
+        1.5,
+        -0.5,
+        float("nan"),
+        float("inf"),
+        "1",
+        "rign",
+        "",
+        True,
+        None,
+        np.float64(2.0),
+        np.array([1, 2]),
+        np.zeros((2, 2)),
+        [0],
+        {"a": 1},
+    ]
+)
+
+#: Wrong arms (or unit vectors) of one agent.
+BAD_ARMS = st.sampled_from(
+    [2**70, -(2**70), -1, 10**9, 1.5, "1", True, None, np.float64(1.0), [0, 1], np.array([0, 1]), {"arm": 0, "x": 1}]
+)
+
+
+def keywords(entry_point: str) -> list[str]:
+    """The constructor keywords of an entry point (``coordinator``: an object, not fuzzed)."""
+    module, name = entry_point.split(":")
+    cls = getattr(__import__(module, fromlist=[name]), name)
+    return [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "coordinator")]
+
+
+def core_message(error: BaseException) -> str:
+    """The environment's own message (Gymnasium appends "was raised from the environment creator ...")."""
+    return str(error).split(" was raised from the environment creator")[0]
+
+
+def names_the_argument(message: str, name: str, value: Any) -> bool:
+    """Whether ``message`` names ``name`` (in code or prose; for an options dict, naming its unknown option)."""
+    if name in message or name.replace("_", " ") in message:
+        return True
+    return name.endswith("_params") and isinstance(value, dict) and all(key in message for key in value)
+
+
+def build(env_id: str, **kwargs: Any) -> Any:
+    """A parallel or Gymnasium environment of ``env_id`` with the id's small test keywords overridden."""
+    if env_id in PARALLEL_ENVS:
+        return pettingzoo.make("parallel", env_id, **{**PARALLEL_ENVS[env_id].test_kwargs, **kwargs})
+    return gymnasium.make(env_id, **{**GYMNASIUM_ENVS[env_id].test_kwargs, **kwargs})
+
+
+def entry_point(env_id: str) -> str:
+    return (PARALLEL_ENVS.get(env_id) or GYMNASIUM_ENVS[env_id]).entry_point
+
+
+# ---------------------------------------------------------------------------------------- constructors
+@pytest.mark.parametrize("env_id", PARALLEL_IDS + GYMNASIUM_IDS)
+@FUZZ
+@given(data=st.data())
+def test_malformed_constructor_argument_is_refused_by_name(env_id, data):
+    names = keywords(entry_point(env_id))
+    if env_id in GYMNASIUM_ENVS:  # gymnasium.make reads render_mode itself before the environment is built
+        names.remove("render_mode")
+    typos = [name[:-1] for name in names if len(name) > 3]
+    name = data.draw(st.sampled_from(names + typos), label="keyword")
+    value = data.draw(BAD_VALUES, label="value")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env = build(env_id, **{name: value})
+    except (ValueError, TypeError) as error:
+        message = core_message(error)
+        assert names_the_argument(message, name, value), f"{name}={value!r} raised {message!r}"
+        return
+    env.reset(seed=0)  # a configuration accepted at construction is usable: no error is left for reset
+
+
+# ---------------------------------------------------------------------------------------- steps (parallel ids)
+def malformed_parallel_action(env: Any, data: st.DataObject) -> tuple[dict, str]:
+    """Valid actions of every live agent with one corruption; returns them and a pattern the error must match."""
+    agents = list(env.agents)
+    actions = {a: env.action_space(a).sample() for a in agents}
+    core = env.unwrapped.core
+    acting = agents
+    if getattr(core, "phase", None) == "act":  # linear: only the active clients' actions are read
+        acting = [env.possible_agents[i] for i in core.clients[0].tolist()]
+    agent = data.draw(st.sampled_from(acting), label="agent")
+    index = env.possible_agents.index(agent)
+    kind = data.draw(st.sampled_from(["arm", "missing", "unknown", "message", "not a message"]), label="kind")
+    if kind == "missing":
+        if "linear" in env.metadata["name"].lower() or "replay" in env.metadata["name"].lower():
+            kind = "unknown"  # the linear environments accept omitted idle clients
+        else:
+            del actions[agent]
+            return actions, "missing"
+    if kind == "unknown":
+        actions["agent_999"] = actions[agent]
+        return actions, "unknown"
+    procurement = "aggregator" in agent
+    if kind == "arm" and getattr(core, "phase", None) == "report":
+        kind = "message"  # the linear report step reads messages only (documented: arms are not read there)
+    if kind == "arm" or procurement:
+        arm = data.draw(BAD_ARMS, label="arm")
+        if isinstance(arm, dict):
+            arm = {**arm, "arm": 0}
+        actions[agent] = arm
+        return actions, "arm" if not procurement else agent
+    if kind == "not a message":
+        actions[agent] = {"arm": 0, "messages": [data.draw(st.sampled_from(["hello", {"sender": index}, 3]))]}
+        return actions, "Message"
+    fields = {
+        "sender": data.draw(st.sampled_from([index, index + 1, 2**70, 0.0, -5, True]), label="sender"),
+        "recipient": data.draw(st.sampled_from([10**6, -7, 1.5, "1", 2**70, SERVER]), label="recipient"),
+        "count": data.draw(st.sampled_from([1, 0, -1, 1.5, 2**70]), label="count"),
+        "payload": data.draw(st.sampled_from([{}, {"v": [np.nan]}, {"v": ["a"]}, "payload"]), label="payload"),
+    }
+    actions[agent] = {"arm": 0, "messages": [("message", fields)]}
+    return actions, "(?i)sender|recipient|count|payload|message|send"
+
+
+def with_messages_built(actions: dict) -> dict:
+    """Build the Message objects described in ``actions`` (construction errors belong to the bad step)."""
+    built = {}
+    for agent, action in actions.items():
+        if isinstance(action, dict) and isinstance(action.get("messages"), list):
+            messages = [Message(kind="x", **m[1]) if isinstance(m, tuple) else m for m in action["messages"]]
+            action = {**action, "messages": messages}
+        built[agent] = action
+    return built
+
+
+def twins(env_id: str, seed: int) -> tuple[Any, Any]:
+    """Two environments of ``env_id`` reset with ``seed`` (checked equal): one gets the bad steps, one does not."""
+    env, twin = build(env_id), build(env_id)
+    assert data_equivalence(env.reset(seed=seed), twin.reset(seed=seed), exact=True)
+    return env, twin
+
+
+def reject_then_compare(env: Any, twin: Any, bad: Callable[[], Any], valid: Any, pattern: str) -> None:
+    """``env.step(bad())`` raises ValueError/TypeError matching ``pattern``; then a valid step equals the twin's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises((ValueError, TypeError), match=pattern):
+            env.step(bad())
+        assert data_equivalence(env.step(valid), twin.step(valid), exact=True)
+
+
+@pytest.mark.parametrize("env_id", PARALLEL_IDS)
+@settings(FUZZ, max_examples=STEP_EXAMPLES)
+@given(data=st.data(), seed=st.integers(0, 2**16))
+def test_rejected_parallel_step_changes_nothing(env_id, data, seed):
+    env, twin = twins(env_id, seed)
+    for i, agent in enumerate(env.possible_agents):
+        env.action_space(agent).seed(seed + i)
+    for _ in range(data.draw(st.integers(1, 4), label="steps")):
+        if not env.agents:
+            break
+        actions, pattern = malformed_parallel_action(env, data)
+        valid = {a: env.action_space(a).sample() for a in env.agents}
+        reject_then_compare(env, twin, lambda actions=actions: with_messages_built(actions), valid, pattern)
+
+
+# ---------------------------------------------------------------------------------------- steps (Gymnasium views)
+@pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
+@settings(FUZZ, max_examples=STEP_EXAMPLES)
+@given(data=st.data(), seed=st.integers(0, 2**16))
+def test_rejected_view_step_changes_nothing(env_id, data, seed):
+    env, twin = twins(env_id, seed)
+    env.action_space.seed(seed)
+    for _ in range(data.draw(st.integers(1, 4), label="steps")):
+        bad = data.draw(BAD_ARMS, label="action")
+        reject_then_compare(env, twin, lambda bad=bad: bad, env.action_space.sample(), "action|arm|unit|integer")
