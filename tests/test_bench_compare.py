@@ -119,27 +119,11 @@ def test_cli_compare_with_a_bad_agent_writes_nothing(tmp_path, capsys):
     assert "does not implement the protocol" in capsys.readouterr().err
 
 
-LEARNER_PACKAGE = '''
-import numpy as np
+def _learner_source() -> str:
+    """A module holding this file's EpsGreedy, as a user's learner package would."""
+    import inspect
 
-from agents.base import Agent
-
-
-class Greedy(Agent):
-    """Pull each arm once, then the best empirical mean."""
-
-    def reset(self, agent_id, context, rng):
-        self.counts = np.zeros(context.num_arms)
-        self.sums = np.zeros(context.num_arms)
-
-    def act(self, observation):
-        if observation["arm"] >= 0:
-            self.counts[observation["arm"]] += 1
-            self.sums[observation["arm"]] += float(observation["reward"])
-        if self.counts.min() == 0:
-            return int(np.argmin(self.counts))
-        return int(np.argmax(self.sums / self.counts))
-'''
+    return "import numpy as np\n\nfrom agents.base import Agent\n\n\n" + inspect.getsource(EpsGreedy)
 
 
 def _compare_command(*extra: str, out) -> list[str]:
@@ -154,7 +138,7 @@ def _compare_command(*extra: str, out) -> list[str]:
         script,
         "compare",
         "--agent",
-        "mylearners.greedy:Greedy",
+        "mylearners.greedy:EpsGreedy",
         "--scenario",
         "suite/baselines",
         "--out",
@@ -177,53 +161,36 @@ def _write_learner_package(folder):
     package = folder / "mylearners"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "greedy.py").write_text(LEARNER_PACKAGE)
+    (package / "greedy.py").write_text(_learner_source())
+
+
+def _compare_in(folder, *extra: str, out):
+    """Run the console script in ``folder`` with only the library itself on PYTHONPATH (as an installed package)."""
+    import os
+    import subprocess
+
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # explicit for a worktree
+    return subprocess.run(_compare_command(*extra, out=out), cwd=folder, env=env, capture_output=True, text=True)
 
 
 def test_cli_compare_imports_a_learner_from_the_working_directory(tmp_path):
     """Run from the folder that holds the package, as with ``python -m``: no PYTHONPATH needed (pool workers too)."""
-    import os
-    import subprocess
-
     _write_learner_package(tmp_path / "project")
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = repo  # the library itself (installed editable in CI; explicit for a worktree)
-    done = subprocess.run(
-        _compare_command(out=tmp_path / "out"), cwd=tmp_path / "project", env=env, capture_output=True, text=True
-    )
+    done = _compare_in(tmp_path / "project", out=tmp_path / "out")
     assert done.returncode == 0, done.stderr
-    assert "| Greedy |" in done.stdout
+    assert "| EpsGreedy |" in done.stdout
 
 
 def test_cli_compare_path_option_and_an_error_naming_the_searched_path(tmp_path):
-    import os
-    import subprocess
-
     _write_learner_package(tmp_path / "elsewhere")
     (tmp_path / "work").mkdir()
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    missing = subprocess.run(
-        _compare_command(out=tmp_path / "out1"), cwd=tmp_path / "work", env=env, capture_output=True, text=True
-    )
+    missing = _compare_in(tmp_path / "work", out=tmp_path / "out1")
     assert missing.returncode == 2
     assert "cannot import module 'mylearners.greedy'" in missing.stderr
     assert str(tmp_path / "work") in missing.stderr and "--path" in missing.stderr
-    found = subprocess.run(
-        _compare_command("--path", str(tmp_path / "elsewhere"), out=tmp_path / "out2"),
-        cwd=tmp_path / "work",
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    found = _compare_in(tmp_path / "work", "--path", str(tmp_path / "elsewhere"), out=tmp_path / "out2")
     assert found.returncode == 0, found.stderr
-    assert "| Greedy |" in found.stdout
-    bad = subprocess.run(
-        _compare_command("--path", str(tmp_path / "nowhere"), out=tmp_path / "out3"),
-        cwd=tmp_path / "work",
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    assert "| EpsGreedy |" in found.stdout
+    bad = _compare_in(tmp_path / "work", "--path", str(tmp_path / "nowhere"), out=tmp_path / "out3")
     assert bad.returncode == 2 and "is not a directory" in bad.stderr
