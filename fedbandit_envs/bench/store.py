@@ -474,6 +474,8 @@ class ResultStore:
 
     def move_aside(self) -> list[Path]:
         """Move the damaged entries found by :meth:`scan` to ``damaged/`` (a clash gets a counter); new paths."""
+        if not self.damaged:
+            return []
         target = check_writable(self.directory / DAMAGED)
         moved = []
         for error in self.damaged:
