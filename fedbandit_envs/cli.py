@@ -174,7 +174,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise ValueError(f"--seeds must be a number of runs >= 1, got {args.seeds}")
     seeds = list(range(args.seeds))
-    FederatedMAB(**env_kwargs)  # every check of the settings, before anything runs or is written
+    FederatedMAB(**env_kwargs).reset(seed=0)  # every check of the settings, before anything runs or is written
     for algorithm in args.algorithms:
         make_algorithm(algorithm)
     checkpoint_slots(args.horizon, args.checkpoints)
@@ -352,7 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedbandit`` command.
 
     Errors in the input (``ValueError``, ``TypeError``, ``ImportError``, ``OSError`` such as an output
-    path that is a file, and failed jobs) print one line on stderr and return 2; argparse errors exit
+    path that is a file, ``OverflowError`` and ``MemoryError`` from sizes too large, and failed jobs)
+    print one line on stderr and return 2; argparse errors exit
     with status 2 as usual; anything else keeps its traceback. Warnings print one line each.
     """
     from fedbandit_envs.bench.backends import JobFailed
@@ -366,8 +367,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "run":
                 return _run(args)
             return COMMANDS[args.command](args)
-        except (ValueError, TypeError, ImportError, OSError, JobFailed) as error:
+        except (ValueError, TypeError, ImportError, OSError, OverflowError, JobFailed) as error:
             print(f"fedbandit {args.command}: error: {' '.join(str(error).split())}", file=sys.stderr)
+            return 2
+        except MemoryError as error:  # sizes given on the command line that do not fit in memory
+            print(f"fedbandit {args.command}: error: out of memory ({error}); give smaller sizes", file=sys.stderr)
             return 2
 
 
