@@ -303,11 +303,17 @@ def _report(args: argparse.Namespace) -> int:
 
 def _replicate(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.report import paper_scenarios, write_replication_report
+    from fedbandit_envs.bench.store import DamagedPartWarning
     from fedbandit_envs.bench.sweep import run_sweep
 
     chosen = paper_scenarios()
     if not chosen:
         print("no paper scenarios are registered yet; `fedbandit list` shows the catalogue")
+    if not args.dry_run:  # every scenario's settings are checked before the first one writes anything
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DamagedPartWarning)  # the real run names them
+            for name in chosen:
+                run_sweep(name, args.root / name, dry_run=True, **_sweep_kwargs(args))
     for name in chosen:
         summary = run_sweep(name, args.root / name, dry_run=args.dry_run, **_sweep_kwargs(args))
         print(summary.describe())

@@ -327,3 +327,9 @@ def test_run_checks_settings_before_running(option, message, tmp_path, capsys):
     assert main(["run", "--out", str(tmp_path / "r"), "--horizon", "10", "--no-plot", "--no-progress", *option]) == 2
     captured = capsys.readouterr()
     assert message in captured.err and captured.out == "" and not (tmp_path / "r").exists()
+
+
+def test_replicate_checks_every_scenario_before_writing(tmp_path, capsys):
+    assert main(["replicate", "--root", str(tmp_path / "r"), "--set", "horizon=-5", "--backend", "inprocess"]) == 2
+    assert "with --set horizon=-5: ValueError: " in capsys.readouterr().err  # the first paper scenario's check
+    assert not (tmp_path / "r").exists()
