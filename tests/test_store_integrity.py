@@ -257,6 +257,7 @@ def test_unreadable_config_is_one_line(stored, capsys):
         ("checkpoints=[0]", "checkpoints must lie in [1, 1000], got [0]"),
         ("checkpoints=0", "checkpoints must be a count >= 1 or a list of slots"),
         ("c2=-1", "c2 must be a finite number >= 0, got -1"),
+        ("horizon=1180591620717411303424", "with --set horizon=1180591620717411303424: OverflowError"),
         ('sweep={"env.c2": 1}', "sweep values of 'env.c2' must be a non-empty list"),
     ],
 )

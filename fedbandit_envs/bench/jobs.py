@@ -354,7 +354,7 @@ def check_jobs(
             horizon = _horizon(env) if env is not None else None
             if horizon is not None:
                 checkpoint_slots(horizon, job.checkpoints)
-        except (ValueError, TypeError, KeyError, IndexError, ImportError, AttributeError) as error:
+        except (ValueError, TypeError, KeyError, IndexError, ImportError, AttributeError, ArithmeticError) as error:
             unknown = [key for key in overrides if key not in {*SCENARIO_KEYS, *defined}]
             if unknown:
                 _check_keys(job, scenario, unknown)
