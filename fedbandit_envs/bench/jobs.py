@@ -389,21 +389,22 @@ def _check_keys(job: Job, scenario: Scenario, keys: Sequence[str]) -> None:
             )
 
 
-def execute(job: Job, progress: bool = False) -> JobResult:
-    """Run a job through its scenario's runner and prefix the rows with scenario, algorithm and parameters.
-
-    Raises ValueError if the runner returns no rows for some seeds (see :func:`missing_seeds`).
-    """
-    start = time.perf_counter()
-    results = _runner_call(job, progress)
-    sim_time = time.perf_counter() - start
-    lacking = missing_seeds(results, job.seeds)
+def check_result(result: JobResult) -> None:
+    """Raise ValueError if the job's runner returned no rows for some of its seeds (see :func:`missing_seeds`)."""
+    lacking = missing_seeds(result.results, result.job.seeds)
     if lacking:
         raise ValueError(
-            f"the runner {job.runner!r} returned no rows for "
+            f"the runner {result.job.runner!r} returned no rows for "
             + "; ".join(f"seeds {seeds} in the {table} table" for table, seeds in lacking.items())
             + "; a runner must return rows for every seed it is given"
         )
+
+
+def execute(job: Job, progress: bool = False) -> JobResult:
+    """Run a job through its scenario's runner and prefix the rows with scenario, algorithm and parameters."""
+    start = time.perf_counter()
+    results = _runner_call(job, progress)
+    sim_time = time.perf_counter() - start
     prefix = {"scenario": job.scenario, "algorithm": job.algorithm, **job.params}
     tables = {}
     for table in ("curves", "agents"):

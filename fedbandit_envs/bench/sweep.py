@@ -31,11 +31,12 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from fedbandit_envs.bench.backends import Backend, make_backend
+from fedbandit_envs.bench.backends import Backend, JobFailed, make_backend
 from fedbandit_envs.bench.jobs import (
     Job,
     canonical_json,
     check_jobs,
+    check_result,
     env_keys,
     expand,
     import_targets,
@@ -189,6 +190,10 @@ def run_sweep(
     bar = tqdm(total=len(todo), desc=scenario.name, unit="job", disable=not progress, position=0)
     try:
         for result in runner.run(todo, progress=progress):
+            try:
+                check_result(result)  # a part never lacks a seed
+            except ValueError as error:
+                raise JobFailed(result.job, error) from error
             store.save_part(result)
             summary.sim_time += result.sim_time
             bar.update()
