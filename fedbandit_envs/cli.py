@@ -159,6 +159,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.jobs import MAX_SEEDS
     from fedbandit_envs.bench.store import check_writable
 
     env_kwargs = {
@@ -171,8 +172,8 @@ def _run(args: argparse.Namespace) -> int:
         "c1": args.c1,
         "c2": args.c2,
     }
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be a number of runs >= 1, got {args.seeds}")
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        raise ValueError(f"--seeds must be a number of runs from 1 to {MAX_SEEDS}, got {args.seeds}")
     seeds = list(range(args.seeds))
     FederatedMAB(**env_kwargs).reset(seed=0)  # every check of the settings, before anything runs or is written
     for algorithm in args.algorithms:

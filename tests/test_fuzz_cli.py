@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from fedbandit_envs.cli import main
 
+resource = pytest.importorskip("resource")  # Unix
+
 FUZZ = settings(
     max_examples=120, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -64,6 +66,24 @@ json_values = st.recursive(
 keys = st.sampled_from(KEYS) | st.text(alphabet=string.ascii_letters + string.digits + "_.", min_size=1, max_size=12)
 values = json_values.map(json.dumps) | st.text(max_size=10)
 settings_text = st.tuples(keys, values).map(lambda kv: f"{kv[0]}={kv[1]}")
+
+
+@pytest.fixture(autouse=True)
+def memory_cap():
+    """Cap this process's address space while fuzzing (4 GB above its size now), restored after.
+
+    A fuzzed size that would fill the machine's memory then fails at once with MemoryError (which the
+    command reports in one line) instead of growing until the system kills the process.
+    """
+    statm = Path("/proc/self/statm")
+    if not statm.exists():  # not Linux: fuzz uncapped
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    pages = int(statm.read_text().split()[0])
+    resource.setrlimit(resource.RLIMIT_AS, (pages * resource.getpagesize() + 4 * 2**30, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def outcome(argv, capsys):

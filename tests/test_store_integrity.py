@@ -320,7 +320,8 @@ def test_run_into_a_file_is_a_one_line_error_before_running(out, tmp_path, monke
         (["--agents", "0"], "num_agents must be an int >= 1"),
         (["--algorithms", "random", "nope"], "unknown algorithm 'nope'"),
         (["--checkpoints", "0"], "checkpoints must be >= 1"),
-        (["--seeds", "0"], "--seeds must be a number of runs >= 1"),
+        (["--seeds", "0"], "--seeds must be a number of runs from 1 to 1000000"),
+        (["--seeds", str(2**40)], "--seeds must be a number of runs from 1 to 1000000"),
         (["--c2", "-1"], "c2 must be a finite number >= 0"),
     ],
 )

@@ -32,6 +32,8 @@ from fedbandit_envs.runner import ALGORITHMS, Results, checkpoint_slots, load_ob
 KEY_COLUMNS = ("scenario", "algorithm", "seed", "slot", "agent")
 #: Override keys that are not environment keywords (see :meth:`Scenario.at_scale`).
 SCENARIO_KEYS = ("seeds", "checkpoints", "sweep")
+#: Most seeds (runs) one sweep or ``fedbandit run`` takes; a larger study is several sweeps.
+MAX_SEEDS = 10**6
 
 
 def to_json(value: Any) -> Any:
@@ -102,8 +104,10 @@ def resolve_scenario(
     scenario = scenario.at_scale(scale)
     if seeds is not None:
         scenario = replace(scenario, seeds=seeds)
-    if isinstance(scenario.seeds, bool) or not isinstance(scenario.seeds, int | np.integer) or scenario.seeds < 1:
-        raise ValueError(f"seeds must be a positive number of runs (seeds 0..n-1), got {scenario.seeds!r}")
+    if not _is_int(scenario.seeds) or not 1 <= scenario.seeds <= MAX_SEEDS:
+        raise ValueError(
+            f"seeds must be a positive number of runs (seeds 0..n-1) of at most {MAX_SEEDS}, got {scenario.seeds!r}"
+        )
     _check_checkpoints(scenario.checkpoints)
     _check_sweep(scenario.sweep)
     param_columns(scenario)
@@ -352,8 +356,9 @@ def check_jobs(
         try:
             env = build_job_env(job)
             horizon = _horizon(env) if env is not None else None
-            if horizon is not None:
-                checkpoint_slots(horizon, job.checkpoints)
+            if horizon is not None:  # a count above the horizon means every slot: checked as such, not allocated
+                count = job.checkpoints
+                checkpoint_slots(horizon, min(count, horizon) if _is_int(count) else count)
         except (ValueError, TypeError, KeyError, IndexError, ImportError, AttributeError, ArithmeticError) as error:
             unknown = [key for key in overrides if key not in {*SCENARIO_KEYS, *defined}]
             if unknown:
