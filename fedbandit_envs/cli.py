@@ -8,7 +8,9 @@
 * ``fedbandit replicate``: sweep every paper scenario, then write the replication report.
 * ``fedbandit compare --agent module:Class --scenario NAME``: benchmark your learner; leaderboard.
 
-Every subcommand has ``--help``.
+Every subcommand has ``--help``. Errors in the input (arguments, settings, unreadable or damaged
+files) print one line, ``fedbandit <command>: error: ...``, and exit with status 2, before anything is
+written; unexpected errors keep their traceback.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.registration import pprint_registry
-from fedbandit_envs.runner import ALGORITHMS, Results, run
+from fedbandit_envs.runner import ALGORITHMS, Results, checkpoint_slots, make_algorithm, run
 from fedbandit_envs.seeding import resolve_seeds
 
 DEFAULT_ALGORITHMS = ("random", "independent_ucb1", "full_sharing_ucb")
@@ -30,6 +34,7 @@ DEFAULT_ALGORITHMS = ("random", "independent_ucb1", "full_sharing_ucb")
 SEEDS_HELP = "seeds: a count N (runs 0..N-1), a half-open range START:STOP (100:110 = 100..109) or a list 3,7,9"
 #: Jobs listed by ``--dry-run`` before the list is cut short.
 DRY_RUN_LISTED = 30
+ALLOW_INCOMPLETE_HELP = "use tables that lack runs or changed since written (the report says so at the top)"
 
 
 def _parse_setting(text: str) -> tuple[str, Any]:
@@ -113,21 +118,29 @@ def _parser() -> argparse.ArgumentParser:
         description="Run every (point, algorithm) job of a scenario over its seeds and write a tidy results table. "
         "Re-running the same command resumes an interrupted sweep.",
     )
-    sweep.add_argument("scenario", help="scenario name (fedbandit list)")
+    sweep.add_argument("scenario", nargs="?", help="scenario name (fedbandit list); omitted with --repair")
     sweep.add_argument("--out", type=Path, default=None, help="results directory (default: results/<scenario>)")
     _add_sweep_options(sweep)
     sweep.add_argument("--seeds-per-job", type=int, default=None, help="split each cell's seeds into jobs of this size")
     sweep.add_argument("--format", choices=("auto", "csv", "parquet"), default="auto", help="auto: Parquet if pyarrow")
     sweep.add_argument("--dry-run", action="store_true", help="show the jobs and their count; run nothing")
     sweep.add_argument("--report", action="store_true", help="also write the figures and report")
+    sweep.add_argument(
+        "--repair",
+        action="store_true",
+        help="re-run the sweep recorded in --out DIR/config.json: verify every part, move damaged ones to "
+        "DIR/damaged/, run what is missing and rebuild the tables",
+    )
 
     plot = commands.add_parser("plot", help="draw a sweep's figures (PNG and SVG) into DIR/figures")
     plot.add_argument("directory", type=Path, help="a sweep's results directory")
+    plot.add_argument("--allow-incomplete", action="store_true", help=ALLOW_INCOMPLETE_HELP)
 
     report = commands.add_parser("report", help="write report.md and report.html for a sweep (or --replication)")
     report.add_argument("directory", type=Path, nargs="?", help="a sweep's results directory")
     report.add_argument("--replication", action="store_true", help="replication report over all paper scenarios")
     report.add_argument("--root", type=Path, default=Path("results"), help="root of per-scenario results directories")
+    report.add_argument("--allow-incomplete", action="store_true", help=ALLOW_INCOMPLETE_HELP)
 
     replicate = commands.add_parser("replicate", help="sweep every paper scenario, then write the replication report")
     replicate.add_argument("--root", type=Path, default=Path("results"), help="writes <root>/<scenario name>/")
@@ -157,6 +170,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.store import check_writable
+
     env_kwargs = {
         "num_agents": args.agents,
         "num_arms": args.arms,
@@ -168,6 +183,11 @@ def _run(args: argparse.Namespace) -> int:
         "c2": args.c2,
     }
     seeds = list(resolve_seeds(args.seeds))
+    FederatedMAB(**env_kwargs).reset(seed=0)  # every check of the settings, before anything runs or is written
+    for algorithm in args.algorithms:
+        make_algorithm(algorithm)
+    checkpoint_slots(args.horizon, args.checkpoints)
+    check_writable(args.out)
     results = Results()
     for algorithm in args.algorithms:
         results.extend(run(algorithm, env_kwargs, seeds, args.checkpoints, progress=not args.no_progress))
@@ -234,17 +254,31 @@ def _print_jobs(summary: Any) -> None:
 
 def _sweep(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.report import write_report
-    from fedbandit_envs.bench.sweep import run_sweep
+    from fedbandit_envs.bench.sweep import repair_sweep, run_sweep
 
-    out = args.out or Path("results") / args.scenario
-    summary = run_sweep(
-        args.scenario,
-        out,
-        seeds_per_job=args.seeds_per_job,
-        table_format=args.format,
-        dry_run=args.dry_run,
-        **_sweep_kwargs(args),
-    )
+    if args.repair:
+        if args.out is None or args.scenario is not None or args.overrides or args.seeds is not None:
+            raise ValueError(
+                "--repair takes the scenario, settings and seeds from the directory's config.json: "
+                "give only --out DIR (and backend options), e.g. `fedbandit sweep --repair --out results/x`"
+            )
+        out = args.out
+        kwargs = _sweep_kwargs(args)
+        summary = repair_sweep(
+            out, kwargs["backend"], seeds_per_job=args.seeds_per_job, progress=kwargs["progress"], dry_run=args.dry_run
+        )
+    elif args.scenario is None:
+        raise ValueError("give a SCENARIO (`fedbandit list` shows them), or --repair --out DIR")
+    else:
+        out = args.out or Path("results") / args.scenario
+        summary = run_sweep(
+            args.scenario,
+            out,
+            seeds_per_job=args.seeds_per_job,
+            table_format=args.format,
+            dry_run=args.dry_run,
+            **_sweep_kwargs(args),
+        )
     print(summary.describe())
     if args.dry_run:
         _print_jobs(summary)
@@ -257,7 +291,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.report import plot_directory
 
-    for figure in plot_directory(args.directory):
+    for figure in plot_directory(args.directory, allow_incomplete=args.allow_incomplete):
         print(f"wrote {figure.png}\nwrote {figure.svg}")
     return 0
 
@@ -267,7 +301,10 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.replication == (args.directory is not None):
         raise ValueError("give either a results DIRECTORY or --replication [--root ROOT], not both or neither")
-    paths = write_replication_report(args.root) if args.replication else write_report(args.directory)
+    if args.replication:
+        paths = write_replication_report(args.root, allow_incomplete=args.allow_incomplete)
+    else:
+        paths = write_report(args.directory, allow_incomplete=args.allow_incomplete)
     for path in paths:
         print(f"wrote {path}")
     return 0
@@ -275,11 +312,17 @@ def _report(args: argparse.Namespace) -> int:
 
 def _replicate(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.report import paper_scenarios, write_replication_report
+    from fedbandit_envs.bench.store import DamagedPartWarning
     from fedbandit_envs.bench.sweep import run_sweep
 
     chosen = paper_scenarios()
     if not chosen:
         print("no paper scenarios are registered yet; `fedbandit list` shows the catalogue")
+    if not args.dry_run:  # every scenario's settings are checked before the first one writes anything
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DamagedPartWarning)  # the real run names them
+            for name in chosen:
+                run_sweep(name, args.root / name, dry_run=True, **_sweep_kwargs(args))
     for name in chosen:
         summary = run_sweep(name, args.root / name, dry_run=args.dry_run, **_sweep_kwargs(args))
         print(summary.describe())
@@ -316,20 +359,36 @@ def _compare(args: argparse.Namespace) -> int:
 COMMANDS = {"sweep": _sweep, "plot": _plot, "report": _report, "replicate": _replicate, "compare": _compare}
 
 
+def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
+    """Print a warning as one line, ``fedbandit: warning: ...``, on stderr."""
+    print(f"fedbandit: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fedbandit`` command; errors in the input print a message and return 2."""
+    """Entry point of the ``fedbandit`` command.
+
+    Errors in the input (``ValueError``, ``TypeError``, ``ImportError``, ``OSError`` such as an output
+    path that is a file, ``OverflowError`` and ``MemoryError`` from sizes too large, and failed jobs)
+    print one line on stderr and return 2; argparse errors exit
+    with status 2 as usual; anything else keeps its traceback. Warnings print one line each.
+    """
     from fedbandit_envs.bench.backends import JobFailed
 
     args = _parser().parse_args(argv)
-    try:
-        if args.command == "list":
-            return _list()
-        if args.command == "run":
-            return _run(args)
-        return COMMANDS[args.command](args)
-    except (ValueError, TypeError, ImportError, JobFailed) as error:
-        print(f"fedbandit {args.command}: error: {error}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            if args.command == "list":
+                return _list()
+            if args.command == "run":
+                return _run(args)
+            return COMMANDS[args.command](args)
+        except (ValueError, TypeError, ImportError, OSError, OverflowError, JobFailed) as error:
+            print(f"fedbandit {args.command}: error: {' '.join(str(error).split())}", file=sys.stderr)
+            return 2
+        except MemoryError as error:  # sizes given on the command line that do not fit in memory
+            print(f"fedbandit {args.command}: error: out of memory ({error}); give smaller sizes", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

@@ -106,6 +106,15 @@ class EpisodeSeeds:
 SeedsLike = int | str | Sequence[int]
 
 
+#: Most runs one sweep or ``run`` call takes (a larger count would fill memory building its seed list).
+MAX_SEEDS = 10**6
+
+
+def _check_run_count(count: int) -> None:
+    if count > MAX_SEEDS:
+        raise ValueError(f"at most {MAX_SEEDS} seeds per sweep or run, got {count}; split them over several sweeps")
+
+
 def explicit_seeds(seeds: Iterable[int]) -> tuple[int, ...]:
     """The seeds as a tuple of Python ints, checked: a non-empty sequence of distinct non-negative integers.
 
@@ -114,6 +123,7 @@ def explicit_seeds(seeds: Iterable[int]) -> tuple[int, ...]:
     type and range of each seed are checked by :func:`~fedbandit_envs.validation.check_seeds`.
     """
     out = tuple(check_seeds(seeds))
+    _check_run_count(len(out))
     repeated = sorted({seed for seed in out if out.count(seed) > 1})
     if repeated:
         raise ValueError(f"seeds must be distinct (each names one run), got {repeated} more than once")
@@ -135,6 +145,7 @@ def parse_seeds(text: str) -> int | tuple[int, ...]:
             first, last = int(start), int(stop)
             if first < 0 or last <= first:
                 raise ValueError(f"the range {text!r} is empty or negative; STOP must exceed START >= 0")
+            _check_run_count(last - first)
             return tuple(range(first, last))
         if "," in text:
             return explicit_seeds(int(part) for part in text.split(",") if part.strip())
@@ -152,5 +163,6 @@ def resolve_seeds(seeds: SeedsLike) -> tuple[int, ...]:
     if isinstance(seeds, int | np.integer):
         if seeds < 1:
             raise ValueError(f"seeds must be a positive number of runs (seeds 0..n-1) or a list of seeds, got {seeds}")
+        _check_run_count(int(seeds))
         return tuple(range(int(seeds)))
     return explicit_seeds(seeds)

@@ -13,8 +13,10 @@ ledger totals, epsilon spent, ``wall_time``).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -24,11 +26,13 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, WrapperSpec, get, split_point
-from fedbandit_envs.runner import ALGORITHMS, Results, load_object
+from fedbandit_envs.runner import ALGORITHMS, Results, checkpoint_slots, load_object
 from fedbandit_envs.seeding import SeedsLike, parse_seeds, resolve_seeds
 
 #: Columns every result row starts with (sweep parameters must not reuse them).
 KEY_COLUMNS = ("scenario", "algorithm", "seed", "slot", "agent")
+#: Override keys that are not environment keywords (see :meth:`Scenario.at_scale`).
+SCENARIO_KEYS = ("seeds", "checkpoints", "sweep")
 
 
 def to_json(value: Any) -> Any:
@@ -93,18 +97,42 @@ def resolve_scenario(
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a Scenario or a registered name, got {scenario!r}")
     if overrides:
+        if "sweep" in overrides:
+            _check_sweep(overrides["sweep"])
         merged = {**scenario.scales.get(scale, {}), **overrides}
         scenario = replace(scenario, scales={**scenario.scales, scale: merged})
     scenario = scenario.at_scale(scale)
     if seeds is not None:
         scenario = replace(scenario, seeds=seeds)
     chosen = parse_seeds(scenario.seeds) if isinstance(scenario.seeds, str) else scenario.seeds
-    resolve_seeds(chosen)  # a clear error for a bad count or seed list
+    resolve_seeds(chosen)  # a clear error for a bad count or seed list (at most MAX_SEEDS runs)
     if not isinstance(chosen, int | np.integer):
         chosen = tuple(int(seed) for seed in chosen)
     scenario = replace(scenario, seeds=chosen)
+    _check_checkpoints(scenario.checkpoints)
+    _check_sweep(scenario.sweep)
     param_columns(scenario)
     return scenario
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _check_checkpoints(checkpoints: Any) -> None:
+    """A count >= 1 or a non-empty list of slot numbers (their range is checked against each cell's horizon)."""
+    listed = isinstance(checkpoints, list | tuple) and checkpoints and all(_is_int(slot) for slot in checkpoints)
+    if not (listed or (_is_int(checkpoints) and checkpoints >= 1)):
+        raise ValueError(f"checkpoints must be a count >= 1 or a list of slots such as [10, 100], got {checkpoints!r}")
+
+
+def _check_sweep(sweep: Any) -> None:
+    """A sweep maps keys to non-empty lists of values (the keys' form is checked by :class:`Scenario`)."""
+    if not isinstance(sweep, Mapping):
+        raise ValueError(f'sweep must map keys to lists of values, e.g. {{"env.c2": [0.5, 1]}}, got {sweep!r}')
+    for key, values in sweep.items():
+        if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence) or not values:
+            raise ValueError(f"sweep values of {key!r} must be a non-empty list, e.g. [1, 2], got {values!r}")
 
 
 @dataclass(frozen=True)
@@ -233,23 +261,155 @@ def pending(jobs: Sequence[Job], finished: Mapping[str, Collection[int]]) -> lis
     return remaining
 
 
-def execute(job: Job, progress: bool = False) -> JobResult:
-    """Run a job through its scenario's runner and prefix the rows with scenario, algorithm and parameters."""
+def missing_seeds(results: Results, seeds: Sequence[int]) -> dict[str, list[int]]:
+    """Table -> seeds of ``seeds`` without rows in it ({} when complete).
+
+    Every seed needs curves rows; every other table needs rows for every seed or for none (a runner may
+    omit a table, never part of one).
+    """
+    lacking = {}
+    for table in ("curves", "agents"):
+        present = {row["seed"] for row in getattr(results, table)}
+        absent = [seed for seed in seeds if seed not in present]
+        if absent and (table == "curves" or len(absent) < len(seeds)):
+            lacking[table] = absent
+    return lacking
+
+
+def _runner_call(job: Job, progress: bool, extra_wrappers: Sequence[Any] = ()) -> Results:
+    """Call the job's runner on its algorithm, environment keywords, seeds, checkpoints and wrappers."""
     runner = load_object(job.runner)
     parts = split_point(job.point)
     algorithm = job.spec.factory(parts["alg"])
     wrappers = [wrapper.factory(parts["wrapper"]) for wrapper in job.wrappers]
     env_kwargs = {**job.env_kwargs, **parts["env"]}
-    start = time.perf_counter()
-    results = runner(
+    return runner(
         algorithm,
         env_kwargs,
         list(job.seeds),
         job.checkpoints,
         progress=progress,
         label=job.algorithm,
-        wrappers=wrappers,
+        wrappers=[*wrappers, *extra_wrappers],
     )
+
+
+class _Built(BaseException):
+    """Raised by the probe wrapper with the environment a job built (a BaseException: runners do not catch it)."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__("environment built")
+        self.env = env
+
+
+def _probe(env: Any) -> Any:
+    raise _Built(env)
+
+
+def _horizon(env: Any) -> int | None:
+    """The horizon of an environment (``horizon`` or ``config.horizon`` of the unwrapped env), if it has one."""
+    base = getattr(env, "unwrapped", env)
+    for owner in (base, getattr(base, "config", None)):
+        value = getattr(owner, "horizon", None)
+        if _is_int(value):
+            return int(value)
+    return None
+
+
+def build_job_env(job: Job) -> Any | None:
+    """The (wrapped) environment ``job`` would play, built by its runner's own code and then abandoned.
+
+    The runner is called as in :func:`execute` with one more wrapper, applied last, that stops it as
+    soon as the environment is built, so the algorithm, environment and wrapper keywords are checked by
+    the very constructors the job uses, and nothing is simulated. Returns None if the runner returned
+    without building an environment (it had nothing to run). Runners must apply ``wrappers`` to the
+    environment before playing it (as the built-in runners do), or this runs the whole job.
+    """
+    try:
+        _runner_call(job, progress=False, extra_wrappers=(_probe,))
+    except _Built as built:
+        return built.env
+    return None
+
+
+def env_keys(scenario: Scenario) -> set[str]:
+    """The environment keywords a scenario sets itself: its ``env_kwargs`` and its ``env.*`` sweep keys."""
+    return {*scenario.env_kwargs, *(key.partition(".")[2] for key in scenario.sweep if key.startswith("env."))}
+
+
+def check_jobs(
+    jobs: Sequence[Job], scenario: Scenario, overrides: Mapping[str, Any] | None = None, defined: Collection[str] = ()
+) -> None:
+    """Check every cell of ``jobs`` before anything is written (used by sweeps, dry runs included).
+
+    Each cell's environment is built (:func:`build_job_env`: what its constructors check) and its
+    checkpoints are checked against the horizon. A failure raises ValueError naming the job, the
+    overrides in play and the cause; an override key that is neither one of ``defined`` (the
+    environment keywords the scenario sets itself, :func:`env_keys`) nor a keyword of the environment is
+    named with the closest keywords ("did you mean").
+    """
+    overrides = dict(overrides or {})
+    seen = set()
+    for job in jobs:
+        if job.cell in seen:
+            continue
+        seen.add(job.cell)
+        try:
+            env = build_job_env(job)
+            horizon = _horizon(env) if env is not None else None
+            if horizon is not None:  # a count above the horizon means every slot: checked as such, not allocated
+                count = job.checkpoints
+                checkpoint_slots(horizon, min(count, horizon) if _is_int(count) else count)
+        except (ValueError, TypeError, KeyError, IndexError, ImportError, AttributeError, ArithmeticError) as error:
+            unknown = [key for key in overrides if key not in {*SCENARIO_KEYS, *defined}]
+            if unknown:
+                _check_keys(job, scenario, unknown)
+            given = ", ".join(f"{key}={value!r}" for key, value in overrides.items())
+            raise ValueError(
+                f"invalid configuration of job {job.describe()}"
+                + (f" with --set {given}" if given else "")
+                + f": {type(error).__name__}: {' '.join(str(error).split())}"
+            ) from error
+
+
+def _check_keys(job: Job, scenario: Scenario, keys: Sequence[str]) -> None:
+    """Raise ValueError with "did you mean" for the first of ``keys`` that the job's environment does not take."""
+    base = replace(job, env_kwargs={k: v for k, v in job.env_kwargs.items() if k not in keys})
+    try:
+        env = build_job_env(base)
+    except Exception:  # the cell fails without these keys too: the caller reports the original error
+        return
+    if env is None:
+        return
+    signature = inspect.signature(type(env.unwrapped))
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+        return
+    known = sorted({*SCENARIO_KEYS, *base.env_kwargs, *signature.parameters} - {"coordinator"})
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=3)
+            hint = f"did you mean {' or '.join(map(repr, close))}?" if close else f"known keys: {', '.join(known)}"
+            raise ValueError(
+                f"--set {key}: {key!r} is not a keyword of scenario {scenario.name!r} "
+                f"(environment {type(env.unwrapped).__name__}); {hint}"
+            )
+
+
+def check_result(result: JobResult) -> None:
+    """Raise ValueError if the job's runner returned no rows for some of its seeds (see :func:`missing_seeds`)."""
+    lacking = missing_seeds(result.results, result.job.seeds)
+    if lacking:
+        raise ValueError(
+            f"the runner {result.job.runner!r} returned no rows for "
+            + "; ".join(f"seeds {seeds} in the {table} table" for table, seeds in lacking.items())
+            + "; a runner must return rows for every seed it is given"
+        )
+
+
+def execute(job: Job, progress: bool = False) -> JobResult:
+    """Run a job through its scenario's runner and prefix the rows with scenario, algorithm and parameters."""
+    start = time.perf_counter()
+    results = _runner_call(job, progress)
     sim_time = time.perf_counter() - start
     prefix = {"scenario": job.scenario, "algorithm": job.algorithm, **job.params}
     tables = {}

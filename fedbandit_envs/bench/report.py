@@ -26,7 +26,7 @@ from fedbandit_envs.bench.decisions import decisions_base, linked_codes
 from fedbandit_envs.bench.jobs import to_json
 from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
 from fedbandit_envs.bench.scenarios import Claim, FigureSpec, Scenario, get, names
-from fedbandit_envs.bench.store import atomic_write, load_config, load_results, table_paths
+from fedbandit_envs.bench.store import atomic_write, load_config, read_results, table_paths
 from fedbandit_envs.bench.tables import Link, RichText, final_summary, html_cell, html_table, markdown_table
 from fedbandit_envs.runner import Results
 
@@ -214,18 +214,31 @@ def claims_scenario(config: Mapping[str, Any], scenario: Scenario | None) -> tup
         return None, f"scenario {name!r} is not registered here, so its claims cannot be checked."
 
 
-def plot_directory(directory: str | Path, scenario: Scenario | None = None) -> list[FigureFile]:
-    """Draw the figures of the sweep in ``directory`` (see :func:`draw_figures`) into ``directory/figures``."""
+def plot_directory(
+    directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False
+) -> list[FigureFile]:
+    """Draw the figures of the sweep in ``directory`` (see :func:`draw_figures`) into ``directory/figures``.
+
+    Incomplete or changed tables are refused unless ``allow_incomplete``
+    (:func:`~fedbandit_envs.bench.store.read_results`).
+    """
     config = load_config(directory)
     scenario, _ = claims_scenario(config, scenario)
     params = list(config.get("parameters", {}).values())
-    return draw_figures(load_results(directory), directory, params, scenario.figures if scenario else ())
+    results, _ = read_results(directory, allow_incomplete)
+    return draw_figures(results, directory, params, scenario.figures if scenario else ())
 
 
-def build_report(directory: str | Path, scenario: Scenario | None = None) -> tuple[Document, list[ClaimOutcome]]:
-    """The report document of a sweep directory and its claim outcomes (figures are drawn as a side effect)."""
+def build_report(
+    directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False
+) -> tuple[Document, list[ClaimOutcome]]:
+    """The report document of a sweep directory and its claim outcomes (figures are drawn as a side effect).
+
+    Incomplete or changed tables are refused unless ``allow_incomplete``; then, and for tables that
+    cannot be verified, the report says so at the top (:func:`~fedbandit_envs.bench.store.read_results`).
+    """
     directory = Path(directory)
-    results = load_results(directory)
+    results, completeness = read_results(directory, allow_incomplete)
     config = load_config(directory)
     scenario, note = claims_scenario(config, scenario)
     params = list(config.get("parameters", {}).values())
@@ -234,6 +247,8 @@ def build_report(directory: str | Path, scenario: Scenario | None = None) -> tup
     name = config.get("scenario") or (scenario.name if scenario else directory.name)
     paper, base = (scenario.paper if scenario else ""), decisions_base(directory)
     doc = Document(f"Report: {name}")
+    if completeness:
+        doc.paragraph(f"Warning: {completeness}.")
     if scenario is not None or config.get("description"):
         doc.paragraph(linked_codes(config.get("description") or scenario.description, paper, base))
     versions = ", ".join(f"{k} {v}" for k, v in config.get("versions", {}).items())
@@ -266,14 +281,16 @@ def build_report(directory: str | Path, scenario: Scenario | None = None) -> tup
     return doc, claims
 
 
-def write_report(directory: str | Path, scenario: Scenario | None = None) -> list[Path]:
+def write_report(directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False) -> list[Path]:
     """Write ``report.md``, ``report.html`` and ``figures/`` for the sweep in ``directory``; returns the reports.
 
     Args:
         directory: a sweep's results directory (the ``--out`` of ``fedbandit sweep``).
         scenario: the scenario whose claims are checked (default: the registered one named in ``config.json``).
+        allow_incomplete: report tables that lack runs or changed since written, saying so at the top
+            (otherwise such tables raise :class:`~fedbandit_envs.bench.store.IncompleteResults`).
     """
-    doc, _ = build_report(directory, scenario)
+    doc, _ = build_report(directory, scenario, allow_incomplete)
     return doc.write(Path(directory), "report")
 
 
@@ -282,12 +299,15 @@ def paper_scenarios() -> list[str]:
     return [name for name in names() if get(name).paper != "suite"]
 
 
-def write_replication_report(root: str | Path, scenarios: Sequence[str] | None = None) -> list[Path]:
+def write_replication_report(
+    root: str | Path, scenarios: Sequence[str] | None = None, allow_incomplete: bool = False
+) -> list[Path]:
     """Write per-scenario reports and ``replication.md`` / ``replication.html`` for the paper scenarios under ``root``.
 
     Args:
         root: directory holding one results directory per scenario, ``<root>/<scenario name>/``.
         scenarios: the scenarios to include (default: :func:`paper_scenarios`).
+        allow_incomplete: as in :func:`write_report`, for every scenario.
     """
     root = Path(root)
     chosen = list(scenarios) if scenarios is not None else paper_scenarios()
@@ -299,7 +319,7 @@ def write_replication_report(root: str | Path, scenarios: Sequence[str] | None =
         if "curves" not in table_paths(directory):
             missing.append([name, get(name).paper, f"fedbandit sweep {name} --out {directory}"])
             continue
-        scenario_doc, claims = build_report(directory)
+        scenario_doc, claims = build_report(directory, allow_incomplete=allow_incomplete)
         scenario_doc.write(directory, "report")
         scale = load_config(directory).get("scale", "?")
         scenario_rows = [[name, scale, c.name, c.status, c.evidence] for c in claims] or [[name, scale, "-", "-", ""]]

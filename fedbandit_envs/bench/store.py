@@ -3,14 +3,22 @@
 Layout of a results directory::
 
     config.json             the resolved scenario, scale, overrides, seeds, backend, package versions
-    parts/<cell>-<h>.jsonl.gz  one file per finished job (header line, then its curves and agents rows)
+    parts/<cell>-<h>.jsonl.gz  one file per finished job: a header line (the job's cell and seeds and a
+                            manifest: rows and sha256 of each table), then one line per table
     results.parquet         the tidy table (one row per run and checkpoint), Parquet when pyarrow is
     results_agents.parquet  importable, else results.csv / results_agents.csv (one row per run, checkpoint, agent)
+    tables.json             whether the tables are complete, their row counts and sha256 checksums
+    damaged/                part files that failed verification, moved aside (their jobs run again)
 
 Every file is written to a temporary file in the same directory and renamed into place
-(:func:`atomic_write`), so an interrupted sweep leaves complete part files only. A re-run reads the
-part headers, skips the (cell, seed) pairs already done and rebuilds the tables from all parts, in the
-canonical job order, so the tables equal those of an uninterrupted run (``wall_time`` aside).
+(:func:`atomic_write`), so an interrupted sweep leaves complete part files only. A re-run reads and
+verifies every part (:func:`read_part`: gzip and JSON intact, every table present with the rows and
+checksum its manifest records, rows for every seed), moves a damaged or stray file to ``damaged/``
+with a warning naming it, skips the (cell, seed) pairs held by good parts and rebuilds the tables from
+all parts, in the canonical job order, so the tables equal those of an uninterrupted run (``wall_time``
+aside). :meth:`ResultStore.collect` refuses (:class:`IncompleteResults`) when any job lacks a seed.
+Parts written before manifests existed still load: every table must be present with rows for every
+seed, but there is no checksum to compare.
 """
 
 from __future__ import annotations
@@ -21,20 +29,49 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import warnings
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fedbandit_envs.bench.jobs import Job, JobResult, canonical_json, to_json
+from fedbandit_envs.bench.jobs import Job, JobResult, canonical_json, missing_seeds, to_json
 from fedbandit_envs.runner import Results
 
 FORMATS = ("auto", "csv", "parquet")
 TABLES = {"curves": "results", "agents": "results_agents"}
 PART_SUFFIX = ".jsonl.gz"
+#: Version of the part file layout written now (parts without a ``format`` key predate manifests).
+PART_FORMAT = 2
+#: Where damaged part files are moved, inside the results directory.
+DAMAGED = "damaged"
+#: The status of the tables (complete or not, rows, checksums), inside the results directory.
+STATUS = "tables.json"
+#: Exceptions of reading a damaged compressed file or its text.
+READ_ERRORS = (OSError, EOFError, zlib.error, UnicodeDecodeError)
+
+
+class IncompleteResults(ValueError):
+    """Stored results lack some runs of the sweep they belong to; the message names them and the fix."""
+
+
+class DamagedPartWarning(UserWarning):
+    """A file in ``parts/`` failed verification: it is moved to ``damaged/`` and its runs are run again."""
+
+
+class DamagedPartError(ValueError):
+    """A part file cannot be read or does not hold what its manifest records."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 def has_pyarrow() -> bool:
@@ -171,21 +208,215 @@ def table_paths(directory: str | Path) -> dict[str, Path]:
     return found
 
 
-def load_results(directory: str | Path) -> Results:
-    """The results tables of a sweep directory as :class:`~fedbandit_envs.runner.Results`."""
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _repair_hint(directory: str | Path) -> str:
+    return f"rebuild them with `fedbandit sweep --repair --out {directory}`"
+
+
+def table_status(directory: str | Path) -> tuple[bool, str]:
+    """Whether the tables of ``directory`` are complete and unchanged, and a sentence saying why not.
+
+    Returns ``(True, "")`` for tables written whole by a finished sweep whose checksums still match;
+    ``(False, reason)`` when a later sweep into the directory did not finish or a table no longer
+    matches its checksum; ``(True, note)`` for tables written before ``tables.json`` existed (nothing
+    to verify them against).
+    """
+    directory = Path(directory)
+    path = directory / STATUS
+    if not path.exists():
+        return True, (
+            f"the tables in {str(directory)!r} were written by an older version of fedbandit-envs without "
+            "tables.json, so their completeness and checksums cannot be verified"
+        )
+    try:
+        status = json.loads(path.read_text())
+        complete, files = bool(status["complete"]), dict(status.get("sha256", {}))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+        return False, f"{path} cannot be read ({error}); {_repair_hint(directory)}"
+    if not complete:
+        return False, str(status.get("reason", "the tables are marked incomplete"))
+    for name, digest in files.items():
+        table = directory / name
+        try:
+            actual = _sha256(table.read_bytes())
+        except OSError as error:
+            return False, f"table {str(table)!r} cannot be read ({error.strerror or error}); {_repair_hint(directory)}"
+        if actual != digest:
+            changed = f"table {str(table)!r} changed after it was written (checksum mismatch)"
+            return False, f"{changed}; {_repair_hint(directory)}"
+    return True, ""
+
+
+def read_results(directory: str | Path, allow_incomplete: bool = False) -> tuple[Results, str]:
+    """The results tables of a sweep directory and a note on their completeness ("" when verified complete).
+
+    Raises :class:`IncompleteResults` when the tables are incomplete or changed (see :func:`table_status`)
+    unless ``allow_incomplete``; then the note says what is wrong, for the top of a report.
+    """
     paths = table_paths(directory)
     if "curves" not in paths:
         raise ValueError(
             f"no results table in {str(directory)!r}; run `fedbandit sweep SCENARIO --out {directory}` first "
             "(or point at the directory given to --out)"
         )
-    return Results(**{table: read_table(path) for table, path in paths.items()})
+    complete, note = table_status(directory)
+    if not complete and not allow_incomplete:
+        raise IncompleteResults(f"incomplete results: {note} (or pass --allow-incomplete to use them anyway)")
+    tables = {}
+    for table, path in paths.items():
+        try:
+            tables[table] = read_table(path)
+        except Exception as error:  # any reader error of a damaged file; the message names the file
+            raise ValueError(
+                f"cannot read table {str(path)!r} ({type(error).__name__}: {error}); {_repair_hint(directory)}"
+            ) from error
+    return Results(**tables), note
+
+
+def load_results(directory: str | Path, allow_incomplete: bool = False) -> Results:
+    """The results tables of a sweep directory as :class:`~fedbandit_envs.runner.Results` (see :func:`read_results`).
+
+    A note on unverifiable or (with ``allow_incomplete``) incomplete tables is issued as a warning.
+    """
+    results, note = read_results(directory, allow_incomplete)
+    if note:
+        warnings.warn(note, stacklevel=2)
+    return results
 
 
 def load_config(directory: str | Path) -> dict[str, Any]:
-    """The ``config.json`` of a sweep directory ({} when absent)."""
+    """The ``config.json`` of a sweep directory ({} when absent); ValueError naming the file when unreadable."""
     path = Path(directory) / "config.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"cannot read {str(path)!r} ({error}); run the sweep again to rewrite it") from error
+    if not isinstance(config, dict):
+        raise ValueError(f"{str(path)!r} does not hold a JSON object; run the sweep again to rewrite it")
+    return config
+
+
+@dataclass(frozen=True)
+class StoredPart:
+    """A part file that passed verification.
+
+    Attributes:
+        path: the file.
+        cell: the cell id of the job it holds.
+        seeds: the job's seeds (every table has rows for each of them, or none for a table the runner omits).
+        results: its tables.
+        checksummed: the file has a manifest (rows and sha256 per table) and matched it; False for parts
+            written before manifests existed (only completeness was checked).
+    """
+
+    path: Path
+    cell: str
+    seeds: tuple[int, ...]
+    results: Results
+    checksummed: bool
+
+
+def part_text(result: JobResult) -> str:
+    """The text of a job's part file: header (job and manifest) line, then one line per table."""
+    job = result.job
+    lines = {table: json.dumps({table: getattr(result.results, table)}, default=to_json) for table in TABLES}
+    manifest = {
+        table: {"rows": len(getattr(result.results, table)), "sha256": _sha256(line.encode())}
+        for table, line in lines.items()
+    }
+    header = {
+        "format": PART_FORMAT,
+        "cell": job.cell,
+        "seeds": list(job.seeds),
+        "algorithm": job.algorithm,
+        "point": dict(job.point),
+        "sim_time": result.sim_time,
+        "tables": manifest,
+    }
+    return "".join(line + "\n" for line in (json.dumps(header, default=to_json), *lines.values()))
+
+
+def _json_line(path: Path, line: str, number: int) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError as error:
+        raise DamagedPartError(path, f"line {number} is not valid JSON ({error})") from error
+
+
+def _header(path: Path, line: str) -> tuple[str, tuple[int, ...], Mapping[str, Any] | None]:
+    """Cell, seeds and manifest (None for a part written before manifests) of a header line."""
+    header = _json_line(path, line, 1)
+    if not isinstance(header, dict):
+        raise DamagedPartError(path, "the first line is not a part header (a JSON object)")
+    cell, seeds, manifest = header.get("cell"), header.get("seeds"), header.get("tables")
+    if not isinstance(cell, str) or not isinstance(seeds, list) or not seeds:
+        raise DamagedPartError(path, "the header lacks the job's cell id or seeds")
+    if any(isinstance(seed, bool) or not isinstance(seed, int) for seed in seeds):
+        raise DamagedPartError(path, f"the header's seeds are not integers: {seeds!r}")
+    if "format" in header and not isinstance(manifest, dict):
+        raise DamagedPartError(path, "the header's table manifest is missing")
+    return cell, tuple(seeds), manifest
+
+
+def read_part(path: str | Path) -> StoredPart:
+    """Read and verify one part file; :class:`DamagedPartError` (naming the file and the fault) otherwise.
+
+    Checked: the gzip stream and its text are complete; the header names a cell and integer seeds; each
+    table is one JSON line holding a list of rows whose ``seed`` is one of the header's; with a manifest,
+    every table's row count and sha256 match it; the curves table has rows for every seed and every
+    other table for every seed or none (:func:`~fedbandit_envs.bench.jobs.missing_seeds`).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DamagedPartError(path, "not a part file (a directory or special file)")
+    if not path.name.endswith(PART_SUFFIX):
+        raise DamagedPartError(path, f"not a part file (its name does not end in {PART_SUFFIX})")
+    try:
+        with gzip.open(path, "rb") as handle:
+            text = handle.read().decode("utf-8")
+    except READ_ERRORS as error:
+        raise DamagedPartError(path, f"not a complete gzip text file ({type(error).__name__}: {error})") from error
+    if not text:
+        raise DamagedPartError(path, "empty")
+    if not text.endswith("\n"):
+        raise DamagedPartError(path, "cut short (the last line has no end)")
+    header_line, *table_lines = text[:-1].split("\n")
+    cell, seeds, manifest = _header(path, header_line)
+    lines: dict[str, str] = {}
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for number, line in enumerate(table_lines, 2):
+        entry = _json_line(path, line, number)
+        if not isinstance(entry, dict) or len(entry) != 1 or next(iter(entry)) not in TABLES:
+            raise DamagedPartError(path, f"line {number} is not one of the tables {sorted(TABLES)}")
+        ((table, rows),) = entry.items()
+        if table in tables:
+            raise DamagedPartError(path, f"table {table!r} appears twice")
+        if not isinstance(rows, list) or any(not isinstance(row, dict) or row.get("seed") not in seeds for row in rows):
+            raise DamagedPartError(path, f"table {table!r} holds rows that are not rows of seeds {list(seeds)}")
+        lines[table], tables[table] = line, rows
+    for table in TABLES:
+        if table not in tables:
+            raise DamagedPartError(path, f"the {table} table is missing")
+        if manifest is None:
+            continue
+        expected = manifest.get(table)
+        if not isinstance(expected, dict):
+            raise DamagedPartError(path, f"the manifest does not record the {table} table")
+        if expected.get("rows") != len(tables[table]):
+            counts = f"{len(tables[table])} rows, its manifest records {expected.get('rows')}"
+            raise DamagedPartError(path, f"the {table} table has {counts}")
+        if expected.get("sha256") != _sha256(lines[table].encode()):
+            raise DamagedPartError(path, f"the {table} table does not match its sha256 checksum")
+    results = Results(**tables)
+    lacking = missing_seeds(results, seeds)
+    if lacking:
+        raise DamagedPartError(path, "; ".join(f"the {t} table has no rows for seeds {s}" for t, s in lacking.items()))
+    return StoredPart(path, cell, seeds, results, manifest is not None)
 
 
 class ResultStore:
@@ -204,99 +435,144 @@ class ResultStore:
         self.directory = Path(directory)
         self.parts = self.directory / "parts"
         self.format = "parquet" if table_format == "parquet" or (table_format == "auto" and has_pyarrow()) else "csv"
-        self._saved: dict[Path, tuple[str, Results]] = {}  # parts written by this object: not read back
+        self._verified: dict[Path, StoredPart] | None = None  # read by scan(), plus parts saved since
+        self.damaged: list[DamagedPartError] = []
 
     def check_writable(self) -> None:
         """Create the directory and its ``parts`` folder, or raise ValueError saying how to fix it."""
         check_writable(self.directory)
         check_writable(self.parts)
 
-    def _part_files(self) -> list[Path]:
-        return sorted(self.parts.glob(f"*{PART_SUFFIX}")) if self.parts.is_dir() else []
+    def scan(self) -> list[DamagedPartError]:
+        """Read and verify every entry of ``parts/`` (:func:`read_part`); returns the damaged ones (left in place).
 
-    @staticmethod
-    def _header(path: Path) -> dict[str, Any]:
-        with gzip.open(path, "rt") as handle:
-            return json.loads(handle.readline())
+        Hidden files (temporary files of writes in progress) are skipped.
+        """
+        verified: dict[Path, StoredPart] = {}
+        damaged = []
+        entries = sorted(self.parts.iterdir()) if self.parts.is_dir() else []
+        for path in entries:
+            if path.name.startswith("."):
+                continue
+            try:
+                verified[path] = read_part(path)
+            except DamagedPartError as error:
+                damaged.append(error)
+        self._verified, self.damaged = verified, damaged
+        return damaged
+
+    def stored(self) -> dict[Path, StoredPart]:
+        """The verified parts (path -> part), scanning ``parts/`` on first use."""
+        if self._verified is None:
+            self.scan()
+        assert self._verified is not None
+        return self._verified
+
+    def unchecksummed(self) -> int:
+        """How many verified parts predate manifests (completeness checked, no checksum to compare)."""
+        return sum(not part.checksummed for part in self.stored().values())
+
+    def move_aside(self) -> list[Path]:
+        """Move the damaged entries found by :meth:`scan` to ``damaged/`` (a clash gets a counter); new paths."""
+        if not self.damaged:
+            return []
+        target = check_writable(self.directory / DAMAGED)
+        moved = []
+        for error in self.damaged:
+            destination, counter = target / error.path.name, 1
+            while destination.exists():
+                destination, counter = target / f"{error.path.name}.{counter}", counter + 1
+            moved.append(Path(shutil.move(error.path, destination)))
+        self.damaged = []
+        return moved
 
     def finished(self) -> dict[str, set[int]]:
-        """Cell id -> seeds whose results are stored."""
+        """Cell id -> seeds whose results are stored in verified parts."""
         done: dict[str, set[int]] = {}
-        for path in self._part_files():
-            header = self._header(path)
-            done.setdefault(header["cell"], set()).update(header["seeds"])
+        for part in self.stored().values():
+            done.setdefault(part.cell, set()).update(part.seeds)
         return done
 
     def save_part(self, result: JobResult) -> Path:
-        """Store one finished job atomically; returns the part's path."""
+        """Store one finished job atomically (with its manifest); returns the part's path."""
         job = result.job
         tag = hashlib.sha256(json.dumps(list(job.seeds)).encode()).hexdigest()[:8]
-        header = {
-            "cell": job.cell,
-            "seeds": list(job.seeds),
-            "algorithm": job.algorithm,
-            "point": dict(job.point),
-            "sim_time": result.sim_time,
-        }
+        text = part_text(result)
 
         def write(temporary: Path) -> None:
             with gzip.open(temporary, "wt", compresslevel=1) as handle:
-                for line in (header, {"curves": result.results.curves}, {"agents": result.results.agents}):
-                    handle.write(json.dumps(line, default=to_json) + "\n")
+                handle.write(text)
 
         path = atomic_write(self.parts / f"{job.cell}-{tag}{PART_SUFFIX}", write)
-        self._saved[path] = (job.cell, result.results)
+        self.stored()[path] = StoredPart(path, job.cell, tuple(job.seeds), result.results, True)
         return path
 
-    def _read_parts(self, cells: Iterable[str]) -> dict[str, list[Results]]:
-        wanted = set(cells)
-        found: dict[str, list[Results]] = {}
-        for path in self._part_files():
-            if path in self._saved:
-                cell, results = self._saved[path]
-                if cell in wanted:
-                    found.setdefault(cell, []).append(results)
-                continue
-            with gzip.open(path, "rt") as handle:
-                header = json.loads(handle.readline())
-                if header["cell"] not in wanted:
-                    continue
-                tables = {key: value for line in handle for key, value in json.loads(line).items()}
-            found.setdefault(header["cell"], []).append(Results(**tables))
-        return found
-
     def collect(self, jobs: Sequence[Job]) -> Results:
-        """The stored rows of ``jobs`` (all seeds of each cell) in canonical order: job order, seed, slot, agent."""
-        seeds = {job.cell: [] for job in jobs}
+        """The stored rows of ``jobs`` (all seeds of each cell) in canonical order: job order, seed, slot, agent.
+
+        Every (cell, seed) of ``jobs`` must be held by a verified part, which supplies all its tables;
+        otherwise :class:`IncompleteResults` names the missing jobs and seeds.
+        """
+        seeds: dict[str, list[int]] = {}
+        names: dict[str, Job] = {}
         for job in jobs:
-            seeds[job.cell].extend(job.seeds)
-        parts = self._read_parts(seeds)
+            seeds.setdefault(job.cell, []).extend(job.seeds)
+            names.setdefault(job.cell, job)
+        holder: dict[tuple[str, int], StoredPart] = {}
+        for part in self.stored().values():
+            for seed in part.seeds:
+                holder.setdefault((part.cell, seed), part)
+        missing = {cell: [s for s in cell_seeds if (cell, s) not in holder] for cell, cell_seeds in seeds.items()}
+        missing = {cell: lacking for cell, lacking in missing.items() if lacking}
+        if missing:
+            described = "; ".join(
+                f"{names[cell].algorithm} {dict(names[cell].point)} seeds {absent}" for cell, absent in missing.items()
+            )
+            raise IncompleteResults(
+                f"results in {str(self.directory)!r} lack {sum(map(len, missing.values()))} run(s) ({described}); "
+                f"run the same sweep again (or `fedbandit sweep --repair --out {self.directory}`) to run them"
+            )
         merged = Results()
         for cell, cell_seeds in seeds.items():
-            rank = {seed: i for i, seed in enumerate(dict.fromkeys(cell_seeds))}
+            order = list(dict.fromkeys(cell_seeds))
             for table in TABLES:
-                chosen: dict[int, list[dict[str, Any]]] = {}
-                for part in parts.get(cell, []):
-                    by_seed: dict[int, list[dict[str, Any]]] = {}
-                    for row in getattr(part, table):
-                        if row["seed"] in rank:
-                            by_seed.setdefault(row["seed"], []).append(row)
-                    for seed, rows in by_seed.items():
-                        chosen.setdefault(seed, rows)
-                missing = set(rank) - set(chosen) if table == "curves" else set()
-                if missing:
-                    raise ValueError(f"results of cell {cell} lack seeds {sorted(missing)}; run the sweep again")
-                rows = [row for seed_rows in chosen.values() for row in seed_rows]
-                getattr(merged, table).extend(sorted(rows, key=lambda row: (rank[row["seed"]], row["slot"])))
+                rows = [
+                    row
+                    for seed in order
+                    for row in sorted(
+                        (row for row in getattr(holder[cell, seed].results, table) if row["seed"] == seed),
+                        key=lambda row: row["slot"],
+                    )
+                ]
+                getattr(merged, table).extend(rows)
         return merged
 
+    def mark_tables_stale(self, reason: str) -> None:
+        """Record in ``tables.json`` that the tables present (if any) may not match the sweep now under way."""
+        if table_paths(self.directory):
+            self._write_status({"complete": False, "reason": reason})
+
+    def _write_status(self, status: Mapping[str, Any]) -> Path:
+        text = json.dumps(status, indent=2)
+        return atomic_write(self.directory / STATUS, lambda temporary: temporary.write_text(text + "\n"))
+
     def write_tables(self, results: Results) -> list[Path]:
-        """Write the curves and agents tables atomically (removing a stale table of the other format)."""
+        """Write the curves and agents tables atomically (removing a stale table of the other format).
+
+        Then ``tables.json`` records them complete, with their row counts and sha256 checksums.
+        """
         paths = []
         suffix = ".parquet" if self.format == "parquet" else ".csv"
         for table, stem in TABLES.items():
             paths.append(write_table(getattr(results, table), self.directory / f"{stem}{suffix}", self.format))
             (self.directory / f"{stem}{'.csv' if suffix == '.parquet' else '.parquet'}").unlink(missing_ok=True)
+        self._write_status(
+            {
+                "complete": True,
+                "rows": {table: len(getattr(results, table)) for table in TABLES},
+                "sha256": {path.name: _sha256(path.read_bytes()) for path in paths},
+            }
+        )
         return paths
 
     def write_config(self, config: Mapping[str, Any]) -> Path:

@@ -9,9 +9,12 @@ Python equivalent of ``fedbandit sweep``::
 
 The scenario is resolved at a scale (:func:`~fedbandit_envs.bench.jobs.resolve_scenario`), expanded
 into jobs (:func:`~fedbandit_envs.bench.jobs.expand`: points x algorithms, all seeds of a job as
-batched replicas), the (cell, seed) pairs already stored in the output directory are skipped, each
-finished job is stored at once, and the tidy tables are rebuilt from everything stored
-(:class:`~fedbandit_envs.bench.store.ResultStore`).
+batched replicas), every cell's configuration is checked by building its environment
+(:func:`~fedbandit_envs.bench.jobs.check_jobs`) before anything is written, the stored parts are
+verified (damaged ones are moved aside and their runs run again), the (cell, seed) pairs already
+stored in the output directory are skipped, each finished job is stored at once, and the tidy tables
+are rebuilt from everything stored (:class:`~fedbandit_envs.bench.store.ResultStore`).
+:func:`repair_sweep` re-runs the sweep recorded in a directory's ``config.json``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +31,21 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from fedbandit_envs.bench.backends import Backend, make_backend
-from fedbandit_envs.bench.jobs import Job, expand, import_targets, param_columns, pending, resolve_scenario
+from fedbandit_envs.bench.backends import Backend, JobFailed, make_backend
+from fedbandit_envs.bench.jobs import (
+    Job,
+    canonical_json,
+    check_jobs,
+    check_result,
+    env_keys,
+    expand,
+    import_targets,
+    param_columns,
+    pending,
+    resolve_scenario,
+)
 from fedbandit_envs.bench.scenarios import Scenario
-from fedbandit_envs.bench.store import ResultStore
+from fedbandit_envs.bench.store import DAMAGED, DamagedPartWarning, ResultStore, load_config
 from fedbandit_envs.seeding import SeedsLike
 
 
@@ -47,6 +62,8 @@ class SweepSummary:
         sim_time: seconds spent inside the runner, summed over the jobs run.
         wall_time: seconds from start to the tables being written.
         tables: paths of the tables written (empty for a dry run).
+        damaged: one line per damaged part found (moved to ``damaged/``, or left in place by a dry run).
+        unchecksummed: stored parts written before part manifests (checked for completeness only).
     """
 
     scenario: Scenario
@@ -57,6 +74,8 @@ class SweepSummary:
     sim_time: float = 0.0
     wall_time: float = 0.0
     tables: list[Path] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)
+    unchecksummed: int = 0
 
     def describe(self) -> str:
         """A few lines for the terminal: job counts and where the results are."""
@@ -67,6 +86,12 @@ class SweepSummary:
             f"{len(self.jobs)} job(s); {len(self.jobs_run)} job(s) to run, {self.cells_skipped} run(s) already stored",
             f"results directory: {self.directory}",
         ]
+        lines += [f"damaged: {line}" for line in self.damaged]
+        if self.unchecksummed:
+            lines.append(
+                f"{self.unchecksummed} stored part(s) predate part manifests: checked for completeness, "
+                "not checksums (run with a fresh --out to rewrite them)"
+            )
         if self.tables:
             lines.append(f"ran in {self.wall_time:.1f} s wall ({self.sim_time:.1f} s simulating)")
             lines += [f"wrote {path}" for path in self.tables]
@@ -140,21 +165,38 @@ def run_sweep(
         dry_run: expand and count the jobs only; nothing is run or written.
     """
     start = time.perf_counter()
+    defined = env_keys(resolve_scenario(scenario, scale, None, seeds)) if overrides else set()
     scenario = resolve_scenario(scenario, scale, overrides, seeds)
     import_targets(scenario)
     runner = backend if isinstance(backend, Backend) else make_backend(backend, workers, address)
     store = ResultStore(out, table_format)
     jobs = expand(scenario, seeds_per_job)
+    check_jobs(jobs, scenario, overrides, defined)
+    damaged = store.scan()
     todo = pending(jobs, store.finished())
     skipped = sum(len(job.seeds) for job in jobs) - sum(len(job.seeds) for job in todo)
-    summary = SweepSummary(scenario, store.directory, jobs, todo, skipped)
+    summary = SweepSummary(scenario, store.directory, jobs, todo, skipped, unchecksummed=store.unchecksummed())
     if dry_run:
+        summary.damaged = [f"{error} (a run without --dry-run moves it to {DAMAGED}/)" for error in damaged]
+        _warn(summary.damaged)
         return summary
     store.check_writable()
+    moved = store.move_aside()
+    summary.damaged = [f"{error}; moved to {path}, its runs run again" for error, path in zip(damaged, moved)]
+    _warn(summary.damaged)
     store.write_config(sweep_config(scenario, scale, overrides, runner.name, store.format))
+    store.mark_tables_stale(
+        f"a sweep of {scenario.name} into {str(store.directory)!r} started at {time.strftime('%Y-%m-%d %H:%M:%S')} "
+        "and did not finish, so these tables (from an earlier sweep) may lack runs of config.json; run the same "
+        f"sweep again or `fedbandit sweep --repair --out {store.directory}`"
+    )
     bar = tqdm(total=len(todo), desc=scenario.name, unit="job", disable=not progress, position=0)
     try:
         for result in runner.run(todo, progress=progress):
+            try:
+                check_result(result)  # a part never lacks a seed
+            except ValueError as error:
+                raise JobFailed(result.job, error) from error
             store.save_part(result)
             summary.sim_time += result.sim_time
             bar.update()
@@ -163,3 +205,55 @@ def run_sweep(
     summary.tables = store.write_tables(store.collect(jobs))
     summary.wall_time = time.perf_counter() - start
     return summary
+
+
+def _warn(lines: list[str]) -> None:
+    for line in lines:
+        warnings.warn(f"damaged part: {line}", DamagedPartWarning, stacklevel=3)
+
+
+def repair_sweep(
+    out: str | Path,
+    backend: str | Backend = "pool",
+    workers: int | None = None,
+    address: str | None = None,
+    seeds_per_job: int | None = None,
+    progress: bool = False,
+    dry_run: bool = False,
+) -> SweepSummary:
+    """Repair the sweep in ``out``: verify every part, move damaged ones aside, run what is missing, rebuild tables.
+
+    The scenario, scale, overrides, seeds and table format come from ``out/config.json``; the registered
+    scenario must still match the recorded one (algorithms, environment keywords and sweep), so the
+    repair re-runs exactly the sweep that was recorded. Arguments as in :func:`run_sweep`.
+    """
+    config = load_config(out)
+    if not config:
+        raise ValueError(f"no config.json in {str(out)!r}; --repair needs the directory of an earlier sweep (--out)")
+    try:
+        name, scale, overrides, seeds = config["scenario"], config["scale"], config["overrides"], config["seeds"]
+    except KeyError as error:
+        raise ValueError(f"config.json in {str(out)!r} lacks {error}; run the sweep command again instead") from error
+    scenario = resolve_scenario(name, scale, overrides, len(seeds))
+    recorded = sweep_config(scenario, scale, overrides, "", config.get("format", "auto"))
+    for key in ("algorithms", "env_kwargs", "sweep", "seeds", "checkpoints", "wrappers"):
+        if canonical_json(recorded[key]) != canonical_json(config.get(key)):
+            raise ValueError(
+                f"the {key} of scenario {name!r} registered now differ from those recorded in {out}/config.json "
+                "(a changed catalogue, or a directory written by `fedbandit compare`); run the original command "
+                "again instead of --repair"
+            )
+    return run_sweep(
+        name,
+        out,
+        scale,
+        overrides,
+        len(seeds),
+        backend=backend,
+        workers=workers,
+        address=address,
+        seeds_per_job=seeds_per_job,
+        table_format=config.get("format", "auto"),
+        progress=progress,
+        dry_run=dry_run,
+    )
