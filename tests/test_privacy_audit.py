@@ -339,23 +339,18 @@ def test_paper_calibration_is_only_n_agg_times_epsilon_private():
 
 # ------------------------------------------------------------------------------------------ slow tier
 @pytest.mark.slow
-@pytest.mark.parametrize("epsilon", EPSILONS)
+@pytest.mark.parametrize(
+    ("secure", "epsilon"),
+    [*((False, e) for e in EPSILONS), *((True, e) for e in SECURE_EPSILONS)],
+    ids=[*(f"seeded-{e}" for e in EPSILONS), *(f"secure-{e}" for e in SECURE_EPSILONS)],
+)
 @pytest.mark.parametrize("make", [laplace, gaussian, tree], ids=["laplace", "gaussian", "tree"])
-def test_audit_passes_at_every_epsilon_and_flags_half_noise(make, epsilon):
-    # measured (correct / half noise) at epsilon 0.5, 1, 2: Laplace 0.36 / 0.74, 0.59 / 1.29, 1.29 / 2.47; Gaussian
-    # 0.25 / 0.72, 0.35 / 1.27, 0.98 / 2.26 (the delta = 1e-5 tail is out of reach); tree 0.34 / 0.80, 0.67 / 1.68,
-    # 1.68 / 3.21
-    measured, charged = audit(make, epsilon, False, False, ALPHA)
+def test_audit_passes_at_every_epsilon_and_flags_half_noise(make, secure, epsilon):
+    # measured seeded (correct / half noise) at epsilon 0.5, 1, 2: Laplace 0.36 / 0.74, 0.59 / 1.29, 1.29 / 2.47;
+    # Gaussian 0.25 / 0.72, 0.35 / 1.27, 0.98 / 2.26 (the delta = 1e-5 tail is out of reach); tree 0.34 / 0.80,
+    # 0.67 / 1.68, 1.68 / 3.21. Secure runs cannot be seeded: their level is ALPHA_SECURE per run.
+    alpha = ALPHA_SECURE if secure else ALPHA
+    measured, charged = audit(make, epsilon, secure, False, alpha)
     assert charged == epsilon and measured <= charged
-    broken, charged = audit(make, epsilon, False, True, ALPHA)
-    assert charged == epsilon and broken > charged
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("epsilon", SECURE_EPSILONS)
-@pytest.mark.parametrize("make", [laplace, gaussian, tree], ids=["laplace", "gaussian", "tree"])
-def test_secure_audit_passes_at_every_epsilon_and_flags_half_noise(make, epsilon):
-    measured, charged = audit(make, epsilon, True, False, ALPHA_SECURE)
-    assert charged == epsilon and measured <= charged
-    broken, charged = audit(make, epsilon, True, True, ALPHA_SECURE)
+    broken, charged = audit(make, epsilon, secure, True, alpha)
     assert charged == epsilon and broken > charged
