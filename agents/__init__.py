@@ -1,6 +1,5 @@
-"""Reference agents: the protocol a learner implements (:mod:`agents.base`) and the baselines."""
+"""Reference agents: the protocol a learner implements (:mod:`fedbandit_envs.protocol`) and the baselines."""
 
-from agents.base import Agent, Coordinator, PerAgentPopulation, Population
 from agents.baselines import FullSharingCoordinator, FullSharingUCB, IndependentUCB1, Random, RoundRobin
 from agents.dubey import ByzantineProofUCB, CooperativeUCB, DPUCBInt, IndividualUCB1, PrivateMultiAgentUCB
 from agents.li_song import CDPMAB, DDPMAB, HDPMAB, SingleMAB
@@ -8,6 +7,7 @@ from agents.li_wang import AsyncLinUCB, AsyncLinUCBAM, NLinUCB, OneLinUCB, SyncL
 from agents.sb3 import SB3Agent
 from agents.solanki import PFCB, FCBExp, FCBSync, NonFederated
 from agents.zhu import FedUCB, GossipUCB
+from fedbandit_envs.protocol import Agent, Coordinator, PerAgentPopulation, Population
 
 __all__ = [
     "CDPMAB",

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Coordinator, Population
+from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
-from fedbandit_envs.core import Action, AgentContext, Feedback
+from fedbandit_envs.core import Action, AgentContext, Feedback, Step
+from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.topology import SERVER
 
 declare_message_kinds("pooled", "sample")  # public vocabulary under a DP wrapper
@@ -46,7 +47,7 @@ class Random(Population):
         self.context = context
         self.rngs = context.agent_rngs()
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """Uniform arms, no messages."""
         k, m = self.context.num_arms, self.context.num_agents
         return Action(np.stack([rng.integers(k, size=m) for rng in self.rngs]))
@@ -63,8 +64,9 @@ class RoundRobin(Population):
         self.context = context
         self._offsets = np.arange(context.num_agents)
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """The cyclic arm of every agent, no messages."""
+        slot = step.slot
         arms = (self._offsets + slot) % self.context.num_arms
         return Action(np.broadcast_to(arms, (self.context.num_replicas, self.context.num_agents)).copy())
 
@@ -83,7 +85,7 @@ class IndependentUCB1(Population):
         self.totals = np.zeros(shape[:2], np.int64)
         self._cells = (np.arange(shape[0] * shape[1]) * shape[2]).reshape(shape[:2])
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """UCB1 on the agent's own statistics."""
         return Action(ucb1_arms(self.counts, self.sums, self.totals))
 
@@ -146,7 +148,7 @@ class FullSharingUCB(Population):
         self._recipient = np.full(b * m, SERVER)
         self._pending: list[MessageBatch] = []
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """UCB1 on the pooled statistics; upload the previous slot's samples."""
         arms = ucb1_arms(self.counts, self.sums, self.counts.sum(axis=-1))
         return Action(arms, self._pending)
@@ -166,3 +168,8 @@ class FullSharingUCB(Population):
             if batch.kind == "pooled":
                 self.counts[batch.replica, batch.recipient] = batch.payload["counts"]
                 self.sums[batch.replica, batch.recipient] = batch.payload["sums"]
+
+register_algorithm("random", Random, "mab")
+register_algorithm("round_robin", RoundRobin, "mab")
+register_algorithm("independent_ucb1", IndependentUCB1, "mab")
+register_algorithm("full_sharing_ucb", FullSharingUCB, "mab")

@@ -1,7 +1,7 @@
 """Dubey and Pentland (AAMAS 2020): private and byzantine-proof cooperative UCB, with their baselines.
 
 Spec: ``dubey-pentland.md`` (section numbers and D-items below refer to it). Every class is a vectorised
-:class:`~agents.base.Population` over (B, M) agents:
+:class:`~fedbandit_envs.protocol.Population` over (B, M) agents:
 
 * :class:`PrivateMultiAgentUCB`: Algorithms 1 + 2. Each agent releases its running mean per arm with fresh Laplace
   noise only at own counts ``f, 2f, ...`` (the shared :class:`~wrappers.dp.mechanisms.IntervalRelease`, applied to
@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Population
+from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
 from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
-from fedbandit_envs.core import Action, AgentContext, Feedback
+from fedbandit_envs.core import Action, AgentContext, Feedback, Step
+from fedbandit_envs.protocol import Population
 from wrappers.dp.accountant import LaplaceEvent, PrivacyAccountant
 from wrappers.dp.mechanisms import FixedInterval, IntervalRelease, laplace_noise
 
@@ -225,8 +226,9 @@ class IndividualUCB1(_UCBPopulation):
     def __init__(self, tie_break: str = "random") -> None:
         super().__init__(tie_break)
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """Round-robin for the first K slots, then the UCB1 index."""
+        slot = step.slot
         t = slot + 1
         if t <= self.num_arms:
             return Action(self._round_robin(slot))
@@ -274,8 +276,9 @@ class DPUCBInt(_UCBPopulation):
         self.releases = _IntervalReleases(shape, self.dp_eps, self.v, self.schedule, self.rngs, context.horizon)
         self._frozen = np.full(shape, np.inf)
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """Round-robin for ``K f`` slots, then the index on the held noisy means."""
+        slot = step.slot
         t = slot + 1
         if t <= self.num_arms * self.interval:
             return Action(self._round_robin(slot))
@@ -390,8 +393,9 @@ class PrivateMultiAgentUCB(_UCBPopulation):
             own_counts, own_sums = self.own_counts, self.own_sums
         return own_counts + self.pooled_counts, own_sums + self.pooled_sums
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """Round-robin for ``K f`` slots, then UCB on the group statistics; flood the own record and forwards."""
+        slot = step.slot
         t = slot + 1
         if t <= self.exploration_slots:
             arms = self._round_robin(slot)
@@ -829,8 +833,9 @@ class ByzantineProofUCB(_UCBPopulation):
                 width = np.sqrt(self.sigma * log_inv_delta / sizes)
         return self.sigma * math.sqrt(self.eps_alg) + width
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """Each arm once, then the robust UCB index; flood the previous slot's sample and the forwards."""
+        slot = step.slot
         t = slot + 1
         if t <= self.num_arms:
             arms = self._round_robin(slot)
@@ -854,3 +859,9 @@ class ByzantineProofUCB(_UCBPopulation):
             cells.append(holder * self.num_arms + arm[valid])
             values.append(new.content["reward"][valid].astype(np.float64))
         self.samples.add(np.concatenate(cells), np.concatenate(values))
+
+register_algorithm("dubey_private_ucb", PrivateMultiAgentUCB, "mab")
+register_algorithm("dubey_cooperative_ucb", CooperativeUCB, "mab")
+register_algorithm("dubey_byzantine_ucb", ByzantineProofUCB, "mab")
+register_algorithm("dubey_ucb1", IndividualUCB1, "mab")
+register_algorithm("dubey_dp_ucb_int", DPUCBInt, "mab")

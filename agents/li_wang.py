@@ -1,7 +1,7 @@
 """Li and Wang (AAAI-22): asynchronous federated linear UCB with event-triggered communication.
 
 Reference agents for :class:`~fedbandit_envs.envs.linear.FederatedLinear` (spec
-``li-wang-async-linucb.md``), run by :mod:`fedbandit_envs.linear_runner`:
+``li-wang-async-linucb.md``), run by :func:`fedbandit_envs.run.run`:
 
 * :class:`AsyncLinUCB` (Algorithms 1 and 2): a client uploads its buffer when
   ``ld(V_i + lam I) - ld(V_i - dV_i + lam I) > log gamma_U`` and the server sends client j the
@@ -45,11 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Coordinator
+from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
-from fedbandit_envs.envs.linear import LinearContext, LinearFeedback, LinearStep
-from fedbandit_envs.linear_runner import LinearPopulation
+from fedbandit_envs.core import Action, Phase, Step
+from fedbandit_envs.envs.linear import LinearContext, LinearFeedback
+from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.topology import SERVER
 
 declare_message_kinds("upload", "sync_upload")  # public vocabulary under a DP wrapper
@@ -685,8 +686,10 @@ class SyncServer(Coordinator):
 
 
 # ---------------------------------------------------------------------- shared client machinery
-class _LinUCBClients(LinearPopulation):
+class _LinUCBClients(Population):
     """Clients choosing arms by LinUCB on their (V, b) statistics: the act/observe side of Algs 2 and 4."""
+
+    families = ("linear",)
 
     def __init__(
         self,
@@ -761,7 +764,7 @@ class _LinUCBClients(LinearPopulation):
         self._chosen = np.zeros((b, m, d))
         self._rewards = np.zeros((b, m))
 
-    def act(self, step: LinearStep) -> np.ndarray:
+    def act(self, step: Step) -> Action:
         """LinUCB on each active client's statistics; ties go to the smallest arm index."""
         contexts = self._check_contexts(step.contexts)
         arms = np.zeros(step.clients.shape, np.int64)
@@ -771,7 +774,7 @@ class _LinUCBClients(LinearPopulation):
             arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha).argmax(axis=1)
         self._clients = step.clients
         self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
-        return arms
+        return Action(arms)
 
     def observe(self, feedback: LinearFeedback) -> None:
         """Keep the rewards; the update happens at the client's report round."""
@@ -851,13 +854,14 @@ class AsyncLinUCB(_LinUCBClients):
         self._start(context)
         self.log_gamma_u = _log_thresholds("gamma_u", self.gamma_u, context.num_agents)
 
-    def report(self, slot: int, positions: np.ndarray) -> list[MessageBatch]:
+    def send(self, phase: Phase) -> list[MessageBatch]:
         """Local update, then upload if ``ld(V + lam I) - ld(V - dV + lam I) > log gamma_U``."""
+        positions = phase.positions
         clients = self._update(positions)
         fire = self.stats.log_ratio(self._rows, clients) > self.log_gamma_u[clients]
         return self._upload("upload", self._rows[fire], clients[fire])
 
-    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:
+    def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """Add each download to the recipient's statistics."""
         for batch in inbox:
             if batch.kind == "download":
@@ -937,13 +941,14 @@ class SyncLinUCB(_LinUCBClients):
             else float(self.threshold)
         )
 
-    def act(self, step: LinearStep) -> np.ndarray:
+    def act(self, step: Step) -> Action:
         """Register the active clients, then LinUCB."""
         self.registered[self._rows[:, None], step.clients] = True
         return super().act(step)
 
-    def report(self, slot: int, positions: np.ndarray) -> list[MessageBatch]:
+    def send(self, phase: Phase) -> list[MessageBatch]:
         """Local update; on a trigger every registered client of that replica uploads its buffer."""
+        positions = phase.positions
         clients = self._update(positions)
         self.steps[self._rows, clients] += 1
         ratio = self.stats.log_ratio(self._rows, clients)
@@ -955,7 +960,7 @@ class SyncLinUCB(_LinUCBClients):
         self.steps[self._rows[fire]] = 0
         return self._upload("sync_upload", replicas, members)
 
-    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:
+    def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """Replace each recipient's statistics by the aggregate."""
         for batch in inbox:
             if batch.kind == "sync_download":
@@ -1179,7 +1184,7 @@ class AsyncLinUCBAM(_LinUCBClients):
             raise ValueError(f"theta_g_init must end in d_g = {self.d_g}, got shape {theta.shape}")
         return theta[:, None, :] if theta.ndim == 2 else theta
 
-    def act(self, step: LinearStep) -> np.ndarray:
+    def act(self, step: Step) -> Action:
         """Eq. 8 (UCB_g + UCB_l) for clients past the warm-up, full-feature LinUCB for those in it."""
         contexts = self._check_contexts(step.contexts)
         arms = np.zeros(step.clients.shape, np.int64)
@@ -1197,10 +1202,11 @@ class AsyncLinUCBAM(_LinUCBClients):
             arms[:, j] = scores.argmax(axis=1)
         self._clients = step.clients
         self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
-        return arms
+        return Action(arms)
 
-    def report(self, slot: int, positions: np.ndarray) -> list[MessageBatch]:
+    def send(self, phase: Phase) -> list[MessageBatch]:
         """AM update (or warm-up step) of the reporting clients, then the upload check (Algorithm 1)."""
+        positions = phase.positions
         clients = self._clients[self._rows, positions]
         x = self._chosen[self._rows, positions]
         y = self._rewards[self._rows, positions]
@@ -1267,7 +1273,7 @@ class AsyncLinUCBAM(_LinUCBClients):
         self.ready[b, i] = True
         del self.store[(b, i)]
 
-    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:
+    def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """Add each download to the recipient's global statistics."""
         for batch in inbox:
             if batch.kind == "download":
@@ -1325,3 +1331,9 @@ def table1_bounds(num_clients: int, dimension: int, horizon: int, lam: float) ->
     for preset in ("paper_regret", "paper_comm"):
         table[f"sync_{preset}"] = {"D": sync_threshold(preset, n, dimension, horizon)}
     return table
+
+register_algorithm("async_linucb", AsyncLinUCB, "linear")
+register_algorithm("async_linucb_am", AsyncLinUCBAM, "linear")
+register_algorithm("sync_linucb", SyncLinUCB, "linear")
+register_algorithm("one_linucb", OneLinUCB, "linear")
+register_algorithm("n_linucb", NLinUCB, "linear")

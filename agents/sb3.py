@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
 from fedbandit_envs.core import AgentContext
+from fedbandit_envs.protocol import Agent
 from fedbandit_envs.views import local_bandit_observation, local_observation_size
 
 __all__ = ["SB3Agent"]

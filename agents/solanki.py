@@ -2,7 +2,7 @@
 
 Solanki, Kanaparthy, Damle, Gujar, "Differentially Private Federated Combinatorial Bandits with
 Constraints" (ECML PKDD 2022); the contract is the spec ``solanki-pfcb``. Every class is a vectorised
-:class:`~fedbandit_envs.envs.procurement.ProcurementPopulation` acting on (B, n, m) arrays (B replicas, n
+:class:`~fedbandit_envs.protocol.Population` acting on (B, n, m) arrays (B replicas, n
 agents, m producers) in :class:`~fedbandit_envs.envs.procurement.FedProcurementEnv`:
 
 * :class:`NonFederated`: the single-agent baseline (Deva et al.), every agent alone (§2.1).
@@ -32,10 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
-from fedbandit_envs.envs.procurement import ProcurementContext, ProcurementFeedback, ProcurementPopulation
+from fedbandit_envs.core import Action, Phase, Step
+from fedbandit_envs.envs.procurement import ProcurementContext, ProcurementFeedback
 from fedbandit_envs.oracles import Oracle, make_oracle
+from fedbandit_envs.protocol import Population
 from wrappers.dp import GaussianMechanism, PrivacyAccountant, gaussian_delta
 
 declare_message_kinds("fcb_sync", "pfcb", "naive")  # public vocabulary under a DP wrapper
@@ -207,7 +210,7 @@ def check_and_update(
 
 
 # ====================================================================================== learners
-class NonFederated(ProcurementPopulation):
+class NonFederated(Population):
     """Every agent learns alone (Deva et al.'s single-agent algorithm; §2.1). No messages.
 
     For ``t <= tau0 = explore_len(1)`` an agent buys one unit from every producer; afterwards it plays
@@ -222,6 +225,8 @@ class NonFederated(ProcurementPopulation):
         y: the ``y`` of ``explore_len`` (D-13: 1.0).
         explore_rounds: force tau0 (e.g. to compare algorithms with equal exploration).
     """
+
+    families = ("procurement",)
 
     def __init__(
         self,
@@ -277,17 +282,17 @@ class NonFederated(ProcurementPopulation):
             self.tau0 = explore_len(self._explore_agents(n), context.horizon, self.zeta, self.y)
         self._ones = np.ones((b, n, m), np.int64)
 
-    def act(self, slot: int) -> np.ndarray:
+    def act(self, step: Step) -> Action:
         """All-ones during exploration, then the oracle on the UCB indices."""
-        t = slot + 1
+        t = step.slot + 1
         if t <= self.tau0:
-            return self._ones
+            return Action(self._ones)
         count = np.maximum(self.W, 1.0)  # W >= tau0 >= 1 after exploration; guards agents driven from outside
         mean = np.clip(self.Y / count, 0.0, 1.0)
         width = self._ucb_width(t, count)
         ucb = mean + width
         v = ucb if self.v_mode == "ucb" else mean if self.v_mode == "mean" else mean - width
-        return self.oracle(ucb, v, self.costs, self.capacities, self.theta, self.rho)
+        return Action(self.oracle(ucb, v, self.costs, self.capacities, self.theta, self.rho))
 
     def observe(self, feedback: ProcurementFeedback) -> None:
         """Add the round's own units and good units (Eq. 9)."""
@@ -347,7 +352,7 @@ class FCBSync(NonFederated):
         super().observe(feedback)
         self._last = feedback
 
-    def outgoing(self, slot: int) -> list[MessageBatch]:
+    def send(self, phase: Phase) -> list[MessageBatch]:
         """Every agent's ``(l, x)`` of the round, to every neighbour."""
         b, n, m = self.W.shape
         return [
@@ -363,7 +368,7 @@ class FCBSync(NonFederated):
             )
         ]
 
-    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:
+    def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """Add every received ``(l, x)`` to the pooled totals."""
         for batch in inbox:
             if batch.kind == self.message_kind:
@@ -501,8 +506,9 @@ class PFCB(NonFederated):
         self.y_window += feedback.successes
 
     # ------------------------------------------------------------------ sending
-    def outgoing(self, slot: int) -> list[MessageBatch]:
+    def send(self, phase: Phase) -> list[MessageBatch]:
         """In a communication round: every agent's noisy window sums, then the windows are cleared."""
+        slot = phase.slot
         if slot + 1 not in self._round_set:
             return []
         z = self.z + 1
@@ -594,8 +600,9 @@ class PFCB(NonFederated):
             w_in[index], y_in[index], present[index] = w, y, True
         return w_in, y_in, present
 
-    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:
+    def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """CheckAndUpdate every received entry, senders in ascending order (D-18)."""
+        slot = phase.slot
         w_in, y_in, present = self._received(inbox)
         if not present.any():
             return
@@ -727,3 +734,8 @@ class EveryRoundPrivate(PFCB):
     def __init__(self, message_epsilon: float = 0.01, **kwargs: Any) -> None:
         kwargs.setdefault("schedule", "every_round")
         super().__init__(message_epsilon=message_epsilon, **kwargs)
+
+register_algorithm("solanki_nf", NonFederated, "procurement")
+register_algorithm("solanki_fcb_sync", FCBSync, "procurement")
+register_algorithm("solanki_fcb", FCBExp, "procurement")
+register_algorithm("solanki_pfcb", PFCB, "procurement")

@@ -34,10 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Population
+from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, declare_message_kinds
-from fedbandit_envs.core import Action, AgentContext, Feedback
+from fedbandit_envs.core import Action, AgentContext, Feedback, Step
+from fedbandit_envs.protocol import Population
 from wrappers.dp.mechanisms import BinaryTreeBank, BinaryTreeMechanism
 
 declare_message_kinds("counts", "theta")  # public vocabulary under a DP wrapper
@@ -186,8 +187,9 @@ class GossipUCB(Population):
                 self._keys[b] = rng.random(shape)
         return self._keys[:, offset]
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """Warm-up pull, or Algorithm 1 steps 1-9 plus the round's ``counts`` and ``theta`` messages."""
+        slot, partners = step.slot, step.partners
         b, n = partners.shape
         if slot < self.num_arms:
             return Action(np.full((b, n), slot, np.int64))
@@ -515,3 +517,6 @@ def _check_context(context: AgentContext, algorithm: str) -> None:
                 f"{algorithm} needs a connected agent graph with at least one edge, got topology "
                 f"{topology.name!r}; use e.g. topology='complete' or 'ring' with gossip='uniform_edge'"
             )
+
+register_algorithm("gossip_ucb", GossipUCB, "mab")
+register_algorithm("fed_ucb", FedUCB, "mab")

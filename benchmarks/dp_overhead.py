@@ -9,7 +9,7 @@ accepts; M x K = 100 values are noised per slot at the default size.
 Rows: ``none`` (unwrapped), ``laplace`` / ``gaussian`` / ``tree`` (seeded numpy noise), the same three with
 ``secure=True`` (OpenDP, the ``secure`` extra), and ``byzantine`` (ByzantineAgents on the ``sums`` field,
 contam_eps = 0.1) and ``drops`` (MessageDrops, prob = 0.1). Each repeat runs every row once, in an interleaved
-order, through ``fedbandit_envs.runner.run`` (the batched path, B replicas) and records wall seconds per slot;
+order, through ``fedbandit_envs.run.run`` (the batched path, B replicas) and records wall seconds per slot;
 ratios are to the unwrapped row of the same repeat. The table gives the median over repeats and the load average
 before and after. Measures only; asserts nothing.
 
@@ -26,12 +26,12 @@ import time
 
 import numpy as np
 
-from agents.base import Population
 from agents.baselines import ucb1_arms
 from fedbandit_envs import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Public, Sensitive
-from fedbandit_envs.core import Action, AgentContext, Feedback
-from fedbandit_envs.runner import run
+from fedbandit_envs.core import Action, AgentContext, Feedback, Step
+from fedbandit_envs.protocol import Population
+from fedbandit_envs.run import run
 from wrappers.dp import GaussianMessageDP, LaplaceMessageDP, TreeMessageDP
 from wrappers.faults import ByzantineAgents, MessageDrops
 
@@ -48,7 +48,8 @@ class SumSharingUCB(Population):
         self.heard_counts, self.heard_sums = np.zeros((b, m, m, k)), np.zeros((b, m, m, k))
         self.replica, self.sender = np.repeat(np.arange(b), m), np.tile(np.arange(m), b)
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
+        slot = step.slot
         counts = self.counts + self.heard_counts.sum(axis=2)
         arms = ucb1_arms(counts, self.sums + self.heard_sums.sum(axis=2), counts.sum(axis=-1))
         if slot == 0:

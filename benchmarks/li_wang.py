@@ -9,7 +9,7 @@ Usage::
 Rows (every number is measured; nothing is asserted):
 
 * ``<variant>`` at N = 100 and N = 1000 (d = K = 25, T = ``--horizon``, one seed, the batched runner):
-  every run is ``fedbandit_envs.linear_runner.run`` end to end (construction, reset, every slot, one
+  every run is ``fedbandit_envs.run.run`` end to end (construction, reset, every slot, one
   checkpoint) in a fresh child process, which reports its wall time, C_T, R_T and its peak resident
   memory (``resource.getrusage``, ``ru_maxrss``; ``rss_base`` is the same before the run, after the
   imports). The repeats of all rows are interleaved; each row reports the median wall time and
@@ -57,8 +57,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One run in this process: wall seconds, C_T, R_T and peak RSS (MiB)."""
-    from fedbandit_envs.linear_runner import LINEAR_ALGORITHMS, run
-    from fedbandit_envs.runner import load_object
+    from fedbandit_envs.algorithms import LINEAR_ALGORITHMS, load_object
+    from fedbandit_envs.run import run
 
     name, kwargs, env_extra = VARIANTS[spec["variant"]]
     algorithm = load_object(LINEAR_ALGORITHMS[name])
@@ -157,7 +157,7 @@ def parallel_loop(slots: int) -> float:
 def api_rows(slots: int) -> list[dict[str, Any]]:
     """The environment loops and the PettingZoo runner against the batched one at N = 1000."""
     from agents.li_wang import AsyncLinUCB
-    from fedbandit_envs.linear_runner import run, run_pettingzoo
+    from fedbandit_envs.run import run, run_pettingzoo
 
     rows: list[dict[str, Any]] = []
     for name, loop in (("loop/core", core_loop), ("loop/parallel", parallel_loop)):

@@ -5,7 +5,7 @@ Usage::
     python benchmarks/solanki.py [--quick] [--seeds 1] [--batched 20] [--out benchmarks/solanki.json]
     python benchmarks/solanki.py --profile solanki_pfcb [--horizon 20000]
 
-Every row is ``fedbandit_envs.procurement_runner.run(algorithm, env, seeds, checkpoints=1,
+Every row is ``fedbandit_envs.run.run(algorithm, env, seeds, checkpoints=1,
 frr_reference=None)`` end to end (construction, reset, the round loop and recording) on family U,
 instance seed 0 (the paper's EXP1 setting), timed with ``time.perf_counter``:
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedbandit_envs.procurement_runner import run
+from fedbandit_envs.run import run
 
 ALGORITHMS = ("solanki_nf", "solanki_fcb", "solanki_pfcb", "solanki_fcb_sync")
 ENV = {"num_agents": 10, "num_producers": 30, "instance": "uniform", "instance_seed": 0}

@@ -14,7 +14,7 @@ Rows:
 
 * ``api``: the loop a user writes against the ``FederatedMAB`` ParallelEnv (action dicts, observation
   dicts, ``feedback_from_observations``), timed over the slot loop only (not construction or reset).
-* ``run_pettingzoo``: ``fedbandit_envs.runner.run_pettingzoo`` end to end (checkpoints=1), including
+* ``run_pettingzoo``: ``fedbandit_envs.run.run_pettingzoo`` end to end (checkpoints=1), including
   construction and reset: shows whether the runner adds anything to the ``api`` loop.
 * ``batched``: the same population on ``FederatedMABCore`` with B replicas (the loop of
   ``run_batched``), slot loop only; ``run_batched``: the runner end to end (construction, reset of B

@@ -2,7 +2,7 @@
 
 S-A (spec zhu-gossip-ucb §4.2): N = 3 agents, M = 5 arms, K3, Gaussian observations, the fixed instance of the
 ``zhu/sa_epsilon`` scenario, Fed_UCB at ε in {1, 2, 5} and ε = ∞, 100 trials, T = 10⁶ main rounds (+ 5 warm-up
-slots). Every ε is one :func:`fedbandit_envs.runner.run_batched` call with the 100 trials as replicas. ε = ∞ is played
+slots). Every ε is one :func:`fedbandit_envs.run.run_batched` call with the 100 trials as replicas. ε = ∞ is played
 by Gossip_UCB (Fed_UCB at ε = ∞ is the same trajectory bit for bit, tests/test_zhu.py) unless ``--inf-as-fed``.
 With ``--workers W`` the epsilons run in W processes (each ε is still one batched run of all trials, so every result
 is the one a single process gives); the reported total is the wall time of the whole set.
@@ -41,7 +41,7 @@ from fedbandit_envs.bench.catalogue.zhu import SCENARIOS, zhu_checkpoints
 from fedbandit_envs.channel.channel import Channel
 from fedbandit_envs.channel.ledger import Ledger
 from fedbandit_envs.envs.mab_core import FederatedMABCore
-from fedbandit_envs.runner import run_batched
+from fedbandit_envs.run import run_batched
 
 PAPER_HORIZON = 1_000_000
 

@@ -6,7 +6,7 @@ Run: python examples/compare_baselines.py   (writes compare_baselines.csv and co
 import os
 
 from fedbandit_envs.metrics import summarize
-from fedbandit_envs.runner import Results, run
+from fedbandit_envs.run import Results, run
 
 TINY = os.environ.get("FEDBANDIT_EXAMPLE_SCALE") == "tiny"
 ENV = {"num_agents": 10, "num_arms": 20, "horizon": 100 if TINY else 3000, "instance_seed": 0}

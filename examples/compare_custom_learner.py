@@ -1,6 +1,6 @@
 """Benchmark your own learners against the reference agents of a scenario, with the Python API.
 
-1. A custom vectorised learner (Thompson sampling, an ``agents.base.Population``) is added to the
+1. A custom vectorised learner (Thompson sampling, an ``fedbandit_envs.protocol.Population``) is added to the
    ``suite/baselines`` scenario and swept with it: same instances, seeds, checkpoints and cost model
    as the reference agents. The leaderboard ranks everything by final group regret; a report with
    figures is written to ``results/compare_custom_learner/``.
@@ -19,11 +19,11 @@ import numpy as np
 from stable_baselines3 import PPO
 
 import fedbandit_envs  # noqa: F401  (registers the Gymnasium ids)
-from agents.base import Action, Population
 from agents.sb3 import SB3Agent
 from fedbandit_envs.bench.compare import compare
 from fedbandit_envs.bench.report import write_report
 from fedbandit_envs.bench.scenarios import get
+from fedbandit_envs.protocol import Action, Population
 
 TINY = os.environ.get("FEDBANDIT_EXAMPLE_SCALE") == "tiny"
 SCENARIO = "suite/baselines"

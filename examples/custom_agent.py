@@ -9,9 +9,9 @@ import os
 
 import numpy as np
 
-from agents.base import Agent, PerAgentPopulation
 from fedbandit_envs import NEIGHBOURS, Message
-from fedbandit_envs.runner import run
+from fedbandit_envs.protocol import Agent, PerAgentPopulation
+from fedbandit_envs.run import run
 
 TINY = os.environ.get("FEDBANDIT_EXAMPLE_SCALE") == "tiny"
 

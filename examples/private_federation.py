@@ -12,10 +12,10 @@ import os
 
 import numpy as np
 
-from agents.base import Agent, PerAgentPopulation
 from fedbandit_envs import NEIGHBOURS, FederatedMAB, Message
 from fedbandit_envs.channel.privacy import Public, Sensitive, declare_message_kinds
-from fedbandit_envs.runner import run
+from fedbandit_envs.protocol import Agent, PerAgentPopulation
+from fedbandit_envs.run import run
 from wrappers.dp import LaplaceMessageDP, PrivacyBudgetExceeded
 
 TINY = os.environ.get("FEDBANDIT_EXAMPLE_SCALE") == "tiny"

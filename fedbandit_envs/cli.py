@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.registration import pprint_registry
-from fedbandit_envs.runner import ALGORITHMS, Results, checkpoint_slots, make_algorithm, run
+from fedbandit_envs.run import Results, checkpoint_slots, run
 from fedbandit_envs.seeding import resolve_seeds
 
 DEFAULT_ALGORITHMS = ("random", "independent_ucb1", "full_sharing_ucb")
@@ -96,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         "--algorithms",
         nargs="+",
         default=list(DEFAULT_ALGORITHMS),
-        help=f"names ({', '.join(sorted(ALGORITHMS))}) or module:Class paths",
+        help="registered names (see fedbandit list) or module:Class paths",
     )
     run_parser.add_argument("--agents", type=int, default=10, help="number of agents M")
     run_parser.add_argument("--arms", type=int, default=20, help="number of arms K")
@@ -215,8 +216,9 @@ def _list() -> int:
 
     pprint_registry()
     print("Algorithms (fedbandit run --algorithms ...):")
-    for name, path in ALGORITHMS.items():
-        print(f"  {name:42s} {path}")
+    for name, spec in registered_algorithms().items():
+        factory = f"{spec.factory.__module__}:{spec.factory.__qualname__}"
+        print(f"  {name:24s} {', '.join(spec.families):12s} {factory}")
     print("Scenarios (fedbandit sweep NAME; jobs x seeds at the ci scale):")
     for name in names():
         try:

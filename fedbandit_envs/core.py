@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -44,12 +44,65 @@ class AgentContext:
         return [np.random.default_rng(seq) for seq in self.agent_seeds]
 
 
+@dataclass(frozen=True)
+class Step:
+    """What a population knows when it acts in a slot, for every replica (the act phase).
+
+    Attributes:
+        slot: the slot about to be played (0-based).
+        partners: (B, M) gossip partner of each agent in this slot, -1 for none (MAB families; None elsewhere).
+        clients: (B, m) ids of the agents that act in this slot, or None when every agent acts.
+        contexts: (B, m, K, d) the arm contexts the acting agents observe (linear families; None elsewhere).
+    """
+
+    slot: int
+    partners: np.ndarray | None = None
+    clients: np.ndarray | None = None
+    contexts: np.ndarray | None = None
+
+
 @dataclass
 class Action:
-    """The joint action of one slot: an arm per agent and replica, plus outgoing messages."""
+    """The joint action of one slot and the messages sent with it.
+
+    Attributes:
+        arms: what every acting agent plays, replica axis first: (B, M) arm indices when every agent acts,
+            (B, m) arm indices of the acting clients (linear), or (B, n, m) units per producer (procurement).
+        messages: the batches sent with the action (routed in the same step).
+    """
 
     arms: np.ndarray
     messages: list[MessageBatch] = field(default_factory=list)
+
+
+#: The kinds of message-only phase: a hop at the boundary after a slot, and a report round of a slot.
+PhaseKind = Literal["boundary", "report"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A message-only phase that follows a slot's pulls: no arm is pulled, messages are routed and costed.
+
+    The core decides which phases follow a slot (see :meth:`first_phase` and :meth:`next_phase` of the
+    family cores); the population answers each with :meth:`~fedbandit_envs.protocol.Population.send` and
+    reads the delivered copies in :meth:`~fedbandit_envs.protocol.Population.receive`.
+
+    Attributes:
+        slot: the slot whose pulls the phase follows (its messages are costed under it).
+        kind: ``"boundary"`` (a hop at the boundary after the slot; more follow while the population sends)
+            or ``"report"`` (a report round of the slot; their number is fixed by the family).
+        round: 0-based index of the phase among those following ``slot``.
+        positions: (B,) position among the slot's acting clients of the client that reports in this
+            round (report rounds of families with acting clients), else None.
+        required: the core routes the phase even when nothing is sent (a report round that closes the
+            slot); otherwise a silent phase is skipped and ends the slot's message phases.
+    """
+
+    slot: int
+    kind: PhaseKind
+    round: int = 0
+    positions: np.ndarray | None = None
+    required: bool = False
 
 
 @dataclass
@@ -132,6 +185,23 @@ class ObservedRecords:
         return self._record_widths[replica]
 
 
+class MessageHook(Protocol):
+    """Transforms the agents' outgoing batches of a slot before the channel (DP noise, faults).
+
+    Hooks run after the slot has been validated, in the order they were added; they may change
+    payloads and remove rows, never add recipients.
+    """
+
+    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
+        """Start an episode (one SeedStreams per replica, e.g. for the ``dp`` stream)."""
+
+    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
+        """Return the batches to transmit."""
+
+    # Optional: ``attach_records(records: ObservedRecords)``, called after ``reset`` with the env's
+    # read-only count of each agent's observed rewards (see :func:`fedbandit_envs.core.reset_hooks`).
+
+
 def reset_hooks(
     hooks: Sequence[Any], context: AgentContext, streams: Sequence[SeedStreams], records: ObservedRecords
 ) -> None:
@@ -155,26 +225,24 @@ HORIZON_REACHED = "the horizon is reached; call reset() to start a new episode"
 MAX_BOUNDARY_EXCHANGES = 8
 
 
-def exchange_at_boundary(
-    population: Any, exchange: Callable[[list[MessageBatch]], list[MessageBatch]], slot: int
-) -> None:
-    """Run a population's message-only hops at the boundary after ``slot``.
+def message_phases(core: Any, population: Any, on_inbox: Callable[[list[MessageBatch]], None] | None = None) -> None:
+    """Play the message-only phases that follow a slot's pulls (see :mod:`fedbandit_envs.protocol`).
 
-    Asks ``population.boundary(slot)`` for messages, routes them with ``exchange`` (the core's, or the
-    PettingZoo environment's) and hands the delivered copies to ``population.observe_boundary(slot,
-    inbox)``, as long as the population has more to send (a peer hop can be followed by a server round
-    trip in the same boundary). Populations without a ``boundary`` method send nothing. Callers skip this
-    after the final slot.
+    ``on_inbox`` (optional) sees every inbox delivered, e.g. a single-agent view reading its learner's mail.
     """
-    boundary = getattr(population, "boundary", None)
-    if boundary is None:
-        return
-    for _ in range(MAX_BOUNDARY_EXCHANGES):
-        batches = boundary(slot)
-        if not batches:
-            return
-        population.observe_boundary(slot, exchange(batches))
-    raise RuntimeError(
-        f"{type(population).__name__}.boundary() still had messages after {MAX_BOUNDARY_EXCHANGES} exchanges at "
-        f"the boundary after slot {slot}; a boundary carries one hop and a server round trip"
-    )
+    phase = core.first_phase()
+    while phase is not None:
+        batches = population.send(phase)
+        if batches or phase.required:
+            inbox = core.exchange(phase, batches)
+            if on_inbox is not None:
+                on_inbox(inbox)
+            population.receive(phase, inbox)
+        phase = core.next_phase(phase, bool(batches))
+
+
+def play_slot(core: Any, population: Any) -> None:
+    """One slot on a batched core: act, play, observe, then the message-only phases."""
+    feedback = core.play(population.act(core.current_step()))
+    population.observe(feedback)
+    message_phases(core, population)

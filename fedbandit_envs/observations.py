@@ -2,6 +2,7 @@
 
 An agent's observation is a dict:
 
+* ``"phase"``: 0 in an act step, 1 in a message-only step (see :mod:`fedbandit_envs.envs.base`);
 * ``"slot"``: the index of the slot the agent is about to play (0 after reset, T at the end);
 * ``"arm"``: the arm it pulled in the previous slot (-1 before the first pull);
 * ``"reward"``: the reward of that pull (a 0-d float64 array; 0 before the first pull);
@@ -56,6 +57,7 @@ def observation_space(num_agents: int, num_arms: int, horizon: int, reward_bound
     low, high = reward_bounds
     return spaces.Dict(
         {
+            "phase": spaces.Discrete(2),
             "slot": spaces.Discrete(horizon + 1),
             "arm": spaces.Discrete(num_arms + 1, start=-1),
             "reward": spaces.Box(min(low, 0.0), max(high, 0.0), shape=(), dtype=np.float64),
@@ -99,7 +101,7 @@ def messages_by_sender(batches: Sequence[MessageBatch]) -> dict[int, list[Messag
     return outgoing
 
 
-def agent_observations(feedback: Feedback, next_slot: int, replica: int = 0) -> list[dict[str, Any]]:
+def agent_observations(feedback: Feedback, next_slot: int, phase: int = 0, replica: int = 0) -> list[dict[str, Any]]:
     """One observation dict per agent of ``replica`` after ``feedback`` (see the module docstring)."""
     arms = feedback.arms[replica].tolist()
     rewards = np.array(feedback.rewards[replica], dtype=np.float64)
@@ -109,7 +111,7 @@ def agent_observations(feedback: Feedback, next_slot: int, replica: int = 0) -> 
     else:
         inboxes = [()] * len(arms)
     return [
-        {"slot": next_slot, "arm": arm, "reward": rewards[i, ...], "partner": partner, "inbox": inbox}
+        {"phase": phase, "slot": next_slot, "arm": arm, "reward": rewards[i, ...], "partner": partner, "inbox": inbox}
         for i, (arm, partner, inbox) in enumerate(zip(arms, partners, inboxes))
     ]
 

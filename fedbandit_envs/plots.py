@@ -23,7 +23,7 @@ from fedbandit_envs.bench.claims import final_rows
 from fedbandit_envs.bench.scenarios import FigureSpec
 from fedbandit_envs.bench.store import atomic_write
 from fedbandit_envs.metrics import summarize
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
 PathLike = str | Path
 BANDS = ("minmax", "ci95")

@@ -37,6 +37,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from fedbandit_envs.core import message_phases
 from fedbandit_envs.envs.procurement import ProcurementConfig, ProcurementCore, ProcurementInstance
 from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
@@ -158,22 +159,17 @@ class SingleAggregatorEnv(gymnasium.Env):
         m = self.core.instance.num_producers
         if vector.shape != (m,) or vector.dtype.kind not in "iu":
             raise ValueError(f"action must be an integer vector of {m} unit counts, got {action!r}")
-        slot = self.core.slot
         if self.population is None:
             units = vector[None, None, :]
         else:
-            units = np.array(self.population.act(slot), np.int64, copy=True)
+            units = np.array(self.population.act(self.core.current_step()).arms, np.int64, copy=True)
             units[0, LEARNER] = vector
         feedback = self.core.step(units)
         self._counts += feedback.units[0, LEARNER]
         self._good += feedback.successes[0, LEARNER]
         if self.population is not None:
             self.population.observe(feedback)
-            outgoing = self.population.outgoing(slot)
-            if outgoing:
-                inbox = self.core.communicate(outgoing)
-                self.population.receive(slot, inbox)
-                self._read_inbox(inbox)
+            message_phases(self.core, self.population, on_inbox=self._read_inbox)
         reward = float(feedback.rewards[0, LEARNER])
         return self._observation(), reward, False, self.core.done, self._info()
 

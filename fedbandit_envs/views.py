@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
-from fedbandit_envs.core import exchange_at_boundary
+from fedbandit_envs.core import message_phases
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
 from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
@@ -299,7 +299,7 @@ def _cdp_mab() -> Any:
 
 
 #: Reference algorithms the peers of :class:`FederatedClientEnv` can run: name -> population factory.
-#: A population is an ``agents.base.Population``; its ``make_coordinator()`` is hosted by the core.
+#: A population is an ``fedbandit_envs.protocol.Population``; its ``make_coordinator()`` is hosted by the core.
 PEER_ALGORITHMS: dict[str, Callable[[], Any]] = {"full_sharing": _full_sharing, "cdp_mab": _cdp_mab}
 
 
@@ -369,7 +369,7 @@ class FederatedClientEnv(_CoreView):
             channel=ChannelConfig(CostModel(c1=c1)),
             instance_seed=instance_seed,
         )
-        self.core = FederatedMABCore(config, self.population.make_coordinator())
+        self.core = FederatedMABCore(config, self.population.make_coordinator(), self.population.boundary_hops)
         self.core.reset([0])  # validation probe: builds the instance once
         bounds = self.core.reward_model.bounds
         self.action_space = spaces.Discrete(num_arms)
@@ -407,21 +407,14 @@ class FederatedClientEnv(_CoreView):
         arm = discrete_action(action, self.core.config.num_arms)
         if not getattr(self, "_started", False):
             raise RuntimeError("call reset() before step()")
-        joint = self.population.act(self.core.slot, self.core.partners)
+        joint = self.population.act(self.core.current_step())
         arms = np.array(joint.arms, dtype=np.int64, copy=True)
         arms[0, LEARNER] = arm
         _, reward = self._step_core(arms, list(joint.messages))
         self.population.observe(self._feedback)
         self._read_pooled(self._feedback.inbox)
-        if not self.core.done:
-            exchange_at_boundary(self.population, self._exchange, self._feedback.slot)
+        message_phases(self.core, self.population, on_inbox=self._read_pooled)
         return self._observation(), reward, False, self.core.done, self._info()
-
-    def _exchange(self, batches: list[MessageBatch]) -> list[MessageBatch]:
-        """The peers' boundary hop (e.g. CDP-MAB's uploads); client 0 reads any pooled reply."""
-        inbox = self.core.exchange(batches)
-        self._read_pooled(inbox)
-        return inbox
 
     def _read_pooled(self, inbox: list[MessageBatch]) -> None:
         """Keep the last ``"pooled"`` broadcast delivered to client 0 in this step."""

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from agents.base import Agent, Population
 from fedbandit_envs.bench.compare import compare, resolve_agent
 from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
 from fedbandit_envs.cli import main
+from fedbandit_envs.protocol import Agent, Population
 
 SMALL = {"horizon": 100, "seeds": 2, "checkpoints": 4}
 
@@ -123,7 +123,7 @@ def _learner_source() -> str:
     """A module holding this file's EpsGreedy, as a user's learner package would."""
     import inspect
 
-    return "import numpy as np\n\nfrom agents.base import Agent\n\n\n" + inspect.getsource(EpsGreedy)
+    return "import numpy as np\n\nfrom fedbandit_envs.protocol import Agent\n\n\n" + inspect.getsource(EpsGreedy)
 
 
 def _compare_command(*extra: str, out) -> list[str]:

@@ -11,7 +11,7 @@ from fedbandit_envs.bench.report import evaluate_claims
 from fedbandit_envs.bench.scenarios import Claim
 from fedbandit_envs.bench.store import read_table, write_table
 from fedbandit_envs.bench.tables import final_summary, mean_ci, number
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
 ROWS = [
     {"algorithm": "a", "seed": 0, "slot": 10, "epsilon": 1, "regret": 1.5, "flag": True, "topology": "ring", "x": None},

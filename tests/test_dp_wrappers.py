@@ -21,13 +21,13 @@ import pytest
 from pettingzoo.utils.env import ParallelEnv
 from scipy import stats
 
-from agents.base import Coordinator, Population
 from agents.baselines import ucb1_arms
 from fedbandit_envs import NEIGHBOURS, SERVER, FederatedMAB, Message, MessageBatch
 from fedbandit_envs.channel import batches_from_messages
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action
-from fedbandit_envs.runner import run
+from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.run import run
 from fedbandit_envs.seeding import SeedStreams
 from wrappers.dp import (
     BinaryTreeMechanism,

@@ -25,7 +25,7 @@ from agents.dubey import (
 )
 from fedbandit_envs import topology as topo
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
-from fedbandit_envs.runner import run
+from fedbandit_envs.run import run
 from wrappers.dp.mechanisms import IntervalRelease, LemmaSeries
 from wrappers.faults import ByzantineAgents, MessageDrops, PointMass
 

@@ -10,7 +10,7 @@ from scipy import stats
 
 from agents.dubey import ByzantineProofUCB
 from fedbandit_envs.rewards import ParetoRewards, StudentTRewards, make_reward_model
-from fedbandit_envs.runner import run
+from fedbandit_envs.run import run
 
 
 def reference(model, mean):

@@ -13,7 +13,7 @@ import pytest
 from agents.zhu import GossipUCB
 from fedbandit_envs import SERVER, MessageBatch
 from fedbandit_envs.channel.ledger import DIRECTIONS, CostModel, Ledger, first_occurrences
-from fedbandit_envs.runner import build_env
+from fedbandit_envs.run import build_env
 
 
 def batch(replica, sender, recipient, kind="x", width=2, count=None) -> MessageBatch:

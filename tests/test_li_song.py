@@ -24,10 +24,11 @@ from agents.li_song import (
 )
 from agents.li_song.engine import COMMUNICATE, aggregate_values
 from agents.li_song.schedules import eliminate
+from fedbandit_envs.algorithms import ALGORITHMS, make_algorithm
 from fedbandit_envs.bench import names
 from fedbandit_envs.core import exchange_at_boundary
-from fedbandit_envs.runner import ALGORITHMS, build_env, make_algorithm
-from fedbandit_envs.runner import run as plain_run
+from fedbandit_envs.run import build_env
+from fedbandit_envs.run import run as plain_run
 from fedbandit_envs.topology import from_adjacency, ring
 from fedbandit_envs.views import FederatedClientEnv
 from wrappers.dp import LaplaceMessageDP

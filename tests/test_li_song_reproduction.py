@@ -13,7 +13,7 @@ import pytest
 from agents.li_song import CDPMAB, LiSongMAB, hybrid_topology, run
 from fedbandit_envs.bench.catalogue.li_song import delayed_hybrid_claim
 from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
-from fedbandit_envs.runner import Results, build_env
+from fedbandit_envs.run import Results, build_env
 from wrappers.dp import LaplaceMessageDP
 
 

@@ -24,7 +24,7 @@ from fedbandit_envs.bench.catalogue.li_wang import (
 )
 from fedbandit_envs.bench.claims import final_means
 from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
 INF = float("inf")
 

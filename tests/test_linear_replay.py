@@ -17,7 +17,7 @@ from fedbandit_envs.envs.replay import (
     write_events,
     write_features,
 )
-from fedbandit_envs.linear_runner import run
+from fedbandit_envs.run import run
 from fedbandit_envs.seeding import SeedStreams
 
 

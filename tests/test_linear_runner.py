@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from agents.li_wang import AsyncLinUCB, AsyncLinUCBAM, SyncLinUCB
-from fedbandit_envs.linear_runner import build_env, make_linear_algorithm, run
-from fedbandit_envs.runner import Results
+from fedbandit_envs.algorithms import make_linear_algorithm
+from fedbandit_envs.run import Results, build_env, run
 
 ENV = {"num_clients": 6, "num_arms": 5, "dimension": 4, "horizon": 80}
 HETEROGENEOUS = {**ENV, "mode": "heterogeneous", "global_dimension": 2, "local_dimensions": [2, 1, 2, 0, 2, 1]}

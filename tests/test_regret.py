@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from fedbandit_envs.runner import run
+from fedbandit_envs.run import run
 
 
 def test_independent_ucb1_regret_grows_logarithmically():

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from agents.base import Action, Agent, PerAgentPopulation, Population
+from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.core import exchange_at_boundary
-from fedbandit_envs.runner import build_env, checkpoint_slots, make_algorithm, run
+from fedbandit_envs.protocol import Action, Agent, PerAgentPopulation, Population
+from fedbandit_envs.run import build_env, checkpoint_slots, run
 
 ENV = {"num_agents": 4, "num_arms": 6, "horizon": 120, "instance_seed": 3}
 KEYS = (

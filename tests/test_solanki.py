@@ -31,7 +31,7 @@ from fedbandit_envs.envs.procurement import (
     ProcurementPopulation,
     build_instance,
 )
-from fedbandit_envs.procurement_runner import run
+from fedbandit_envs.run import run
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import build_topology
 from wrappers.dp import GaussianMessageDP, MessagePrivatizer, NoiseSpec, PrivacyBudgetExceeded

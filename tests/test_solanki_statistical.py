@@ -10,10 +10,11 @@ import math
 
 import numpy as np
 import pytest
+from UNKNOWN import run_scenario
 
 from agents.solanki import PFCB, check_and_update
 from fedbandit_envs.bench import get, names
-from fedbandit_envs.procurement_runner import run, run_scenario
+from fedbandit_envs.run import run
 
 ENV = {"num_agents": 10, "num_producers": 30, "horizon": 5000, "instance_seed": 0}
 SEEDS = [0, 1, 2, 3]

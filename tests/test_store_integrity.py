@@ -298,7 +298,7 @@ def test_runner_that_returns_no_rows_for_a_seed_fails_the_job(tmp_path):
 
 
 def first_seed_only(algorithm, env_kwargs, seeds, checkpoints, **kwargs):
-    from fedbandit_envs.runner import run
+    from fedbandit_envs.run import run
 
     return run(algorithm, env_kwargs, seeds[:1], checkpoints, **kwargs)
 

@@ -16,7 +16,7 @@ from fedbandit_envs.envs.procurement import INSTANCE_FAMILIES, FedProcurementEnv
 from fedbandit_envs.instances import INSTANCE_GENERATORS, InstanceName
 from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
 from fedbandit_envs.rewards import REWARD_MODELS, RewardModelName
-from fedbandit_envs.runner import run
+from fedbandit_envs.run import run
 from fedbandit_envs.validation import (
     DEFAULT_MEMORY_LIMIT,
     MEMORY_LIMIT_VARIABLE,

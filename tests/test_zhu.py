@@ -36,7 +36,7 @@ from fedbandit_envs.data import (
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.metrics import summarize
-from fedbandit_envs.runner import run
+from fedbandit_envs.run import run
 from wrappers.dp import LaplaceMessageDP
 from wrappers.dp.mechanisms import dyadic_blocks
 

@@ -22,7 +22,7 @@ from fedbandit_envs.bench.catalogue.zhu import (
 from fedbandit_envs.data import standin_means
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.instances import BanditInstance
-from fedbandit_envs.runner import run
+from fedbandit_envs.run import run
 
 pytestmark = pytest.mark.slow
 

@@ -19,6 +19,7 @@ from agents.li_song.runner import run
 from agents.li_song.schedules import EpochPlan, epoch_plan, participants, target_accuracy
 from agents.li_song.single import SingleMAB
 from agents.li_song.structures import LiSongMAB, structure_of
+from fedbandit_envs.algorithms import register_algorithm
 
 __all__ = [
     "CDPMAB",
@@ -41,3 +42,7 @@ __all__ = [
     "structure_of",
     "target_accuracy",
 ]
+
+register_algorithm("cdp_mab", CDPMAB, "mab")
+register_algorithm("ddp_mab", DDPMAB, "mab")
+register_algorithm("hdp_mab", HDPMAB, "mab")

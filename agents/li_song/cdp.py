@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Coordinator
 from agents.li_song.engine import (
     EliminationState,
     LiSongConfig,
@@ -33,6 +32,7 @@ from agents.li_song.schedules import algorithm_epsilon, participants
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import AgentContext
+from fedbandit_envs.protocol import Coordinator
 from fedbandit_envs.topology import SERVER, Topology
 
 declare_message_kinds("pooled", "upload")  # public vocabulary under a DP wrapper

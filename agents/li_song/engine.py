@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Population
 from agents.li_song.schedules import (
     CALIBRATIONS,
     EpochPlan,
@@ -48,7 +47,8 @@ from agents.li_song.schedules import (
 )
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
-from fedbandit_envs.core import Action, AgentContext, Feedback
+from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
+from fedbandit_envs.protocol import Population
 from fedbandit_envs.topology import Topology
 
 __all__ = [
@@ -273,6 +273,9 @@ class LiSongPopulation(Population):
         config: the hyper-parameters.
     """
 
+    #: Rounds send their first hop (D9) and HDP's sink uploads at the boundary after a slot.
+    boundary_hops = True
+
     def __init__(self, config: LiSongConfig) -> None:
         self.config = config
 
@@ -477,8 +480,9 @@ class LiSongPopulation(Population):
         self._begin(f, slot + 1)
 
     # ------------------------------------------------------------------ slots
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """Exploration arm, exploitation arm (communicating) or commit arm of every agent; hop messages."""
+        slot = step.slot
         self._first_hops = []  # a loop without boundary hops sends them with this slot's pull instead
         if self._static is not None:
             return Action(self._static)
@@ -493,8 +497,9 @@ class LiSongPopulation(Population):
         self.round_hops[self._communicating] += 1
         return Action(arms, _in_sender_order(self._messages(slot, self._communicating)))
 
-    def boundary(self, slot: int) -> list[MessageBatch]:
-        """The free first hop of the rounds whose epoch ended in ``slot`` (``first_hop_free``, D9)."""
+    def send(self, phase: Phase) -> list[MessageBatch]:
+        """The free first hop of the rounds whose epoch ended in ``phase.slot`` (``first_hop_free``, D9)."""
+        slot = phase.slot
         if not self._first_hops:
             return []
         feds = np.array([f for f in self._first_hops if self.phase[f] == COMMUNICATE], np.int64)
@@ -505,9 +510,9 @@ class LiSongPopulation(Population):
         self.round_hops[feds] += 1
         return _in_sender_order(self._messages(slot, feds))
 
-    def observe_boundary(self, slot: int, inbox: list[MessageBatch]) -> None:
+    def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """Run the protocol on the inbox of the boundary hop."""
-        self._receive(slot, inbox, self._boundary_feds)
+        self._receive(phase.slot, inbox, self._boundary_feds)
 
     def observe(self, feedback: Feedback) -> None:
         """Accumulate exploration rewards, end epochs, and run the protocol on the inbox."""

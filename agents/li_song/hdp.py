@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.base import Coordinator
 from agents.li_song.cdp import first_rows, pooled_broadcast
 from agents.li_song.engine import (
     EliminationState,
@@ -41,7 +40,8 @@ from agents.li_song.engine import (
 from agents.li_song.schedules import algorithm_epsilon
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
-from fedbandit_envs.core import AgentContext
+from fedbandit_envs.core import AgentContext, Phase
+from fedbandit_envs.protocol import Coordinator
 from fedbandit_envs.topology import (
     SERVER,
     Topology,
@@ -420,9 +420,9 @@ class HDPMAB(LiSongPopulation):
         }
         return MessageBatch("sink_upload", np.full(rows, b), sinks, np.full(rows, SERVER), payload, privacy=privacy)
 
-    def boundary(self, slot: int) -> list[MessageBatch]:
+    def send(self, phase: Phase) -> list[MessageBatch]:
         """The free first hop (see the engine); else the uploads of sinks whose component became complete."""
-        batches = super().boundary(slot)
+        batches = super().send(phase)
         if batches:
             return batches
         started = [b for b in self._communicating.tolist() if self.round_hops[b] > 0]

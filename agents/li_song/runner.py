@@ -2,7 +2,7 @@
 
 The schedules S(r) and C(r) need epsilon, and the capped schedule needs the gap Delta (D6), but a
 population cannot see the wrapper or the instance. :func:`run` reads them and hands them over, then
-calls :func:`fedbandit_envs.runner.run`. It has the signature of that function, so scenarios use it
+calls :func:`fedbandit_envs.run.run`. It has the signature of that function, so scenarios use it
 as their ``runner`` and sweep the wrapper's epsilon (``"wrapper.epsilon"``).
 """
 
@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents.li_song.engine import LiSongPopulation
+from fedbandit_envs.algorithms import algorithm_name, make_algorithm
 from fedbandit_envs.envs.mab_core import FederatedMABCore
-from fedbandit_envs.runner import Results, Wrapper, algorithm_name, build_env, make_algorithm
-from fedbandit_envs.runner import run as run_algorithm
+from fedbandit_envs.run import Results, Wrapper, build_env
+from fedbandit_envs.run import run as run_algorithm
 
 __all__ = ["add_round_columns", "dp_privatizer", "oracle_gap", "run"]
 
@@ -53,7 +54,7 @@ def run(
     wrappers: Sequence[Wrapper] = (),
     batched: bool | None = None,
 ) -> Results:
-    """:func:`fedbandit_envs.runner.run` with Li-Song agents bound to the DP wrapper and the instance.
+    """:func:`fedbandit_envs.run.run` with Li-Song agents bound to the DP wrapper and the instance.
 
     A population with ``noise="wrapper"`` takes the wrapper's epsilon and calibration (the wrapper's
     ``n_agg`` must be the agents averaged per round under the paper calibration); a capped schedule
@@ -62,7 +63,7 @@ def run(
     probe = make_algorithm(algorithm)
     if not isinstance(probe, LiSongPopulation):
         return run_algorithm(algorithm, env_kwargs, seeds, checkpoints, batched, progress, label, wrappers)
-    env = build_env(probe, env_kwargs, wrappers)
+    env, _ = build_env(algorithm, probe, env_kwargs, wrappers)
     privatizer = dp_privatizer(env)
     needs_gap = probe.config.rounds is not None and probe.config.delta_schedule_base == "oracle"
     binding = {

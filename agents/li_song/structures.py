@@ -14,14 +14,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from agents.base import Coordinator
 from agents.li_song.cdp import CDPMAB, CDPServer
 from agents.li_song.ddp import DDPMAB
 from agents.li_song.engine import LiSongConfig, LiSongPopulation
 from agents.li_song.hdp import HDPMAB, HDPServer
 from agents.li_song.schedules import participants
 from fedbandit_envs.channel import MessageBatch
-from fedbandit_envs.core import Action, AgentContext, Feedback
+from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
+from fedbandit_envs.protocol import Coordinator
 from fedbandit_envs.topology import Topology
 
 __all__ = ["STRUCTURES", "LiSongMAB", "StructureServer", "structure_of"]
@@ -132,21 +132,21 @@ class LiSongMAB(LiSongPopulation):
         self.inner = _population(structure_of(context.topologies[0]), self.config)
         self.inner.reset(context)
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """The structure's action."""
-        return self.inner.act(slot, partners)
+        return self.inner.act(step)
 
     def observe(self, feedback: Feedback) -> None:
         """The structure's update."""
         self.inner.observe(feedback)
 
-    def boundary(self, slot: int) -> list[MessageBatch]:
+    def send(self, phase: Phase) -> list[MessageBatch]:
         """The structure's boundary hop."""
-        return self.inner.boundary(slot)
+        return self.inner.send(phase)
 
-    def observe_boundary(self, slot: int, inbox: list[MessageBatch]) -> None:
+    def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """The structure's reading of the boundary hop."""
-        self.inner.observe_boundary(slot, inbox)
+        self.inner.receive(phase, inbox)
 
     def completed(self, replica: int, slots: int) -> tuple[int, int]:
         """The structure's completed rounds and delay slots."""

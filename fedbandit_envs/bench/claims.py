@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.bench.scenarios import Claim, ClaimVerdict
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
 
 def final_rows(

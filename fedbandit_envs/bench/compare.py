@@ -10,8 +10,8 @@ Python equivalent of ``fedbandit compare --agent mypkg.module:MyAlgorithm --scen
 The learner is added to the scenario's algorithms and the scenario is swept as usual (same points,
 seeds, checkpoints, cost model and wrappers), so every algorithm meets the same instances and
 reward draws. A learner is a population (vectorised: any class with ``reset``, ``act`` and
-``observe``, and ``make_coordinator`` for the ``FederatedMAB`` runner, as ``agents.base.Population``)
-or an ``agents.base.Agent`` (one object per agent, wrapped in ``PerAgentPopulation`` automatically),
+``observe``, and ``make_coordinator`` for the ``FederatedMAB`` runner, as ``fedbandit_envs.protocol.Population``)
+or an ``fedbandit_envs.protocol.Agent`` (one object per agent, wrapped in ``PerAgentPopulation`` automatically),
 given as ``"module:Class"`` or as the class.
 Results of the reference agents already stored in ``out`` (e.g. by an earlier ``fedbandit sweep``
 into the same directory) are reused.
@@ -29,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from fedbandit_envs.algorithms import is_registered, load_object, resolve_factory
 from fedbandit_envs.bench.backends import Backend
 from fedbandit_envs.bench.jobs import resolve_scenario
 from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
@@ -36,21 +37,21 @@ from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
 from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
 from fedbandit_envs.bench.tables import markdown_table
-from fedbandit_envs.runner import ALGORITHMS, Results, load_object
+from fedbandit_envs.run import Results
 from fedbandit_envs.seeding import SeedsLike
 
 #: The methods every population has; the ``FederatedMAB`` runner also needs ``make_coordinator``.
 POPULATION_METHODS = ("reset", "act", "observe")
-MAB_RUNNER = "fedbandit_envs.runner:run"
+MAB_RUNNER = "fedbandit_envs.run:run"
 PROTOCOL_HELP = (
-    "implement agents.base.Population (vectorised: reset(context), act(slot, partners), observe(feedback)) "
-    "or agents.base.Agent (one object per agent: reset(agent_id, context, rng), act(observation))"
+    "implement fedbandit_envs.protocol.Population (vectorised: reset(context), act(slot, partners), observe(feedback)) "
+    "or fedbandit_envs.protocol.Agent (one object per agent: reset(agent_id, context, rng), act(observation))"
 )
 
 
 def per_agent(agent: str, **kwargs: Any) -> Any:
-    """A ``PerAgentPopulation`` of ``agent`` (``"module:Class"`` of an ``agents.base.Agent``) built with ``kwargs``."""
-    from agents.base import PerAgentPopulation
+    """A ``PerAgentPopulation`` of ``agent`` (``"module:Class"`` of a protocol ``Agent``) built with ``kwargs``."""
+    from fedbandit_envs.protocol import PerAgentPopulation
 
     return PerAgentPopulation(partial(load_object(agent), **kwargs))
 
@@ -109,7 +110,7 @@ def resolve_agent(
     """An :class:`AlgorithmSpec` for a learner given as a name, ``"module:Class"`` or a class; checks the protocol.
 
     Args:
-        agent: a name in :data:`fedbandit_envs.runner.ALGORITHMS`, ``"module:Class"``, or a module-level class.
+        agent: a registered algorithm name, ``"module:Class"``, or a module-level class.
         kwargs: constructor keywords.
         methods: the methods an instance must have (default: those the ``FederatedMAB`` runner calls).
 
@@ -117,12 +118,12 @@ def resolve_agent(
         ValueError: the path does not resolve, or the constructor rejects ``kwargs``.
         TypeError: the object is not a population or per-agent learner.
     """
-    from agents.base import Agent
+    from fedbandit_envs.protocol import Agent
 
     kwargs = dict(kwargs or {})
     if isinstance(agent, str):
-        path = ALGORITHMS.get(agent, agent)
-        target = _import(path)
+        path = agent
+        target = resolve_factory(agent) if is_registered(agent) else _import(path)
     elif isinstance(agent, type):
         if "<locals>" in agent.__qualname__:
             raise ValueError(f"define {agent.__qualname__} at module level so it can be imported by path")
@@ -141,7 +142,7 @@ def resolve_agent(
     missing = [m for m in methods if not callable(getattr(instance, m, None))]
     if missing:
         raise TypeError(f"{path} does not implement the protocol: no method(s) {missing}; {PROTOCOL_HELP}")
-    return AlgorithmSpec(agent if isinstance(agent, str) and agent in ALGORITHMS else path, kwargs)
+    return AlgorithmSpec(path, kwargs)
 
 
 @dataclass

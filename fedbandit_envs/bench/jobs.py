@@ -2,7 +2,7 @@
 
 A **cell** is one (sweep point, algorithm) pair of a scenario, identified by :func:`cell_id` (a hash of
 everything that determines its results). A **job** runs some seeds of one cell through the scenario's
-runner (``load_object(scenario.runner)``, signature of :func:`fedbandit_envs.runner.run`), which plays
+runner (``load_object(scenario.runner)``, signature of :func:`fedbandit_envs.run.run`), which plays
 all the job's seeds as batched replicas when the algorithm supports it. A job carries plain data only
 (import paths, keywords, seeds), so it pickles to a worker process or a Ray task.
 
@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_envs.algorithms import load_object, resolve_factory
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, WrapperSpec, get, split_point
-from fedbandit_envs.runner import ALGORITHMS, Results, checkpoint_slots, load_object
+from fedbandit_envs.run import Results, checkpoint_slots
 from fedbandit_envs.seeding import SeedsLike, parse_seeds, resolve_seeds
 
 #: Columns every result row starts with (sweep parameters must not reuse them).
@@ -148,7 +149,7 @@ class Job:
         env_kwargs: environment keywords before the point's ``env.*`` values are applied.
         wrappers: wrappers applied to the environment, in order.
         checkpoints: checkpoints per run (a count or explicit slots).
-        runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.runner.run`.
+        runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.run.run`.
         cell: the cell's id (:func:`cell_id`).
         params: result column -> value of this job's point (the row prefix).
     """
@@ -161,7 +162,7 @@ class Job:
     env_kwargs: Mapping[str, Any]
     wrappers: tuple[WrapperSpec, ...] = ()
     checkpoints: Any = 20
-    runner: str = "fedbandit_envs.runner:run"
+    runner: str = "fedbandit_envs.run:run"
     cell: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
 
@@ -185,16 +186,16 @@ def import_targets(scenario: Scenario) -> None:
 
     Importing in the parent process also lets forked pool workers share the imported modules.
     """
-    targets = {"runner": scenario.runner}
-    targets.update({f"algorithm {label!r}": ALGORITHMS.get(s.path, s.path) for label, s in scenario.algorithms.items()})
-    targets.update({f"wrapper {spec.path!r}": spec.path for spec in scenario.wrappers})
-    for what, path in targets.items():
+    targets = [("runner", scenario.runner, load_object)]
+    targets += [(f"algorithm {label!r}", s.path, resolve_factory) for label, s in scenario.algorithms.items()]
+    targets += [(f"wrapper {spec.path!r}", spec.path, load_object) for spec in scenario.wrappers]
+    for what, path, resolve in targets:
         try:
-            load_object(path)
+            resolve(path)
         except (ImportError, AttributeError, ValueError) as error:
             raise ValueError(
-                f"{what} of scenario {scenario.name!r}: cannot import {path!r} ({error}); use a name of "
-                f"fedbandit_envs.runner.ALGORITHMS or an importable 'package.module:Attribute'"
+                f"{what} of scenario {scenario.name!r}: cannot import {path!r} ({error}); use a registered "
+                f"algorithm name (fedbandit list) or an importable 'package.module:Attribute'"
             ) from error
 
 

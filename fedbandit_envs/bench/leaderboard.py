@@ -14,7 +14,7 @@ from typing import Any
 from fedbandit_envs.bench.claims import final_rows
 from fedbandit_envs.bench.tables import mean_ci, number
 from fedbandit_envs.metrics import summarize
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
 
 def leaderboard(

@@ -28,7 +28,7 @@ from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
 from fedbandit_envs.bench.scenarios import Claim, FigureSpec, Scenario, get, names
 from fedbandit_envs.bench.store import atomic_write, load_config, read_results, table_paths
 from fedbandit_envs.bench.tables import Link, RichText, final_summary, html_cell, html_table, markdown_table
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
 VERDICTS = ("PASS", "FAIL", "ERROR")
 

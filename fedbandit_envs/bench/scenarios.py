@@ -9,7 +9,7 @@ registered in a catalogue (:func:`register`, :func:`get`, :func:`names`); the mo
 Sweep keys address where a value goes: ``"env.<kwarg>"`` (environment keyword),
 ``"alg.<kwarg>"`` (keyword of every algorithm's constructor) or ``"wrapper.<kwarg>"`` (keyword of
 every wrapper). Each job of a sweep is one (point, algorithm) pair over all seeds, run by the
-scenario's ``runner`` (by default :func:`fedbandit_envs.runner.run`).
+scenario's ``runner`` (by default :func:`fedbandit_envs.run.run`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fedbandit_envs.runner import Results, load_object
+from fedbandit_envs.algorithms import load_object, resolve_factory
+from fedbandit_envs.run import Results
 from fedbandit_envs.seeding import resolve_seeds
 
 SCALES = ("ci", "paper")
@@ -35,9 +36,7 @@ class AlgorithmSpec:
 
     def factory(self, extra: Mapping[str, Any] | None = None) -> Callable[[], Any]:
         """A zero-argument factory building a fresh instance (``extra`` keywords override)."""
-        from fedbandit_envs.runner import ALGORITHMS
-
-        target = load_object(ALGORITHMS.get(self.path, self.path))
+        target = resolve_factory(self.path)
         kwargs = {**self.kwargs, **(extra or {})}
         return lambda: target(**kwargs)
 
@@ -167,7 +166,7 @@ class Scenario:
         claims: what the results must show.
         scales: ``{"ci": {...}, "paper": {...}}`` overrides of ``env_kwargs`` keys and of ``seeds`` /
             ``checkpoints`` / ``sweep`` (a dict replacing the sweep).
-        runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.runner.run`.
+        runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.run.run`.
         figures: figures mirroring the paper's (optional; reports always draw regret vs slot, regret
             vs cost and, with privacy, regret vs epsilon).
     """
@@ -184,7 +183,7 @@ class Scenario:
     checkpoints: int = 20
     claims: Sequence[Claim] = ()
     scales: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    runner: str = "fedbandit_envs.runner:run"
+    runner: str = "fedbandit_envs.run:run"
     figures: Sequence[FigureSpec] = ()
 
     def __post_init__(self) -> None:

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.bench.jobs import Job, JobResult, canonical_json, missing_seeds, to_json
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
 FORMATS = ("auto", "csv", "parquet")
 TABLES = {"curves": "results", "agents": "results_agents"}
@@ -277,7 +277,7 @@ def read_results(directory: str | Path, allow_incomplete: bool = False) -> tuple
 
 
 def load_results(directory: str | Path, allow_incomplete: bool = False) -> Results:
-    """The results tables of a sweep directory as :class:`~fedbandit_envs.runner.Results` (see :func:`read_results`).
+    """The results tables of a sweep directory as :class:`~fedbandit_envs.run.Results` (see :func:`read_results`).
 
     A note on unverifiable or (with ``allow_incomplete``) incomplete tables is issued as a warning.
     """

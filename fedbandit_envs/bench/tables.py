@@ -10,7 +10,7 @@ from typing import Any
 
 from fedbandit_envs.bench.claims import final_rows
 from fedbandit_envs.metrics import summarize
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
 #: Final metrics shown in reports when the results have them: column -> heading.
 FINAL_METRICS = {

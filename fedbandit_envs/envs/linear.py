@@ -37,11 +37,20 @@ from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
-from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, Ledger, Message, MessageBatch
-from fedbandit_envs.channel import batches_from_messages as _batches_from_messages
-from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext, ObservedRecords, reset_hooks
+from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, Ledger, MessageBatch
+from fedbandit_envs.core import (
+    EPISODE_OVER,
+    HORIZON_REACHED,
+    Action,
+    AgentContext,
+    MessageHook,
+    ObservedRecords,
+    Phase,
+    Step,
+    reset_hooks,
+)
+from fedbandit_envs.envs.base import ProtocolParallelEnv
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
@@ -69,7 +78,6 @@ __all__ = [
     "LinearContext",
     "LinearCore",
     "LinearFeedback",
-    "LinearStep",
     "ReplicaStream",
     "StreamBlock",
     "StreamSource",
@@ -507,21 +515,6 @@ class LinearContext(AgentContext):
 
 
 @dataclass(frozen=True)
-class LinearStep:
-    """The act phase of a slot, for every replica: who is active and what they see.
-
-    Attributes:
-        slot: the slot index t.
-        clients: (B, m) active client ids.
-        contexts: (B, m, K, d) their arm contexts.
-    """
-
-    slot: int
-    clients: np.ndarray
-    contexts: np.ndarray
-
-
-@dataclass(frozen=True)
 class LinearFeedback:
     """The outcome of the act phase: the arms pulled and the rewards observed, for every replica.
 
@@ -536,18 +529,6 @@ class LinearFeedback:
     clients: np.ndarray
     arms: np.ndarray
     rewards: np.ndarray
-
-
-class MessageHook(ABC):
-    """Transforms the clients' outgoing batches of a report round before the channel (DP noise, faults)."""
-
-    @abstractmethod
-    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
-        """Start an episode (one SeedStreams per replica)."""
-
-    @abstractmethod
-    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
-        """Return the batches to transmit."""
 
 
 # ---------------------------------------------------------------------- batched core
@@ -582,7 +563,7 @@ class LinearCore:
         self.message_hooks.append(hook)
 
     # ------------------------------------------------------------------ episode
-    def reset(self, seeds: Sequence[SeedLike]) -> LinearStep:
+    def reset(self, seeds: Sequence[SeedLike]) -> Step:
         """Start B = len(seeds) replicas; returns the act phase of slot 0."""
         src = self.config
         if len(seeds) == 0:
@@ -621,7 +602,7 @@ class LinearCore:
         self.slot = 0
         self._rows = np.arange(b)[:, None]
         self._start_slot()
-        return self.step
+        return self.current_step()
 
     def _load_block(self) -> None:
         length = min(BLOCK, self.config.horizon - self.slot)
@@ -648,14 +629,38 @@ class LinearCore:
             observe(self.slot, self.clients)
 
     @property
+    def horizon(self) -> int:
+        """T, the number of slots."""
+        return self.config.horizon
+
+    @property
     def done(self) -> bool:
         """Whether the horizon has been reached."""
         return self.slot >= self.config.horizon
 
-    @property
-    def step(self) -> LinearStep:
-        """The act phase of the current slot."""
-        return LinearStep(self.slot, self.clients, self.contexts)
+    def current_step(self) -> Step:
+        """The act phase of the current slot: the active clients and their arm contexts."""
+        return Step(self.slot, clients=self.clients, contexts=self.contexts)
+
+    def play(self, action: Action) -> LinearFeedback:
+        """Pull the active clients' arms of a population's action (messages go in the report rounds)."""
+        if action.messages:
+            raise ValueError("linear actions carry no messages in the act phase; send them in the report rounds")
+        return self.pull(action.arms)
+
+    def first_phase(self) -> Phase:
+        """The first report round of the slot just pulled."""
+        return Phase(self.slot, "report", 0, self.reporters(), required=True)
+
+    def next_phase(self, phase: Phase, sent: bool) -> Phase | None:
+        """The next report round of the slot (one per active client), or None after the last one."""
+        if phase.round + 1 >= self.config.active_per_slot:
+            return None
+        return Phase(phase.slot, "report", phase.round + 1, self.reporters(), required=True)
+
+    def exchange(self, phase: Phase, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
+        """Route one report round (see :meth:`communicate`)."""
+        return self.communicate(messages)
 
     def reporters(self) -> np.ndarray:
         """(B,) position (index into the slot's active clients) that reports in the current round."""
@@ -771,7 +776,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 @keyword_checked
-class FederatedLinear(ParallelEnv):
+class FederatedLinear(ProtocolParallelEnv):
     """A federated linear contextual bandit with asynchronous arrivals as a PettingZoo ``ParallelEnv``.
 
     Agents ``client_0 .. client_{N-1}`` stay live for the whole episode; each slot takes
@@ -930,7 +935,7 @@ class FederatedLinear(ParallelEnv):
         episode_seed = self._episode_seeds.next(seed)
         self.core.reset([episode_seed])
         self.agents = list(self.possible_agents)
-        self._reporter = -1
+        self.pending_phase = None
         return self._observations([]), {a: {} for a in self.agents}
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
@@ -943,11 +948,12 @@ class FederatedLinear(ParallelEnv):
         core = self.core
         rewards = dict.fromkeys(self.agents, 0.0)
         infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
-        if core.phase == "act":
+        if self.pending_phase is None:
             inbox: list[MessageBatch] = []
             self._act(actions, rewards, infos)
+            self.pending_phase = core.first_phase()
         else:
-            inbox = self._report(actions)
+            inbox = self.play_phase(actions)
         truncated = core.done
         observations = self._observations(inbox)
         terminations = dict.fromkeys(self.agents, False)
@@ -978,21 +984,6 @@ class FederatedLinear(ParallelEnv):
                 "instant_regret": float(core.last_regret[0, j]),
                 "pseudo_regret": float(core.regret[0, i]),
             }
-
-    def _report(self, actions: Mapping[str, Any]) -> list[MessageBatch]:
-        messages: list[Message] = []
-        for agent, action in actions.items():
-            if not isinstance(action, Mapping) or not action.get("messages"):
-                continue
-            _, sent = split_action(action)
-            i = self._index[agent]
-            for message in sent:
-                if message.sender != i:
-                    raise ValueError(
-                        f"{agent} sent a message with sender={message.sender}; a client may only send as itself ({i})"
-                    )
-            messages.extend(sent)
-        return self.core.communicate(_batches_from_messages(messages))
 
     def _observations(self, inbox: list[MessageBatch]) -> dict[str, dict[str, Any]]:
         core = self.core
@@ -1029,6 +1020,28 @@ class FederatedLinear(ParallelEnv):
             )
         return observations
 
+    # ------------------------------------------------------------------ protocol translation
+    def step_from(self, observations: Mapping[str, Mapping[str, Any]]) -> Step:
+        """The act phase the observations describe: the active clients and their contexts."""
+        active = [a for a in self.agents if observations[a]["active"]]
+        slot = int(observations[active[0]]["slot"])
+        clients = np.array([[self._index[a] for a in active]], np.int64)
+        contexts = np.stack([observations[a]["contexts"] for a in active])[None]
+        return Step(slot, clients=clients, contexts=contexts)
+
+    def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
+        """The act step's action dict: the arm of every active client of ``step`` in a (B = 1) action."""
+        names = self.possible_agents
+        return {names[i]: arm for i, arm in zip(step.clients[0].tolist(), action.arms[0].tolist())}
+
+    def feedback_from(
+        self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
+    ) -> LinearFeedback:
+        """The act step's feedback: the arms the active clients pulled and their rewards."""
+        names = self.possible_agents
+        observed = np.array([[rewards[names[i]] for i in step.clients[0].tolist()]])
+        return LinearFeedback(step.slot, step.clients, np.asarray(action.arms), observed)
+
     def state(self) -> np.ndarray:
         """Global view: each client's cumulative pseudo-regret, then the slot and the phase."""
         phase = 0.0 if self.core.phase == "act" else 1.0
@@ -1046,3 +1059,21 @@ class FederatedLinear(ParallelEnv):
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+class LinearMetrics:
+    """The linear columns of a run: realised reward (and the replay baseline), and arrivals per client."""
+
+    def __init__(self, core: LinearCore, population: Any) -> None:
+        self.core = core
+
+    def after_slot(self, slot: int) -> None:
+        """Nothing to keep between checkpoints."""
+
+    def curve(self, replica: int, slot: int) -> dict[str, float]:
+        """``reward`` (and ``random_reward`` and ``normalised_reward`` on replay data)."""
+        return self.core.extra_metrics(replica)
+
+    def agents(self, replica: int) -> dict[str, list[int]]:
+        """``arrivals``: each client's interactions so far."""
+        return {"arrivals": self.core.arrivals[replica].tolist()}

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import ChannelConfig, CostModel, Ledger, Message, batches_from_messages
-from fedbandit_envs.core import EPISODE_OVER, AgentContext, Feedback
+from fedbandit_envs.core import EPISODE_OVER, Action, AgentContext, Feedback, Step
+from fedbandit_envs.envs.base import ProtocolParallelEnv
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.families import Family, register_family
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.observations import (
     action_space,
     agent_observations,
-    inboxes_by_agent,
+    feedback_from_observations,
+    messages_by_sender,
     observation_space,
     split_action,
 )
@@ -26,13 +28,16 @@ from fedbandit_envs.validation import check_options, check_render_mode, keyword_
 
 
 @keyword_checked
-class FederatedMAB(ParallelEnv):
+class FederatedMAB(ProtocolParallelEnv):
     """A federated multi-armed bandit as a PettingZoo ``ParallelEnv``.
 
     Every slot each agent pulls one arm and may send messages; the step returns each agent's reward
     and the messages delivered to it (see :mod:`fedbandit_envs.observations` for the observation and
-    action formats). The horizon is a truncation. Pseudo-regret against the *global* best arm and the
-    communication ledger are hidden from the agents and reported in ``infos`` and :meth:`state`.
+    action formats). With ``boundary_hops=True`` every slot but the last is followed by message-only
+    steps (``obs["phase"] == 1``; see :mod:`fedbandit_envs.envs.base`): agents send what they learnt from
+    the slot's rewards before the next pull, one hop per step, until a step in which nobody sends. The
+    horizon is a truncation. Pseudo-regret against the *global* best arm and the communication ledger
+    are hidden from the agents and reported in ``infos`` and :meth:`state`.
 
     Args:
         num_agents: M >= 1.
@@ -55,7 +60,7 @@ class FederatedMAB(ParallelEnv):
         record_messages: keep one ledger record per transmitted copy.
         reward_tape: common random numbers per (agent, arm, pull index).
         instance_seed, topology_seed: fix the instance / random topology across resets.
-        coordinator: the server of the algorithm being played (see ``agents.base.Coordinator``).
+        coordinator: the server of the algorithm being played (see ``fedbandit_envs.protocol.Coordinator``).
         render_mode: ``None`` or ``"ansi"``.
     """
 
@@ -88,6 +93,7 @@ class FederatedMAB(ParallelEnv):
         instance_seed: int | None = None,
         topology_seed: int | None = None,
         coordinator: Any | None = None,
+        boundary_hops: bool = False,
         render_mode: str | None = None,
     ) -> None:
         check_render_mode(render_mode, self.metadata["render_modes"])
@@ -108,7 +114,7 @@ class FederatedMAB(ParallelEnv):
             instance_seed=instance_seed,
             topology_seed=topology_seed,
         )
-        self.core = FederatedMABCore(self.config, coordinator)
+        self.core = FederatedMABCore(self.config, coordinator, boundary_hops)
         self.render_mode = render_mode
         self.possible_agents = [f"agent_{i}" for i in range(num_agents)]
         self.agents: list[str] = []
@@ -166,19 +172,27 @@ class FederatedMAB(ParallelEnv):
         self._feedback = self.core.reset([episode_seed])
         self.agents = list(self.possible_agents)
         self._all_false = dict.fromkeys(self.agents, False)
+        self.pending_phase = None
         observations = agent_observations(self._feedback, 0)
         return dict(zip(self.agents, observations)), self._infos()
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        """Play one slot with every live agent's action (an arm, or ``{"arm": k, "messages": [...]}``)."""
+        """Play one slot with every live agent's action (an arm, or ``{"arm": k, "messages": [...]}``).
+
+        In a message-only step (``obs["phase"] == 1``) the actions' messages are routed instead (see the
+        class docstring); rewards are 0.
+        """
         self._require_live()
+        if self.pending_phase is not None:
+            return self._message_step(actions)
         arms = self._plain_arms(actions)
         if arms is not None:
             self._feedback = feedback = self.core.step(arms, arms_checked=True)
         else:
             arms, messages = self._parse_actions(actions)
             self._feedback = feedback = self.core.step(arms, batches_from_messages(messages))
-        observations = dict(zip(self.agents, agent_observations(feedback, self.core.slot)))
+        self.pending_phase = self.core.first_phase()
+        observations = dict(zip(self.agents, agent_observations(feedback, self.core.slot, self.phase_flag)))
         rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
         truncated = self.core.done
         terminations = self._all_false.copy()
@@ -187,6 +201,15 @@ class FederatedMAB(ParallelEnv):
         if truncated:
             self.agents = []
         return observations, rewards, terminations, truncations, infos
+
+    def _message_step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """Route the pending boundary hop; the observations show the last pull and the hop's inbox."""
+        inbox = self.play_phase(actions)
+        last = self._feedback
+        feedback = Feedback(last.slot, last.arms, last.rewards, inbox, last.partners)
+        observations = dict(zip(self.agents, agent_observations(feedback, self.core.slot, self.phase_flag)))
+        rewards = dict.fromkeys(self.agents, 0.0)
+        return observations, rewards, self._all_false.copy(), self._all_false.copy(), self._infos()
 
     def _require_live(self) -> None:
         """Raise unless an episode is running (after reset, before the horizon)."""
@@ -217,39 +240,29 @@ class FederatedMAB(ParallelEnv):
         messages: list[Message] = []
         for agent, action in actions.items():
             arms[0, self._index[agent]], sent = split_action(action)
-            messages.extend(self._own_messages(agent, sent))
+            messages.extend(self.own_messages(agent, sent))
         return arms, messages
 
-    def _own_messages(self, agent: str, sent: Sequence[Message]) -> Sequence[Message]:
-        """Check that ``agent`` sent :class:`Message` objects, each with that agent as its sender."""
-        i = self._index[agent]
-        for message in sent:
-            if not isinstance(message, Message):
-                raise TypeError(f"{agent} must send Message objects, got {type(message).__name__}")
-            if message.sender != i:
-                raise ValueError(
-                    f"{agent} sent a message with sender={message.sender}; an agent may only send as itself ({i})"
-                )
-        return sent
+    # ------------------------------------------------------------------ protocol translation
+    def step_from(self, observations: Mapping[str, Mapping[str, Any]]) -> Step:
+        """The act phase the observations describe: the slot and every agent's gossip partner."""
+        first = observations[self.possible_agents[0]]
+        partners = np.array([[observations[a]["partner"] for a in self.possible_agents]], np.int64)
+        return Step(int(first["slot"]), partners=partners)
 
-    def exchange(self, messages: Mapping[str, Sequence[Message]]) -> dict[str, tuple[Message, ...]]:
-        """Send a message-only hop at the boundary after the last step; return each agent's delivered inbox.
+    def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
+        """The action dict of a population's (B = 1) action: plain arms, or dicts when it sends messages."""
+        arms = action.arms[0].tolist()
+        if not action.messages:
+            return dict(zip(self.possible_agents, arms))
+        outgoing = messages_by_sender(action.messages)
+        return {a: {"arm": arms[i], "messages": outgoing.get(i, [])} for i, a in enumerate(self.possible_agents)}
 
-        No arm is pulled and the slot does not advance, so agents can send what they learnt from the
-        last step's rewards before their next pull (see :meth:`FederatedMABCore.exchange`). ``messages``
-        maps live agents to lists of :class:`Message` (an agent may be left out). The hop is costed in the
-        ledger under the last played slot.
-        """
-        self._require_live()
-        unknown = [a for a in messages if a not in self._index]
-        if unknown:
-            raise ValueError(f"exchange() got messages of unknown agents {unknown[:5]}; use the names in env.agents")
-        sent: list[Message] = []
-        for agent, outgoing in messages.items():
-            sent.extend(self._own_messages(agent, outgoing))
-        inbox = self.core.exchange(batches_from_messages(sent) if sent else [])
-        inboxes = inboxes_by_agent(inbox, len(self.possible_agents), 0)
-        return {agent: tuple(inboxes[self._index[agent]]) for agent in self.agents}
+    def feedback_from(
+        self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
+    ) -> Feedback:
+        """The (B = 1) feedback of an act step, rebuilt from the agents' observations."""
+        return feedback_from_observations([observations[a] for a in self.possible_agents])
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         ledger = self.ledger
@@ -282,3 +295,15 @@ class FederatedMAB(ParallelEnv):
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _build(env_kwargs: dict[str, Any], population: Any) -> FederatedMAB:
+    """The MAB environment of ``env_kwargs`` hosting the population's coordinator and boundary hops."""
+    return FederatedMAB(
+        **env_kwargs,
+        coordinator=population.make_coordinator(),
+        boundary_hops=bool(getattr(population, "boundary_hops", False)),
+    )
+
+
+FAMILY = register_family(Family(name="mab", envs={"mab": _build}, default_env="mab"))

@@ -13,12 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, MessageBatch
-from fedbandit_envs.core import HORIZON_REACHED, AgentContext, Feedback, ObservedRecords, reset_hooks
+from fedbandit_envs.core import (
+    HORIZON_REACHED,
+    MAX_BOUNDARY_EXCHANGES,
+    Action,
+    AgentContext,
+    Feedback,
+    MessageHook,
+    ObservedRecords,
+    Phase,
+    Step,
+    reset_hooks,
+)
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
 from fedbandit_envs.rewards import RewardModel, RewardModelName, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
@@ -93,34 +104,20 @@ class MABConfig:
         return population_memory(m, replicas, (m + 1) ** 2 * (24 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
 
 
-class MessageHook(Protocol):
-    """Transforms the agents' outgoing batches of a slot before the channel (DP noise, faults).
-
-    Hooks run after the slot has been validated, in the order they were added; they may change
-    payloads and remove rows, never add recipients.
-    """
-
-    def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
-        """Start an episode (one SeedStreams per replica, e.g. for the ``dp`` stream)."""
-
-    def __call__(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
-        """Return the batches to transmit."""
-
-    # Optional: ``attach_records(records: ObservedRecords)``, called after ``reset`` with the env's
-    # read-only count of each agent's observed rewards (see :func:`fedbandit_envs.core.reset_hooks`).
-
-
 class FederatedMABCore:
     """B replicas of a federated MAB with a channel and an optional hosted coordinator.
 
     Args:
         config: the problem.
         coordinator: a server object with ``reset(context, rngs)`` and ``step(slot, inbox) -> replies``.
+        boundary_hops: offer a ``"boundary"`` message phase after every slot but the last (for algorithms
+            that send what they learnt from a slot's rewards before the next pull).
     """
 
-    def __init__(self, config: MABConfig, coordinator: Any | None = None) -> None:
+    def __init__(self, config: MABConfig, coordinator: Any | None = None, boundary_hops: bool = False) -> None:
         self.config = config
         self.coordinator = coordinator
+        self.boundary_hops = check_bool("boundary_hops", boundary_hops)
         self.channel = Channel(config.channel)
         self.reward_model: RewardModel = config.reward_model  # type: ignore[assignment]
         self.message_hooks: list[MessageHook] = []
@@ -188,6 +185,11 @@ class FederatedMABCore:
         self.last_regret = np.zeros((b, m))
         self.partners = self.channel.sample_gossip_partners()
         return Feedback(-1, np.full((b, m), -1, np.int64), np.zeros((b, m)), [], self.partners)
+
+    @property
+    def horizon(self) -> int:
+        """T, the number of slots."""
+        return self.config.horizon
 
     @property
     def done(self) -> bool:
@@ -260,7 +262,33 @@ class FederatedMABCore:
         self.partners = self.channel.sample_gossip_partners() if not self.done else np.full_like(self.partners, -1)
         return Feedback(slot, arms, rewards, inbox, self.partners)
 
-    def exchange(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
+    # ------------------------------------------------------------------ the population protocol
+    def current_step(self) -> Step:
+        """The act phase of the current slot: its index and the gossip partners sampled for it."""
+        return Step(self.slot, partners=self.partners)
+
+    def play(self, action: Action) -> Feedback:
+        """Play the current slot with a population's action (arms and the messages sent with them)."""
+        return self.step(action.arms, action.messages)
+
+    def first_phase(self) -> Phase | None:
+        """The boundary hop after the slot just played (with ``boundary_hops``, except after the last slot)."""
+        if not self.boundary_hops or self.done:
+            return None
+        return Phase(self.slot - 1, "boundary")
+
+    def next_phase(self, phase: Phase, sent: bool) -> Phase | None:
+        """Another boundary hop while the population sends (a peer hop can be followed by a server round trip)."""
+        if not sent:
+            return None
+        if phase.round + 1 >= MAX_BOUNDARY_EXCHANGES:
+            raise RuntimeError(
+                f"the population still sent messages after {MAX_BOUNDARY_EXCHANGES} hops at the boundary after slot "
+                f"{phase.slot}; a boundary carries one hop and a server round trip"
+            )
+        return Phase(phase.slot, "boundary", phase.round + 1)
+
+    def exchange(self, phase: Phase, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Route a message-only hop at the boundary after the slot just played; return the delivered copies.
 
         No arm is pulled and the slot does not advance: this is how a protocol sends what it learnt from

@@ -29,14 +29,12 @@ graph by default) and are delivered at once, to be used before the decisions of 
 from __future__ import annotations
 
 import inspect
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
 from scipy import stats
 
 from fedbandit_envs.channel import (
@@ -46,10 +44,22 @@ from fedbandit_envs.channel import (
     Ledger,
     Message,
     MessageBatch,
-    batches_from_messages,
 )
-from fedbandit_envs.core import EPISODE_OVER, HORIZON_REACHED, AgentContext, ObservedRecords, reset_hooks
-from fedbandit_envs.envs.mab_core import NOISE_BLOCK, MessageHook
+from fedbandit_envs.core import (
+    EPISODE_OVER,
+    HORIZON_REACHED,
+    Action,
+    AgentContext,
+    MessageHook,
+    ObservedRecords,
+    Phase,
+    Step,
+    reset_hooks,
+)
+from fedbandit_envs.envs.base import ProtocolParallelEnv
+from fedbandit_envs.envs.mab_core import NOISE_BLOCK
+from fedbandit_envs.families import Family, Reference, register_family
+from fedbandit_envs.observations import MessageSequence
 from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, build_topology, check_topology
@@ -75,7 +85,6 @@ __all__ = [
     "ProcurementCore",
     "ProcurementFeedback",
     "ProcurementInstance",
-    "ProcurementPopulation",
     "build_instance",
     "normal_instance",
     "stress_instance",
@@ -434,40 +443,6 @@ class ProcurementFeedback:
     rewards: np.ndarray
 
 
-class ProcurementPopulation(ABC):
-    """A vectorised procurement learner acting for all n agents of B replicas.
-
-    It is the procurement analogue of :class:`agents.base.Population`, whose protocol does not fit: there an
-    action is one arm per agent and the feedback one scalar reward, while here an action is a vector of units
-    per producer and the feedback is semi-bandit (units and good units per producer); and the communication
-    phase follows the outcomes of the round (spec §6), so messages are a separate call rather than part of
-    the action. The runner's loop per round is
-    ``act -> core.step -> observe -> outgoing -> core.communicate (DP hooks, channel) -> receive``.
-    """
-
-    #: Whether the population can run B > 1 replicas at once (the runner's batched path).
-    supports_batching: bool = True
-
-    @abstractmethod
-    def reset(self, context: ProcurementContext) -> None:
-        """Start an episode; draw randomness only from ``context.agent_rngs()``."""
-
-    @abstractmethod
-    def act(self, slot: int) -> np.ndarray:
-        """The (B, n, m) integer units of every agent for ``slot``."""
-
-    @abstractmethod
-    def observe(self, feedback: ProcurementFeedback) -> None:
-        """Learn from the round's units and good units."""
-
-    def outgoing(self, slot: int) -> list[MessageBatch]:
-        """Messages to send after round ``slot`` (default: none)."""
-        return []
-
-    def receive(self, slot: int, inbox: list[MessageBatch]) -> None:  # noqa: B027 (optional hook)
-        """Process the messages delivered after round ``slot`` (default: ignore them)."""
-
-
 # ====================================================================================== core
 def binomial_search_grid(quality: np.ndarray, max_units: int) -> np.ndarray:
     """The flat inverse-CDF grid of ``Binomial(l, q_i)`` for ``l, x in 0..K``: ``row + F_row(x)``.
@@ -628,6 +603,29 @@ class ProcurementCore:
         self.slot += 1
         return self.last
 
+    # ------------------------------------------------------------------ the population protocol
+    def current_step(self) -> Step:
+        """The act phase of the current round (every agent acts; it knows its own parameters)."""
+        return Step(self.slot)
+
+    def play(self, action: Action) -> ProcurementFeedback:
+        """Play the current round with a population's (B, n, m) units (messages go in the report round)."""
+        if action.messages:
+            raise ValueError("procurement actions carry no messages in the act phase; send them in the report round")
+        return self.step(action.arms)
+
+    def first_phase(self) -> Phase:
+        """The report round after the round just played (skipped when nobody sends)."""
+        return Phase(self.slot - 1, "report")
+
+    def next_phase(self, phase: Phase, sent: bool) -> None:
+        """A round has one report round."""
+        return None
+
+    def exchange(self, phase: Phase, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
+        """Route the report round (see :meth:`communicate`)."""
+        return self.communicate(messages)
+
     # ------------------------------------------------------------------ communication
     def communicate(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Send the messages of the round just played and return the copies delivered now.
@@ -666,12 +664,15 @@ def inbox_messages(batches: Sequence[MessageBatch], num_agents: int, replica: in
 
 
 @keyword_checked
-class FedProcurementEnv(ParallelEnv):
+class FedProcurementEnv(ProtocolParallelEnv):
     """Federated combinatorial procurement as a PettingZoo ``ParallelEnv`` (solanki-pfcb §6).
 
-    Every round each aggregator submits its procurement vector (``MultiDiscrete(k[j] + 1)``) and observes
-    ``{"procured", "successes", "t"}``; the horizon is a truncation. Messages go through
-    :meth:`communicate` after :meth:`step` (see the module docstring).
+    A round is two steps. In the **act step** (``obs["phase"] == 0``) each aggregator submits its
+    procurement vector (``MultiDiscrete(k[j] + 1)``, bare or as ``{"units": ..., "messages": []}``) and
+    observes ``{"procured", "successes", "t"}``. In the **report step** that follows (``obs["phase"] == 1``)
+    the aggregators send the round's messages (``{"messages": [Message, ...]}``, recipients an agent index
+    or ``NEIGHBOURS``; agents with nothing to send may be left out), delivered in the returned ``"inbox"``
+    (see :mod:`fedbandit_envs.envs.base`). The horizon is a truncation, after the last round's report step.
 
     ``infos[agent]`` at reset holds the agent's known parameters (``costs``, ``capacities``, ``alpha``,
     ``rho``, ``T``). With ``evaluation=True`` every step adds the hidden evaluation values
@@ -746,14 +747,19 @@ class FedProcurementEnv(ParallelEnv):
         self.agents: list[str] = []
         self._index = {name: j for j, name in enumerate(self.possible_agents)}
         self._action_spaces = {
-            a: spaces.MultiDiscrete(self.problem.capacities[j] + 1) for j, a in enumerate(self.possible_agents)
+            a: spaces.Dict(
+                {"units": spaces.MultiDiscrete(self.problem.capacities[j] + 1), "messages": MessageSequence()}
+            )
+            for j, a in enumerate(self.possible_agents)
         }
         self._observation_spaces = {
             a: spaces.Dict(
                 {
+                    "phase": spaces.Discrete(2),
                     "procured": spaces.MultiDiscrete(self.problem.capacities[j] + 1),
                     "successes": spaces.MultiDiscrete(self.problem.capacities[j] + 1),
                     "t": spaces.Discrete(self.horizon + 1),
+                    "inbox": MessageSequence(),
                 }
             )
             for j, a in enumerate(self.possible_agents)
@@ -767,7 +773,7 @@ class FedProcurementEnv(ParallelEnv):
         return self._observation_spaces[agent]
 
     def action_space(self, agent: str) -> spaces.Space:
-        """``MultiDiscrete(k[j] + 1)``: units per producer (the same object on every call)."""
+        """``{"units": MultiDiscrete(k[j] + 1), "messages": ...}`` (a bare units vector is accepted too)."""
         return self._action_spaces[agent]
 
     def agent_params(self, agent: str) -> dict[str, Any]:
@@ -804,13 +810,17 @@ class FedProcurementEnv(ParallelEnv):
         episode_seed = self._episode_seeds.next(seed)
         self.core.reset([episode_seed])
         self.agents = list(self.possible_agents)
+        self.pending_phase = None
         infos = {a: self.agent_params(a) for a in self.agents}
         return self._observations(), infos
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        """Play one round with every live agent's procurement vector."""
+        """Play an act step (every live agent's procurement vector) or the round's report step (messages)."""
         if not self.agents:
             raise RuntimeError(EPISODE_OVER)
+        if self.pending_phase is not None:
+            inbox = self.play_phase(actions)
+            return self._finish_step(dict.fromkeys(self.agents, 0.0), inbox)
         missing = [a for a in self.agents if a not in actions]
         unknown = [a for a in actions if a not in self._index]
         if missing or unknown:
@@ -819,7 +829,7 @@ class FedProcurementEnv(ParallelEnv):
             )
         units = np.zeros((1, self.problem.num_agents, self.problem.num_producers), np.int64)
         for agent, action in actions.items():
-            vector = np.asarray(action)
+            vector = np.asarray(self._units_of(agent, action))
             if vector.shape != (self.problem.num_producers,):
                 raise ValueError(
                     f"the action of {agent} must be a vector of {self.problem.num_producers} unit counts, "
@@ -827,9 +837,25 @@ class FedProcurementEnv(ParallelEnv):
                 )
             units[0, self._index[agent]] = check_int_array(f"the action of {agent} (units per producer)", vector, None)
         feedback = self.core.step(units)
-        rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
-        truncated = self.core.done
-        observations = self._observations()
+        self.pending_phase = self.core.first_phase()
+        return self._finish_step(dict(zip(self.agents, feedback.rewards[0].tolist())), [])
+
+    def _units_of(self, agent: str, action: Any) -> Any:
+        """The units vector of an act-step action (bare, or ``{"units": ..., "messages": []}``)."""
+        if not isinstance(action, Mapping):
+            return action
+        if set(action) - {"units", "messages"} or "units" not in action:
+            raise ValueError(
+                f"the action of {agent} needs 'units' and optionally 'messages'; got keys {sorted(action)}"
+            )
+        if action.get("messages"):
+            raise ValueError(f"{agent} sent messages in the act step; send them in the report step (obs['phase'] == 1)")
+        return action["units"]
+
+    def _finish_step(self, rewards: dict[str, float], inbox: list[MessageBatch]) -> tuple[dict, dict, dict, dict, dict]:
+        """The step's return; the episode ends after the last round's report step."""
+        truncated = self.core.done and self.pending_phase is None
+        observations = self._observations(inbox)
         terminations = dict.fromkeys(self.agents, False)
         truncations = dict.fromkeys(self.agents, truncated)
         infos = self._infos()
@@ -837,30 +863,40 @@ class FedProcurementEnv(ParallelEnv):
             self.agents = []
         return observations, rewards, terminations, truncations, infos
 
-    def communicate(self, messages: Mapping[str, Sequence[Message]]) -> dict[str, tuple[Message, ...]]:
-        """Send each agent's messages after the round just played; returns every agent's inbox.
-
-        ``messages`` maps an agent to a list of :class:`Message` with ``sender`` equal to its index
-        (recipients: an agent index or ``NEIGHBOURS``). Call at most once per round, after :meth:`step`.
-        """
-        outgoing: list[Message] = []
-        for agent, sent in messages.items():
-            j = self._agent_index(agent)
-            for message in sent:
-                if not isinstance(message, Message):
-                    raise TypeError(f"messages of {agent} must be Message objects, got {type(message).__name__}")
-                if message.sender != j:
-                    raise ValueError(f"{agent} sent a message with sender={message.sender}; it may only send as {j}")
-                outgoing.append(message)
-        inbox = self.core.communicate(batches_from_messages(outgoing))
-        return dict(zip(self.possible_agents, inbox_messages(inbox, self.problem.num_agents)))
-
-    def _observations(self) -> dict[str, dict[str, Any]]:
+    def _observations(self, inbox: Sequence[MessageBatch] = ()) -> dict[str, dict[str, Any]]:
         last = self.core.last
+        inboxes = inbox_messages(inbox, self.problem.num_agents)
         return {
-            a: {"procured": last.units[0, j].copy(), "successes": last.successes[0, j].copy(), "t": self.core.slot}
+            a: {
+                "phase": self.phase_flag,
+                "procured": last.units[0, j].copy(),
+                "successes": last.successes[0, j].copy(),
+                "t": self.core.slot,
+                "inbox": inboxes[j],
+            }
             for j, a in enumerate(self.possible_agents)
         }
+
+    # ------------------------------------------------------------------ protocol translation
+    def step_from(self, observations: Mapping[str, Mapping[str, Any]]) -> Step:
+        """The act phase the observations describe (the round index)."""
+        return Step(int(observations[self.possible_agents[0]]["t"]))
+
+    def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
+        """The act step's action dict: every agent's units of a population's (B = 1) action."""
+        return {a: action.arms[0, j] for j, a in enumerate(self.possible_agents)}
+
+    def feedback_from(
+        self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
+    ) -> ProcurementFeedback:
+        """The round's feedback, rebuilt from the observations (units, good units) and the rewards."""
+        agents = self.possible_agents
+        return ProcurementFeedback(
+            step.slot,
+            np.stack([observations[a]["procured"] for a in agents])[None],
+            np.stack([observations[a]["successes"] for a in agents])[None],
+            np.array([[rewards[a] for a in agents]]),
+        )
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         ledger = self.ledger
@@ -909,3 +945,57 @@ class FedProcurementEnv(ParallelEnv):
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+class ProcurementMetrics:
+    """The procurement columns of a run: exact regret, QC violations (also after the exploration phase ``tau0``)."""
+
+    def __init__(self, core: ProcurementCore, population: Any) -> None:
+        self.core = core
+        self.tau0 = int(getattr(population, "tau0", 0))
+        self.explored = np.zeros_like(core.violations)
+
+    def after_slot(self, slot: int) -> None:
+        """Keep the violations at the end of the exploration phase."""
+        if slot == self.tau0:
+            self.explored = self.core.violations.copy()
+
+    def curve(self, replica: int, slot: int) -> dict[str, Any]:
+        """Exact group regret, violations and their rates (overall and after exploration)."""
+        core, tau0 = self.core, self.tau0
+        n = core.instance.num_agents
+        violations = core.violations[replica]
+        after = int((violations - self.explored[replica]).sum()) if slot > tau0 else 0
+        return {
+            "exact_group_regret": float(core.exact_regret[replica].sum()),
+            "violations": int(violations.sum()),
+            "violation_rate": float(violations.sum() / (n * slot)),
+            "violations_after_explore": after,
+            "violation_rate_after_explore": after / (n * (slot - tau0)) if slot > tau0 else 0.0,
+        }
+
+    def agents(self, replica: int) -> dict[str, list[Any]]:
+        """Exact regret and violations per agent."""
+        return {
+            "exact_regret": self.core.exact_regret[replica].tolist(),
+            "violations": self.core.violations[replica].tolist(),
+        }
+
+
+def _build(env_kwargs: dict[str, Any], population: Any) -> FedProcurementEnv:
+    """The procurement environment of ``env_kwargs`` (it hosts no server)."""
+    if population.make_coordinator() is not None:
+        raise ValueError("the procurement environment hosts no server; the algorithm must not bring a coordinator")
+    return FedProcurementEnv(**env_kwargs)
+
+
+FAMILY = register_family(
+    Family(
+        name="procurement",
+        envs={"procurement": _build},
+        default_env="procurement",
+        metrics=ProcurementMetrics,
+        privacy_columns=True,
+        reference=Reference("solanki_nf", "nf_group_regret", "frr"),
+    )
+)

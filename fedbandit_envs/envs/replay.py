@@ -33,11 +33,13 @@ import numpy as np
 
 from fedbandit_envs.envs.linear import (
     FederatedLinear,
+    LinearMetrics,
     ReplicaStream,
     StreamBlock,
     StreamSource,
     linear_channel,
 )
+from fedbandit_envs.families import Family, register_family
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.validation import (
     check_choice,
@@ -518,3 +520,27 @@ class ReplayLogEnv(FederatedLinear):
             c1, price_per_message, price_per_byte, free_server_downlink, record_messages=record_messages
         )
         self._setup(source, channel, coordinator, render_mode)
+
+
+def _builder(env_class: type[FederatedLinear]) -> Any:
+    """A builder of ``env_class`` hosting the population's server."""
+
+    def build(env_kwargs: dict[str, Any], population: Any) -> FederatedLinear:
+        return env_class(**env_kwargs, coordinator=population.make_coordinator())
+
+    build.__doc__ = f"The {env_class.__name__} of ``env_kwargs`` hosting the population's server."
+    return build
+
+
+FAMILY = register_family(
+    Family(
+        name="linear",
+        envs={
+            "linear": _builder(FederatedLinear),
+            "replay": _builder(ReplayStandIn),
+            "replay_log": _builder(ReplayLogEnv),
+        },
+        default_env="linear",
+        metrics=LinearMetrics,
+    )
+)

@@ -10,10 +10,10 @@ in the commit message which issue changed which cases and why::
 Without ``--write`` the command recomputes every case and prints the differences from the fixture
 (``--case NAME`` restricts either mode to some cases; with ``--write`` the others are kept as stored).
 
-Coverage (3 seeds each, small scales): the MAB algorithms of ``runner.ALGORITHMS`` on homogeneous,
+Coverage (3 seeds each, small scales): the registered MAB algorithms on homogeneous,
 heterogeneous and gossip MABs over server, complete, ring, Erdos-Renyi and hybrid topologies, both
 link-accounting modes, prices, latency and channel drops; the Solanki names on procurement (uniform,
-normal, stress instances); every ``linear_runner.LINEAR_ALGORITHMS`` name on the linear family
+normal, stress instances); every registered linear algorithm on the linear family
 (uniform and Zipf arrivals, heterogeneous, the replay stand-in); the DP wrappers (Laplace strict and
 paper calibration, with a budget, Gaussian, tree) and the fault wrappers (byzantine source and relay,
 drops, delays); the algorithms that privatise themselves (Fed_UCB, P-FCB, Dubey's private UCB and

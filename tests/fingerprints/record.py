@@ -34,18 +34,18 @@ import scipy
 from agents.dubey import CooperativeUCB, DPUCBInt, PrivateMultiAgentUCB
 from agents.solanki import PFCB
 from agents.zhu import FedUCB
-from fedbandit_envs.linear_runner import LINEAR_ALGORITHMS
-from fedbandit_envs.runner import ALGORITHMS, Results, checkpoint_slots, load_object
+from fedbandit_envs.algorithms import load_object, registered_algorithms
+from fedbandit_envs.run import Results, checkpoint_slots
 
 #: The committed fixture.
 FIXTURE = Path(__file__).with_name("fingerprints.json")
 
-#: The runner of each family (``module:function``, all with the signature of ``fedbandit_envs.runner.run``).
+#: The runner of each family (``module:function``, all with the signature of ``fedbandit_envs.run.run``).
 RUNNERS: dict[str, str] = {
-    "mab": "fedbandit_envs.runner:run",
+    "mab": "fedbandit_envs.run:run",
     "li_song": "agents.li_song.runner:run",
-    "linear": "fedbandit_envs.linear_runner:run",
-    "procurement": "fedbandit_envs.procurement_runner:run",
+    "linear": "fedbandit_envs.run:run",
+    "procurement": "fedbandit_envs.run:run",
 }
 
 #: Wrappers by their short name in a case.
@@ -111,7 +111,7 @@ class Case:
     Attributes:
         name: the test id and the fixture key.
         family: a key of :data:`RUNNERS`.
-        algorithm: a name in ``runner.ALGORITHMS`` (``linear_runner.LINEAR_ALGORITHMS`` for ``"linear"``).
+        algorithm: a registered algorithm name (``fedbandit_envs.algorithms.registered_algorithms``).
         env: keyword arguments of the family's environment (values may be :class:`Call`).
         params: keyword arguments of the algorithm's constructor (values may be :class:`Call`).
         wrappers: ``(name in WRAPPERS, keyword arguments)`` pairs, applied in order.
@@ -214,8 +214,7 @@ def run_case(case: Case, path: str) -> tuple[Results, list[tuple[Any, Any, int]]
     """Run ``case`` on ``path``; returns the results and, per seed, (env, population, replica) of its run."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-    registry = LINEAR_ALGORITHMS if case.family == "linear" else ALGORITHMS
-    cls, params = load_object(registry[case.algorithm]), case.params
+    cls, params = registered_algorithms()[case.algorithm].factory, case.params
     populations: list[Any] = []
     envs: list[Any] = []
 

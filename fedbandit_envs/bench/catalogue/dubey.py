@@ -12,7 +12,7 @@ the trial (common random numbers). CI twins shrink M, the graph and the number o
 * ``dubey/fig1c_gamma``: group regret at T against gamma in {1, 2, 3} (3 = the diameter of ER(200, 0.1) graphs),
   and the same algorithms on the complete graph ("optimal", D21). Claims RC-6, RC-7.
 
-Every scenario runs through :func:`run_dubey` (signature of :func:`fedbandit_envs.runner.run`). It reports the
+Every scenario runs through :func:`run_dubey` (signature of :func:`fedbandit_envs.run.run`). It reports the
 regret of honest agents separately (columns ``honest_regret`` and ``honest_agents``, and ``byzantine`` per agent,
 from the byzantine wrapper's hidden ground truth), adds checkpoints at the end of forced exploration (RC-8),
 understands the environment keyword ``graph`` (``"erdos_renyi"`` or ``"complete"``; on the complete graph only
@@ -31,6 +31,7 @@ import networkx as nx
 import numpy as np
 from scipy import stats
 
+from fedbandit_envs.algorithms import load_object, make_algorithm
 from fedbandit_envs.bench.claims import final_rows
 from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
@@ -42,7 +43,7 @@ from fedbandit_envs.bench.scenarios import (
     register,
     with_pass_rates,
 )
-from fedbandit_envs.runner import Results, checkpoint_slots, load_object, make_algorithm, run
+from fedbandit_envs.run import Results, checkpoint_slots, run
 from fedbandit_envs.topology import Topology
 
 __all__ = [
@@ -125,7 +126,7 @@ def run_dubey(
     label: str | None = None,
     wrappers: Sequence[Callable[[Any], Any]] = (),
 ) -> Results:
-    """:func:`fedbandit_envs.runner.run` for the Dubey-Pentland scenarios (see the module docstring).
+    """:func:`fedbandit_envs.run.run` for the Dubey-Pentland scenarios (see the module docstring).
 
     The extra environment keyword ``graph`` is ``"erdos_renyi"`` (the ``topology_params`` apply) or ``"complete"``.
     """

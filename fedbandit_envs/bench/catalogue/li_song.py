@@ -47,7 +47,7 @@ from fedbandit_envs.bench.scenarios import (
     with_pass_rates,
 )
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 from fedbandit_envs.topology import (
     Topology,
     complete,

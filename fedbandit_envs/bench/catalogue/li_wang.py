@@ -11,7 +11,7 @@
   with the real-data defaults (lam = 0.2, constant alpha = 0.3, spec D7). Claims: S6's regimes.
 
 Every scenario has a ``"ci"`` twin (N = 100, T = 3000, d = K = 10 for Fig. 2a/2b; 200 users for the
-replay stand-ins) and the ``"paper"`` scale. The runner is :func:`fedbandit_envs.linear_runner.run`;
+replay stand-ins) and the ``"paper"`` scale. The runner is :func:`fedbandit_envs.run.run`;
 ``messages`` is the paper's C_T and ``group_regret`` its R_T.
 
 What S1 and S3 can claim (measured 2026-11-27):
@@ -41,9 +41,9 @@ import numpy as np
 
 from fedbandit_envs.bench.claims import final_means, final_rows, monotone
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register, with_pass_rates
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
-RUNNER = "fedbandit_envs.linear_runner:run"
+RUNNER = "fedbandit_envs.run:run"
 ASYNC = "agents.li_wang:AsyncLinUCB"
 SYNC = "agents.li_wang:SyncLinUCB"
 ASYNC_AM = "agents.li_wang:AsyncLinUCBAM"

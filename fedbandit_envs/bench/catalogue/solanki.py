@@ -3,7 +3,7 @@
 Fig. 2: FCB, homogeneous vs heterogeneous; EXP1 / Fig. 3: regret of NF, FCB, P-FCB; EXP2 / Fig. 4: FRR
 against epsilon; EXP3 / Fig. 5: per-agent regret against n; stress: constraint violations.
 
-Every scenario runs with :func:`fedbandit_envs.procurement_runner.run`, whose rows carry ``frr`` and
+Every scenario runs with :func:`fedbandit_envs.run.run`, whose rows carry ``frr`` and
 ``nf_group_regret`` (the non-federated baseline on the same instance and seeds) and the violation
 columns. Instances are swept with ``env.instance_seed`` (the spec's protocol: instances x seeds). The
 ``"ci"`` scale is the spec's reduced config (T = 2e4, 2 instances x 3 seeds; EXP3-U: 12 instances x 1 seed,
@@ -22,9 +22,9 @@ from scipy import stats
 
 from fedbandit_envs.bench.claims import final_means, final_rows
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register
-from fedbandit_envs.runner import Results
+from fedbandit_envs.run import Results
 
-RUNNER = "fedbandit_envs.procurement_runner:run"
+RUNNER = "fedbandit_envs.run:run"
 
 #: §4.1: m = 30, alpha = 0.4 (the family default), n = 10, T = 1e5 at paper scale.
 COMMON = {"num_agents": 10, "num_producers": 30, "horizon": 100_000}

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_envs.algorithms import load_object
 from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
     Claim,
@@ -34,7 +35,7 @@ from fedbandit_envs.bench.scenarios import (
     with_pass_rates,
 )
 from fedbandit_envs.data.diabetes import diabetes_means, standin_means
-from fedbandit_envs.runner import Results, load_object
+from fedbandit_envs.run import Results
 
 EPSILONS = (1.0, 2.0, 5.0, math.inf)
 CI_HORIZON = 20_000

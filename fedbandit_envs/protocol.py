@@ -1,20 +1,34 @@
-"""The protocol a learner implements to run in fedbandit-envs.
+"""The population protocol: the contract a learner implements to run on every family of fedbandit-envs.
 
-There are two ways to write a learner.
+A **population** acts for all agents of B replicas at once on numpy arrays (replica axis first). One
+slot of any family is::
 
-**Per agent** (simplest): subclass :class:`Agent`. One object per agent gets the PettingZoo
-observation of that agent (last arm, last reward, slot, gossip partner, inbox of
-:class:`~fedbandit_envs.channel.Message`) and returns an arm, or ``{"arm": k, "messages": [...]}``.
-Wrap a factory with :class:`PerAgentPopulation` to run it with the runner.
+    action = population.act(step)          # Step: slot, gossip partners, acting clients, contexts
+    feedback = core.play(action)           # pulls, and the messages sent with the action
+    population.observe(feedback)           # the family's feedback (rewards, outcomes, inbox)
+    phase = core.first_phase()             # message-only phases that follow the pulls, as data
+    while phase is not None:
+        batches = population.send(phase)
+        if batches or phase.required:
+            population.receive(phase, core.exchange(phase, batches))
+        phase = core.next_phase(phase, sent=bool(batches))
 
-**Population** (fast): subclass :class:`Population`. One object acts for all M agents of B
-replicas at once on numpy arrays of shape (B, M), and sends
-:class:`~fedbandit_envs.channel.MessageBatch` objects. The runner uses this form for batched
-replicas; the PettingZoo environment is the case B = 1.
+The families differ only in the data: the :class:`~fedbandit_envs.core.Step` fields an agent sees
+(gossip partners on the MAB family, acting clients and their contexts on the linear family), what an
+action's ``arms`` hold (an arm per agent, an arm per acting client, units per producer) and the feedback
+type (:class:`~fedbandit_envs.core.Feedback`, ``LinearFeedback``, ``ProcurementFeedback``). The
+message-only phases are :class:`~fedbandit_envs.core.Phase` records: ``"boundary"`` hops after a MAB
+slot (offered when the population sets :attr:`Population.boundary_hops`), ``"report"`` rounds after a
+linear slot (one per acting client) and after a procurement round. The PettingZoo environments play
+the same phases as ordinary ``step()`` calls whose observations say which phase it is.
 
-Either form may come with a :class:`Coordinator` (a server that pulls no arms). The environment
-hosts it: after the clients' messages of a slot are routed, it calls :meth:`Coordinator.step` with
-the messages that reached the server, and delivers its replies (costed) in the same step.
+A population may come with a :class:`Coordinator` (a server that pulls no arms). The environment
+hosts it: after the clients' messages of a step are routed, it calls :meth:`Coordinator.step` with the
+messages that reached the server, and delivers its replies (costed) in the same step.
+
+Per-agent learners (MAB family) subclass :class:`Agent`: one object per agent gets the PettingZoo
+observation of that agent and returns an arm, or ``{"arm": k, "messages": [...]}``; wrap a factory
+with :class:`PerAgentPopulation` to run it as a population.
 
 Randomness: an algorithm draws only from the generators it gets at reset (the episode's ``agents``
 stream, one per replica), so runs are reproducible and never perturb the reward draws.
@@ -29,10 +43,20 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.channel.messages import Message, MessageBatch, batches_from_messages
-from fedbandit_envs.core import Action, AgentContext, Feedback
+from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
 from fedbandit_envs.observations import agent_observations, split_action
 
-__all__ = ["Action", "Agent", "AgentContext", "Coordinator", "Feedback", "PerAgentPopulation", "Population"]
+__all__ = [
+    "Action",
+    "Agent",
+    "AgentContext",
+    "Coordinator",
+    "Feedback",
+    "PerAgentPopulation",
+    "Phase",
+    "Population",
+    "Step",
+]
 
 
 class Coordinator(ABC):
@@ -48,10 +72,18 @@ class Coordinator(ABC):
 
 
 class Population(ABC):
-    """A vectorised learner acting for all agents of all replicas."""
+    """A vectorised learner acting for all agents of all replicas, on any family (see the module docstring)."""
 
     #: Whether the population can run B > 1 replicas at once (the runner's batched path).
     supports_batching: bool = True
+
+    #: The families the population runs on (``"mab"``, ``"linear"``, ``"procurement"``, ...); empty when it
+    #: does not say (it is then played on the environment ``env_kwargs`` names, by default the MAB family's).
+    families: tuple[str, ...] = ()
+
+    #: Whether the population sends message-only hops at the boundary after a slot (MAB family): the
+    #: environment then offers a ``"boundary"`` phase after every slot but the last.
+    boundary_hops: bool = False
 
     def make_coordinator(self) -> Coordinator | None:
         """The server this algorithm needs, or None (the default: no server)."""
@@ -59,31 +91,28 @@ class Population(ABC):
 
     @abstractmethod
     def reset(self, context: AgentContext) -> None:
-        """Start an episode; draw randomness only from ``context.agent_rngs()``."""
+        """Start an episode; draw randomness only from ``context.agent_rngs()``.
+
+        The context is the family's (:class:`AgentContext` or a subclass with the family's public facts).
+        """
 
     @abstractmethod
-    def act(self, slot: int, partners: np.ndarray) -> Action:
-        """Choose (B, M) arms for ``slot`` and the messages to send in it."""
+    def act(self, step: Step) -> Action:
+        """The joint action of ``step.slot`` and the messages sent with it."""
 
     @abstractmethod
-    def observe(self, feedback: Feedback) -> None:
-        """Learn from the step's rewards and delivered messages."""
+    def observe(self, feedback: Any) -> None:
+        """Learn from the step's feedback (the family's feedback type, with ``slot`` first)."""
 
-    def boundary(self, slot: int) -> list[MessageBatch]:
-        """Messages of a message-only hop at the boundary after ``slot`` (default: none).
+    def send(self, phase: Phase) -> list[MessageBatch]:
+        """The messages of a message-only ``phase`` (default: none).
 
-        Called after :meth:`observe`, so the messages may use the slot's rewards; no arm is pulled. The
-        runner routes them (hooks, coordinator and ledger as for a step) and passes what was delivered to
-        :meth:`observe_boundary`, then asks again, until this returns no message.
+        Called after :meth:`observe`, so they may use the slot's outcomes; no arm is pulled.
         """
         return []
 
-    def observe_boundary(self, slot: int, inbox: list[MessageBatch]) -> None:
-        """Read the copies delivered by a boundary hop after ``slot`` (called only after :meth:`boundary` sent).
-
-        A population that overrides :meth:`boundary` must override this too.
-        """
-        raise NotImplementedError(f"{type(self).__name__} sends boundary messages but does not read their replies")
+    def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:  # noqa: B027 (optional hook)
+        """Read the copies delivered in ``phase`` (called when the population sent or the phase is required)."""
 
 
 class Agent(ABC):
@@ -133,14 +162,15 @@ class PerAgentPopulation(Population):
             partners=np.full((b, m), -1, np.int64),
         )
 
-    def act(self, slot: int, partners: np.ndarray) -> Action:
+    def act(self, step: Step) -> Action:
         """Ask every agent for its action given its observation."""
+        partners = step.partners
         feedback = Feedback(self._last.slot, self._last.arms, self._last.rewards, self._last.inbox, partners)
         arms = np.zeros(partners.shape, np.int64)
         messages: list[Message] = []
         batches: list[MessageBatch] = []
         for b, agents in enumerate(self.agents):
-            observations = agent_observations(feedback, slot, replica=b)
+            observations = agent_observations(feedback, step.slot, replica=b)
             for i, agent in enumerate(agents):
                 action = agent.act(observations[i])
                 arm, sent = split_action(action)

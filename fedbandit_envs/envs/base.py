@@ -1,0 +1,90 @@
+"""What every family's PettingZoo environment shares: message-only steps and the protocol translation.
+
+A slot is an **act step** followed by the **message-only steps** the core schedules (boundary hops,
+report rounds; see :class:`~fedbandit_envs.core.Phase`). Every observation has a ``"phase"`` field
+(0: act step, 1: message-only step) and an ``"inbox"``; in a message-only step an agent's action is
+``{"messages": [Message, ...]}`` (an ``"arm"`` or ``"units"`` entry, or a bare arm, is ignored) and
+agents with nothing to send may be left out. :attr:`ProtocolParallelEnv.pending_phase` is the
+:class:`~fedbandit_envs.core.Phase` the next step plays (None: an act step).
+
+The translation methods (``step_from``, ``actions_from``, ``feedback_from``, ``message_actions``,
+``inbox_from``) convert between the observations and the population protocol's arrays, so the run loop
+drives any family's environment through ``step()`` alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pettingzoo import ParallelEnv
+
+from fedbandit_envs.channel import Message, MessageBatch, batches_from_messages
+from fedbandit_envs.core import Phase
+from fedbandit_envs.observations import messages_by_sender
+
+__all__ = ["ACT", "MESSAGE", "ProtocolParallelEnv"]
+
+#: Values of an observation's ``"phase"`` field.
+ACT, MESSAGE = 0, 1
+
+#: Keys an action dict may have in any step (the family's action key is checked by the family).
+_MESSAGE_STEP_KEYS = frozenset({"arm", "units", "messages"})
+
+
+class ProtocolParallelEnv(ParallelEnv):
+    """A ParallelEnv whose slots are an act step and the message-only steps its core schedules."""
+
+    #: The message-only phase the next step plays; None when the next step is an act step.
+    pending_phase: Phase | None = None
+
+    @property
+    def phase_flag(self) -> int:
+        """The ``"phase"`` observation field of the next step: :data:`ACT` or :data:`MESSAGE`."""
+        return ACT if self.pending_phase is None else MESSAGE
+
+    def own_messages(self, agent: str, sent: Sequence[Any]) -> list[Message]:
+        """Check that ``agent`` sent :class:`Message` objects, each with that agent as its sender."""
+        i = self._index[agent]
+        for message in sent:
+            if not isinstance(message, Message):
+                raise TypeError(f"{agent} must send Message objects, got {type(message).__name__}")
+            if message.sender != i:
+                raise ValueError(
+                    f"{agent} sent a message with sender={message.sender}; an agent may only send as itself ({i})"
+                )
+        return list(sent)
+
+    def phase_messages(self, actions: Mapping[str, Any]) -> list[MessageBatch]:
+        """The batches of a message-only step: every agent's ``"messages"`` (anything else is ignored)."""
+        unknown = [a for a in actions if a not in self._index]
+        if unknown:
+            raise ValueError(f"unknown agents in actions: {unknown[:5]}; use the names in env.agents")
+        messages: list[Message] = []
+        for agent, action in actions.items():
+            if not isinstance(action, Mapping):
+                continue  # a bare arm or units vector: nothing to send
+            extra = set(action) - _MESSAGE_STEP_KEYS
+            if extra:
+                raise ValueError(f"the action of {agent} has unknown keys {sorted(extra)}; send {{'messages': [...]}}")
+            messages.extend(self.own_messages(agent, action.get("messages", ())))
+        return batches_from_messages(messages) if messages else []
+
+    def play_phase(self, actions: Mapping[str, Any]) -> list[MessageBatch]:
+        """Play the pending message-only phase with ``actions``; returns the delivered copies."""
+        phase = self.pending_phase
+        batches = self.phase_messages(actions)
+        inbox = self.core.exchange(phase, batches) if batches or phase.required else []
+        self.pending_phase = self.core.next_phase(phase, bool(batches))
+        return inbox
+
+    # ------------------------------------------------------------------ protocol translation
+    def message_actions(self, batches: Sequence[MessageBatch]) -> dict[str, Any]:
+        """The action dict of a message-only step sending ``batches`` (replica 0), in agent order."""
+        names = self.possible_agents
+        return {names[sender]: {"messages": sent} for sender, sent in sorted(messages_by_sender(batches).items())}
+
+    def inbox_from(self, observations: Mapping[str, Mapping[str, Any]]) -> list[MessageBatch]:
+        """Every copy delivered in a step, as batches (agents in order)."""
+        delivered = [m for a in self.possible_agents if a in observations for m in observations[a]["inbox"]]
+        return batches_from_messages(delivered) if delivered else []

@@ -1,0 +1,30 @@
+"""The run layer: one run loop for every family, its recorder and the tidy results tables."""
+
+from fedbandit_envs.run.loop import (
+    Wrapper,
+    build_env,
+    clear_reference_cache,
+    message_phases,
+    play_slot,
+    run,
+    run_batched,
+    run_pettingzoo,
+)
+from fedbandit_envs.run.recorder import Recorder, privacy_spent
+from fedbandit_envs.run.results import LEDGER_COLUMNS, Results, checkpoint_slots
+
+__all__ = [
+    "LEDGER_COLUMNS",
+    "Recorder",
+    "Results",
+    "Wrapper",
+    "build_env",
+    "checkpoint_slots",
+    "clear_reference_cache",
+    "message_phases",
+    "play_slot",
+    "privacy_spent",
+    "run",
+    "run_batched",
+    "run_pettingzoo",
+]

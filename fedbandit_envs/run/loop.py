@@ -1,0 +1,246 @@
+"""The one run loop: play an algorithm on any family's environment for several seeds, into tidy results.
+
+Two paths give identical trajectories for the same seeds (a test checks it on every family):
+
+* **batched**: every seed is a replica of one core; the population acts on arrays with a replica axis.
+  Used when the population supports batching.
+* **pettingzoo**: one environment per seed, driven only through the public ParallelEnv API: act steps
+  and message-only steps (the observation says which), actions with :class:`Message` objects.
+
+The environment is chosen by ``env_kwargs["env"]`` (an environment name of a registered family; by
+default the first family the algorithm supports). Wrappers (e.g. ``lambda env: LaplaceMessageDP(env,
+epsilon=1.0)``) apply on both paths; when they account privacy, the tables get privacy columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from fedbandit_envs.algorithms import algorithm_name, make_algorithm, supported_families
+from fedbandit_envs.core import message_phases, play_slot
+from fedbandit_envs.families import Family, family_of_env, find_family
+from fedbandit_envs.run.recorder import Recorder
+from fedbandit_envs.run.results import Results, checkpoint_slots
+from fedbandit_envs.seeding import explicit_seeds
+
+__all__ = ["Wrapper", "build_env", "message_phases", "play_slot", "run", "run_batched", "run_pettingzoo"]
+
+#: A function ``env -> wrapped env`` (DP, faults), applied in order.
+Wrapper = Callable[[Any], Any]
+
+#: The family played when neither ``env_kwargs["env"]`` nor the algorithm names one.
+DEFAULT_FAMILY = "mab"
+
+
+def build_env(
+    algorithm: Any, population: Any, env_kwargs: Mapping[str, Any], wrappers: Sequence[Wrapper] = ()
+) -> tuple[Any, Family]:
+    """The environment of ``env_kwargs`` hosting the population's coordinator, wrapped in order, and its family.
+
+    Fails at once when the algorithm declares families and the environment's is not one of them.
+    """
+    kwargs = dict(env_kwargs)
+    if "coordinator" in kwargs:
+        raise ValueError("env_kwargs must not contain 'coordinator': the algorithm provides its own")
+    families = supported_families(algorithm, population)
+    name = kwargs.pop("env", None)
+    if name is None:
+        family = find_family(families[0] if families else DEFAULT_FAMILY)
+        name = family.default_env
+    else:
+        family = family_of_env(name)
+    if families and family.name not in families:
+        raise ValueError(
+            f"{algorithm_name(algorithm)} supports the families {list(families)}, "
+            f"not {family.name!r} (env {name!r}); choose an environment of a supported family"
+        )
+    env = family.envs[name](kwargs, population)
+    for wrap in wrappers:
+        env = wrap(env)
+    return env, family
+
+
+def run_batched(
+    algorithm: Any,
+    env_kwargs: Mapping[str, Any],
+    seeds: Sequence[int],
+    checkpoints: int | Sequence[int] = 20,
+    progress: bool = False,
+    label: str | None = None,
+    wrappers: Sequence[Wrapper] = (),
+) -> Results:
+    """Run all ``seeds`` as replicas of one batched core."""
+    population = make_algorithm(algorithm)
+    env, family = build_env(algorithm, population, env_kwargs, wrappers)
+    core = env.unwrapped.core
+    recorder = Recorder(family, label or algorithm_name(algorithm), seeds, checkpoint_slots(core.horizon, checkpoints))
+    core.reset(list(seeds))
+    population.reset(core.context)
+    recorder.attach(core, population)
+    for t in tqdm(range(core.horizon), disable=not progress, desc=recorder.label, mininterval=0.5):
+        play_slot(core, population)
+        recorder.record(t + 1)
+    return recorder.results
+
+
+def run_pettingzoo(
+    algorithm: Any,
+    env_kwargs: Mapping[str, Any],
+    seeds: Sequence[int],
+    checkpoints: int | Sequence[int] = 20,
+    progress: bool = False,
+    label: str | None = None,
+    wrappers: Sequence[Wrapper] = (),
+) -> Results:
+    """Run each seed through the public PettingZoo API of the environment (act and message-only steps).
+
+    The environment translates between its observations and the protocol's data (``step_from``,
+    ``actions_from``, ``feedback_from``, ``message_actions``, ``inbox_from``) and says which phase is
+    pending (``pending_phase``); the run reads the core only to record results.
+    """
+    results = Results()
+    for index, seed in enumerate(seeds):
+        population = make_algorithm(algorithm)
+        env, family = build_env(algorithm, population, env_kwargs, wrappers)
+        base = env.unwrapped
+        horizon = base.core.horizon
+        recorder = Recorder(family, label or algorithm_name(algorithm), seeds, checkpoint_slots(horizon, checkpoints))
+        observations, _ = env.reset(seed=seed)
+        population.reset(base.context)
+        recorder.attach(base.core, population)
+        with tqdm(total=horizon, disable=not progress, desc=f"seed {seed}", mininterval=0.5) as bar:
+            while env.agents:
+                phase = base.pending_phase
+                if phase is None:
+                    step = base.step_from(observations)
+                    action = population.act(step)
+                    observations, rewards, *_ = env.step(base.actions_from(step, action))
+                    population.observe(base.feedback_from(step, action, observations, rewards))
+                else:
+                    batches = population.send(phase)
+                    observations, *_ = env.step(base.message_actions(batches))
+                    if batches or phase.required:
+                        population.receive(phase, base.inbox_from(observations))
+                if base.pending_phase is None:
+                    recorder.record(base.core.slot, replica_offset=index)
+                    bar.update(1)
+        results.extend(recorder.results)
+    return results
+
+
+def _with_reference(
+    results: Results,
+    family: Family,
+    env_kwargs: Mapping[str, Any],
+    seeds: Sequence[int],
+    checkpoints: int | Sequence[int],
+) -> None:
+    """Add the family's reference columns: the reference algorithm's group regret and the ratio to it."""
+    reference = family.reference
+    if reference is None:
+        return
+    regret = _reference_regret(reference.algorithm, env_kwargs, seeds, checkpoints)
+    for row in results.curves:
+        denominator = regret[(row["seed"], row["slot"])]
+        row[reference.column] = denominator
+        row[reference.ratio] = row["group_regret"] / denominator if denominator > 0 else float("nan")
+
+
+_REFERENCE_CACHE: dict[tuple, dict[tuple[int, int], float]] = {}
+
+
+def clear_reference_cache() -> None:
+    """Forget the cached reference runs."""
+    _REFERENCE_CACHE.clear()
+
+
+def _plain_key(env_kwargs: Mapping[str, Any]) -> str | None:
+    """A faithful key of plain-valued env kwargs (None when a value has no faithful repr, e.g. an instance)."""
+    plain = (int, float, str, bool, type(None))
+
+    def is_plain(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
+        if isinstance(value, tuple | list):
+            return all(is_plain(v) for v in value)
+        return isinstance(value, plain)
+
+    return repr(sorted(env_kwargs.items())) if is_plain(dict(env_kwargs)) else None
+
+
+def _reference_regret(
+    reference: str, env_kwargs: Mapping[str, Any], seeds: Sequence[int], checkpoints: int | Sequence[int]
+) -> dict[tuple[int, int], float]:
+    """Group regret of the reference algorithm per (seed, slot), cached per env point, seeds and checkpoints."""
+    env_key = _plain_key(env_kwargs)
+    key = None
+    if env_key is not None:
+        points = tuple(checkpoints) if not isinstance(checkpoints, int) else checkpoints
+        key = (reference, env_key, tuple(int(s) for s in seeds), points)
+        if key in _REFERENCE_CACHE:
+            return _REFERENCE_CACHE[key]
+    results = run(reference, env_kwargs, seeds, checkpoints, reference=None)
+    regret = {(row["seed"], row["slot"]): row["group_regret"] for row in results.curves}
+    if key is not None:
+        _REFERENCE_CACHE[key] = regret
+    return regret
+
+
+#: ``run(reference=FAMILY_REFERENCE)`` compares with the family's reference algorithm (if it has one).
+FAMILY_REFERENCE = "family"
+
+
+def run(
+    algorithm: Any,
+    env_kwargs: Mapping[str, Any],
+    seeds: Sequence[int],
+    checkpoints: int | Sequence[int] = 20,
+    batched: bool | None = None,
+    progress: bool = False,
+    label: str | None = None,
+    wrappers: Sequence[Wrapper] = (),
+    *,
+    reference: str | None = FAMILY_REFERENCE,
+) -> Results:
+    """Play ``algorithm`` on the environment of ``env_kwargs`` for every seed.
+
+    Args:
+        algorithm: a registered name (:func:`~fedbandit_envs.algorithms.registered_algorithms`),
+            ``"module:Class"``, or a population class/factory.
+        env_kwargs: keyword arguments of the environment, plus optionally ``"env"``: the name of a
+            registered family's environment (``"mab"``, ``"linear"``, ``"replay"``, ``"replay_log"``,
+            ``"procurement"``; default: the algorithm's first family's default environment). Not
+            ``coordinator``: the algorithm brings its own.
+        seeds: one run per seed, any sequence of distinct non-negative ints (``[0, 1]``, ``range(100, 110)``);
+            the ``seed`` column holds these values; run ``b`` is identical whichever path is taken.
+        checkpoints: number of evenly spaced checkpoints, or explicit slot counts.
+        batched: force the batched (True) or PettingZoo (False) path; default: batched when supported.
+        progress: show a progress bar.
+        label: the ``algorithm`` column (default: the algorithm's name).
+        wrappers: functions ``env -> wrapped env`` applied in order (DP, faults).
+        reference: ``"family"`` adds the family's reference columns (procurement: the non-federated
+            baseline's ``nf_group_regret`` and the ratio ``frr``), cached per point; ``None`` adds none.
+    """
+    seeds = explicit_seeds(seeds)
+    if reference not in (FAMILY_REFERENCE, None):
+        raise ValueError(f"reference must be {FAMILY_REFERENCE!r} or None, got {reference!r}")
+    probe = make_algorithm(algorithm)
+    if batched is None:
+        batched = bool(getattr(probe, "supports_batching", False))
+    runner = run_batched if batched else run_pettingzoo
+    results = runner(algorithm, env_kwargs, seeds, checkpoints, progress, label, wrappers)
+    if reference is not None:
+        _with_reference(results, _family_of(algorithm, probe, env_kwargs), env_kwargs, seeds, checkpoints)
+    return results
+
+
+def _family_of(algorithm: Any, population: Any, env_kwargs: Mapping[str, Any]) -> Family:
+    """The family ``env_kwargs`` (or the algorithm's declaration) selects, without building an environment."""
+    name = env_kwargs.get("env")
+    if name is not None:
+        return family_of_env(name)
+    families = supported_families(algorithm, population)
+    return find_family(families[0] if families else DEFAULT_FAMILY)
