@@ -42,6 +42,8 @@ def ucb1_arms(counts: np.ndarray, sums: np.ndarray, totals: np.ndarray) -> np.nd
 class Random(Population):
     """Every agent pulls a uniformly random arm every slot (from the algorithm's own stream)."""
 
+    families = ("mab",)
+
     def reset(self, context: AgentContext) -> None:
         """Take one generator per replica."""
         self.context = context
@@ -58,6 +60,8 @@ class Random(Population):
 
 class RoundRobin(Population):
     """Agent ``i`` pulls arm ``(i + t) mod K`` in slot ``t``."""
+
+    families = ("mab",)
 
     def reset(self, context: AgentContext) -> None:
         """Remember the shape of the problem."""
@@ -76,6 +80,8 @@ class RoundRobin(Population):
 
 class IndependentUCB1(Population):
     """Each agent runs UCB1 on its own rewards and never communicates (the papers' Single-MAB)."""
+
+    families = ("mab",)
 
     def reset(self, context: AgentContext) -> None:
         """Zero the per-agent statistics."""
@@ -134,6 +140,8 @@ class FullSharingUCB(Population):
     ``"server"``). An agent whose broadcast was lost keeps its last pooled statistics.
     """
 
+    families = ("mab",)
+
     def make_coordinator(self) -> Coordinator:
         """The pooling server."""
         return FullSharingCoordinator()
@@ -169,7 +177,8 @@ class FullSharingUCB(Population):
                 self.counts[batch.replica, batch.recipient] = batch.payload["counts"]
                 self.sums[batch.replica, batch.recipient] = batch.payload["sums"]
 
-register_algorithm("random", Random, "mab")
-register_algorithm("round_robin", RoundRobin, "mab")
-register_algorithm("independent_ucb1", IndependentUCB1, "mab")
-register_algorithm("full_sharing_ucb", FullSharingUCB, "mab")
+
+register_algorithm("random", Random)
+register_algorithm("round_robin", RoundRobin)
+register_algorithm("independent_ucb1", IndependentUCB1)
+register_algorithm("full_sharing_ucb", FullSharingUCB)

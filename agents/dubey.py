@@ -109,6 +109,8 @@ def _ucb_index(means: np.ndarray, counts: np.ndarray, t: int) -> np.ndarray:
 class _UCBPopulation(Population):
     """Shared parts: the agents' generators and their own pull counts and reward sums, (B, M, K) arrays."""
 
+    families = ("mab",)
+
     def __init__(self, tie_break: str) -> None:
         self.tie_break = _choice("tie_break", tie_break, TIE_BREAKS)
 
@@ -860,8 +862,9 @@ class ByzantineProofUCB(_UCBPopulation):
             values.append(new.content["reward"][valid].astype(np.float64))
         self.samples.add(np.concatenate(cells), np.concatenate(values))
 
-register_algorithm("dubey_private_ucb", PrivateMultiAgentUCB, "mab")
-register_algorithm("dubey_cooperative_ucb", CooperativeUCB, "mab")
-register_algorithm("dubey_byzantine_ucb", ByzantineProofUCB, "mab")
-register_algorithm("dubey_ucb1", IndividualUCB1, "mab")
-register_algorithm("dubey_dp_ucb_int", DPUCBInt, "mab")
+
+register_algorithm("dubey_private_ucb", PrivateMultiAgentUCB)
+register_algorithm("dubey_cooperative_ucb", CooperativeUCB)
+register_algorithm("dubey_byzantine_ucb", ByzantineProofUCB)
+register_algorithm("dubey_ucb1", IndividualUCB1)
+register_algorithm("dubey_dp_ucb_int", DPUCBInt)

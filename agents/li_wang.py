@@ -1332,8 +1332,9 @@ def table1_bounds(num_clients: int, dimension: int, horizon: int, lam: float) ->
         table[f"sync_{preset}"] = {"D": sync_threshold(preset, n, dimension, horizon)}
     return table
 
-register_algorithm("async_linucb", AsyncLinUCB, "linear")
-register_algorithm("async_linucb_am", AsyncLinUCBAM, "linear")
-register_algorithm("sync_linucb", SyncLinUCB, "linear")
-register_algorithm("one_linucb", OneLinUCB, "linear")
-register_algorithm("n_linucb", NLinUCB, "linear")
+
+register_algorithm("async_linucb", AsyncLinUCB)
+register_algorithm("async_linucb_am", AsyncLinUCBAM)
+register_algorithm("sync_linucb", SyncLinUCB)
+register_algorithm("one_linucb", OneLinUCB)
+register_algorithm("n_linucb", NLinUCB)

@@ -735,7 +735,8 @@ class EveryRoundPrivate(PFCB):
         kwargs.setdefault("schedule", "every_round")
         super().__init__(message_epsilon=message_epsilon, **kwargs)
 
-register_algorithm("solanki_nf", NonFederated, "procurement")
-register_algorithm("solanki_fcb_sync", FCBSync, "procurement")
-register_algorithm("solanki_fcb", FCBExp, "procurement")
-register_algorithm("solanki_pfcb", PFCB, "procurement")
+
+register_algorithm("solanki_nf", NonFederated)
+register_algorithm("solanki_fcb_sync", FCBSync)
+register_algorithm("solanki_fcb", FCBExp)
+register_algorithm("solanki_pfcb", PFCB)

@@ -123,6 +123,8 @@ class GossipUCB(Population):
             (non-paper variant: ñ only over the active gossip edge; voids Lemmas 1-3).
     """
 
+    families = ("mab",)
+
     supports_batching = True
 
     def __init__(self, alpha1: float | None = None, count_sync: str = "neighbours") -> None:
@@ -518,5 +520,6 @@ def _check_context(context: AgentContext, algorithm: str) -> None:
                 f"{topology.name!r}; use e.g. topology='complete' or 'ring' with gossip='uniform_edge'"
             )
 
-register_algorithm("gossip_ucb", GossipUCB, "mab")
-register_algorithm("fed_ucb", FedUCB, "mab")
+
+register_algorithm("gossip_ucb", GossipUCB)
+register_algorithm("fed_ucb", FedUCB)

@@ -70,11 +70,11 @@ def trial(algorithm: str, gamma: int | None, seed: int, profile: bool) -> dict[s
     start, cpu = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
-    for slot in range(core.config.horizon):
+    for _slot in range(core.config.horizon):
         t0 = time.perf_counter()
-        action = population.act(slot, feedback.partners)
+        action = population.act(core.current_step())
         t1 = time.perf_counter()
-        feedback = core.step(action.arms, action.messages)
+        feedback = core.play(action)
         t2 = time.perf_counter()
         population.observe(feedback)
         phases += (t1 - t0, t2 - t1, time.perf_counter() - t2)

@@ -6,7 +6,7 @@ Usage::
     python benchmarks/solanki.py --profile solanki_pfcb [--horizon 20000]
 
 Every row is ``fedbandit_envs.run.run(algorithm, env, seeds, checkpoints=1,
-frr_reference=None)`` end to end (construction, reset, the round loop and recording) on family U,
+reference=None)`` end to end (construction, reset, the round loop and recording) on family U,
 instance seed 0 (the paper's EXP1 setting), timed with ``time.perf_counter``:
 
 * ``single``: one seed (B = 1), the target being <= 20 s per run at T = 1e5;
@@ -42,7 +42,7 @@ ENV = {"num_agents": 10, "num_producers": 30, "instance": "uniform", "instance_s
 def measure(algorithm: str, horizon: int, seeds: list[int]) -> dict:
     """Time one ``run`` of ``algorithm`` over ``seeds`` (as replicas) and summarise its final row."""
     started = time.perf_counter()
-    results = run(algorithm, {**ENV, "horizon": horizon}, seeds, checkpoints=1, frr_reference=None)
+    results = run(algorithm, {**ENV, "horizon": horizon}, seeds, checkpoints=1, reference=None)
     seconds = time.perf_counter() - started
     final = results.curves
     return {
@@ -61,7 +61,7 @@ def profile(algorithm: str, horizon: int, top: int) -> None:
     """Print the cProfile of one run at ``horizon``."""
     profiler = cProfile.Profile()
     profiler.enable()
-    run(algorithm, {**ENV, "horizon": horizon}, [0], checkpoints=1, frr_reference=None)
+    run(algorithm, {**ENV, "horizon": horizon}, [0], checkpoints=1, reference=None)
     profiler.disable()
     pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
 

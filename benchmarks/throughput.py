@@ -57,10 +57,9 @@ from pathlib import Path
 import numpy as np
 
 from agents.baselines import FullSharingUCB, IndependentUCB1
-from fedbandit_envs import runner
 from fedbandit_envs.envs.mab import FederatedMAB
 from fedbandit_envs.envs.mab_core import NOISE_BLOCK, FederatedMABCore, MABConfig
-from fedbandit_envs.observations import feedback_from_observations
+from fedbandit_envs.run import run_batched, run_pettingzoo
 from fedbandit_envs.seeding import SeedStreams
 
 ALGORITHMS = {"independent_ucb1": IndependentUCB1, "full_sharing_ucb": FullSharingUCB}
@@ -80,15 +79,12 @@ def run_api(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple
     env = FederatedMAB(num_agents, num_arms, slots, coordinator=population.make_coordinator())
     obs, infos = env.reset(seed=0)
     population.reset(env.context)
-    partners = np.array([[obs[a]["partner"] for a in env.agents]], np.int64)
     start = time.perf_counter()
-    for t in range(slots):
-        agents = list(env.agents)
-        action = population.act(t, partners)
-        obs, rew, term, trunc, infos = env.step(runner._pettingzoo_actions(env, action))
-        feedback = feedback_from_observations([obs[a] for a in agents])
-        partners = feedback.partners
-        population.observe(feedback)
+    for _ in range(slots):
+        step = env.step_from(obs)
+        action = population.act(step)
+        obs, rewards, term, trunc, infos = env.step(env.actions_from(step, action))
+        population.observe(env.feedback_from(step, action, obs, rewards))
     elapsed = time.perf_counter() - start
     return elapsed, env.core.regret.copy()
 
@@ -96,7 +92,7 @@ def run_api(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple
 def run_runner_pettingzoo(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
     """``run_pettingzoo`` end to end (construction, reset, loop, one checkpoint)."""
     start = time.perf_counter()
-    results = runner.run_pettingzoo(
+    results = run_pettingzoo(
         algorithm, {"num_agents": num_agents, "num_arms": num_arms, "horizon": slots}, [0], 1
     )
     elapsed = time.perf_counter() - start
@@ -109,12 +105,11 @@ def run_core(algorithm: str, replicas: int, num_agents: int, num_arms: int, slot
     population = ALGORITHMS[algorithm]()
     env = FederatedMAB(num_agents, num_arms, slots, coordinator=population.make_coordinator())
     core = env.core
-    feedback = core.reset(list(range(replicas)))
+    core.reset(list(range(replicas)))
     population.reset(core.context)
     start = time.perf_counter()
-    for t in range(slots):
-        action = population.act(t, feedback.partners)
-        feedback = core.step(action.arms, action.messages)
+    for _ in range(slots):
+        feedback = core.play(population.act(core.current_step()))
         population.observe(feedback)
     elapsed = time.perf_counter() - start
     return elapsed, core.regret.copy()
@@ -126,7 +121,7 @@ def run_runner_batched(
     """``run_batched`` end to end (construction, reset of every replica, loop, one checkpoint)."""
     env_kwargs = {"num_agents": num_agents, "num_arms": num_arms, "horizon": slots}
     start = time.perf_counter()
-    results = runner.run_batched(algorithm, env_kwargs, list(range(replicas)), 1)
+    results = run_batched(algorithm, env_kwargs, list(range(replicas)), 1)
     elapsed = time.perf_counter() - start
     regret = np.zeros((replicas, num_agents))
     for row in results.agents:

@@ -50,7 +50,7 @@ class ThompsonSampling(Population):
         self.wins = np.full(shape, self.prior)
         self.losses = np.full(shape, self.prior)
 
-    def act(self, slot, partners):
+    def act(self, step):
         """One posterior sample per (replica, agent, arm); pull the argmax."""
         samples = np.stack([rng.beta(wins, losses) for rng, wins, losses in zip(self.rngs, self.wins, self.losses)])
         return Action(samples.argmax(axis=-1))

@@ -2,7 +2,7 @@
 
 Agent packages register their algorithms when they are imported::
 
-    register_algorithm("my_ucb", MyUCB, families=("mab",))
+    register_algorithm("my_ucb", MyUCB)  # the families are MyUCB.families, e.g. ("mab",)
 
 ``fedbandit_envs`` names no agent class: the reference agents (package ``agents``) and third-party
 packages are found through the ``fedbandit_envs.algorithms`` entry point group, whose entries are
@@ -60,12 +60,19 @@ _REGISTRY: dict[str, AlgorithmSpec] = {}
 _entry_points_loaded = False
 
 
-def register_algorithm(name: str, factory: Callable[[], Any], families: str | Sequence[str]) -> AlgorithmSpec:
-    """Register ``factory`` under ``name`` for ``families``; registering a name again with another factory fails."""
+def register_algorithm(
+    name: str, factory: Callable[[], Any], families: str | Sequence[str] | None = None
+) -> AlgorithmSpec:
+    """Register ``factory`` under ``name``; registering a name again with another factory fails.
+
+    ``families`` defaults to the factory's ``families`` attribute (a population class declares them once).
+    """
     if not isinstance(name, str) or not name or ":" in name:
         raise ValueError(f"an algorithm name is a non-empty string without ':', got {name!r}")
     if not callable(factory):
         raise TypeError(f"the factory of {name!r} must be callable, got {factory!r}")
+    if families is None:
+        families = getattr(factory, "families", ())
     families = (families,) if isinstance(families, str) else tuple(families)
     if not families or not all(isinstance(f, str) and f for f in families):
         raise ValueError(f"{name!r} must name at least one family, got {families!r}")

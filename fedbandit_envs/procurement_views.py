@@ -30,13 +30,14 @@ observation), and its ``messages_sent`` / ``bytes_sent``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from fedbandit_envs.algorithms import resolve_factory
 from fedbandit_envs.core import message_phases
 from fedbandit_envs.envs.procurement import ProcurementConfig, ProcurementCore, ProcurementInstance
 from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
@@ -49,23 +50,8 @@ LEARNER = 0
 OBSERVATION_MODES = ("flat", "dict")
 
 
-def _solanki(name: str) -> Callable[..., Any]:
-    """A population class of :mod:`agents.solanki` (imported lazily: ``fedbandit_envs`` must not need ``agents``)."""
-
-    def build(**params: Any) -> Any:
-        from agents import solanki
-
-        return getattr(solanki, name)(**params)
-
-    return build
-
-
-#: Reference algorithms the peers can run: name -> ``factory(**peer_params)`` of a procurement population.
-PEER_ALGORITHMS: dict[str, Callable[..., Any]] = {
-    "pfcb": _solanki("PFCB"),
-    "fcb": _solanki("FCBExp"),
-    "non_federated": _solanki("NonFederated"),
-}
+#: Reference algorithms the peers can run: name -> registered procurement algorithm (built with ``peer_params``).
+PEER_ALGORITHMS: dict[str, str] = {"pfcb": "solanki_pfcb", "fcb": "solanki_fcb", "non_federated": "solanki_nf"}
 
 
 @keyword_checked
@@ -113,7 +99,7 @@ class SingleAggregatorEnv(gymnasium.Env):
         n, m = problem.num_agents, problem.num_producers
         self.population = None
         if n > 1:
-            self.population = PEER_ALGORITHMS[peer_algorithm](**peer_options)
+            self.population = resolve_factory(PEER_ALGORITHMS[peer_algorithm])(**peer_options)
         self._capacity = problem.capacities[LEARNER].astype(np.float64)
         self.action_space = spaces.MultiDiscrete(problem.capacities[LEARNER] + 1)
         self.observation_space = self._make_space(n, m, problem.capacities[LEARNER], horizon)

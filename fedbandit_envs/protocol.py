@@ -135,6 +135,8 @@ class PerAgentPopulation(Population):
         coordinator: an optional server shared by the agents.
     """
 
+    families = ("mab",)
+
     def __init__(self, factory: Callable[[], Agent], coordinator: Coordinator | None = None) -> None:
         self.factory = factory
         self.coordinator = coordinator

@@ -15,13 +15,14 @@ to play a trained policy inside the multi-agent :class:`~fedbandit_envs.envs.mab
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import message_phases
 from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
@@ -284,28 +285,15 @@ class LocalBanditEnv(_CoreView):
 
 
 # ---------------------------------------------------------------------- (b) federated client
-def _full_sharing() -> Any:
-    """The full-sharing UCB population (imported lazily: ``fedbandit_envs`` must not need ``agents``)."""
-    from agents.baselines import FullSharingUCB
-
-    return FullSharingUCB()
-
-
-def _cdp_mab() -> Any:
-    """Li and Song's CDP-MAB (epsilon = 1, noise left to a DP wrapper; its "pooled" broadcast is observed)."""
-    from agents.li_song import CDPMAB
-
-    return CDPMAB()
-
-
-#: Reference algorithms the peers of :class:`FederatedClientEnv` can run: name -> population factory.
+#: Reference algorithms the peers of :class:`FederatedClientEnv` can run: name -> registered algorithm.
 #: A population is an ``fedbandit_envs.protocol.Population``; its ``make_coordinator()`` is hosted by the core.
-PEER_ALGORITHMS: dict[str, Callable[[], Any]] = {"full_sharing": _full_sharing, "cdp_mab": _cdp_mab}
+#: Li and Song's CDP-MAB runs with epsilon = 1 and its noise left to a DP wrapper; its "pooled" broadcast is observed.
+PEER_ALGORITHMS: dict[str, str] = {"full_sharing": "full_sharing_ucb", "cdp_mab": "cdp_mab"}
 
 
 def _make_population(peer_algorithm: str) -> Any:
     """Build the population named ``peer_algorithm``."""
-    return PEER_ALGORITHMS[check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))]()
+    return make_algorithm(PEER_ALGORITHMS[check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))])
 
 
 @keyword_checked

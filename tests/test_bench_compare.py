@@ -40,7 +40,7 @@ class HalfPopulation(Population):
     def reset(self, context):
         pass
 
-    def act(self, slot, partners):
+    def act(self, step):
         pass
 
 

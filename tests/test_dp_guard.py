@@ -300,7 +300,7 @@ def test_the_procurement_core_counts_rounds_and_knows_the_capacities():
     env.reset(seed=0)
     for round_ in range(1, 3):
         env.step({agent: np.array([1, 1]) for agent in env.agents})
-        env.communicate({})
+        env.step({"aggregator_0": {"messages": [Message(0, 1, "x", {"v": 1.0})]}})  # the round's report step
         assert hook.seen[-1].tolist() == [round_] * 3
     np.testing.assert_array_equal(hook.records.record_widths(0), env.core.instance.capacities)
 

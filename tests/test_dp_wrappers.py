@@ -661,7 +661,7 @@ class NoisyMeanSharing(Population):
         self.shared = np.full((b, m, k), np.nan)
         self.replica, self.sender = np.repeat(np.arange(b), m), np.tile(np.arange(m), b)
 
-    def act(self, slot, partners):
+    def act(self, step):
         means = self.sums / np.maximum(self.counts, 1)
         estimate = np.where(np.isnan(self.shared), means, self.shared)
         arms = ucb1_arms(self.counts, estimate * self.counts, self.counts.sum(axis=-1))
@@ -833,19 +833,20 @@ def test_tree_rejects_two_releases_of_one_stream_in_a_slot():
 
 def test_tree_rejects_a_release_in_the_step_and_again_in_the_boundary_hop_after_it():
     """The boundary hop after slot t carries slot t's number: a stream already released in step t cannot go again."""
-    env = TreeMessageDP(make_env(), epsilon=1.0)
+    env = TreeMessageDP(make_env(boundary_hops=True), epsilon=1.0)
     env.reset(seed=0)
     declaration = {"s": Sensitive(bounds=(0.0, 1.0), aggregate="sum")}
-    release = {"agent_0": [Message(0, 1, "sums", {"s": 0.5}, privacy=declaration)]}
-    step(env, {0: release["agent_0"]})
+    release = [Message(0, 1, "sums", {"s": 0.5}, privacy=declaration)]
+    step(env, {0: release})
     with pytest.raises(ValueError, match="twice in one slot"):
-        env.unwrapped.exchange(release)
+        env.step({"agent_0": {"messages": release}})
     assert spent(env).tolist() == [1.0, 0.0, 0.0]
     # a stream not yet released in the slot may go in its boundary hop, and again in the next slot's step
-    other = {"agent_2": [Message(2, 1, "sums", {"s": 0.5}, privacy=declaration)]}
-    inbox = env.unwrapped.exchange(other)
-    assert len(inbox["agent_1"]) == 1 and spent(env).tolist() == [1.0, 0.0, 1.0]
-    obs, *_ = step(env, {0: release["agent_0"], 2: other["agent_2"]})
+    other = [Message(2, 1, "sums", {"s": 0.5}, privacy=declaration)]
+    obs, *_ = env.step({"agent_2": {"messages": other}})
+    assert len(obs["agent_1"]["inbox"]) == 1 and spent(env).tolist() == [1.0, 0.0, 1.0]
+    env.step({})  # the boundary ends
+    obs, *_ = step(env, {0: release, 2: other})
     assert len(obs["agent_1"]["inbox"]) == 2
 
 

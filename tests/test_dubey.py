@@ -51,8 +51,8 @@ class Driver:
         rows, cols = np.indices(counts.shape[:2])
         for slot in range(self.horizon):
             yield slot
-            action = self.population.act(slot, self.feedback.partners)
-            self.feedback = self.core.step(action.arms, action.messages)
+            action = self.population.act(self.core.current_step())
+            self.feedback = self.core.play(action)
             self.population.observe(self.feedback)
             counts[rows, cols, self.feedback.arms] += 1
             self.pulls.append(counts.copy())

@@ -507,56 +507,73 @@ def test_a_rejected_step_does_not_shift_the_reward_draws() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Boundary exchange (a message-only hop between two steps)
+# Boundary hops (message-only steps between two slots)
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_exchange_routes_a_hop_through_the_coordinator_without_a_pull() -> None:
-    env = FederatedMAB(num_agents=3, num_arms=2, horizon=3, coordinator=FullSharingCoordinator(), record_messages=True)
+def boundary_env(**kwargs) -> FederatedMAB:
+    """An env with boundary hops: every slot but the last is followed by message-only steps."""
+    return FederatedMAB(**{"num_agents": 3, "num_arms": 2, "horizon": 3, "boundary_hops": True, **kwargs})
+
+
+def test_a_boundary_hop_routes_through_the_coordinator_without_a_pull() -> None:
+    env = boundary_env(coordinator=FullSharingCoordinator(), record_messages=True)
     env.reset(seed=3)
     obs, rewards, *_ = env.step(dict.fromkeys(env.agents, 0))
+    assert all(o["phase"] == 1 for o in obs.values()) and env.pending_phase.kind == "boundary"
     regret, slot = env.unwrapped.core.regret.copy(), env.unwrapped.core.slot
-    samples = {a: [Message(i, SERVER, "sample", {"arm": 0, "reward": rewards[a]})] for i, a in enumerate(env.agents)}
-    inboxes = env.exchange(samples)
+    samples = {
+        a: {"messages": [Message(i, SERVER, "sample", {"arm": 0, "reward": rewards[a]})]}
+        for i, a in enumerate(env.agents)
+    }
+    obs, hop_rewards, terminations, truncations, _ = env.step(samples)
     # the server pooled the three samples of slot 0 and replied within the hop; no arm was pulled
-    assert set(inboxes) == set(env.agents)
-    for inbox in inboxes.values():
-        (pooled,) = inbox
+    assert set(hop_rewards.values()) == {0.0} and not any(terminations.values()) and not any(truncations.values())
+    for o in obs.values():
+        (pooled,) = o["inbox"]
         assert pooled.kind == "pooled" and pooled.slot == 0 and pooled.payload["counts"].tolist() == [3, 0]
+        assert o["phase"] == 1 and o["slot"] == 1  # another hop may follow while someone sends
     assert env.unwrapped.core.slot == slot == 1 and np.array_equal(env.unwrapped.core.regret, regret)
     records = env.ledger.records()  # step 0's pooled broadcast, then the hop: 3 samples up, 3 replies down
     assert records["slot"].tolist() == [0] * 9 and records["kind"].tolist()[3:6] == ["sample"] * 3
     assert env.ledger.totals()["link_cost"] == 3.0  # three uplinks; the downlink is free
+    obs, *_ = env.step({})  # nobody sends: the boundary ends, the next step pulls
+    assert all(o["phase"] == 0 and o["inbox"] == () for o in obs.values()) and env.pending_phase is None
+    assert env.ledger.totals()["messages"] == 9
     obs, *_ = env.step(dict.fromkeys(env.agents, 1))
     assert all(o["slot"] == 2 and o["inbox"][0].payload["counts"].tolist() == [3, 0] for o in obs.values())
 
 
-def test_exchange_is_priced_as_a_hop_of_its_own() -> None:
+def test_a_boundary_hop_is_priced_as_a_hop_of_its_own() -> None:
     # used_links: the same edge used in a step and in the boundary after it is two hops, so it costs twice
-    env = FederatedMAB(num_agents=3, num_arms=2, horizon=3, topology="path")
+    env = boundary_env(topology="path")
     env.reset(seed=0)
     hello = Message(0, 1, "hello", {"x": 1.0})
     env.step({"agent_0": {"arm": 0, "messages": [hello]}, "agent_1": 0, "agent_2": 0})
-    inboxes = env.exchange({"agent_0": [hello]})
-    assert [m.kind for m in inboxes["agent_1"]] == ["hello"] and inboxes["agent_0"] == inboxes["agent_2"] == ()
+    obs, *_ = env.step({"agent_0": {"messages": [hello]}})
+    assert [m.kind for m in obs["agent_1"]["inbox"]] == ["hello"]
+    assert obs["agent_0"]["inbox"] == obs["agent_2"]["inbox"] == ()
     assert env.ledger.totals()["links"] == 2 and env.ledger.totals()["messages"] == 2
 
 
-def test_exchange_bad_input_leaves_everything_untouched(ring_env: FederatedMAB) -> None:
-    with pytest.raises(RuntimeError, match="step"):
-        ring_env.exchange({})  # no slot played yet
-    ring_env.step(dict.fromkeys(ring_env.agents, 0))
-    before = ring_env.ledger.totals()
+def test_bad_boundary_hops_leave_everything_untouched() -> None:
+    env = boundary_env(topology="path", num_agents=4)
+    env.reset(seed=0)
+    env.step(dict.fromkeys(env.agents, 0))
+    before, phase = env.ledger.totals(), env.pending_phase
     with pytest.raises(ValueError, match="not linked"):
-        ring_env.exchange({"agent_0": [Message(0, 2, "x", {"v": 1.0})]})
+        env.step({"agent_0": {"messages": [Message(0, 2, "x", {"v": 1.0})]}})
     with pytest.raises(ValueError, match="only send as itself"):
-        ring_env.exchange({"agent_0": [Message(1, 2, "x", {"v": 1.0})]})
+        env.step({"agent_0": {"messages": [Message(1, 2, "x", {"v": 1.0})]}})
     with pytest.raises(ValueError, match="unknown agents"):
-        ring_env.exchange({"agent_9": []})
+        env.step({"agent_9": {"messages": []}})
+    with pytest.raises(ValueError, match="unknown keys"):
+        env.step({"agent_0": {"message": []}})
     with pytest.raises(TypeError, match="Message objects"):
-        ring_env.exchange({"agent_0": [{"recipient": 1}]})
-    assert ring_env.ledger.totals() == before and ring_env.unwrapped.core.slot == 1
-    for _ in range(4):
-        ring_env.step(dict.fromkeys(ring_env.agents, 0))
-    with pytest.raises(RuntimeError, match="reset"):
-        ring_env.exchange({"agent_0": [Message(0, 1, "x", {"v": 1.0})]})  # no hop after the final slot
+        env.step({"agent_0": {"messages": [{"recipient": 1}]}})
+    assert env.ledger.totals() == before and env.unwrapped.core.slot == 1 and env.pending_phase == phase
+    env.step({})
+    env.step(dict.fromkeys(env.agents, 0))
+    env.step({})
+    obs, _, _, truncations, _ = env.step(dict.fromkeys(env.agents, 0))  # no hop after the final slot
+    assert all(truncations.values()) and all(o["phase"] == 0 for o in obs.values()) and env.agents == []

@@ -140,6 +140,9 @@ def malformed_parallel_action(env: Any, data: st.DataObject) -> tuple[dict, str]
     agent = data.draw(st.sampled_from(acting), label="agent")
     index = env.possible_agents.index(agent)
     kind = data.draw(st.sampled_from(["arm", "missing", "unknown", "message", "not a message"]), label="kind")
+    messaging = env.unwrapped.pending_phase is not None
+    if kind in ("arm", "missing") and messaging:
+        kind = "message"  # a message-only step reads messages only; silent agents may be left out (documented)
     if kind == "missing":
         if "linear" in env.metadata["name"].lower() or "replay" in env.metadata["name"].lower():
             kind = "unknown"  # the linear environments accept omitted idle clients
@@ -149,9 +152,7 @@ def malformed_parallel_action(env: Any, data: st.DataObject) -> tuple[dict, str]
     if kind == "unknown":
         actions["agent_999"] = actions[agent]
         return actions, "unknown"
-    procurement = "aggregator" in agent
-    if kind == "arm" and getattr(core, "phase", None) == "report":
-        kind = "message"  # the linear report step reads messages only (documented: arms are not read there)
+    procurement = "aggregator" in agent and not messaging
     if kind == "arm" or procurement:
         arm = data.draw(BAD_ARMS, label="arm")
         if isinstance(arm, dict):

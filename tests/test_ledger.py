@@ -112,13 +112,12 @@ def test_bulk_tallies_equal_tallies_after_every_batch() -> None:
     ledgers = []
     for tally_rows in (1, Ledger.TALLY_ROWS):
         population = GossipUCB()
-        core = build_env(population, env_kwargs, ()).unwrapped.core
+        core = build_env(population, population, env_kwargs, ())[0].unwrapped.core
         core.channel.ledger.TALLY_ROWS = tally_rows
         feedback = core.reset([0, 1])
         population.reset(core.context)
-        for slot in range(core.config.horizon):
-            action = population.act(slot, feedback.partners)
-            feedback = core.step(action.arms, action.messages)
+        for _slot in range(core.config.horizon):
+            feedback = core.play(population.act(core.current_step()))
             population.observe(feedback)
         ledgers.append(core.channel.ledger)
     every_batch, bulk = ledgers

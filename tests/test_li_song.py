@@ -24,9 +24,9 @@ from agents.li_song import (
 )
 from agents.li_song.engine import COMMUNICATE, aggregate_values
 from agents.li_song.schedules import eliminate
-from fedbandit_envs.algorithms import ALGORITHMS, make_algorithm
+from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
 from fedbandit_envs.bench import names
-from fedbandit_envs.core import exchange_at_boundary
+from fedbandit_envs.core import message_phases
 from fedbandit_envs.run import build_env
 from fedbandit_envs.run import run as plain_run
 from fedbandit_envs.topology import from_adjacency, ring
@@ -40,17 +40,15 @@ def laplace(n_agg, epsilon=1.0, calibration="paper"):
 
 def play(population, env_kwargs, seeds=(0,), wrappers=(), on_step=None):
     """Run a population by hand on a (wrapped) core, with boundary hops; returns the core and the (T, B, M) arms."""
-    env = build_env(population, env_kwargs, wrappers)
+    env, _ = build_env(population, population, env_kwargs, wrappers)
     core = env.unwrapped.core
-    feedback = core.reset(list(seeds))
+    core.reset(list(seeds))
     population.reset(core.context)
     arms = []
     for t in range(core.config.horizon):
-        action = population.act(t, feedback.partners)
-        feedback = core.step(action.arms, action.messages)
+        feedback = core.play(population.act(core.current_step()))
         population.observe(feedback)
-        if not core.done:
-            exchange_at_boundary(population, core.exchange, t)
+        message_phases(core, population)
         arms.append(feedback.arms.copy())
         if on_step is not None:
             on_step(t, population, feedback)
@@ -270,7 +268,7 @@ def test_gis_per_round_links_hops_and_deliveries(graph, links, diameter, first_h
 
 def test_gis_hop_semantics_and_used_links_formula_on_a_random_graph():
     env = {"num_agents": 30, "num_arms": 3, "horizon": 2000, "topology": "erdos_renyi", "topology_seed": 4}
-    topology = build_env(DDPMAB(), env, []).unwrapped.core
+    topology = build_env(DDPMAB(), DDPMAB(), env)[0].unwrapped.core
     topology.reset([0])
     graph = topology.topologies[0]
     distance, eccentricity, edges = graph.distances(), graph.eccentricity(), graph.edges()
@@ -475,7 +473,7 @@ def test_registered_algorithms_and_scenarios():
     assert isinstance(make_algorithm("cdp_mab"), CDPMAB)
     assert isinstance(make_algorithm("ddp_mab"), DDPMAB)
     assert isinstance(make_algorithm("hdp_mab"), HDPMAB)
-    assert {"cdp_mab", "ddp_mab", "hdp_mab"} <= set(ALGORITHMS)
+    assert {"cdp_mab", "ddp_mab", "hdp_mab"} <= set(registered_algorithms("mab"))
     expected = {
         "fig4_epsilon",
         "fig5_participation",

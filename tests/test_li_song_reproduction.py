@@ -67,12 +67,11 @@ def test_best_arm_survives_and_rounds_are_bounded():
     env = {"num_agents": 20, "num_arms": 30, "horizon": 30_000, "instance_seed": 0}
     seeds = list(range(20))
     population = CDPMAB()
-    core = build_env(population, env, [laplace(20)]).unwrapped.core
+    core = build_env(population, population, env, [laplace(20)])[0].unwrapped.core
     feedback = core.reset(seeds)
     population.reset(core.context)
-    for t in range(env["horizon"]):
-        action = population.act(t, feedback.partners)
-        feedback = core.step(action.arms, action.messages)
+    for _t in range(env["horizon"]):
+        feedback = core.play(population.act(core.current_step()))
         population.observe(feedback)
     instance = core.instances[0]
     bound = math.ceil(math.log2(1 / instance.min_gap) + 1)

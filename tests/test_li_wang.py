@@ -25,7 +25,8 @@ from agents.li_wang import (
     table1_bounds,
 )
 from fedbandit_envs.channel import ChannelConfig, CostModel
-from fedbandit_envs.envs.linear import LinearConfig, LinearCore, LinearStep
+from fedbandit_envs.core import Step, message_phases
+from fedbandit_envs.envs.linear import LinearConfig, LinearCore
 
 N, T, D, K = 20, 600, 5, 10
 LAM, SIGMA, DELTA = 0.1, 0.1, 0.1
@@ -74,20 +75,19 @@ def play(population, config: LinearConfig, seed: int = 0, before=None, after=Non
     core.reset([seed])
     population.reset(core.context)
     while not core.done:
-        step = core.step
+        step = core.current_step()
         if before is not None:
             before(core, step)
-        arms = population.act(step)
+        arms = population.act(step).arms
         feedback = core.pull(arms)
         population.observe(feedback)
-        for _ in range(config.active_per_slot):
-            population.receive(step.slot, core.communicate(population.report(step.slot, core.reporters())))
+        message_phases(core, population)
         if after is not None:
             after(core, step, arms, feedback.rewards)
     return core
 
 
-def chosen(step: LinearStep, arms: np.ndarray) -> np.ndarray:
+def chosen(step: Step, arms: np.ndarray) -> np.ndarray:
     return step.contexts[0, 0, arms[0, 0]]
 
 
@@ -403,13 +403,13 @@ def test_dimension_mismatch_non_finite_contexts_and_too_few_arms():
     step = core.reset([0])
     population.reset(core.context)
     with pytest.raises(ValueError, match="d mismatch"):
-        population.act(LinearStep(0, step.clients, step.contexts[..., :3]))
+        population.act(Step(0, clients=step.clients, contexts=step.contexts[..., :3]))
     bad = step.contexts.copy()
     bad[0, 0, 1, 2] = np.nan
     with pytest.raises(ValueError, match="NaN or inf"):
-        population.act(LinearStep(0, step.clients, bad))
+        population.act(Step(0, clients=step.clients, contexts=bad))
     with pytest.raises(ValueError, match="K >= 2"):
-        population.act(LinearStep(0, step.clients, step.contexts[:, :, :1]))
+        population.act(Step(0, clients=step.clients, contexts=step.contexts[:, :, :1]))
     with pytest.raises(ValueError, match="num_arms"):
         LinearConfig(**{**SMALL, "num_arms": 1})
 
@@ -447,16 +447,17 @@ def test_server_state_stays_exact_under_perturbed_uploads():
     sent = np.zeros((N, D, D))  # what each client's uploads became on the way (clean + eps * I)
     received = np.zeros((N, D, D))
     while not core.done:
-        step = core.step
-        population.observe(core.pull(population.act(step)))
-        uploads = population.report(step.slot, core.reporters())
+        step = core.current_step()
+        population.observe(core.play(population.act(step)))
+        phase = core.first_phase()
+        uploads = population.send(phase)
         for batch in uploads:
             clean += batch.payload["dV"].sum(axis=0)
             np.add.at(sent, batch.sender, batch.payload["dV"] + 1e-3 * np.eye(D))
         inbox = core.communicate(uploads)
         for batch in inbox:
             np.add.at(received, batch.recipient, batch.payload["dV"])
-        population.receive(step.slot, inbox)
+        population.receive(phase, inbox)
     server = population.server
     ups = core.channel.ledger.totals()["up_messages"]
     assert hook.resets == 1 and ups > 0

@@ -25,14 +25,16 @@ def drive(population, config: LinearConfig = CONFIG, seed: int = 0, after=None, 
     if started is not None:
         started()
     while not core.done:
-        step = core.step
-        population.observe(core.pull(population.act(step)))
-        for _ in range(config.active_per_slot):
-            uploads = population.report(step.slot, core.reporters())
-            inbox = core.communicate(uploads)
-            population.receive(step.slot, inbox)
+        step = core.current_step()
+        population.observe(core.play(population.act(step)))
+        phase = core.first_phase()
+        while phase is not None:
+            uploads = population.send(phase)
+            inbox = core.exchange(phase, uploads)
+            population.receive(phase, inbox)
             if after is not None:
                 after(core, step, inbox, uploads)
+            phase = core.next_phase(phase, bool(uploads))
     return core
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from agents.li_wang import AsyncLinUCB, AsyncLinUCBAM, SyncLinUCB
-from fedbandit_envs.algorithms import make_linear_algorithm
+from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.run import Results, build_env, run
 
 ENV = {"num_clients": 6, "num_arms": 5, "dimension": 4, "horizon": 80}
@@ -61,13 +61,17 @@ def test_tables_have_the_runner_columns_and_linear_extras(tmp_path):
 
 def test_bad_runner_input():
     with pytest.raises(ValueError, match="unknown algorithm"):
-        make_linear_algorithm("nope")
-    with pytest.raises(TypeError, match="LinearPopulation"):
-        make_linear_algorithm("agents.baselines:Random")
+        make_algorithm("nope")
+    with pytest.raises(ValueError, match=r"supports the families \['mab'\], not 'linear'"):
+        run("agents.baselines:Random", {**ENV, "env": "linear"}, [0])
+    with pytest.raises(ValueError, match=r"supports the families \['mab'\], not 'linear'"):
+        run("random", {**ENV, "env": "linear"}, [0])
     with pytest.raises(ValueError, match="coordinator"):
-        build_env(AsyncLinUCB(), {**ENV, "coordinator": None}, ())
-    with pytest.raises(ValueError, match="env_kwargs"):
-        build_env(AsyncLinUCB(), {**ENV, "env": "mab"}, ())
+        build_env("async_linucb", AsyncLinUCB(), {**ENV, "coordinator": None})
+    with pytest.raises(ValueError, match=r"supports the families \['linear'\], not 'mab'"):
+        build_env("async_linucb", AsyncLinUCB(), {**ENV, "env": "mab"})
+    with pytest.raises(ValueError, match=r"env_kwargs\['env'\] must be one of"):
+        build_env("async_linucb", AsyncLinUCB(), {**ENV, "env": "nope"})
     with pytest.raises(ValueError, match="seeds"):
         run("async_linucb", ENV, [])
 

@@ -14,6 +14,7 @@ from fedbandit_envs.envs.procurement import (
     stress_instance,
     uniform_instance,
 )
+from fedbandit_envs.topology import SERVER
 
 
 def tiny_instance(alpha=0.5):
@@ -124,8 +125,11 @@ def test_regret_penalty_and_rewards_by_hand():
         assert info["cumulative_regret"] == pytest.approx(total, abs=1e-12)
         assert obs["aggregator_0"]["procured"].tolist() == action
         assert obs["aggregator_0"]["successes"].tolist() == [action[0], 0]
+        assert obs["aggregator_0"]["phase"] == 1 and not truncations["aggregator_0"]  # the round's report step
+        obs, rewards, _, truncations, _ = env.step({})
+        assert obs["aggregator_0"]["phase"] == 0 and rewards["aggregator_0"] == 0.0
     assert info["violations"] == 1 and info["exact_regret"] == pytest.approx(total)
-    assert truncations["aggregator_0"] and env.agents == []
+    assert truncations["aggregator_0"] and env.agents == []  # after the last round's report step
 
 
 def test_evaluation_values_are_hidden_without_evaluation_mode():
@@ -195,31 +199,37 @@ def test_bad_actions_raise_before_any_state_change():
 
 
 # ---------------------------------------------------------------------------------------------- communication
-def test_communicate_broadcasts_over_the_complete_graph_and_is_costed():
+def test_report_steps_broadcast_over_the_complete_graph_and_are_costed():
     env = FedProcurementEnv(num_agents=3, num_producers=2, horizon=5, instance_params={"max_capacity": 3})
     env.reset(seed=0)
-    with pytest.raises(RuntimeError, match="follows step"):
-        env.communicate({})
-    env.step({a: np.zeros(2, np.int64) for a in env.agents})
     message = Message(sender=1, recipient=NEIGHBOURS, kind="hello", payload={"v": np.array([1.0, 2.0])})
-    inboxes = env.communicate({"aggregator_1": [message]})
-    assert [len(inboxes[a]) for a in env.possible_agents] == [1, 0, 1]
-    assert inboxes["aggregator_0"][0].payload["v"].tolist() == [1.0, 2.0] and inboxes["aggregator_0"][0].slot == 0
+    with pytest.raises(ValueError, match="report step"):  # messages go in the report step, after the outcomes
+        env.step(
+            {a: {"units": np.zeros(2, np.int64), "messages": [message] * (a == "aggregator_1")} for a in env.agents}
+        )
+    obs, *_ = env.step({a: {"units": np.zeros(2, np.int64), "messages": []} for a in env.agents})
+    assert all(o["phase"] == 1 and o["inbox"] == () for o in obs.values())
+    obs, *_ = env.step({"aggregator_1": {"messages": [message]}})
+    assert [len(obs[a]["inbox"]) for a in env.possible_agents] == [1, 0, 1]
+    delivered = obs["aggregator_0"]["inbox"][0]
+    assert delivered.payload["v"].tolist() == [1.0, 2.0] and delivered.slot == 0 and obs["aggregator_0"]["phase"] == 0
     totals = env.ledger.totals()
     assert totals["messages"] == 2 and totals["bytes"] == 2 * 16 and totals["peer_messages"] == 2
     assert totals["links"] == 2 and totals["cost"] == 2.0  # two agent-agent links used once each (c2 = 1)
-    with pytest.raises(RuntimeError, match="already called"):
-        env.communicate({})
     env.step({a: np.zeros(2, np.int64) for a in env.agents})
     forged = Message(sender=2, recipient=0, kind="hello", payload={"v": np.array([0.0])})
-    with pytest.raises(ValueError, match="may only send as 1"):
-        env.communicate({"aggregator_1": [forged]})
+    with pytest.raises(ValueError, match="only send as itself"):
+        env.step({"aggregator_1": {"messages": [forged]}})
+    with pytest.raises(ValueError, match="no server"):
+        env.step({"aggregator_1": {"messages": [Message(sender=1, recipient=SERVER, kind="hello")]}})
+    assert env.ledger.totals() == totals and env.pending_phase is not None  # rejected steps change nothing
 
 
 def test_render_and_state():
     env = FedProcurementEnv(num_agents=2, num_producers=3, horizon=2, render_mode="ansi")
     env.reset(seed=0)
     env.step({a: env.action_space(a).sample() for a in env.agents})
+    env.step({})
     assert env.render().startswith("round 1/2") and env.state_space.contains(env.state())
     with pytest.raises(ValueError, match="render_mode"):
         FedProcurementEnv(render_mode="human")

@@ -24,7 +24,8 @@ def test_one_aggregator_is_the_non_federated_setting():
     for _ in range(40):
         action = rng.integers(0, view.action_space.nvec)
         observation, reward, terminated, truncated, info = view.step(action)
-        _, rewards, _, truncations, infos = env.step({"aggregator_0": action})
+        _, rewards, _, _, infos = env.step({"aggregator_0": action})
+        _, _, _, truncations, _ = env.step({})  # the round's report step (nothing to send alone)
         assert reward == rewards["aggregator_0"] and info["regret"] == infos["aggregator_0"]["regret"]
         assert truncated == truncations["aggregator_0"] and not terminated
     k = view.core.instance.capacities[0]

@@ -5,7 +5,7 @@ import pytest
 
 from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.channel import MessageBatch
-from fedbandit_envs.core import exchange_at_boundary
+from fedbandit_envs.core import message_phases
 from fedbandit_envs.protocol import Action, Agent, PerAgentPopulation, Population
 from fedbandit_envs.run import build_env, checkpoint_slots, run
 
@@ -124,6 +124,7 @@ class EchoAtBoundary(Population):
     """Agent 0 tells agent 1 its last reward at every boundary; agent 1 pulls arm 1 once it has heard 1.0."""
 
     supports_batching = True
+    boundary_hops = True
 
     def __init__(self, endless: bool = False) -> None:
         self.endless = endless
@@ -133,7 +134,7 @@ class EchoAtBoundary(Population):
         self.last = np.zeros(context.num_replicas)
         self.sent = 0
 
-    def act(self, slot, partners):
+    def act(self, step):
         arms = np.zeros((len(self.heard), 2), np.int64)
         arms[:, 1] = self.heard > 0.5
         return Action(arms)
@@ -142,30 +143,29 @@ class EchoAtBoundary(Population):
         self.last = feedback.rewards[:, 0].copy()
         self.sent = 0
 
-    def boundary(self, slot):
+    def send(self, phase):
         if self.sent and not self.endless:
             return []
         self.sent += 1
         b = len(self.last)
         return [MessageBatch("echo", np.arange(b), np.zeros(b, int), np.ones(b, int), {"reward": self.last})]
 
-    def observe_boundary(self, slot, inbox):
+    def receive(self, phase, inbox):
         for batch in inbox:
             self.heard[batch.replica] = batch.payload["reward"]
 
 
 def test_boundary_hops_use_the_last_reward_on_both_paths():
     env = {"num_agents": 2, "num_arms": 2, "horizon": 40, "topology": "complete", "instance": [0.3, 0.7]}
-    core = build_env(EchoAtBoundary(), env, []).unwrapped.core
     population = EchoAtBoundary()
-    feedback = core.reset([5])
+    core = build_env(EchoAtBoundary, population, env)[0].unwrapped.core
+    core.reset([5])
     population.reset(core.context)
     arms, rewards = [], []
-    for t in range(40):
-        feedback = core.step(population.act(t, feedback.partners).arms)
+    for _ in range(40):
+        feedback = core.play(population.act(core.current_step()))
         population.observe(feedback)
-        if not core.done:
-            exchange_at_boundary(population, core.exchange, t)
+        message_phases(core, population)
         arms.append(feedback.arms[0, 1])
         rewards.append(feedback.rewards[0, 0])
     assert arms[1:] == rewards[:-1] and 0 < sum(rewards) < 40  # agent 1 acts on agent 0's reward of the slot before

@@ -21,16 +21,16 @@ from agents.solanki import (
     pair_delta,
     schedule_epsilons,
 )
-from fedbandit_envs.core import ObservedRecords
+from fedbandit_envs.core import Action, ObservedRecords, Phase, message_phases
 from fedbandit_envs.envs.procurement import (
     FedProcurementEnv,
     ProcurementContext,
     ProcurementCore,
     ProcurementFeedback,
     ProcurementInstance,
-    ProcurementPopulation,
     build_instance,
 )
+from fedbandit_envs.protocol import Population
 from fedbandit_envs.run import run
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import build_topology
@@ -130,8 +130,8 @@ def message_noise(noise, accounting="basic", num_producers=50_000, capacity=7):
     units = np.full((2, num_producers), 3)
     feed(population, 0, units, 1)
     feed(population, 1, units, 1)
-    assert population.outgoing(0) == []
-    (batch,) = population.outgoing(1)  # round 2 is the only communication round: z = 1
+    assert population.send(Phase(0, "report")) == []
+    (batch,) = population.send(Phase(1, "report"))  # round 2 is the only communication round: z = 1
     if noise == "wrapper":
         privatizer = MessagePrivatizer(NoiseSpec("gaussian", 0.01, "classical"), EpsilonSchedule(1.0, 100_000))
         privatizer.reset(population.context, [SeedStreams.from_seed(0)])
@@ -167,7 +167,7 @@ def drive_messages(population, horizon_rounds):
     sent = []
     for slot in range(horizon_rounds):
         feed(population, slot, 1, 1)
-        sent += [(slot + 1, batch) for batch in population.outgoing(slot)]
+        sent += [(slot + 1, batch) for batch in population.send(Phase(slot, "report"))]
     return sent
 
 
@@ -225,10 +225,10 @@ def test_budget_guard_and_every_round_ablation():
     sent = []
     for slot in range(3):
         feed(population, slot, 1, 1)
-        sent += population.outgoing(slot)
+        sent += population.send(Phase(slot, "report"))
     feed(population, 3, 1, 1)
     with pytest.raises(PrivacyBudgetExceeded):
-        population.outgoing(3)
+        population.send(Phase(3, "report"))
     assert len(sent) == 1 and population.z == 1 and population.state_dict()["w"].sum() == 2 * 2
     assert population.privacy_report()["basic"]["epsilon"] == pytest.approx(0.6)
 
@@ -245,7 +245,7 @@ def test_every_round_in_exactly_one_message_without_noise():
         units = rng.integers(0, 6, (2, 3))
         bought.append(units)
         feed(population, slot, units, units // 2)
-        sent += population.outgoing(slot)
+        sent += population.send(Phase(slot, "report"))
     assert len(sent) == 5 and all(batch.payload["wy"].shape == (2, 3, 2) for batch in sent)  # every producer
     windows = np.stack([batch.payload["wy"][..., 0] for batch in sent])
     assert np.array_equal(windows.sum(axis=0), np.sum(bought[:64], axis=0))
@@ -259,7 +259,7 @@ def message_counts(algorithm, horizon):
     env = {"num_agents": 10, "num_producers": 2, "horizon": horizon, "instance_params": {"max_capacity": 3}}
     counts = set()
     for instance_seed in (0, 1):
-        results = run(algorithm, {**env, "instance_seed": instance_seed}, [0, 1], checkpoints=1, frr_reference=None)
+        results = run(algorithm, {**env, "instance_seed": instance_seed}, [0, 1], checkpoints=1, reference=None)
         counts.update((row["messages"], row["scalars"], row["links"]) for row in results.curves)
     return counts
 
@@ -282,7 +282,7 @@ def test_adjacent_histories_move_one_window_by_at_most_the_capacity():
             sent = []
             for slot, bought in enumerate(history):
                 feed(population, slot, np.array([[bought], [0]]), np.array([[outcomes[slot, :bought].sum()], [0]]))
-                sent += population.outgoing(slot)
+                sent += population.send(Phase(slot, "report"))
             windows.append(np.stack([batch.payload["wy"][0, 0] for batch in sent]))
         delta = np.abs(windows[0] - windows[1])
         assert delta.max() <= capacity and np.count_nonzero(delta.sum(axis=1)) <= 1
@@ -320,7 +320,7 @@ def test_claim1_leak_of_the_naive_scheme_and_bounded_loss_of_pfcb():
         released = []
         for slot, (units, good) in enumerate([(1, 1), (1, 0), (0, 0), (buy_in_round_4, buy_in_round_4)]):
             feed(population, slot, np.array([[units], [0]]), np.array([[good], [0]]))
-            released += population.outgoing(slot)
+            released += population.send(Phase(slot, "report"))
         return released
 
     def changed(released):
@@ -357,13 +357,11 @@ def manual_run(population, env_kwargs, seed, rounds=None):
     core.reset([seed])
     population.reset(core.context)
     played = []
-    for t in range(rounds or core.horizon):
-        feedback = core.step(population.act(t))
+    for _ in range(rounds or core.horizon):
+        feedback = core.play(population.act(core.current_step()))
         played.append(feedback.units[0].copy())
         population.observe(feedback)
-        outgoing = population.outgoing(t)
-        if outgoing:
-            population.receive(t, core.communicate(outgoing))
+        message_phases(core, population)
     return np.stack(played), core
 
 
@@ -396,8 +394,10 @@ def test_pfcb_with_an_empty_window_sends_nothing():
     assert report["messages"] == 0 and all(report[mode]["epsilon"] == 0.0 for mode in COMPOSITION_MODES)
 
 
-class Clairvoyant(ProcurementPopulation):
+class Clairvoyant(Population):
     """Plays the benchmark oracle on the true qualities (the D-05 rule): zero regret in every round."""
+
+    families = ("procurement",)
 
     def __init__(self, problem: ProcurementInstance):
         self.problem = problem
@@ -409,8 +409,8 @@ class Clairvoyant(ProcurementPopulation):
         best = GreedyOracle()(p.quality, p.quality, p.costs, p.capacities, p.alpha, p.rho)
         self.units = np.broadcast_to(best, (context.num_replicas, *best.shape))
 
-    def act(self, slot):
-        return self.units
+    def act(self, step):
+        return Action(self.units)
 
     def observe(self, feedback):
         pass
@@ -420,7 +420,7 @@ def test_oracle_fed_the_true_qualities_has_zero_regret_every_round():
     for family in ("uniform", "stress"):
         env = {"num_agents": 5, "num_producers": 10, "horizon": 50, "instance": family}
         problem = FedProcurementEnv(**env).problem
-        results = run(lambda: Clairvoyant(problem), env, [0, 1], checkpoints=50, frr_reference=None)  # noqa: B023
+        results = run(lambda: Clairvoyant(problem), env, [0, 1], checkpoints=50, reference=None)  # noqa: B023
         assert all(row["group_regret"] == 0.0 and row["violations"] == 0 for row in results.curves)
 
 
@@ -467,7 +467,7 @@ def test_paper_literal_preset_breaks_qc_on_a_tight_instance():
     env = {"instance": tight, "horizon": 4000}
     rates = {}
     for preset in ("default", "paper_literal"):
-        rows = run(lambda p=preset: NonFederated(preset=p), env, [0, 1, 2, 3], checkpoints=1, frr_reference=None)
+        rows = run(lambda p=preset: NonFederated(preset=p), env, [0, 1, 2, 3], checkpoints=1, reference=None)
         rates[preset] = np.mean([r["violation_rate_after_explore"] for r in rows.curves])
     # measured per seed: default 0.0003, 0.009, 0.0025, 0.0 (early rounds, before the means settle; 0.002 to
     # 0.022 at T = 2000); paper_literal 1.0 for every seed
@@ -492,9 +492,9 @@ def test_batched_replica_equals_single_pettingzoo_run(algorithm):
         "instance_seed": 5,
         "instance_params": {"max_capacity": 6},
     }
-    batched = run(algorithm, env, [11, 12, 13], checkpoints=list(range(1, 141)), batched=True, frr_reference=None)
+    batched = run(algorithm, env, [11, 12, 13], checkpoints=list(range(1, 141)), batched=True, reference=None)
     for seed in (11, 13):
-        single = run(algorithm, env, [seed], checkpoints=list(range(1, 141)), batched=False, frr_reference=None)
+        single = run(algorithm, env, [seed], checkpoints=list(range(1, 141)), batched=False, reference=None)
         expected = by_run_and_slot(single)
         assert {k: v for k, v in by_run_and_slot(batched).items() if k[0] == seed} == expected
 
@@ -506,8 +506,8 @@ def test_wrapper_mode_runs_on_both_paths_and_charges_the_wrapper():
     def make():
         return PFCB(noise="wrapper", t_lo=16)
 
-    batched = run(make, env, [1, 2], checkpoints=[140], batched=True, wrappers=wrappers, frr_reference=None)
-    single = run(make, env, [2], checkpoints=[140], batched=False, wrappers=wrappers, frr_reference=None)
+    batched = run(make, env, [1, 2], checkpoints=[140], batched=True, wrappers=wrappers, reference=None)
+    single = run(make, env, [2], checkpoints=[140], batched=False, wrappers=wrappers, reference=None)
     keys = ("group_regret", "messages", "epsilon_max")
     assert by_run_and_slot(single, keys) == {k: v for k, v in by_run_and_slot(batched, keys).items() if k[0] == 2}
     # rounds 16, 32, 64, 128: sum of eps_z for T = 140 (basic composition, one release per message)
@@ -516,7 +516,7 @@ def test_wrapper_mode_runs_on_both_paths_and_charges_the_wrapper():
 
 def test_frr_column_uses_the_non_federated_run_on_the_same_seeds():
     env = {"num_agents": 3, "num_producers": 4, "horizon": 200, "instance_seed": 1}
-    nf = run("solanki_nf", env, [0, 1], checkpoints=2, frr_reference=None)
+    nf = run("solanki_nf", env, [0, 1], checkpoints=2, reference=None)
     fcb = run("solanki_fcb", env, [0, 1], checkpoints=2)
     reference = {(r["seed"], r["slot"]): r["group_regret"] for r in nf.curves}
     for row in fcb.curves:

@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
-from UNKNOWN import run_scenario
 
 from agents.solanki import PFCB, check_and_update
 from fedbandit_envs.bench import get, names
+from fedbandit_envs.bench.scenarios import run_scenario
 from fedbandit_envs.run import run
 
 ENV = {"num_agents": 10, "num_producers": 30, "horizon": 5000, "instance_seed": 0}
@@ -66,7 +66,7 @@ def test_per_agent_regret_falls_with_the_number_of_agents():
     regret = []
     for n in (5, 10, 20):
         env = {**ENV, "num_agents": n, "agent_pool": 20}
-        results = run(lambda: PFCB(epsilon=1.0), env, [0, 1, 2], checkpoints=1, frr_reference=None)
+        results = run(lambda: PFCB(epsilon=1.0), env, [0, 1, 2], checkpoints=1, reference=None)
         regret.append(final(results)["mean_regret"].mean())
     assert regret[0] > regret[1] > regret[2]
 
@@ -76,7 +76,7 @@ def test_few_violations_in_the_stress_family():
     # of (agent, round) pairs for NF and P-FCB (0.5% before, when the all-ones vector breaks QC)
     env = {**ENV, "instance": "stress", "horizon": 2000}
     for algorithm in ("solanki_nf", "solanki_pfcb"):
-        values = final(run(algorithm, env, [0, 1], checkpoints=1, frr_reference=None))
+        values = final(run(algorithm, env, [0, 1], checkpoints=1, reference=None))
         assert values["violation_rate_after_explore"].max() <= 0.01
 
 
@@ -110,10 +110,10 @@ def test_fcb_sync_theorem_1_scaling():
     # hard check: in [0.04, 0.25] at n = 10, and falling over n in {1, 2, 5, 10, 20}. Measured (3 seeds): NF 3539;
     # ratios 1.0 (n = 1 is NF exactly), 0.535, 0.211, 0.117, 0.085
     env = {"num_producers": 30, "horizon": 20_000, "homogeneous": True, "instance_seed": 0, "agent_pool": 20}
-    nf = final(run("solanki_nf", {**env, "num_agents": 1}, [0, 1, 2], checkpoints=1, frr_reference=None))
+    nf = final(run("solanki_nf", {**env, "num_agents": 1}, [0, 1, 2], checkpoints=1, reference=None))
     ratios = []
     for n in (1, 2, 5, 10, 20):
-        sync = final(run("solanki_fcb_sync", {**env, "num_agents": n}, [0, 1, 2], checkpoints=1, frr_reference=None))
+        sync = final(run("solanki_fcb_sync", {**env, "num_agents": n}, [0, 1, 2], checkpoints=1, reference=None))
         ratios.append(sync["mean_regret"].mean() / nf["mean_regret"].mean())
     assert all(b < a for a, b in zip(ratios, ratios[1:]))
     assert 0.04 <= ratios[3] <= 0.25

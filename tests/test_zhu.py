@@ -25,6 +25,7 @@ from fedbandit_envs.bench.catalogue.zhu import (
     zhu_instance,
 )
 from fedbandit_envs.channel import Channel, ChannelConfig
+from fedbandit_envs.core import Step
 from fedbandit_envs.data import (
     ARM_DRUGS,
     diabetes_means,
@@ -63,8 +64,7 @@ def drive(population, env_kwargs: dict, seeds: list[int], callback: Callable | N
     population.reset(core.context)
     arms = []
     for slot in range(core.config.horizon):
-        action = population.act(slot, feedback.partners)
-        feedback = core.step(action.arms, action.messages)
+        feedback = core.play(population.act(core.current_step()))
         population.observe(feedback)
         arms.append(feedback.arms.copy())
         if callback is not None:
@@ -423,7 +423,7 @@ def test_arm_choice_follows_the_definition_with_ties_and_lagging_arms() -> None:
     pop.max_counts[2, 3, [0, 2]] += n + 5  # two lagging arms
     lagging = pop.counts < pop.max_counts - n
     index = pop.theta + gossip_bonus(n, math.log(1), pop.counts)
-    arms = pop.act(m, core.partners).arms  # main round t = 1 draws the first block of policy keys
+    arms = pop.act(Step(m, partners=core.partners)).arms  # main round t = 1 draws the first block of policy keys
     keys = pop._keys[:, 0]
     expected = np.empty((3, n), np.int64)
     for b, i in np.ndindex(3, n):

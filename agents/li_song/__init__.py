@@ -43,6 +43,6 @@ __all__ = [
     "target_accuracy",
 ]
 
-register_algorithm("cdp_mab", CDPMAB, "mab")
-register_algorithm("ddp_mab", DDPMAB, "mab")
-register_algorithm("hdp_mab", HDPMAB, "mab")
+register_algorithm("cdp_mab", CDPMAB)
+register_algorithm("ddp_mab", DDPMAB)
+register_algorithm("hdp_mab", HDPMAB)

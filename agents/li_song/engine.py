@@ -273,6 +273,8 @@ class LiSongPopulation(Population):
         config: the hyper-parameters.
     """
 
+    families = ("mab",)
+
     #: Rounds send their first hop (D9) and HDP's sink uploads at the boundary after a slot.
     boundary_hops = True
 

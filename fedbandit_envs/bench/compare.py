@@ -40,12 +40,12 @@ from fedbandit_envs.bench.tables import markdown_table
 from fedbandit_envs.run import Results
 from fedbandit_envs.seeding import SeedsLike
 
-#: The methods every population has; the ``FederatedMAB`` runner also needs ``make_coordinator``.
-POPULATION_METHODS = ("reset", "act", "observe")
-MAB_RUNNER = "fedbandit_envs.run:run"
+#: The methods every population has (``send`` and ``receive`` have defaults in the protocol's base class).
+POPULATION_METHODS = ("reset", "act", "observe", "make_coordinator")
 PROTOCOL_HELP = (
-    "implement fedbandit_envs.protocol.Population (vectorised: reset(context), act(slot, partners), observe(feedback)) "
-    "or fedbandit_envs.protocol.Agent (one object per agent: reset(agent_id, context, rng), act(observation))"
+    "implement fedbandit_envs.protocol.Population (vectorised: reset(context), act(step), observe(feedback), "
+    "optionally send(phase) and receive(phase, inbox)) or fedbandit_envs.protocol.Agent "
+    "(MAB, one object per agent: reset(agent_id, context, rng), act(observation))"
 )
 
 
@@ -105,14 +105,14 @@ def _import(path: str) -> Any:
 def resolve_agent(
     agent: Any,
     kwargs: Mapping[str, Any] | None = None,
-    methods: Sequence[str] = (*POPULATION_METHODS, "make_coordinator"),
+    methods: Sequence[str] = POPULATION_METHODS,
 ) -> AlgorithmSpec:
     """An :class:`AlgorithmSpec` for a learner given as a name, ``"module:Class"`` or a class; checks the protocol.
 
     Args:
         agent: a registered algorithm name, ``"module:Class"``, or a module-level class.
         kwargs: constructor keywords.
-        methods: the methods an instance must have (default: those the ``FederatedMAB`` runner calls).
+        methods: the methods an instance must have (default: those the run loop calls without a default).
 
     Raises:
         ValueError: the path does not resolve, or the constructor rejects ``kwargs``.
@@ -205,8 +205,7 @@ def compare(
         progress: show progress bars.
     """
     base = get(scenario) if isinstance(scenario, str) else scenario
-    methods = (*POPULATION_METHODS, "make_coordinator") if base.runner == MAB_RUNNER else POPULATION_METHODS
-    spec = resolve_agent(agent, agent_kwargs, methods)
+    spec = resolve_agent(agent, agent_kwargs)
     label = label or (agent.__name__ if isinstance(agent, type) else agent.rpartition(":")[2])
     if label in base.algorithms:
         raise ValueError(f"label {label!r} is already an algorithm of {base.name!r}; pass another label")

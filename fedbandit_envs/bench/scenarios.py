@@ -271,3 +271,35 @@ def get(name: str) -> Scenario:
     if name not in _CATALOGUE:
         raise ValueError(f"unknown scenario {name!r}; `fedbandit list` shows the catalogue")
     return _CATALOGUE[name]
+
+
+def run_scenario(scenario: Scenario, scale: str | None = "ci", progress: bool = False) -> Results:
+    """Run every (sweep point, algorithm) of ``scenario`` at ``scale`` (None: as given) over its seeds.
+
+    Rows get the sweep values in columns named after the sweep key's keyword (``"alg.epsilon"`` -> ``epsilon``),
+    as :mod:`fedbandit_envs.bench.claims` expects. Returns the combined results.
+    """
+    if scale is not None:
+        scenario = scenario.at_scale(scale)
+    runner = load_object(scenario.runner)
+    seeds = scenario.seed_list()
+    results = Results()
+    for point in scenario.points():
+        parts = split_point(point)
+        env = {**scenario.env_kwargs, **parts["env"]}
+        wrappers = [spec.factory(parts["wrapper"]) for spec in scenario.wrappers]
+        tags = {key.partition(".")[2]: value for key, value in point.items()}
+        for label, spec in scenario.algorithms.items():
+            part = runner(
+                spec.factory(parts["alg"]),
+                env,
+                seeds,
+                checkpoints=scenario.checkpoints,
+                progress=progress,
+                label=label,
+                wrappers=wrappers,
+            )
+            for row in (*part.curves, *part.agents):
+                row.update(tags)
+            results.extend(part)
+    return results

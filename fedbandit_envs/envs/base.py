@@ -20,7 +20,7 @@ from typing import Any
 from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import Message, MessageBatch, batches_from_messages
-from fedbandit_envs.core import Phase
+from fedbandit_envs.core import Phase, Step
 from fedbandit_envs.observations import messages_by_sender
 
 __all__ = ["ACT", "MESSAGE", "ProtocolParallelEnv"]
@@ -79,6 +79,10 @@ class ProtocolParallelEnv(ParallelEnv):
         return inbox
 
     # ------------------------------------------------------------------ protocol translation
+    def phase_from(self, step: Step, observations: Mapping[str, Mapping[str, Any]]) -> Phase | None:
+        """The pending message-only phase as the population sees it after acting in ``step`` (None: act)."""
+        return self.pending_phase
+
     def message_actions(self, batches: Sequence[MessageBatch]) -> dict[str, Any]:
         """The action dict of a message-only step sending ``batches`` (replica 0), in agent order."""
         names = self.possible_agents

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
@@ -1028,6 +1028,15 @@ class FederatedLinear(ProtocolParallelEnv):
         clients = np.array([[self._index[a] for a in active]], np.int64)
         contexts = np.stack([observations[a]["contexts"] for a in active])[None]
         return Step(slot, clients=clients, contexts=contexts)
+
+    def phase_from(self, step: Step, observations: Mapping[str, Mapping[str, Any]]) -> Phase | None:
+        """The pending report round, its reporter given as a position in ``step.clients`` (read from ``active``)."""
+        phase = self.pending_phase
+        if phase is None:
+            return None
+        reporter = next(self._index[a] for a in self.agents if observations[a]["active"])
+        position = step.clients[0].tolist().index(reporter)
+        return replace(phase, positions=np.array([position]))
 
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
         """The act step's action dict: the arm of every active client of ``step`` in a (B = 1) action."""

@@ -98,8 +98,8 @@ def run_pettingzoo(
     """Run each seed through the public PettingZoo API of the environment (act and message-only steps).
 
     The environment translates between its observations and the protocol's data (``step_from``,
-    ``actions_from``, ``feedback_from``, ``message_actions``, ``inbox_from``) and says which phase is
-    pending (``pending_phase``); the run reads the core only to record results.
+    ``actions_from``, ``feedback_from``, ``phase_from``, ``message_actions``, ``inbox_from``; see
+    :mod:`fedbandit_envs.envs.base`); the run reads the core only to record results.
     """
     results = Results()
     for index, seed in enumerate(seeds):
@@ -112,8 +112,9 @@ def run_pettingzoo(
         population.reset(base.context)
         recorder.attach(base.core, population)
         with tqdm(total=horizon, disable=not progress, desc=f"seed {seed}", mininterval=0.5) as bar:
+            step = None
             while env.agents:
-                phase = base.pending_phase
+                phase = base.phase_from(step, observations)
                 if phase is None:
                     step = base.step_from(observations)
                     action = population.act(step)

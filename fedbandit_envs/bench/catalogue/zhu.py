@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_envs.algorithms import load_object
 from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
     Claim,
@@ -31,7 +30,7 @@ from fedbandit_envs.bench.scenarios import (
     FigureSpec,
     Scenario,
     register,
-    split_point,
+    run_scenario,
     with_pass_rates,
 )
 from fedbandit_envs.data.diabetes import diabetes_means, standin_means
@@ -81,39 +80,6 @@ def diabetes_standin_instance(rng: np.random.Generator, num_agents: int, num_arm
 def zhu_checkpoints(horizon: int, num_arms: int, count: int = 20) -> tuple[int, ...]:
     """Slot counts: the end of the warm-up (M), then ``count`` evenly spaced main rounds up to T (T/2 included)."""
     return (num_arms, *(num_arms + horizon * j // count for j in range(1, count + 1)))
-
-
-# --------------------------------------------------------------------------------------------- running
-def run_scenario(scenario: Scenario, scale: str | None = "ci", progress: bool = False) -> Results:
-    """Run every (sweep point, algorithm) of ``scenario`` at ``scale`` (None: as given) over its seeds.
-
-    Rows get the sweep values in columns named after the sweep key's keyword (``"alg.epsilon"`` -> ``epsilon``),
-    as :mod:`fedbandit_envs.bench.claims` expects. Returns the combined results.
-    """
-    if scale is not None:
-        scenario = scenario.at_scale(scale)
-    runner = load_object(scenario.runner)
-    seeds = scenario.seed_list()
-    results = Results()
-    for point in scenario.points():
-        parts = split_point(point)
-        env = {**scenario.env_kwargs, **parts["env"]}
-        wrappers = [spec.factory(parts["wrapper"]) for spec in scenario.wrappers]
-        tags = {key.partition(".")[2]: value for key, value in point.items()}
-        for label, spec in scenario.algorithms.items():
-            part = runner(
-                spec.factory(parts["alg"]),
-                env,
-                seeds,
-                checkpoints=scenario.checkpoints,
-                progress=progress,
-                label=label,
-                wrappers=wrappers,
-            )
-            for row in (*part.curves, *part.agents):
-                row.update(tags)
-            results.extend(part)
-    return results
 
 
 def main_regret(results: Results, by: Sequence[str] = ("algorithm",)) -> dict[tuple, dict[int, dict[int, float]]]:
