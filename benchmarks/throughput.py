@@ -92,9 +92,7 @@ def run_api(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple
 def run_runner_pettingzoo(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
     """``run_pettingzoo`` end to end (construction, reset, loop, one checkpoint)."""
     start = time.perf_counter()
-    results = run_pettingzoo(
-        algorithm, {"num_agents": num_agents, "num_arms": num_arms, "horizon": slots}, [0], 1
-    )
+    results = run_pettingzoo(algorithm, {"num_agents": num_agents, "num_arms": num_arms, "horizon": slots}, [0], 1)
     elapsed = time.perf_counter() - start
     regret = np.array([[row["regret"] for row in sorted(results.agents, key=lambda r: r["agent"])]])
     return elapsed, regret
