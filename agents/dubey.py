@@ -4,7 +4,8 @@ Spec: ``dubey-pentland.md`` (section numbers and D-items below refer to it). Eve
 :class:`~fedbandit_envs.protocol.Population` over (B, M) agents:
 
 * :class:`PrivateMultiAgentUCB`: Algorithms 1 + 2. Each agent releases its running mean per arm with fresh Laplace
-  noise only at own counts ``f, 2f, ...`` (the shared :class:`~wrappers.dp.mechanisms.IntervalRelease`, applied to
+  noise only at own counts ``f, 2f, ...`` (the shared
+  :class:`~fedbandit_envs.privacy.mechanisms.IntervalRelease`, applied to
   all agents at once; D1, D3, D17, D18),
   floods ``(rel_mean, rel_cnt)`` for ``gamma`` hops and plays UCB on the count-weighted pool (D2, D7, D22) after
   ``K f`` slots of round-robin exploration (D6).
@@ -35,9 +36,9 @@ from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
 from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
+from fedbandit_envs.privacy.accountant import LaplaceEvent, PrivacyAccountant
+from fedbandit_envs.privacy.mechanisms import FixedInterval, IntervalRelease, laplace_noise
 from fedbandit_envs.protocol import Population
-from wrappers.dp.accountant import LaplaceEvent, PrivacyAccountant
-from wrappers.dp.mechanisms import FixedInterval, IntervalRelease, laplace_noise
 
 declare_message_kinds("dubey_release", "dubey_exact", "dubey_sample")  # public vocabulary under a DP wrapper
 

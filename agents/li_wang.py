@@ -1,6 +1,6 @@
 """Li and Wang (AAAI-22): asynchronous federated linear UCB with event-triggered communication.
 
-Reference agents for :class:`~fedbandit_envs.envs.linear.FederatedLinear` (spec
+Reference agents for :class:`~fedbandit_envs.families.linear.env.FederatedLinear` (spec
 ``li-wang-async-linucb.md``), run by :func:`fedbandit_envs.run.run`:
 
 * :class:`AsyncLinUCB` (Algorithms 1 and 2): a client uploads its buffer when
@@ -49,7 +49,7 @@ from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
-from fedbandit_envs.envs.linear import LinearContext, LinearFeedback
+from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.topology import SERVER
 

@@ -1,6 +1,6 @@
 """Play a trained stable-baselines3 policy as a per-agent learner in ``FederatedMAB``.
 
-Train a model on :class:`fedbandit_envs.views.LocalBanditEnv` (``fedbandit/LocalBandit-v0``), then
+Train a model on :class:`fedbandit_envs.families.mab.views.LocalBanditEnv` (``fedbandit/LocalBandit-v0``), then
 run one :class:`SB3Agent` per agent, e.g. ``PerAgentPopulation(lambda: SB3Agent(model))``. The agent
 rebuilds the ``LocalBanditEnv`` observation from its own PettingZoo observations, so the policy sees
 exactly what it saw in training.
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.core import AgentContext
+from fedbandit_envs.families.mab.views import local_bandit_observation, local_observation_size
 from fedbandit_envs.protocol import Agent
-from fedbandit_envs.views import local_bandit_observation, local_observation_size
 
 __all__ = ["SB3Agent"]
 
@@ -27,7 +27,7 @@ class SB3Agent(Agent):
     """One agent playing a trained policy on its local bandit statistics; it sends no messages.
 
     Every slot it adds its previous pull (``observation["arm"]``, ``observation["reward"]``) to its own
-    counts and sums, builds :func:`~fedbandit_envs.views.local_bandit_observation` with the episode's
+    counts and sums, builds :func:`~fedbandit_envs.families.mab.views.local_bandit_observation` with the episode's
     horizon and ``observation["slot"]``, and pulls ``model.predict(obs, deterministic=...)[0]``.
 
     Args:

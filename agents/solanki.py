@@ -3,7 +3,7 @@
 Solanki, Kanaparthy, Damle, Gujar, "Differentially Private Federated Combinatorial Bandits with
 Constraints" (ECML PKDD 2022); the contract is the spec ``solanki-pfcb``. Every class is a vectorised
 :class:`~fedbandit_envs.protocol.Population` acting on (B, n, m) arrays (B replicas, n
-agents, m producers) in :class:`~fedbandit_envs.envs.procurement.FedProcurementEnv`:
+agents, m producers) in :class:`~fedbandit_envs.families.procurement.env.FedProcurementEnv`:
 
 * :class:`NonFederated`: the single-agent baseline (Deva et al.), every agent alone (§2.1).
 * :class:`FCBSync`: Algorithm 1, every agent broadcasts its round's units and good units every round (§2.2).
@@ -36,10 +36,11 @@ from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
-from fedbandit_envs.envs.procurement import ProcurementContext, ProcurementFeedback
-from fedbandit_envs.oracles import Oracle, make_oracle
+from fedbandit_envs.families.procurement.env import ProcurementContext, ProcurementFeedback
+from fedbandit_envs.families.procurement.oracles import Oracle, make_oracle
+from fedbandit_envs.privacy.accountant import PrivacyAccountant
+from fedbandit_envs.privacy.mechanisms import GaussianMechanism, gaussian_delta
 from fedbandit_envs.protocol import Population
-from wrappers.dp import GaussianMechanism, PrivacyAccountant, gaussian_delta
 
 declare_message_kinds("fcb_sync", "pfcb", "naive")  # public vocabulary under a DP wrapper
 
@@ -220,7 +221,8 @@ class NonFederated(Population):
         preset: ``"default"`` (v = the clipped mean, gamma = 0.01) or ``"paper_literal"`` (v = q+, gamma = 0) (D-07).
         v_mode: override of the preset's constraint vector: ``"ucb"``, ``"mean"`` or ``"lcb"`` (lcb deadlocks).
         gamma: override of the preset's margin on alpha.
-        oracle: ``"greedy"`` (default, D-08), ``"exact"``, or an :class:`~fedbandit_envs.oracles.Oracle`.
+        oracle: ``"greedy"`` (default, D-08), ``"exact"``, or an
+            :class:`~fedbandit_envs.families.procurement.oracles.Oracle`.
         zeta: exploration accuracy of ``explore_len`` (D-13: 1.0).
         y: the ``y`` of ``explore_len`` (D-13: 1.0).
         explore_rounds: force tau0 (e.g. to compare algorithms with equal exploration).

@@ -38,8 +38,8 @@ from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
+from fedbandit_envs.privacy.mechanisms import BinaryTreeBank, BinaryTreeMechanism
 from fedbandit_envs.protocol import Population
-from wrappers.dp.mechanisms import BinaryTreeBank, BinaryTreeMechanism
 
 declare_message_kinds("counts", "theta")  # public vocabulary under a DP wrapper
 
@@ -321,9 +321,10 @@ class FedUCB(GossipUCB):
     Each agent privatises its **input stream** (spec §1.4): arm k's stream holds the agent's observation of k at
     stream index s = t + 1 (the init sample at s = 1, D11) and zeros elsewhere (global time, D26); one
     binary-tree mechanism per arm releases its noisy prefix sum, and X̃ = noisy sum / n. The trees of all
-    (replica, agent, arm) cells form one :class:`~wrappers.dp.mechanisms.BinaryTreeBank`; agent i's arms share the
-    agent's DP generator, so the draws are those of one :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism` per
-    arm. The index uses eq. (12) (:func:`dp_bonus`). Messages are post-processing and carry
+    (replica, agent, arm) cells form one :class:`~fedbandit_envs.privacy.mechanisms.BinaryTreeBank`; agent
+    i's arms share the agent's DP generator, so the draws are those of one
+    :class:`~fedbandit_envs.privacy.mechanisms.BinaryTreeMechanism` per arm. The index uses eq. (12)
+    (:func:`dp_bonus`). Messages are post-processing and carry
     ``Privatized(epsilon=..., account_key="fed_ucb_input_stream", scope="episode")`` declarations, so a DP
     wrapper charges the declared epsilon once per agent and adds no noise. With ``epsilon=math.inf`` there are no
     draws, the bound is eq. (11), and the trajectory equals Gossip_UCB's bit for bit under the strict profile (T11).

@@ -38,7 +38,7 @@ import numpy as np
 
 from agents.dubey import ByzantineProofUCB, PrivateMultiAgentUCB
 from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
-from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.families.mab.env import FederatedMAB
 from wrappers.faults import ByzantineAgents
 
 PAPER = {"num_agents": 200, "num_arms": 5, "horizon": 1000, "topology": "erdos_renyi", "topology_params": {"p": 0.1}}

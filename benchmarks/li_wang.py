@@ -130,7 +130,7 @@ def scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def core_loop(slots: int) -> float:
-    from fedbandit_envs.envs.linear import LinearConfig, LinearCore
+    from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 
     core = LinearCore(LinearConfig(**PAPER, num_clients=1000, horizon=slots))
     core.reset([0])
@@ -143,7 +143,7 @@ def core_loop(slots: int) -> float:
 
 
 def parallel_loop(slots: int) -> float:
-    from fedbandit_envs.envs.linear import FederatedLinear
+    from fedbandit_envs.families.linear.env import FederatedLinear
 
     env = FederatedLinear(**PAPER, num_clients=1000, horizon=slots)
     observations, _ = env.reset(seed=0)

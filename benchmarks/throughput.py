@@ -57,8 +57,8 @@ from pathlib import Path
 import numpy as np
 
 from agents.baselines import FullSharingUCB, IndependentUCB1
-from fedbandit_envs.envs.mab import FederatedMAB
-from fedbandit_envs.envs.mab_core import NOISE_BLOCK, FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.core import NOISE_BLOCK, FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.run import run_batched, run_pettingzoo
 from fedbandit_envs.seeding import SeedStreams
 

@@ -40,7 +40,7 @@ from agents.zhu import FedUCB, GossipUCB
 from fedbandit_envs.bench.catalogue.zhu import SCENARIOS, zhu_checkpoints
 from fedbandit_envs.channel.channel import Channel
 from fedbandit_envs.channel.ledger import Ledger
-from fedbandit_envs.envs.mab_core import FederatedMABCore
+from fedbandit_envs.families.mab.core import FederatedMABCore
 from fedbandit_envs.run import run_batched
 
 PAPER_HORIZON = 1_000_000
@@ -48,13 +48,13 @@ PAPER_HORIZON = 1_000_000
 #: Source files grouped into the components reported by ``--profile`` (first match wins).
 COMPONENTS = (
     ("agent: agents/zhu.py", "agents/zhu.py"),
-    ("DP: BinaryTreeBank (wrappers/dp/mechanisms.py)", "wrappers/dp/mechanisms.py"),
-    ("DP: accountant helpers (wrappers/dp/accountant.py)", "wrappers/dp/accountant.py"),
+    ("DP: BinaryTreeBank (fedbandit_envs/privacy/mechanisms.py)", "fedbandit_envs/privacy/mechanisms.py"),
+    ("DP: accountant helpers (fedbandit_envs/privacy/accountant.py)", "fedbandit_envs/privacy/accountant.py"),
     ("channel: channel.py (expand, gossip sampling)", "fedbandit_envs/channel/channel.py"),
     ("channel: ledger.py", "fedbandit_envs/channel/ledger.py"),
     ("channel: messages.py (MessageBatch)", "fedbandit_envs/channel/messages.py"),
-    ("core: envs/mab_core.py", "fedbandit_envs/envs/mab_core.py"),
-    ("runner / recorder", "fedbandit_envs/runner.py"),
+    ("core: envs/mab_core.py", "fedbandit_envs/families/mab/core.py"),
+    ("runner / recorder", "fedbandit_envs/run/loop.py"),
     ("rewards", "fedbandit_envs/rewards.py"),
     ("numpy (python-level wrappers)", "numpy"),
 )

@@ -25,7 +25,7 @@ for name in regret:
 
 results.save(".", "compare_baselines")
 try:
-    from fedbandit_envs.plots import plot_regret
+    from fedbandit_envs.bench.plots import plot_regret
 
     plot_regret(results, "compare_baselines.png", band="ci95")
 except ImportError:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
-from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.registration import pprint_registry
 from fedbandit_envs.run import Results, checkpoint_slots, run
@@ -204,7 +204,7 @@ def _run(args: argparse.Namespace) -> int:
     for path in paths:
         print(f"wrote {path}")
     if not args.no_plot:
-        from fedbandit_envs.plots import plot_regret
+        from fedbandit_envs.bench.plots import plot_regret
 
         print(f"wrote {plot_regret(results, args.out / 'regret.png')}")
     return 0

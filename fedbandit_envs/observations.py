@@ -2,7 +2,7 @@
 
 An agent's observation is a dict:
 
-* ``"phase"``: 0 in an act step, 1 in a message-only step (see :mod:`fedbandit_envs.envs.base`);
+* ``"phase"``: 0 in an act step, 1 in a message-only step (see :mod:`fedbandit_envs.env_base`);
 * ``"slot"``: the index of the slot the agent is about to play (0 after reset, T at the end);
 * ``"arm"``: the arm it pulled in the previous slot (-1 before the first pull);
 * ``"reward"``: the reward of that pull (a 0-d float64 array; 0 before the first pull);

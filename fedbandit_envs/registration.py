@@ -36,61 +36,61 @@ _SMALL_PROCUREMENT = {"num_agents": 3, "num_producers": 4, "horizon": 60, "insta
 #: Multi-agent ids (``pettingzoo.make("parallel", id, **kwargs)``; ``"aec"`` gives the AEC form).
 PARALLEL_ENVS: dict[str, EnvEntry] = {
     "fedbandit/FederatedMAB-v0": EnvEntry(
-        "fedbandit_envs.envs.mab:FederatedMAB",
+        "fedbandit_envs.families.mab.env:FederatedMAB",
         {},
         "M agents, K Bernoulli arms, homogeneous U[0,1] means, server topology",
         _SMALL_MAB,
     ),
     "fedbandit/FederatedMABHeterogeneous-v0": EnvEntry(
-        "fedbandit_envs.envs.mab:FederatedMAB",
+        "fedbandit_envs.families.mab.env:FederatedMAB",
         {"instance": "heterogeneous"},
         "per-agent means around exact global means (Li-Song D15), server topology",
         _SMALL_MAB,
     ),
     "fedbandit/GossipMAB-v0": EnvEntry(
-        "fedbandit_envs.envs.mab:FederatedMAB",
+        "fedbandit_envs.families.mab.env:FederatedMAB",
         {"topology": "ring", "gossip": "uniform_edge", "instance": "heterogeneous"},
         "ring of agents, one uniformly random gossip edge announced per slot",
         _SMALL_MAB,
     ),
     "fedbandit/Procurement-v0": EnvEntry(
-        "fedbandit_envs.envs.procurement:FedProcurementEnv",
+        "fedbandit_envs.families.procurement.env:FedProcurementEnv",
         {},
         "Solanki et al.: n aggregators buy units from m producers (family U, alpha 0.4), complete graph",
         _SMALL_PROCUREMENT,
     ),
     "fedbandit/ProcurementNormal-v0": EnvEntry(
-        "fedbandit_envs.envs.procurement:FedProcurementEnv",
+        "fedbandit_envs.families.procurement.env:FedProcurementEnv",
         {"instance": "normal"},
         "procurement with qualities and costs N(alpha, 0.2) clipped to [0, 1] (family N)",
         _SMALL_PROCUREMENT,
     ),
     "fedbandit/ProcurementStress-v0": EnvEntry(
-        "fedbandit_envs.envs.procurement:FedProcurementEnv",
+        "fedbandit_envs.families.procurement.env:FedProcurementEnv",
         {"instance": "stress"},
         "procurement family U at alpha 0.7, where the quality constraint binds",
         _SMALL_PROCUREMENT,
     ),
     "fedbandit/FederatedLinear-v0": EnvEntry(
-        "fedbandit_envs.envs.linear:FederatedLinear",
+        "fedbandit_envs.families.linear.env:FederatedLinear",
         {},
         "Li-Wang: N=1000 clients, one active per slot (uniform arrivals), K=25 contexts in the unit ball of R^25",
         {"num_clients": 4, "num_arms": 3, "dimension": 3, "horizon": 40},
     ),
     "fedbandit/FederatedLinearZipf-v0": EnvEntry(
-        "fedbandit_envs.envs.linear:FederatedLinear",
+        "fedbandit_envs.families.linear.env:FederatedLinear",
         {"arrival": "zipf"},
         "Li-Wang's non-uniform arrivals: client i active with probability proportional to 1/i (spec D16)",
         {"num_clients": 4, "num_arms": 3, "dimension": 3, "horizon": 40},
     ),
     "fedbandit/FederatedLinearHeterogeneous-v0": EnvEntry(
-        "fedbandit_envs.envs.linear:FederatedLinear",
+        "fedbandit_envs.families.linear.env:FederatedLinear",
         {"mode": "heterogeneous", "global_dimension": 12},
         "Li-Wang heterogeneous clients: shared theta_g (d_g=12) plus a private theta_i (d_i=13) per client",
         {"num_clients": 4, "num_arms": 3, "dimension": 3, "horizon": 40, "global_dimension": 1},
     ),
     "fedbandit/ReplayStandIn-v0": EnvEntry(
-        "fedbandit_envs.envs.replay:ReplayStandIn",
+        "fedbandit_envs.families.linear.replay:ReplayStandIn",
         {},
         "Li-Wang real-data stand-in (LastFM shape): users replay logged pools of 25 items, reward 1 for the positive",
         {"num_users": 4, "events_scale": 0.3, "catalogue_size": 40, "dimension": 3, "num_arms": 3, "horizon": 40},
@@ -100,31 +100,31 @@ PARALLEL_ENVS: dict[str, EnvEntry] = {
 #: Single-agent Gymnasium ids (``gymnasium.make(id, **kwargs)``).
 GYMNASIUM_ENVS: dict[str, EnvEntry] = {
     "fedbandit/LocalBandit-v0": EnvEntry(
-        "fedbandit_envs.views:LocalBanditEnv",
+        "fedbandit_envs.families.mab.views:LocalBanditEnv",
         {},
         "one agent's local K-armed bandit: Discrete(K) action, flat Box observation",
         {"num_arms": 3, "horizon": 60},
     ),
     "fedbandit/FederatedClient-v0": EnvEntry(
-        "fedbandit_envs.views:FederatedClientEnv",
+        "fedbandit_envs.families.mab.views:FederatedClientEnv",
         {},
         "client 0 of a federation whose other clients and server run a reference algorithm",
         {"num_agents": 4, "num_arms": 3, "horizon": 60},
     ),
     "fedbandit/LinearBandit-v0": EnvEntry(
-        "fedbandit_envs.linear_views:LinearBanditEnv",
+        "fedbandit_envs.families.linear.views:LinearBanditEnv",
         {},
         "one client's linear contextual bandit: flat Box of the K x d contexts, Discrete(K) action",
         {"num_arms": 3, "dimension": 2, "horizon": 60},
     ),
     "fedbandit/SingleAggregator-v0": EnvEntry(
-        "fedbandit_envs.procurement_views:SingleAggregatorEnv",
+        "fedbandit_envs.families.procurement.views:SingleAggregatorEnv",
         {},
         "one procurement aggregator alone (the non-federated setting): MultiDiscrete(k + 1) action",
         {"num_producers": 4, "horizon": 60, "instance_params": {"max_capacity": 5}},
     ),
     "fedbandit/ProcurementClient-v0": EnvEntry(
-        "fedbandit_envs.procurement_views:SingleAggregatorEnv",
+        "fedbandit_envs.families.procurement.views:SingleAggregatorEnv",
         {"num_agents": 4},
         "aggregator 0 of a procurement federation whose peers run P-FCB; their messages in the observation",
         {**_SMALL_PROCUREMENT, "peer_params": {"t_lo": 16, "t_hi": 64}},

@@ -26,6 +26,9 @@ from scipy.special import betaincinv, stdtrit
 
 from fedbandit_envs.validation import check_keywords, did_you_mean
 
+#: Slots of reward noise drawn at once per replica (fixed: it is part of the draw order).
+NOISE_BLOCK = 256
+
 NoiseKind = Literal["uniform", "normal"]
 
 #: The noise kinds a reward model may declare.

@@ -299,3 +299,14 @@ def check_memory(what: str, parts: dict[str, float]) -> None:
         f"{what} would need about {_gib(total)} of memory ({why}), above the limit of {_gib(limit)}; "
         f"use smaller sizes, or raise the limit with the environment variable {MEMORY_LIMIT_VARIABLE}"
     )
+
+
+def discrete_action(action: Any, num_arms: int) -> int:
+    """An arm index from a Discrete(K) action (int, numpy integer or 0-d / size-1 int array)."""
+    array = np.asarray(action)
+    if isinstance(action, bool) or array.dtype.kind not in "iu" or array.size != 1:
+        raise TypeError(f"action must be an integer arm index in 0..{num_arms - 1}, got {action!r}")
+    arm = int(array.reshape(-1)[0])
+    if not 0 <= arm < num_arms:
+        raise ValueError(f"action {arm} is out of range: pass an arm index in 0..{num_arms - 1}")
+    return arm

@@ -23,7 +23,7 @@ from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
 
 pytest.importorskip("matplotlib")
-from fedbandit_envs import plots  # noqa: E402
+from fedbandit_envs.bench import plots  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

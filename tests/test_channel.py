@@ -18,7 +18,7 @@ from fedbandit_envs import NEIGHBOURS, SERVER, FederatedMAB, Message, MessageBat
 from fedbandit_envs import topology as topo
 from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.channel.channel import GOSSIP_BLOCK, Channel
-from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 
 # ---------------------------------------------------------------------------------------------------------
 # Helpers

@@ -9,7 +9,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from wrappers.dp.accountant import (
+from fedbandit_envs.privacy.accountant import (
     DeclaredEvent,
     GaussianEvent,
     LaplaceEvent,
@@ -17,7 +17,7 @@ from wrappers.dp.accountant import (
     PrivacyBudgetExceeded,
     TreeEvent,
 )
-from wrappers.dp.mechanisms import BinaryTreeMechanism, IntervalRelease, LaplaceMechanism
+from fedbandit_envs.privacy.mechanisms import BinaryTreeMechanism, IntervalRelease, LaplaceMechanism
 
 
 def test_basic_composition_with_partitions():

@@ -11,8 +11,8 @@ import pytest
 
 from fedbandit_envs import FederatedMAB, Message
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
-from fedbandit_envs.envs.linear import LinearConfig, LinearCore
-from fedbandit_envs.envs.procurement import FedProcurementEnv
+from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
+from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from wrappers.dp import GaussianMessageDP, LaplaceMessageDP, PrivacyBudgetExceeded, TreeMessageDP
 
 KINDS = ("x", "plumless", "buckeroo")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from wrappers.dp.accountant import GaussianEvent, LaplaceEvent, TreeEvent
-from wrappers.dp.mechanisms import (
+from fedbandit_envs.privacy.accountant import GaussianEvent, LaplaceEvent, TreeEvent
+from fedbandit_envs.privacy.mechanisms import (
     BinaryTreeMechanism,
     FixedInterval,
     GaussianMechanism,

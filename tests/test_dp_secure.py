@@ -1,4 +1,4 @@
-"""The DP wrappers' floating-point-safe mode (``secure=True``, wrappers/dp/secure.py): OpenDP's samplers.
+"""The DP wrappers' floating-point-safe mode (``secure=True``, fedbandit_envs/privacy/secure.py): OpenDP's samplers.
 
 OpenDP cannot be seeded, so these tests are the only unseeded ones of the DP suite: every statistical check compares a
 distribution with a test at level 1e-6 (false-failure probability 1e-6 per check), on 5_000 draws, which detects a
@@ -15,6 +15,8 @@ from scipy import stats
 
 from fedbandit_envs import FederatedMAB, Message
 from fedbandit_envs.channel.privacy import Sensitive
+from fedbandit_envs.privacy.mechanisms import _TreeParameters
+from fedbandit_envs.privacy.secure import measurement
 from wrappers.dp import (
     GaussianMessageDP,
     LaplaceMessageDP,
@@ -24,8 +26,6 @@ from wrappers.dp import (
     gaussian_sigma_analytic,
     laplace_scale,
 )
-from wrappers.dp.mechanisms import _TreeParameters
-from wrappers.dp.secure import measurement
 
 ENTRIES = 5_000
 LEVEL = 1e-6

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from wrappers.dp.mechanisms import BinaryTreeBank, BinaryTreeMechanism, dyadic_blocks
+from fedbandit_envs.privacy.mechanisms import BinaryTreeBank, BinaryTreeMechanism, dyadic_blocks
 
 
 def play(

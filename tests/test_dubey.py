@@ -24,9 +24,9 @@ from agents.dubey import (
     _IntervalReleases,
 )
 from fedbandit_envs import topology as topo
-from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.privacy.mechanisms import IntervalRelease, LemmaSeries
 from fedbandit_envs.run import run
-from wrappers.dp.mechanisms import IntervalRelease, LemmaSeries
 from wrappers.faults import ByzantineAgents, MessageDrops, PointMass
 
 MEANS = [0.9, 0.5, 0.2]  # gaps 0, 0.4, 0.7: their sum is 1.1

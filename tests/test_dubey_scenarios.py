@@ -35,7 +35,7 @@ from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
 from fedbandit_envs.bench.report import evaluate_claims
 from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
-from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.run import Results
 from wrappers.faults import ByzantineAgents, PointMass
 

@@ -12,7 +12,7 @@ from scipy import stats
 from agents.dubey import ByzantineProofUCB, CooperativeUCB, PrivateMultiAgentUCB
 from agents.li_song.hdp import hybrid_topology
 from fedbandit_envs.channel.flooding import TTLFlooding
-from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.run import run
 from wrappers.faults import (
     ATTACK_FIELDS,

@@ -14,8 +14,8 @@ import pytest
 from fedbandit_envs import topology as topo
 from fedbandit_envs.channel import flooding
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
-from fedbandit_envs.envs.mab import FederatedMAB
-from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.env import FederatedMAB
 from wrappers.faults import MessageDelays, MessageDrops
 
 WATTS_STROGATZ = topo.from_adjacency(

@@ -27,10 +27,10 @@ from agents.li_song.schedules import eliminate
 from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
 from fedbandit_envs.bench import names
 from fedbandit_envs.core import message_phases
+from fedbandit_envs.families.mab.views import FederatedClientEnv
 from fedbandit_envs.run import build_env
 from fedbandit_envs.run import run as plain_run
 from fedbandit_envs.topology import from_adjacency, ring
-from fedbandit_envs.views import FederatedClientEnv
 from wrappers.dp import LaplaceMessageDP
 
 

@@ -26,7 +26,7 @@ from agents.li_wang import (
 )
 from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.core import Step, message_phases
-from fedbandit_envs.envs.linear import LinearConfig, LinearCore
+from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 
 N, T, D, K = 20, 600, 5, 10
 LAM, SIGMA, DELTA = 0.1, 0.1, 0.1

@@ -11,7 +11,7 @@ import pytest
 
 from agents.li_wang import AsyncLinUCB, BufferedStats, SyncLinUCB, _add_rows, log_det
 from fedbandit_envs.channel import ChannelConfig, CostModel
-from fedbandit_envs.envs.linear import LinearConfig, LinearCore
+from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 
 N, T, D, K = 12, 300, 4, 6
 CONFIG = LinearConfig(num_clients=N, num_arms=K, dimension=D, horizon=T)

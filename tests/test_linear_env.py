@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fedbandit_envs.channel import Message, batches_from_messages
-from fedbandit_envs.envs.linear import (
+from fedbandit_envs.families.linear.env import (
     ArrivalProcess,
     FederatedLinear,
     LinearConfig,

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from fedbandit_envs.envs.linear import LinearCore
-from fedbandit_envs.envs.replay import (
+from fedbandit_envs.families.linear.env import LinearCore
+from fedbandit_envs.families.linear.replay import (
     PROFILES,
     ReplayLog,
     ReplayLogEnv,

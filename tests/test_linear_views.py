@@ -8,8 +8,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
-from fedbandit_envs.envs.linear import FederatedLinear
-from fedbandit_envs.linear_views import LinearBanditEnv
+from fedbandit_envs.families.linear.env import FederatedLinear
+from fedbandit_envs.families.linear.views import LinearBanditEnv
 
 
 @pytest.mark.parametrize("flatten", [True, False])

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from fedbandit_envs.channel import NEIGHBOURS, Message
-from fedbandit_envs.envs.procurement import (
+from fedbandit_envs.families.procurement.env import (
     FedProcurementEnv,
     ProcurementCore,
     ProcurementInstance,

@@ -5,7 +5,14 @@ import itertools
 import numpy as np
 import pytest
 
-from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, GreedyOracle, Oracle, constraint_slack, make_oracle
+from fedbandit_envs.families.procurement.oracles import (
+    QC_TOLERANCE,
+    ExactOracle,
+    GreedyOracle,
+    Oracle,
+    constraint_slack,
+    make_oracle,
+)
 
 GREEDY, EXACT, EXACT_ALWAYS_MILP = GreedyOracle(), ExactOracle(), ExactOracle(fast_path=False)
 

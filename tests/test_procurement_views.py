@@ -8,8 +8,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
-from fedbandit_envs.envs.procurement import FedProcurementEnv
-from fedbandit_envs.procurement_views import SingleAggregatorEnv
+from fedbandit_envs.families.procurement.env import FedProcurementEnv
+from fedbandit_envs.families.procurement.views import SingleAggregatorEnv
 
 SMALL = {"num_producers": 4, "horizon": 40, "instance_params": {"max_capacity": 5}}
 

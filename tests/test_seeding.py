@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.seeding import STREAM_NAMES, SeedStreams, explicit_seeds, parse_seeds, resolve_seeds
 
 

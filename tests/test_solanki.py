@@ -22,7 +22,7 @@ from agents.solanki import (
     schedule_epsilons,
 )
 from fedbandit_envs.core import Action, ObservedRecords, Phase, message_phases
-from fedbandit_envs.envs.procurement import (
+from fedbandit_envs.families.procurement.env import (
     FedProcurementEnv,
     ProcurementContext,
     ProcurementCore,
@@ -403,7 +403,7 @@ class Clairvoyant(Population):
         self.problem = problem
 
     def reset(self, context):
-        from fedbandit_envs.oracles import GreedyOracle
+        from fedbandit_envs.families.procurement.oracles import GreedyOracle
 
         p = self.problem
         best = GreedyOracle()(p.quality, p.quality, p.costs, p.capacities, p.alpha, p.rho)

@@ -10,9 +10,14 @@ from pettingzoo import AECEnv
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
 from fedbandit_envs import NEIGHBOURS, Message, MessageBatch
-from fedbandit_envs.envs.mab import FederatedMAB
-from fedbandit_envs.envs.mab_core import MABConfig
-from fedbandit_envs.envs.procurement import INSTANCE_FAMILIES, FedProcurementEnv, InstanceFamily, ProcurementConfig
+from fedbandit_envs.families.mab.core import MABConfig
+from fedbandit_envs.families.mab.env import FederatedMAB
+from fedbandit_envs.families.procurement.env import (
+    INSTANCE_FAMILIES,
+    FedProcurementEnv,
+    InstanceFamily,
+    ProcurementConfig,
+)
 from fedbandit_envs.instances import INSTANCE_GENERATORS, InstanceName
 from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
 from fedbandit_envs.rewards import REWARD_MODELS, RewardModelName

@@ -14,8 +14,8 @@ from gymnasium.utils.env_checker import check_env
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
 from agents.sb3 import SB3Agent
-from fedbandit_envs.envs.mab import FederatedMAB
-from fedbandit_envs.views import (
+from fedbandit_envs.families.mab.env import FederatedMAB
+from fedbandit_envs.families.mab.views import (
     FederatedClientEnv,
     LocalBanditEnv,
     local_bandit_observation,
@@ -206,7 +206,7 @@ def test_federated_client_rejects_unknown_peer_algorithm():
 
 def test_import_boundaries():
     code = (
-        "import sys, fedbandit_envs, fedbandit_envs.views; assert 'agents' not in sys.modules; "
+        "import sys, fedbandit_envs, fedbandit_envs.families.mab.views; assert 'agents' not in sys.modules; "
         "import agents.sb3; assert 'stable_baselines3' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

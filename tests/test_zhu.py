@@ -34,12 +34,12 @@ from fedbandit_envs.data import (
     synthetic_diabetes_columns,
     write_diabetes_csv,
 )
-from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.metrics import summarize
+from fedbandit_envs.privacy.mechanisms import dyadic_blocks
 from fedbandit_envs.run import run
 from wrappers.dp import LaplaceMessageDP
-from wrappers.dp.mechanisms import dyadic_blocks
 
 # N = 4 agents on a ring (|E| = 4), M = 3 arms, Gaussian observations: small enough for step-by-step checks.
 SMALL = {

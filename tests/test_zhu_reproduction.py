@@ -20,7 +20,7 @@ from fedbandit_envs.bench.catalogue.zhu import (
     run_scenario,
 )
 from fedbandit_envs.data import standin_means
-from fedbandit_envs.envs.mab import FederatedMAB
+from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.run import run
 

@@ -1,6 +1,6 @@
 """Fault injection: byzantine agents that corrupt what they send, message drops and extra delays.
 
-Each fault is a :class:`~fedbandit_envs.envs.mab_core.MessageHook` installed on the environment's simulation core
+Each fault is a :class:`~fedbandit_envs.families.mab.core.MessageHook` installed on the environment's simulation core
 by a PettingZoo wrapper, so it applies on the PettingZoo path and on the runner's batched path alike (the same
 pattern as the DP wrappers). Agents never see the hooks' state: which agents are byzantine and which records were
 corrupted are hidden ground truth for evaluation.

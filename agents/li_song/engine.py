@@ -14,7 +14,7 @@ HDP-MAB, a single agent for Single-MAB. Per federation the engine runs the publi
 Time model (spec D9). A hop's messages travel with a slot's pulls and arrive in that step, so they
 can only use earlier rewards. The first hop of a round needs the epoch's last reward: with
 ``first_hop_free=True`` (the default) it is sent at the boundary after that slot, through the core's
-message-only :meth:`~fedbandit_envs.envs.mab_core.FederatedMABCore.exchange` (the population's
+message-only :meth:`~fedbandit_envs.families.mab.core.FederatedMABCore.exchange` (the population's
 :meth:`boundary` hook), so it costs no pull; every further hop costs one exploitation slot. A round
 of h hops therefore delays the next epoch by h - 1 slots: CDP 0, GIS d_G - 1, SAC
 max_q ecc_q(SA_q) - 1 (at least 0; a sink uploads in the boundary in which its component is complete,

@@ -13,7 +13,7 @@ from typing import Any
 
 from agents.li_song.engine import LiSongPopulation
 from fedbandit_envs.algorithms import algorithm_name, make_algorithm
-from fedbandit_envs.envs.mab_core import FederatedMABCore
+from fedbandit_envs.families.mab.core import FederatedMABCore
 from fedbandit_envs.run import Results, Wrapper, build_env
 from fedbandit_envs.run import run as run_algorithm
 

@@ -84,7 +84,7 @@ def draw_figures(
     privacy (an ``epsilon`` parameter or an ``epsilon_max`` column): regret vs epsilon. Then the
     scenario's own ``figures``, or, when it declares none, final regret against each swept parameter.
     """
-    from fedbandit_envs import plots
+    from fedbandit_envs.bench import plots
 
     params = list(params)
     folder = Path(directory) / "figures"

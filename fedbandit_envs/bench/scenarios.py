@@ -121,7 +121,7 @@ def with_pass_rates(
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """A figure of a scenario's report that mirrors a paper figure (drawn by :func:`fedbandit_envs.plots.plot_figure`).
+    """A figure of a scenario's report that mirrors a paper figure (drawn by :func:`.plots.plot_figure`).
 
     Attributes:
         name: file stem of the figure (``figures/<name>.png`` and ``.svg``).

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from fedbandit_envs.algorithms import algorithm_name, make_algorithm, supported_families
 from fedbandit_envs.core import message_phases, play_slot
-from fedbandit_envs.families import Family, family_of_env, find_family
+from fedbandit_envs.families.registry import Family, family_of_env, find_family
 from fedbandit_envs.run.recorder import Recorder
 from fedbandit_envs.run.results import Results, checkpoint_slots
 from fedbandit_envs.seeding import explicit_seeds
@@ -99,7 +99,7 @@ def run_pettingzoo(
 
     The environment translates between its observations and the protocol's data (``step_from``,
     ``actions_from``, ``feedback_from``, ``phase_from``, ``message_actions``, ``inbox_from``; see
-    :mod:`fedbandit_envs.envs.base`); the run reads the core only to record results.
+    :mod:`fedbandit_envs.env_base`); the run reads the core only to record results.
     """
     results = Results()
     for index, seed in enumerate(seeds):

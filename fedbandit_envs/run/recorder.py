@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.channel import DIRECTIONS
-from fedbandit_envs.families import Family
+from fedbandit_envs.families.registry import Family
 from fedbandit_envs.run.results import LEDGER_COLUMNS, Results
 
 __all__ = ["Recorder", "privacy_spent"]

@@ -1,6 +1,6 @@
 """Differential privacy: mechanisms, the privacy accountant, and wrappers that noise outgoing messages."""
 
-from wrappers.dp.accountant import (
+from fedbandit_envs.privacy.accountant import (
     DeclaredEvent,
     GaussianEvent,
     LaplaceEvent,
@@ -8,7 +8,7 @@ from wrappers.dp.accountant import (
     PrivacyBudgetExceeded,
     TreeEvent,
 )
-from wrappers.dp.mechanisms import (
+from fedbandit_envs.privacy.mechanisms import (
     BinaryTreeMechanism,
     GaussianMechanism,
     IntervalRelease,
@@ -20,8 +20,8 @@ from wrappers.dp.mechanisms import (
     laplace_noise,
     laplace_scale,
 )
+from fedbandit_envs.privacy.secure import SecureTreeSums, secure_release
 from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec
-from wrappers.dp.secure import SecureTreeSums, secure_release
 from wrappers.dp.tree import TreePrivatizer
 from wrappers.dp.wrappers import GaussianMessageDP, LaplaceMessageDP, MessageDP, TreeMessageDP
 

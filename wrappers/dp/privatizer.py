@@ -1,6 +1,6 @@
 """The message privatizer: clips, noises and accounts every outgoing message of a slot.
 
-It is a :class:`fedbandit_envs.envs.mab_core.MessageHook`: installed on the simulation core, it
+It is a :class:`fedbandit_envs.families.mab.core.MessageHook`: installed on the simulation core, it
 serves the PettingZoo wrappers and the batched runner with one implementation. The sender is
 untrusted (see the threat model in ``docs/privacy-and-wrappers.md``): whatever lowers the noise or
 the charge is checked against facts the env holds (:class:`~fedbandit_envs.core.ObservedRecords`).
@@ -26,7 +26,7 @@ Noise comes from one generator per (sender, message kind) derived from the episo
 (:func:`dp_generator`), so a message gets the same noise whichever path (PettingZoo or batched)
 sends it, and distinct kinds never share a generator. Noise is seeded: simulation-grade, not for
 production privacy, unless ``NoiseSpec(secure=True)`` releases through OpenDP
-(:mod:`wrappers.dp.secure`).
+(:mod:`fedbandit_envs.privacy.secure`).
 """
 
 from __future__ import annotations
@@ -41,22 +41,22 @@ import numpy as np
 from fedbandit_envs.channel.messages import MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, public_message_kinds
 from fedbandit_envs.core import AgentContext, ObservedRecords
-from fedbandit_envs.seeding import SeedStreams
-from wrappers.dp.accountant import (
+from fedbandit_envs.privacy.accountant import (
     DeclaredEvent,
     GaussianEvent,
     LaplaceEvent,
     PrivacyAccountant,
     PrivacyBudgetExceeded,
 )
-from wrappers.dp.mechanisms import (
+from fedbandit_envs.privacy.mechanisms import (
     gaussian_noise,
     gaussian_sigma_analytic,
     gaussian_sigma_classical,
     laplace_noise,
     laplace_scale,
 )
-from wrappers.dp.secure import require_opendp, secure_release
+from fedbandit_envs.privacy.secure import require_opendp, secure_release
+from fedbandit_envs.seeding import SeedStreams
 
 ON_EXHAUSTED = ("raise", "drop", "block")
 CALIBRATIONS = ("paper", "strict")
@@ -102,9 +102,9 @@ class NoiseSpec:
         delta: delta of one Gaussian release, in (0, 1) (unused for Laplace).
         gaussian_calibration: ``"classical"`` or ``"analytic"``.
         allow_large_epsilon: permit epsilon >= 1 with the classical calibration (outside its proof; see
-            :func:`~wrappers.dp.mechanisms.gaussian_sigma_classical`).
+            :func:`~fedbandit_envs.privacy.mechanisms.gaussian_sigma_classical`).
         secure: release through OpenDP's floating-point-safe samplers (same scale, not reproducible; see
-            :mod:`wrappers.dp.secure`) instead of the seeded numpy draws.
+            :mod:`fedbandit_envs.privacy.secure`) instead of the seeded numpy draws.
     """
 
     mechanism: str

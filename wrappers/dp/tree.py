@@ -19,11 +19,11 @@ import numpy as np
 from fedbandit_envs.channel.messages import MessageBatch
 from fedbandit_envs.channel.privacy import Sensitive
 from fedbandit_envs.core import AgentContext
+from fedbandit_envs.privacy.accountant import TreeEvent
+from fedbandit_envs.privacy.mechanisms import BinaryTreeMechanism, _TreeParameters
+from fedbandit_envs.privacy.secure import SecureTreeSums
 from fedbandit_envs.seeding import SeedStreams
-from wrappers.dp.accountant import TreeEvent
-from wrappers.dp.mechanisms import BinaryTreeMechanism, _TreeParameters
 from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec
-from wrappers.dp.secure import SecureTreeSums
 
 
 class _SeededTrees:
@@ -49,8 +49,9 @@ class TreePrivatizer(MessagePrivatizer):
     Args:
         epsilon: total epsilon of each stream (the tree splits it over its levels).
         budget, on_exhausted, strict, budget_delta, kinds: as in :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
-        secure: release every tree node through OpenDP (:class:`~wrappers.dp.secure.SecureTreeSums`; same scale and
-            charge, not reproducible) instead of the seeded :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism`.
+        secure: release every tree node through OpenDP (:class:`~fedbandit_envs.privacy.secure.SecureTreeSums`;
+            same scale and charge, not reproducible) instead of the seeded
+            :class:`~fedbandit_envs.privacy.mechanisms.BinaryTreeMechanism`.
     """
 
     def __init__(

@@ -78,7 +78,7 @@ class LaplaceMessageDP(MessageDP):
         kinds: the message kinds the learner sends (public by construction), besides those registered
             with :func:`~fedbandit_envs.channel.privacy.declare_message_kinds`.
         secure: release through OpenDP's floating-point-safe sampler (the ``secure`` extra; same scale and charge,
-            not reproducible: see :mod:`wrappers.dp.secure`) instead of seeded numpy noise.
+            not reproducible: see :mod:`fedbandit_envs.privacy.secure`) instead of seeded numpy noise.
     """
 
     def __init__(

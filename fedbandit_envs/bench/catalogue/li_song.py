@@ -46,7 +46,7 @@ from fedbandit_envs.bench.scenarios import (
     register,
     with_pass_rates,
 )
-from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.run import Results
 from fedbandit_envs.topology import (
     Topology,
@@ -637,7 +637,7 @@ FIG9 = register(
 # --------------------------------------------------------------------------------------------- Fig. 11, Table II
 def hybrid_cost(row: Mapping[str, Any], c1: float, mode: str) -> float:
     """Per-round cost of a Table II case: c1 Q + sum_q |E_q| ecc_q (graph_edges) or + sum_v (1 + height(v))."""
-    from agents.li_song.hdp import sink_plan
+    from fedbandit_envs.hybrid import sink_plan
 
     topology = TABLE2[label(row["topology"])]
     plan = sink_plan(topology, topology.sinks)
@@ -680,7 +680,7 @@ def delayed_hybrid_claim(num_agents: int) -> Claim:
     """RC-Y4 for the delayed layout: on every seed case 4 has at least case 1's regret, in excess by <= 3 M t_delay."""
 
     def check(results: Results) -> ClaimVerdict:
-        from agents.li_song.hdp import sink_plan
+        from fedbandit_envs.hybrid import sink_plan
 
         table = groups(results, ("topology",))
         delayed = {r["seed"]: float(r["group_regret"]) for r in table[("case4",)]}

@@ -1,7 +1,7 @@
 """Single-client Gymnasium view of the linear contextual bandit, for training RL policies.
 
 :class:`LinearBanditEnv` (``fedbandit/LinearBandit-v0``) drives the batched
-:class:`~fedbandit_envs.envs.linear.LinearCore` with one client and one replica: every step shows the
+:class:`~fedbandit_envs.families.linear.env.LinearCore` with one client and one replica: every step shows the
 K arm contexts (a ``float32`` Box, flattened to (K d,) by default, or (K, d) with ``flatten=False``), takes a
 ``Discrete(K)`` arm and returns the linear reward ``theta^T x + eta``. With a fixed ``instance_seed``
 theta is the same in every episode, so a memoryless policy can learn ``argmax_k theta^T x_k``
@@ -16,9 +16,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.envs.linear import LinearConfig, LinearCore
-from fedbandit_envs.validation import check_bool, check_render_mode, keyword_checked
-from fedbandit_envs.views import discrete_action
+from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
+from fedbandit_envs.validation import check_bool, check_render_mode, discrete_action, keyword_checked
 
 __all__ = ["LinearBanditEnv"]
 

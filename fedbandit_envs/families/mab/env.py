@@ -10,9 +10,9 @@ from gymnasium import spaces
 
 from fedbandit_envs.channel import ChannelConfig, CostModel, Ledger, Message, batches_from_messages
 from fedbandit_envs.core import EPISODE_OVER, Action, AgentContext, Feedback, Step
-from fedbandit_envs.envs.base import ProtocolParallelEnv
-from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
-from fedbandit_envs.families import Family, register_family
+from fedbandit_envs.env_base import ProtocolParallelEnv
+from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.families.registry import Family, register_family
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.observations import (
     action_space,
@@ -34,7 +34,7 @@ class FederatedMAB(ProtocolParallelEnv):
     Every slot each agent pulls one arm and may send messages; the step returns each agent's reward
     and the messages delivered to it (see :mod:`fedbandit_envs.observations` for the observation and
     action formats). With ``boundary_hops=True`` every slot but the last is followed by message-only
-    steps (``obs["phase"] == 1``; see :mod:`fedbandit_envs.envs.base`): agents send what they learnt from
+    steps (``obs["phase"] == 1``; see :mod:`fedbandit_envs.env_base`): agents send what they learnt from
     the slot's rewards before the next pull, one hop per step, until a step in which nobody sends. The
     horizon is a truncation. Pseudo-regret against the *global* best arm and the communication ledger
     are hidden from the agents and reported in ``infos`` and :meth:`state`.

@@ -11,12 +11,13 @@ its own statistics draw noise the same way:
   :class:`LemmaSeries` (dubey-pentland §2.1, D1, D3, D17, D18).
 
 Sensitivities refer to the *replace one record* neighbouring relation used by all four specs. Every mechanism
-reports its release as an event of :mod:`wrappers.dp.accountant`.
+reports its release as an event of :mod:`fedbandit_envs.privacy.accountant`.
 
 **Simulation grade.** All noise is drawn from a :class:`numpy.random.Generator` passed in by the caller (normally the
 run's ``"dp"`` seed stream), so experiments are reproducible. Floating-point Laplace / Gaussian sampling of this
 kind is not a secure DP implementation (Mironov 2012); do not use it to protect real data. The DP wrappers'
-``secure=True`` mode (:mod:`wrappers.dp.secure`) releases through OpenDP's floating-point-safe samplers instead.
+``secure=True`` mode (:mod:`fedbandit_envs.privacy.secure`) releases through OpenDP's floating-point-safe
+samplers instead.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from wrappers.dp.accountant import GaussianEvent, LaplaceEvent, TreeEvent, real_number
+from fedbandit_envs.privacy.accountant import GaussianEvent, LaplaceEvent, TreeEvent, real_number
 
 __all__ = [
     "BinaryTreeBank",

@@ -31,13 +31,10 @@ from fedbandit_envs.core import (
     reset_hooks,
 )
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
-from fedbandit_envs.rewards import RewardModel, RewardModelName, draw_noise, make_reward_model
+from fedbandit_envs.rewards import NOISE_BLOCK, RewardModel, RewardModelName, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, TopologyName, build_topology, check_topology
 from fedbandit_envs.validation import check_bool, check_int, check_memory, check_options, population_memory
-
-#: Slots of reward noise drawn at once per replica (fixed: it is part of the draw order).
-NOISE_BLOCK = 256
 
 
 @dataclass(frozen=True)

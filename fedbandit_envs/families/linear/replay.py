@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_envs.envs.linear import (
+from fedbandit_envs.families.linear.env import (
     FederatedLinear,
     LinearMetrics,
     ReplicaStream,
@@ -39,7 +39,7 @@ from fedbandit_envs.envs.linear import (
     StreamSource,
     linear_channel,
 )
-from fedbandit_envs.families import Family, register_family
+from fedbandit_envs.families.registry import Family, register_family
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.validation import (
     check_choice,
@@ -428,7 +428,7 @@ def _distinct_rows(rng: np.random.Generator, rows: int, size: int, population: i
 class ReplayStandIn(FederatedLinear):
     """The synthetic stand-in of LastFM / Delicious / MovieLens as a PettingZoo ``ParallelEnv``.
 
-    The API is that of :class:`~fedbandit_envs.envs.linear.FederatedLinear` (act and report steps, one
+    The API is that of :class:`~fedbandit_envs.families.linear.env.FederatedLinear` (act and report steps, one
     active user per slot). Rewards are binary; ``infos`` of the active user give ``expected_rewards``
     (the one-hot positive) and the pseudo-regret (1 - reward); :attr:`theta` is None.
 

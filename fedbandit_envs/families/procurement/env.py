@@ -56,11 +56,11 @@ from fedbandit_envs.core import (
     Step,
     reset_hooks,
 )
-from fedbandit_envs.envs.base import ProtocolParallelEnv
-from fedbandit_envs.envs.mab_core import NOISE_BLOCK
-from fedbandit_envs.families import Family, Reference, register_family
+from fedbandit_envs.env_base import ProtocolParallelEnv
+from fedbandit_envs.families.procurement.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
+from fedbandit_envs.families.registry import Family, Reference, register_family
 from fedbandit_envs.observations import MessageSequence
-from fedbandit_envs.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
+from fedbandit_envs.rewards import NOISE_BLOCK
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, build_topology, check_topology
 from fedbandit_envs.validation import (
@@ -672,7 +672,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
     observes ``{"procured", "successes", "t"}``. In the **report step** that follows (``obs["phase"] == 1``)
     the aggregators send the round's messages (``{"messages": [Message, ...]}``, recipients an agent index
     or ``NEIGHBOURS``; agents with nothing to send may be left out), delivered in the returned ``"inbox"``
-    (see :mod:`fedbandit_envs.envs.base`). The horizon is a truncation, after the last round's report step.
+    (see :mod:`fedbandit_envs.env_base`). The horizon is a truncation, after the last round's report step.
 
     ``infos[agent]`` at reset holds the agent's known parameters (``costs``, ``capacities``, ``alpha``,
     ``rho``, ``T``). With ``evaluation=True`` every step adds the hidden evaluation values

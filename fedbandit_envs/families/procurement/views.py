@@ -1,7 +1,7 @@
 """Single-aggregator Gymnasium view of the procurement environment (solanki-pfcb §6), for RL training.
 
 :class:`SingleAggregatorEnv` (``fedbandit/SingleAggregator-v0``) drives a
-:class:`~fedbandit_envs.envs.procurement.ProcurementCore` with one replica. The learner is aggregator 0;
+:class:`~fedbandit_envs.families.procurement.env.ProcurementCore` with one replica. The learner is aggregator 0;
 its action is its procurement vector (``MultiDiscrete(k[0] + 1)``) and its reward the realised utility.
 
 * ``num_agents = 1`` is exactly the non-federated setting.
@@ -39,7 +39,7 @@ from gymnasium import spaces
 
 from fedbandit_envs.algorithms import resolve_factory
 from fedbandit_envs.core import message_phases
-from fedbandit_envs.envs.procurement import ProcurementConfig, ProcurementCore, ProcurementInstance
+from fedbandit_envs.families.procurement.env import ProcurementConfig, ProcurementCore, ProcurementInstance
 from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
 __all__ = ["PEER_ALGORITHMS", "SingleAggregatorEnv"]
@@ -60,7 +60,7 @@ class SingleAggregatorEnv(gymnasium.Env):
 
     Args:
         num_agents, num_producers, horizon, instance, instance_params, alpha, rho, instance_seed: the problem
-            (see :class:`~fedbandit_envs.envs.procurement.ProcurementConfig`; ``num_agents=1`` is the
+            (see :class:`~fedbandit_envs.families.procurement.env.ProcurementConfig`; ``num_agents=1`` is the
             non-federated setting).
         peer_algorithm: the peers' algorithm, a key of :data:`PEER_ALGORITHMS` (used when n > 1).
         peer_params: keyword arguments of the peers' algorithm (e.g. ``{"epsilon": 0.5, "t_lo": 16}``).

@@ -50,7 +50,7 @@ from fedbandit_envs.core import (
     Step,
     reset_hooks,
 )
-from fedbandit_envs.envs.base import ProtocolParallelEnv
+from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams

@@ -1,6 +1,6 @@
 """Single-agent Gymnasium views of the federated MAB core, for training RL policies.
 
-Both environments drive :class:`~fedbandit_envs.envs.mab_core.FederatedMABCore` directly with one
+Both environments drive :class:`~fedbandit_envs.families.mab.core.FederatedMABCore` directly with one
 replica (B = 1) and expose a ``Discrete(K)`` action and a flat ``float32`` ``Box`` observation, so any
 Gymnasium / stable-baselines3 learner can be trained on them:
 
@@ -10,7 +10,7 @@ Gymnasium / stable-baselines3 learner can be trained on them:
 
 The observation holds the agent's sufficient statistics, so a memoryless policy can learn a bandit
 strategy. :func:`local_bandit_observation` builds its local part; ``agents.sb3.SB3Agent`` reuses it
-to play a trained policy inside the multi-agent :class:`~fedbandit_envs.envs.mab.FederatedMAB`.
+to play a trained policy inside the multi-agent :class:`~fedbandit_envs.families.mab.env.FederatedMAB`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from gymnasium import spaces
 from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import message_phases
-from fedbandit_envs.envs.mab_core import FederatedMABCore, MABConfig
-from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
+from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.validation import check_choice, check_options, check_render_mode, discrete_action, keyword_checked
 
 __all__ = [
     "PEER_ALGORITHMS",
@@ -122,17 +122,6 @@ def _value_slices(num_arms: int) -> tuple[slice, slice]:
 
 
 # ---------------------------------------------------------------------- argument checks
-def discrete_action(action: Any, num_arms: int) -> int:
-    """An arm index from a Discrete(K) action (int, numpy integer or 0-d / size-1 int array)."""
-    array = np.asarray(action)
-    if isinstance(action, bool) or array.dtype.kind not in "iu" or array.size != 1:
-        raise TypeError(f"action must be an integer arm index in 0..{num_arms - 1}, got {action!r}")
-    arm = int(array.reshape(-1)[0])
-    if not 0 <= arm < num_arms:
-        raise ValueError(f"action {arm} is out of range: pass an arm index in 0..{num_arms - 1}")
-    return arm
-
-
 # ---------------------------------------------------------------------- shared state
 class _LocalStatistics:
     """One agent's pull counts, reward sums and last pull."""

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from wrappers.dp.mechanisms import _TreeParameters
+from fedbandit_envs.privacy.mechanisms import _TreeParameters
 
 INSTALL = 'pip install "fedbandit-envs[secure]"  (or: pip install opendp)'
 
@@ -80,7 +80,7 @@ class SecureTreeSums:
     scale ``parameters.scale``); the release at count ``n`` is the sum of the released nodes of ``n``'s dyadic
     decomposition (one per set bit), a post-processing of secure releases. Every node is noised
     (``noise_on_empty=True``); a record lies in one node per level, so the stream is
-    ``parameters.epsilon_guaranteed``-DP as in :class:`~wrappers.dp.mechanisms.BinaryTreeMechanism`.
+    ``parameters.epsilon_guaranteed``-DP as in :class:`~fedbandit_envs.privacy.mechanisms.BinaryTreeMechanism`.
 
     Args:
         entries: number of independent sums (one tree each).
