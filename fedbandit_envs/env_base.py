@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from fedbandit_envs.channel import Message, MessageBatch, batches_from_messages
-from fedbandit_envs.core import Phase, Step
+from fedbandit_envs.channel import Ledger, Message, MessageBatch, batches_from_messages
+from fedbandit_envs.core import AgentContext, Phase, Step
 from fedbandit_envs.observations import messages_by_sender
 
 __all__ = ["ACT", "MESSAGE", "ProtocolParallelEnv"]
@@ -33,10 +34,48 @@ _MESSAGE_STEP_KEYS = frozenset({"arm", "units", "messages"})
 
 
 class ProtocolParallelEnv(ParallelEnv):
-    """A ParallelEnv whose slots are an act step and the message-only steps its core schedules."""
+    """A ParallelEnv whose slots are an act step and the message-only steps its core schedules.
+
+    A family's environment sets ``core`` (its batched core, B = 1), ``render_mode``, and the spaces of
+    every agent in ``_observation_spaces`` and ``_action_spaces``, and defines :meth:`summary`.
+    """
 
     #: The message-only phase the next step plays; None when the next step is an act step.
     pending_phase: Phase | None = None
+
+    core: Any
+    render_mode: str | None
+    _observation_spaces: dict[str, spaces.Space]
+    _action_spaces: dict[str, spaces.Space]
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of ``agent`` (the same object on every call)."""
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The action space of ``agent`` (the same object on every call)."""
+        return self._action_spaces[agent]
+
+    @property
+    def ledger(self) -> Ledger:
+        """The communication ledger of the current episode (hidden from the agents; for evaluation)."""
+        return self.core.channel.ledger
+
+    @property
+    def context(self) -> AgentContext:
+        """The public facts an algorithm gets at reset (the family's context)."""
+        return self.core.context
+
+    def summary(self) -> str:
+        """A one-line text summary of the episode."""
+        raise NotImplementedError(f"{type(self).__name__} does not define summary()")
+
+    def render(self) -> str | None:
+        """The one-line summary (``render_mode="ansi"``), or None without a render mode."""
+        return None if self.render_mode is None else self.summary()
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     @property
     def phase_flag(self) -> int:

@@ -188,50 +188,23 @@ class CDPMAB(LiSongPopulation):
     Needs a topology in which every agent is linked to the server (``topology="server"``). The server
     is :class:`CDPServer` (``make_coordinator``).
 
-    Args:
-        epsilon: the privacy parameter (None: non-private schedule, no noise). Give the DP wrapper the
-            same epsilon and calibration with ``n_agg = ceil(p M)``, or run through :func:`agents.li_song.run`,
-            which takes them from the wrapper.
-        participation: p in (0, 1]; a fresh uniform N-subset uploads each round (D12, D27: no cap implied).
-        rounds: the round cap R >= 1 (None: no cap); with a cap the schedule is Delta^(r/R) (Sec. IV-B).
-        delta_schedule_base: Delta of that schedule: a float in (0, 1) or ``"oracle"`` (D6, resolved by
-            :func:`agents.li_song.run` from a fixed instance).
-        after_cap: ``"commit"`` to the best aggregate after R rounds (D7) or ``"round_robin"``.
-        exploit_source: the arm of communication slots: ``"local"`` (D11) or ``"last_global"``.
-        noise: ``"wrapper"`` (the DP wrapper noises the declared means) or ``"agent"`` (agents draw it).
-        aggregate: ``"ybar"`` (D4) or ``"yhat"`` (epoch means only, ablation).
-        privacy_calibration: ``"paper"`` (epsilon in the schedule; N epsilon-DP messages) or ``"strict"`` (D13).
-        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9);
-            ``False`` spends a slot on it (see :mod:`agents.li_song.engine`).
+    Keywords: the :class:`LiSongConfig` fields in :attr:`options` (not ``hybrid_aggregation``). Give the DP wrapper
+    the same epsilon and calibration with ``n_agg = ceil(p M)``, or run through :func:`agents.li_song.run`, which
+    takes them from the wrapper; a fresh uniform N-subset uploads each round (D12, D27: no cap implied).
     """
 
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        participation: float = 1.0,
-        rounds: int | None = None,
-        delta_schedule_base: float | str = "oracle",
-        after_cap: str = "commit",
-        exploit_source: str = "local",
-        noise: str = "wrapper",
-        aggregate: str = "ybar",
-        privacy_calibration: str = "paper",
-        first_hop_free: bool = True,
-    ) -> None:
-        super().__init__(
-            LiSongConfig(
-                epsilon=epsilon,
-                privacy_calibration=privacy_calibration,
-                first_hop_free=first_hop_free,
-                participation=participation,
-                rounds=rounds,
-                delta_schedule_base=delta_schedule_base,
-                after_cap=after_cap,
-                exploit_source=exploit_source,
-                noise=noise,
-                aggregate=aggregate,
-            )
-        )
+    options = (
+        "epsilon",
+        "participation",
+        "rounds",
+        "delta_schedule_base",
+        "after_cap",
+        "exploit_source",
+        "noise",
+        "aggregate",
+        "privacy_calibration",
+        "first_hop_free",
+    )
 
     def make_coordinator(self) -> CDPServer:
         """The aggregating server."""

@@ -24,9 +24,11 @@ the receivers detect and report.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
-from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values, epoch_mean_privacy
+from agents.li_song.engine import LiSongPopulation, aggregate_values, epoch_mean_privacy
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext
@@ -63,43 +65,21 @@ def gis_requests(adjacency: np.ndarray, advertised: np.ndarray, held: np.ndarray
 class DDPMAB(LiSongPopulation):
     """DDP-MAB over a connected graph with the GIS protocol (Algorithms 2 and 3; Cor. 1 with a round cap).
 
-    Args:
-        epsilon: the privacy parameter (None: non-private). Each agent adds Lap(1/(M epsilon n_r)) to
-            its epoch means itself (see the module docstring).
-        rounds: the round cap R >= 1 (None: no cap); with a cap the schedule is Delta^(r/R) (Cor. 1).
-        delta_schedule_base: Delta of that schedule: a float in (0, 1) or ``"oracle"`` (D6).
-        after_cap: ``"commit"`` (D7) or ``"round_robin"`` after R rounds.
-        exploit_source: the arm of hop slots: ``"local"`` (D11) or ``"last_global"``.
-        aggregate: ``"ybar"`` (D4) or ``"yhat"`` (the epoch means of Alg. 3 line 9, ablation).
-        privacy_calibration: ``"paper"`` or ``"strict"`` (D13).
-        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9);
-            ``False`` spends a slot on it (see :mod:`agents.li_song.engine`).
+    Keywords: the :class:`LiSongConfig` fields in :attr:`options`. Each agent adds Lap(1/(M epsilon n_r)) to
+    its epoch means itself (``noise="agent"`` is fixed; see the module docstring).
     """
 
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        rounds: int | None = None,
-        delta_schedule_base: float | str = "oracle",
-        after_cap: str = "commit",
-        exploit_source: str = "local",
-        aggregate: str = "ybar",
-        privacy_calibration: str = "paper",
-        first_hop_free: bool = True,
-    ) -> None:
-        super().__init__(
-            LiSongConfig(
-                epsilon=epsilon,
-                privacy_calibration=privacy_calibration,
-                first_hop_free=first_hop_free,
-                rounds=rounds,
-                delta_schedule_base=delta_schedule_base,
-                after_cap=after_cap,
-                exploit_source=exploit_source,
-                noise="agent",
-                aggregate=aggregate,
-            )
-        )
+    options = (
+        "epsilon",
+        "rounds",
+        "delta_schedule_base",
+        "after_cap",
+        "exploit_source",
+        "aggregate",
+        "privacy_calibration",
+        "first_hop_free",
+    )
+    fixed = MappingProxyType({"noise": "agent"})
 
     def check_topology(self, topology: Topology) -> None:
         """GIS needs a connected agent graph."""

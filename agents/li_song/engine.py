@@ -29,8 +29,11 @@ draw identical noise (common random numbers).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from inspect import Parameter, Signature
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -278,14 +281,33 @@ class LiSongPopulation(Population):
     #: Rounds send their first hop (D9) and HDP's sink uploads at the boundary after a slot.
     boundary_hops = True
 
-    def __init__(self, config: LiSongConfig) -> None:
-        self.config = config
+    #: The :class:`LiSongConfig` fields this algorithm takes as keywords (each is documented there once).
+    options: ClassVar[tuple[str, ...]] = ()
+
+    #: The :class:`LiSongConfig` values this algorithm fixes.
+    fixed: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each algorithm the signature of its options (keyword-only, with the config's defaults)."""
+        super().__init_subclass__(**kwargs)
+        defaults = {f.name: f.default for f in fields(LiSongConfig)}
+        parameters = [Parameter(name, Parameter.KEYWORD_ONLY, default=defaults[name]) for name in cls.options]
+        cls.__signature__ = Signature(parameters)
+
+    def __init__(self, **options: Any) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keywords {unknown}; it takes {list(self.options)} "
+                "(see agents.li_song.LiSongConfig)"
+            )
+        self.config = LiSongConfig(**{**options, **self.fixed})
 
     @classmethod
     def from_config(cls, config: LiSongConfig) -> LiSongPopulation:
         """A population of this class with the given hyper-parameters."""
         population = cls.__new__(cls)
-        LiSongPopulation.__init__(population, config)
+        population.config = config
         return population
 
     def completed(self, replica: int, slots: int) -> tuple[int, int]:

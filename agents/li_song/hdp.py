@@ -139,48 +139,21 @@ class HDPMAB(LiSongPopulation):
     The environment's topology must give each connected component exactly one server-linked agent,
     its sink (build it with :func:`hybrid_topology`).
 
-    Args:
-        epsilon: the privacy parameter (None: non-private); the DP wrapper needs ``n_agg = M``.
-        rounds: the round cap R >= 1 (None: no cap; Delta^(r/R) schedule with a cap).
-        delta_schedule_base: Delta of that schedule: a float in (0, 1) or ``"oracle"`` (D6).
-        after_cap: ``"commit"`` (D7) or ``"round_robin"`` after R rounds.
-        exploit_source: the arm of hop slots: ``"local"`` (D11) or ``"last_global"``.
-        noise: ``"wrapper"`` (the DP wrapper noises the declared means) or ``"agent"``.
-        aggregate: ``"ybar"`` (D4) or ``"yhat"`` (ablation).
-        hybrid_aggregation: ``"weighted"`` (sum of component sums / M, D5) or ``"unweighted"`` (the mean
-            of the component means, Alg. 5 line 14).
-        privacy_calibration: ``"paper"`` or ``"strict"`` (D13).
-        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9);
-            ``False`` spends a slot on it (see :mod:`agents.li_song.engine`).
+    Keywords: the :class:`LiSongConfig` fields in :attr:`options` (every agent uploads: no ``participation``).
     """
 
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        rounds: int | None = None,
-        delta_schedule_base: float | str = "oracle",
-        after_cap: str = "commit",
-        exploit_source: str = "local",
-        noise: str = "wrapper",
-        aggregate: str = "ybar",
-        hybrid_aggregation: str = "weighted",
-        privacy_calibration: str = "paper",
-        first_hop_free: bool = True,
-    ) -> None:
-        super().__init__(
-            LiSongConfig(
-                epsilon=epsilon,
-                privacy_calibration=privacy_calibration,
-                first_hop_free=first_hop_free,
-                rounds=rounds,
-                delta_schedule_base=delta_schedule_base,
-                after_cap=after_cap,
-                exploit_source=exploit_source,
-                noise=noise,
-                aggregate=aggregate,
-                hybrid_aggregation=hybrid_aggregation,
-            )
-        )
+    options = (
+        "epsilon",
+        "rounds",
+        "delta_schedule_base",
+        "after_cap",
+        "exploit_source",
+        "noise",
+        "aggregate",
+        "hybrid_aggregation",
+        "privacy_calibration",
+        "first_hop_free",
+    )
 
     def make_coordinator(self) -> HDPServer:
         """The server of the sinks."""

@@ -9,9 +9,11 @@ to its local best arm has linear regret.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
-from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values
+from agents.li_song.engine import LiSongPopulation, aggregate_values
 from fedbandit_envs.core import AgentContext
 
 __all__ = ["SingleMAB"]
@@ -20,13 +22,12 @@ __all__ = ["SingleMAB"]
 class SingleMAB(LiSongPopulation):
     """Algorithm 1 with M = 1 for every agent, without communication (D24).
 
-    Args:
-        epsilon: the privacy parameter of each agent's own mechanism (None: no noise, no privacy term).
-        privacy_calibration: ``"paper"`` or ``"strict"`` (identical here: n_agg = 1).
+    Keywords: ``epsilon`` (each agent's own mechanism) and ``privacy_calibration`` (identical here: n_agg = 1),
+    see :class:`LiSongConfig`.
     """
 
-    def __init__(self, epsilon: float | None = 1.0, privacy_calibration: str = "paper") -> None:
-        super().__init__(LiSongConfig(epsilon=epsilon, privacy_calibration=privacy_calibration, noise="agent"))
+    options = ("epsilon", "privacy_calibration")
+    fixed = MappingProxyType({"noise": "agent"})
 
     def n_agg(self, num_agents: int) -> int:
         """Each agent averages only itself."""

@@ -73,50 +73,23 @@ class StructureServer(Coordinator):
 class LiSongMAB(LiSongPopulation):
     """CDP-, DDP- or HDP-MAB, whichever the environment's topology calls for (see the module docstring).
 
-    Args:
-        epsilon: the privacy parameter (None: non-private).
-        participation: p in (0, 1] (CDP-MAB only).
-        rounds: the round cap R >= 1, or None.
-        delta_schedule_base: Delta of the capped schedule: a float in (0, 1) or ``"oracle"`` (D6).
-        after_cap: ``"commit"`` (D7) or ``"round_robin"``.
-        exploit_source: ``"local"`` (D11) or ``"last_global"``.
-        noise: ``"wrapper"`` or ``"agent"`` (DDP-MAB always draws its own noise).
-        aggregate: ``"ybar"`` (D4) or ``"yhat"``.
-        hybrid_aggregation: ``"weighted"`` (D5) or ``"unweighted"`` (HDP-MAB only).
-        privacy_calibration: ``"paper"`` or ``"strict"`` (D13).
-        first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9);
-            ``False`` spends a slot on it (see :mod:`agents.li_song.engine`).
+    Keywords: every :class:`LiSongConfig` field (``participation`` applies to CDP-MAB, ``hybrid_aggregation``
+    to HDP-MAB; DDP-MAB always draws its own noise).
     """
 
-    def __init__(
-        self,
-        epsilon: float | None = 1.0,
-        participation: float = 1.0,
-        rounds: int | None = None,
-        delta_schedule_base: float | str = "oracle",
-        after_cap: str = "commit",
-        exploit_source: str = "local",
-        noise: str = "wrapper",
-        aggregate: str = "ybar",
-        hybrid_aggregation: str = "weighted",
-        privacy_calibration: str = "paper",
-        first_hop_free: bool = True,
-    ) -> None:
-        super().__init__(
-            LiSongConfig(
-                epsilon=epsilon,
-                privacy_calibration=privacy_calibration,
-                first_hop_free=first_hop_free,
-                participation=participation,
-                rounds=rounds,
-                delta_schedule_base=delta_schedule_base,
-                after_cap=after_cap,
-                exploit_source=exploit_source,
-                noise=noise,
-                aggregate=aggregate,
-                hybrid_aggregation=hybrid_aggregation,
-            )
-        )
+    options = (
+        "epsilon",
+        "participation",
+        "rounds",
+        "delta_schedule_base",
+        "after_cap",
+        "exploit_source",
+        "noise",
+        "aggregate",
+        "hybrid_aggregation",
+        "privacy_calibration",
+        "first_hop_free",
+    )
 
     def n_agg(self, num_agents: int) -> int:
         """N = ceil(p M) (p < 1 only with the centralized structure)."""

@@ -38,7 +38,7 @@ from typing import Any, Literal, NamedTuple, get_args
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, Ledger, MessageBatch
+from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import (
     EPISODE_OVER,
     HORIZON_REACHED,
@@ -895,7 +895,7 @@ class FederatedLinear(ProtocolParallelEnv):
                 "inbox": MessageSequence(),
             }
         )
-        self._observation_space = observation
+        self._observation_spaces = dict.fromkeys(self.possible_agents, observation)
         self._action_spaces = {
             a: spaces.Dict({"arm": spaces.Discrete(k), "messages": MessageSequence()}) for a in self.possible_agents
         }
@@ -905,29 +905,11 @@ class FederatedLinear(ProtocolParallelEnv):
         self._episode_seeds = EpisodeSeeds()
 
     # ------------------------------------------------------------------ spaces
-    def observation_space(self, agent: str) -> spaces.Space:
-        """The observation space (one object shared by every agent)."""
-        return self._observation_space
-
-    def action_space(self, agent: str) -> spaces.Space:
-        """The action space of ``agent`` (the same object on every call)."""
-        return self._action_spaces[agent]
-
     # ------------------------------------------------------------------ evaluator-only views
     @property
     def theta(self) -> np.ndarray | None:
         """The hidden (N, d) reward parameters of the current episode (None for logged data)."""
         return self.core.replicas[0].theta
-
-    @property
-    def ledger(self) -> Ledger:
-        """The communication ledger of the current episode."""
-        return self.core.channel.ledger
-
-    @property
-    def context(self) -> LinearContext:
-        """The public facts an algorithm gets at reset."""
-        return self.core.context
 
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
@@ -1056,18 +1038,13 @@ class FederatedLinear(ProtocolParallelEnv):
         phase = 0.0 if self.core.phase == "act" else 1.0
         return np.concatenate([self.core.regret[0], [float(self.core.slot), phase]])
 
-    def render(self) -> str | None:
-        """A one-line text summary (``render_mode="ansi"``)."""
-        if self.render_mode is None:
-            return None
+    def summary(self) -> str:
+        """A one-line text summary of the episode (what ``render()`` shows in ``"ansi"`` mode)."""
         totals = self.ledger.totals()
         return (
             f"slot {self.core.slot}/{self.config.horizon} ({self.core.phase})  "
             f"pseudo-regret {self.core.regret[0].sum():.2f}  messages {totals['messages']}"
         )
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 class LinearMetrics:

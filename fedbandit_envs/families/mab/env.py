@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.channel import ChannelConfig, CostModel, Ledger, Message, batches_from_messages
-from fedbandit_envs.core import EPISODE_OVER, Action, AgentContext, Feedback, Step
+from fedbandit_envs.channel import ChannelConfig, CostModel, Message, batches_from_messages
+from fedbandit_envs.core import EPISODE_OVER, Action, Feedback, Step
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.families.registry import Family, register_family
@@ -129,14 +129,6 @@ class FederatedMAB(ProtocolParallelEnv):
         self._feedback: Feedback | None = None
 
     # ------------------------------------------------------------------ spaces
-    def observation_space(self, agent: str) -> spaces.Space:
-        """The observation space of ``agent`` (the same object on every call)."""
-        return self._observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        """The action space of ``agent`` (the same object on every call)."""
-        return self._action_spaces[agent]
-
     # ------------------------------------------------------------------ evaluator-only views
     @property
     def instance(self) -> BanditInstance:
@@ -147,16 +139,6 @@ class FederatedMAB(ProtocolParallelEnv):
     def topology(self) -> Topology:
         """The current communication graph."""
         return self.core.topologies[0]
-
-    @property
-    def ledger(self) -> Ledger:
-        """The communication ledger of the current episode."""
-        return self.core.channel.ledger
-
-    @property
-    def context(self) -> AgentContext:
-        """The public facts an algorithm gets at reset (neighbours, horizon, its seed stream)."""
-        return self.core.context
 
     @property
     def feedback(self) -> Feedback:
@@ -283,18 +265,13 @@ class FederatedMAB(ProtocolParallelEnv):
         fb = self.feedback
         return np.concatenate([fb.arms[0].astype(np.float64), fb.rewards[0], self.core.regret[0]])
 
-    def render(self) -> str | None:
-        """A one-line text summary (``render_mode="ansi"``)."""
-        if self.render_mode is None:
-            return None
+    def summary(self) -> str:
+        """A one-line text summary of the episode (what ``render()`` shows in ``"ansi"`` mode)."""
         totals = self.ledger.totals()
         return (
             f"slot {self.core.slot}/{self.config.horizon}  group pseudo-regret {self.core.regret[0].sum():.2f}  "
             f"messages {totals['messages']}  cost {totals['cost']:.2f}"
         )
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 def _build(env_kwargs: dict[str, Any], population: Any) -> FederatedMAB:

@@ -41,7 +41,6 @@ from fedbandit_envs.channel import (
     Channel,
     ChannelConfig,
     CostModel,
-    Ledger,
     Message,
     MessageBatch,
 )
@@ -768,14 +767,6 @@ class FedProcurementEnv(ProtocolParallelEnv):
         self._episode_seeds = EpisodeSeeds()
 
     # ------------------------------------------------------------------ spaces and known parameters
-    def observation_space(self, agent: str) -> spaces.Space:
-        """The observation space of ``agent`` (the same object on every call)."""
-        return self._observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        """``{"units": MultiDiscrete(k[j] + 1), "messages": ...}`` (a bare units vector is accepted too)."""
-        return self._action_spaces[agent]
-
     def agent_params(self, agent: str) -> dict[str, Any]:
         """The parameters ``agent`` knows: its costs and capacities, alpha, rho and the horizon T."""
         j = self._agent_index(agent)
@@ -794,16 +785,6 @@ class FedProcurementEnv(ProtocolParallelEnv):
         return self._index[agent]
 
     # ------------------------------------------------------------------ evaluator-only views
-    @property
-    def ledger(self) -> Ledger:
-        """The communication ledger of the current episode."""
-        return self.core.channel.ledger
-
-    @property
-    def context(self) -> ProcurementContext:
-        """The public facts an algorithm gets at reset (costs, capacities, alpha, rho, its seed stream)."""
-        return self.core.context
-
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Start an episode. ``seed`` fixes the outcome streams; ``None`` continues the seed sequence."""
@@ -933,18 +914,13 @@ class FedProcurementEnv(ProtocolParallelEnv):
             ]
         )
 
-    def render(self) -> str | None:
-        """A one-line text summary (``render_mode="ansi"``)."""
-        if self.render_mode is None:
-            return None
+    def summary(self) -> str:
+        """A one-line text summary of the episode (what ``render()`` shows in ``"ansi"`` mode)."""
         totals = self.ledger.totals()
         return (
             f"round {self.core.slot}/{self.horizon}  group regret {self.core.regret[0].sum():.2f}  "
             f"QC violations {int(self.core.violations[0].sum())}  messages {totals['messages']}"
         )
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 class ProcurementMetrics:
