@@ -193,18 +193,7 @@ class CDPMAB(LiSongPopulation):
     takes them from the wrapper; a fresh uniform N-subset uploads each round (D12, D27: no cap implied).
     """
 
-    options = (
-        "epsilon",
-        "participation",
-        "rounds",
-        "delta_schedule_base",
-        "after_cap",
-        "exploit_source",
-        "noise",
-        "aggregate",
-        "privacy_calibration",
-        "first_hop_free",
-    )
+    options = LiSongConfig.options_except("hybrid_aggregation")
 
     def make_coordinator(self) -> CDPServer:
         """The aggregating server."""

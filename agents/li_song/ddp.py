@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from agents.li_song.engine import LiSongPopulation, aggregate_values, epoch_mean_privacy
+from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values, epoch_mean_privacy
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext
@@ -69,16 +69,7 @@ class DDPMAB(LiSongPopulation):
     its epoch means itself (``noise="agent"`` is fixed; see the module docstring).
     """
 
-    options = (
-        "epsilon",
-        "rounds",
-        "delta_schedule_base",
-        "after_cap",
-        "exploit_source",
-        "aggregate",
-        "privacy_calibration",
-        "first_hop_free",
-    )
+    options = LiSongConfig.options_except("participation", "noise", "hybrid_aggregation")
     fixed = MappingProxyType({"noise": "agent"})
 
     def check_topology(self, topology: Topology) -> None:

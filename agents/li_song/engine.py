@@ -139,6 +139,11 @@ class LiSongConfig:
             if not 0.0 < float(base) < 1.0:
                 raise ValueError(f"delta_schedule_base must lie in (0, 1) (the minimum gap Delta, D6), got {base}")
 
+    @classmethod
+    def options_except(cls, *names: str) -> tuple[str, ...]:
+        """Every field name but ``names``, in declaration order (the keywords of an algorithm)."""
+        return tuple(f.name for f in fields(cls) if f.name not in names)
+
     def gap_base(self) -> float | None:
         """Delta of the capped schedule (None without a cap); raises if ``"oracle"`` was never resolved."""
         if self.rounds is None:

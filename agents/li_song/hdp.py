@@ -142,18 +142,7 @@ class HDPMAB(LiSongPopulation):
     Keywords: the :class:`LiSongConfig` fields in :attr:`options` (every agent uploads: no ``participation``).
     """
 
-    options = (
-        "epsilon",
-        "rounds",
-        "delta_schedule_base",
-        "after_cap",
-        "exploit_source",
-        "noise",
-        "aggregate",
-        "hybrid_aggregation",
-        "privacy_calibration",
-        "first_hop_free",
-    )
+    options = LiSongConfig.options_except("participation")
 
     def make_coordinator(self) -> HDPServer:
         """The server of the sinks."""

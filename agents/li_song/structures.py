@@ -77,19 +77,7 @@ class LiSongMAB(LiSongPopulation):
     to HDP-MAB; DDP-MAB always draws its own noise).
     """
 
-    options = (
-        "epsilon",
-        "participation",
-        "rounds",
-        "delta_schedule_base",
-        "after_cap",
-        "exploit_source",
-        "noise",
-        "aggregate",
-        "hybrid_aggregation",
-        "privacy_calibration",
-        "first_hop_free",
-    )
+    options = LiSongConfig.options_except()
 
     def n_agg(self, num_agents: int) -> int:
         """N = ceil(p M) (p < 1 only with the centralized structure)."""
