@@ -880,28 +880,25 @@ class FedProcurementEnv(ProtocolParallelEnv):
         )
 
     def _infos(self) -> dict[str, dict[str, Any]]:
-        ledger = self.ledger
-        core = self.core
-        infos: dict[str, dict[str, Any]] = {}
-        for j, a in enumerate(self.agents):
-            info: dict[str, Any] = {
-                "messages_sent": int(ledger.sent_messages[0, j]),
-                "bytes_sent": int(ledger.sent_bytes[0, j]),
-                "cost": float(ledger.node_cost[0, j]),
-            }
-            if self.evaluation:
-                info.update(
-                    expected_revenue=float(core.last_revenue[0, j]),
-                    qc_satisfied=bool(core.last_qc[0, j]),
-                    regret=float(core.last_regret[0, j]),
-                    L=float(core.penalty[j]),
-                    r_star=float(core.r_star[j]),
-                    cumulative_regret=float(core.regret[0, j]),
-                    exact_regret=float(core.exact_regret[0, j]),
-                    violations=int(core.violations[0, j]),
-                )
-            infos[a] = info
-        return infos
+        """Each agent's communication totals and, with ``evaluation``, the hidden evaluation values."""
+        ledger, core = self.ledger, self.core
+        columns = {
+            "messages_sent": ledger.sent_messages[0].tolist(),
+            "bytes_sent": ledger.sent_bytes[0].tolist(),
+            "cost": ledger.node_cost[0].tolist(),
+        }
+        if self.evaluation:
+            columns.update(
+                expected_revenue=core.last_revenue[0].tolist(),
+                qc_satisfied=core.last_qc[0].tolist(),
+                regret=core.last_regret[0].tolist(),
+                L=core.penalty.tolist(),
+                r_star=core.r_star.tolist(),
+                cumulative_regret=core.regret[0].tolist(),
+                exact_regret=core.exact_regret[0].tolist(),
+                violations=core.violations[0].tolist(),
+            )
+        return {a: {name: values[j] for name, values in columns.items()} for j, a in enumerate(self.agents)}
 
     def state(self) -> np.ndarray:
         """Global view: last units and good units of every agent, and every agent's cumulative regret."""
