@@ -2,11 +2,12 @@
 
 import numpy as np
 import pytest
+from test_bench_compare import EpsGreedy
 
 from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.core import message_phases
-from fedbandit_envs.protocol import Action, Agent, PerAgentPopulation, Population
+from fedbandit_envs.protocol import Action, PerAgentPopulation, Population
 from fedbandit_envs.run import build_env, checkpoint_slots, run
 
 ENV = {"num_agents": 4, "num_arms": 6, "horizon": 120, "instance_seed": 3}
@@ -67,21 +68,8 @@ def test_tables_are_tidy_and_saved(tmp_path):
     assert paths[0].read_text().count("\n") == 1 + 8
 
 
-class Greedy(Agent):
-    def reset(self, agent_id, context, rng):
-        self.counts = np.zeros(context.num_arms)
-        self.sums = np.zeros(context.num_arms)
-
-    def act(self, observation):
-        if observation["arm"] >= 0:
-            self.counts[observation["arm"]] += 1
-            self.sums[observation["arm"]] += float(observation["reward"])
-        untried = np.flatnonzero(self.counts == 0)
-        return int(untried[0]) if len(untried) else int(np.argmax(self.sums / self.counts))
-
-
 def test_per_agent_learner_runs_on_both_paths():
-    make = lambda: PerAgentPopulation(Greedy)  # noqa: E731
+    make = lambda: PerAgentPopulation(EpsGreedy)  # noqa: E731
     batched = run(make, ENV, [1, 2], checkpoints=3, batched=True)
     single = run(make, ENV, [2], checkpoints=3, batched=False)
     assert {k: v for k, v in by_run_and_slot(batched).items() if k[0] == 2} == by_run_and_slot(single)
