@@ -225,6 +225,26 @@ HORIZON_REACHED = "the horizon is reached; call reset() to start a new episode"
 MAX_BOUNDARY_EXCHANGES = 8
 
 
+def checked_action(population: Any, action: Any) -> Action:
+    """``action`` if ``population.act`` returned an :class:`Action`, else a TypeError that says so."""
+    if not isinstance(action, Action):
+        raise TypeError(
+            f"{type(population).__name__}.act() must return fedbandit_envs.core.Action(arms, messages), "
+            f"got {type(action).__name__}"
+        )
+    return action
+
+
+def checked_batches(population: Any, phase: Phase, batches: Any) -> list[MessageBatch]:
+    """The batches ``population.send(phase)`` returned, checked to be a list of :class:`MessageBatch`."""
+    if not isinstance(batches, list | tuple) or not all(isinstance(b, MessageBatch) for b in batches):
+        raise TypeError(
+            f"{type(population).__name__}.send() must return a list of MessageBatch (empty when silent) "
+            f"in the {phase.kind} phase after slot {phase.slot}, got {batches!r:.80}"
+        )
+    return list(batches)
+
+
 def message_phases(core: Any, population: Any, on_inbox: Callable[[list[MessageBatch]], None] | None = None) -> None:
     """Play the message-only phases that follow a slot's pulls (see :mod:`fedbandit_envs.protocol`).
 
@@ -232,7 +252,7 @@ def message_phases(core: Any, population: Any, on_inbox: Callable[[list[MessageB
     """
     phase = core.first_phase()
     while phase is not None:
-        batches = population.send(phase)
+        batches = checked_batches(population, phase, population.send(phase))
         if batches or phase.required:
             inbox = core.exchange(phase, batches)
             if on_inbox is not None:
@@ -243,6 +263,6 @@ def message_phases(core: Any, population: Any, on_inbox: Callable[[list[MessageB
 
 def play_slot(core: Any, population: Any) -> None:
     """One slot on a batched core: act, play, observe, then the message-only phases."""
-    feedback = core.play(population.act(core.current_step()))
+    feedback = core.play(checked_action(population, population.act(core.current_step())))
     population.observe(feedback)
     message_phases(core, population)

@@ -168,3 +168,38 @@ def test_a_boundary_that_never_ends_is_an_error():
     env = {"num_agents": 2, "num_arms": 2, "horizon": 5, "topology": "complete"}
     with pytest.raises(RuntimeError, match="boundary"):
         run(lambda: EchoAtBoundary(endless=True), env, [0], checkpoints=1)
+
+
+class BadLearner(Population):
+    """Returns what ``act`` / ``send`` are given to return, to check the run loop's protocol errors."""
+
+    boundary_hops = True
+
+    def __init__(self, action=None, sent=None):
+        self.action, self.sent = action, sent
+
+    def reset(self, context):
+        self.shape = (context.num_replicas, context.num_agents)
+
+    def act(self, step):
+        return self.action if self.action is not None else Action(np.zeros(self.shape, np.int64))
+
+    def observe(self, feedback):
+        pass
+
+    def send(self, phase):
+        return self.sent if self.sent is not None else []
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize(
+    ("learner", "pattern"),
+    [
+        (lambda: BadLearner(action=[0, 1, 2]), r"BadLearner.act\(\) must return fedbandit_envs.core.Action"),
+        (lambda: BadLearner(sent="hello"), r"BadLearner.send\(\) must return a list of MessageBatch .* boundary phase"),
+        (lambda: BadLearner(sent=[None]), r"BadLearner.send\(\) must return a list of MessageBatch"),
+    ],
+)
+def test_a_learner_that_breaks_the_protocol_gets_an_error_naming_the_method(learner, pattern, batched):
+    with pytest.raises(TypeError, match=pattern):
+        run(learner, ENV, [0], checkpoints=1, batched=batched)

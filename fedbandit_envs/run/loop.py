@@ -20,13 +20,13 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from fedbandit_envs.algorithms import algorithm_name, make_algorithm, supported_families
-from fedbandit_envs.core import message_phases, play_slot
+from fedbandit_envs.core import checked_action, checked_batches, play_slot
 from fedbandit_envs.families.registry import Family, family_of_env, find_family
 from fedbandit_envs.run.recorder import Recorder
 from fedbandit_envs.run.results import Results, checkpoint_slots
 from fedbandit_envs.seeding import explicit_seeds
 
-__all__ = ["Wrapper", "build_env", "message_phases", "play_slot", "run", "run_batched", "run_pettingzoo"]
+__all__ = ["Wrapper", "build_env", "clear_reference_cache", "run", "run_batched", "run_pettingzoo"]
 
 #: A function ``env -> wrapped env`` (DP, faults), applied in order.
 Wrapper = Callable[[Any], Any]
@@ -117,11 +117,11 @@ def run_pettingzoo(
                 phase = base.phase_from(step, observations)
                 if phase is None:
                     step = base.step_from(observations)
-                    action = population.act(step)
+                    action = checked_action(population, population.act(step))
                     observations, rewards, *_ = env.step(base.actions_from(step, action))
                     population.observe(base.feedback_from(step, action, observations, rewards))
                 else:
-                    batches = population.send(phase)
+                    batches = checked_batches(population, phase, population.send(phase))
                     observations, *_ = env.step(base.message_actions(batches))
                     if batches or phase.required:
                         population.receive(phase, base.inbox_from(observations))
