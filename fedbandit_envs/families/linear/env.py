@@ -535,10 +535,11 @@ class LinearFeedback:
 class LinearCore:
     """B replicas of a federated linear bandit with a channel and an optional hosted server.
 
-    Use: ``step = core.reset(seeds)``; then per slot ``feedback = core.pull(arms)`` followed by
-    ``core.active_per_slot`` calls ``inbox = core.communicate(messages)`` (one report round each; the
-    reporting position of each replica is :meth:`reporters`); the last round moves to the next slot
-    (:attr:`step`). The coordinator (``reset(context, rngs)``, ``step(slot, inbox) -> replies``) may
+    It implements the core side of the population protocol (:func:`fedbandit_envs.core.play_slot`): per slot
+    ``core.play(action)`` pulls the active clients' arms (:meth:`current_step` says who is active), then
+    ``core.active_per_slot`` report rounds follow (:meth:`first_phase`, :meth:`next_phase`), each routed by
+    :meth:`exchange` (``communicate``; the reporting position of each replica is :meth:`reporters`); the
+    last round moves to the next slot. The coordinator (``reset(context, rngs)``, ``step(slot, inbox) -> replies``) may
     also define ``observe_arrivals(slot, clients)``: the core calls it when a slot starts, so the
     server knows who is active (the paper's free registration of new clients).
 
