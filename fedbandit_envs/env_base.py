@@ -3,7 +3,8 @@
 A slot is an **act step** followed by the **message-only steps** the core schedules (boundary hops,
 report rounds; see :class:`~fedbandit_envs.core.Phase`). Every observation has a ``"phase"`` field
 (0: act step, 1: message-only step) and an ``"inbox"``; in a message-only step an agent's action is
-``{"messages": [Message, ...]}`` (an ``"arm"`` or ``"units"`` entry, or a bare arm, is ignored) and
+``{"messages": [Message, ...]}`` (the family's action entry, :attr:`ProtocolParallelEnv.action_key`, or a bare
+action is ignored) and
 agents with nothing to send may be left out. :attr:`ProtocolParallelEnv.pending_phase` is the
 :class:`~fedbandit_envs.core.Phase` the next step plays (None: an act step).
 
@@ -29,8 +30,6 @@ __all__ = ["ACT", "MESSAGE", "ProtocolParallelEnv"]
 #: Values of an observation's ``"phase"`` field.
 ACT, MESSAGE = 0, 1
 
-#: Keys an action dict may have in any step (the family's action key is checked by the family).
-_MESSAGE_STEP_KEYS = frozenset({"arm", "units", "messages"})
 
 
 class ProtocolParallelEnv(ParallelEnv):
@@ -42,6 +41,9 @@ class ProtocolParallelEnv(ParallelEnv):
 
     #: The message-only phase the next step plays; None when the next step is an act step.
     pending_phase: Phase | None = None
+
+    #: The key of an action dict that holds what an agent plays (ignored in message-only steps).
+    action_key: str = "arm"
 
     core: Any
     render_mode: str | None
@@ -103,7 +105,7 @@ class ProtocolParallelEnv(ParallelEnv):
         for agent, action in actions.items():
             if not isinstance(action, Mapping):
                 continue  # a bare arm or units vector: nothing to send
-            extra = set(action) - _MESSAGE_STEP_KEYS
+            extra = set(action) - {self.action_key, "messages"}
             if extra:
                 raise ValueError(f"the action of {agent} has unknown keys {sorted(extra)}; send {{'messages': [...]}}")
             messages.extend(self.own_messages(agent, action.get("messages", ())))

@@ -160,7 +160,8 @@ def malformed_parallel_action(env: Any, data: st.DataObject) -> tuple[dict, str]
         actions[agent] = arm
         return actions, "arm" if not procurement else agent
     if kind == "not a message":
-        actions[agent] = {"arm": 0, "messages": [data.draw(st.sampled_from(["hello", {"sender": index}, 3]))]}
+        bad = data.draw(st.sampled_from(["hello", {"sender": index}, 3]))
+        actions[agent] = {env.unwrapped.action_key: 0, "messages": [bad]}
         return actions, "Message"
     fields = {
         "sender": data.draw(st.sampled_from([index, index + 1, 2**70, 0.0, -5, True]), label="sender"),
@@ -168,7 +169,7 @@ def malformed_parallel_action(env: Any, data: st.DataObject) -> tuple[dict, str]
         "count": data.draw(st.sampled_from([1, 0, -1, 1.5, 2**70]), label="count"),
         "payload": data.draw(st.sampled_from([{}, {"v": [np.nan]}, {"v": ["a"]}, "payload"]), label="payload"),
     }
-    actions[agent] = {"arm": 0, "messages": [("message", fields)]}
+    actions[agent] = {env.unwrapped.action_key: 0, "messages": [("message", fields)]}
     return actions, "(?i)sender|recipient|count|payload|message|send"
 
 

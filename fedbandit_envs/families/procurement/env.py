@@ -694,6 +694,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
     """
 
     metadata = {"name": "fedbandit/Procurement-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    action_key = "units"
 
     def __init__(
         self,
