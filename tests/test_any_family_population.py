@@ -13,6 +13,7 @@ import pytest
 
 from fedbandit_envs.bench.compare import compare, on_family, play_on_scenario_family, resolve_agent
 from fedbandit_envs.bench.jobs import resolve_scenario
+from fedbandit_envs.protocol import Agent
 from fedbandit_envs.run import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +89,7 @@ def test_compare_pins_a_several_family_learner_to_the_scenarios_family():
     linear = resolve_scenario("li_wang/fig2c_global_dimension")
     pinned = play_on_scenario_family(spec, linear)
     assert pinned.path == "fedbandit_envs.bench.compare:on_family"
-    assert pinned.kwargs == {"agent": "any_family_population:EpsilonGreedy", "family": "linear", "explore": 0.2}
+    assert pinned.kwargs == {"learner": "any_family_population:EpsilonGreedy", "family": "linear", "explore": 0.2}
     learner = on_family(**pinned.kwargs)
     assert learner.families == ("linear",) and learner.explore == 0.2
     assert EpsilonGreedy.families == ("mab", "linear", "procurement")  # the class is untouched
@@ -96,8 +97,19 @@ def test_compare_pins_a_several_family_learner_to_the_scenarios_family():
     assert play_on_scenario_family(spec, resolve_scenario("suite/baselines")) is spec
 
 
-def test_compare_refuses_a_learner_of_other_families():
-    spec = resolve_agent("independent_ucb1")
+class _FirstArm(Agent):
+    """A per-agent learner (the MAB family's form) that always pulls arm 0."""
+
+    def reset(self, agent_id, context, rng):
+        pass
+
+    def act(self, observation):
+        return 0
+
+
+@pytest.mark.parametrize("agent", ["independent_ucb1", _FirstArm])
+def test_compare_refuses_a_learner_of_other_families(agent):
+    spec = resolve_agent(agent)
     with pytest.raises(ValueError, match="supports the families \\['mab'\\].*'linear' family"):
         play_on_scenario_family(spec, resolve_scenario("li_wang/fig2c_global_dimension"))
 
@@ -132,3 +144,16 @@ def test_cli_sweep_then_compare_on_every_family(family, tmp_path):
     leaderboard = [line for line in compared.splitlines() if line.startswith("|")]
     assert any("| EpsilonGreedy |" in line for line in leaderboard)
     assert len(leaderboard) == 2 + references + 1  # header, rule, the references and the learner
+
+
+class _Family(EpsilonGreedy):
+    """A learner with a keyword that ``on_family`` takes itself."""
+
+    def __init__(self, family: str = "mab") -> None:
+        super().__init__()
+
+
+def test_compare_refuses_learner_keywords_that_clash_with_the_pinning():
+    spec = resolve_agent(_Family, {"family": "linear"})
+    with pytest.raises(ValueError, match="keywords \\['family'\\]"):
+        play_on_scenario_family(spec, resolve_scenario("li_wang/fig2c_global_dimension"))

@@ -57,20 +57,20 @@ def per_agent(agent: str, **kwargs: Any) -> Any:
     return PerAgentPopulation(partial(load_object(agent), **kwargs))
 
 
-def on_family(agent: str, family: str, **kwargs: Any) -> Any:
-    """The learner ``agent`` (a registered name or ``"module:Class"``) built with ``kwargs``, to play ``family``.
+def on_family(learner: str, family: str, **kwargs: Any) -> Any:
+    """The learner (a registered name or ``"module:Class"``) built with ``kwargs``, to play ``family``.
 
     Its ``families`` become ``(family,)``, so a learner of several families is played on the environment of
     the scenario it is compared on (see :func:`play_on_scenario_family`).
     """
-    population = resolve_factory(agent)(**kwargs)
+    population = resolve_factory(learner)(**kwargs)
     population.families = (family,)
     return population
 
 
-def _played_family(path: str) -> str:
+def _played_family(spec: AlgorithmSpec) -> str:
     """The family an algorithm is played on when the environment keywords name no environment."""
-    families = supported_families(path, resolve_factory(path))
+    families = supported_families(spec.path, resolve_factory(spec.path)(**spec.kwargs))
     return families[0] if families else DEFAULT_FAMILY
 
 
@@ -82,15 +82,16 @@ def play_on_scenario_family(spec: AlgorithmSpec, scenario: Scenario) -> Algorith
     first family, not the scenario's.
 
     Raises:
-        ValueError: the learner declares families and the scenario's is not among them.
+        ValueError: the learner declares families and the scenario's is not among them, or its keywords
+            include ``learner`` or ``family`` (the names :func:`on_family` takes).
     """
     if "env" in env_keys(scenario):
         return spec  # the environment is named: the run plays it (and checks the learner's families)
-    played = {_played_family(s.path) for s in scenario.algorithms.values()}
+    played = {_played_family(s) for s in scenario.algorithms.values()}
     if len(played) != 1:
         return spec
     (family,) = played
-    declared = supported_families(spec.path, resolve_factory(spec.path))
+    declared = supported_families(spec.path, resolve_factory(spec.path)(**spec.kwargs))
     if declared and family not in declared:
         raise ValueError(
             f"the learner {spec.path} supports the families {list(declared)}, but the algorithms of "
@@ -98,7 +99,13 @@ def play_on_scenario_family(spec: AlgorithmSpec, scenario: Scenario) -> Algorith
         )
     if family == (declared[0] if declared else DEFAULT_FAMILY):
         return spec
-    return AlgorithmSpec(f"{__name__}:on_family", {"agent": spec.path, "family": family, **spec.kwargs})
+    clash = sorted({"learner", "family"} & set(spec.kwargs))
+    if clash:
+        raise ValueError(
+            f"the learner {spec.path} is played on the {family!r} family through {__name__}.on_family, whose "
+            f"keywords {clash} its own keywords must not use; rename them"
+        )
+    return AlgorithmSpec(f"{__name__}:on_family", {"learner": spec.path, "family": family, **spec.kwargs})
 
 
 def add_import_paths(directories: Sequence[str | Path]) -> list[str]:
