@@ -11,6 +11,7 @@ must account for exactly the messages the driver sent and the copies the agents 
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +24,7 @@ from pettingzoo.utils import BaseParallelWrapper
 from pettingzoo.utils.conversions import parallel_to_aec
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
+from fedbandit_envs.algorithms import load_object
 from fedbandit_envs.channel import NEIGHBOURS, Message, MessageBatch
 from fedbandit_envs.env_base import MESSAGE
 from fedbandit_envs.families.mab.env import FederatedMAB
@@ -137,8 +139,8 @@ def build(env_id: str, **overrides: Any) -> MessagingDriver:
     """The driven environment of ``env_id`` at its test size, hosting an echo server where a topology has one."""
     kwargs = {**PARALLEL_ENVS[env_id].test_kwargs, **overrides}
     server = None
-    if "Procurement" not in env_id:
-        server = kwargs["coordinator"] = EchoServer()
+    if "coordinator" in inspect.signature(load_object(PARALLEL_ENVS[env_id].entry_point)).parameters:
+        server = kwargs["coordinator"] = EchoServer()  # server links need a server (procurement has none)
     env = pettingzoo.make("parallel", env_id, **kwargs)
     return MessagingDriver(env, isinstance(env.unwrapped, FederatedMAB), server)
 
