@@ -29,15 +29,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fedbandit_envs.algorithms import is_registered, load_object, resolve_factory
+from fedbandit_envs.algorithms import is_registered, load_object, resolve_factory, supported_families
 from fedbandit_envs.bench.backends import Backend
-from fedbandit_envs.bench.jobs import resolve_scenario
+from fedbandit_envs.bench.jobs import env_keys, resolve_scenario
 from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
 from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
 from fedbandit_envs.bench.tables import markdown_table
 from fedbandit_envs.run import Results
+from fedbandit_envs.run.loop import DEFAULT_FAMILY
 from fedbandit_envs.seeding import SeedsLike
 
 #: The methods every population has (``send`` and ``receive`` have defaults in the protocol's base class).
@@ -54,6 +55,57 @@ def per_agent(agent: str, **kwargs: Any) -> Any:
     from fedbandit_envs.protocol import PerAgentPopulation
 
     return PerAgentPopulation(partial(load_object(agent), **kwargs))
+
+
+def on_family(learner: str, family: str, **kwargs: Any) -> Any:
+    """The learner (a registered name or ``"module:Class"``) built with ``kwargs``, to play ``family``.
+
+    Its ``families`` become ``(family,)``, so a learner of several families is played on the environment of
+    the scenario it is compared on (see :func:`play_on_scenario_family`).
+    """
+    population = resolve_factory(learner)(**kwargs)
+    population.families = (family,)
+    return population
+
+
+def _played_family(spec: AlgorithmSpec) -> str:
+    """The family an algorithm is played on when the environment keywords name no environment."""
+    families = supported_families(spec.path, resolve_factory(spec.path)(**spec.kwargs))
+    return families[0] if families else DEFAULT_FAMILY
+
+
+def play_on_scenario_family(spec: AlgorithmSpec, scenario: Scenario) -> AlgorithmSpec:
+    """The learner's spec, pinned to the family of the scenario's algorithms when the scenario names no environment.
+
+    A scenario without an ``env`` keyword plays each algorithm on the default environment of its first family;
+    a learner of several families (``families = ("mab", "linear", ...)``) would otherwise be played on its own
+    first family, not the scenario's.
+
+    Raises:
+        ValueError: the learner declares families and the scenario's is not among them, or its keywords
+            include ``learner`` or ``family`` (the names :func:`on_family` takes).
+    """
+    if "env" in env_keys(scenario):
+        return spec  # the environment is named: the run plays it (and checks the learner's families)
+    played = {_played_family(s) for s in scenario.algorithms.values()}
+    if len(played) != 1:
+        return spec
+    (family,) = played
+    declared = supported_families(spec.path, resolve_factory(spec.path)(**spec.kwargs))
+    if declared and family not in declared:
+        raise ValueError(
+            f"the learner {spec.path} supports the families {list(declared)}, but the algorithms of "
+            f"{scenario.name!r} play the {family!r} family; compare it on a scenario of a supported family"
+        )
+    if family == (declared[0] if declared else DEFAULT_FAMILY):
+        return spec
+    clash = sorted({"learner", "family"} & set(spec.kwargs))
+    if clash:
+        raise ValueError(
+            f"the learner {spec.path} is played on the {family!r} family through {__name__}.on_family, whose "
+            f"keywords {clash} its own keywords must not use; rename them"
+        )
+    return AlgorithmSpec(f"{__name__}:on_family", {"learner": spec.path, "family": family, **spec.kwargs})
 
 
 def add_import_paths(directories: Sequence[str | Path]) -> list[str]:
@@ -209,6 +261,7 @@ def compare(
     label = label or (agent.__name__ if isinstance(agent, type) else agent.rpartition(":")[2])
     if label in base.algorithms:
         raise ValueError(f"label {label!r} is already an algorithm of {base.name!r}; pass another label")
+    spec = play_on_scenario_family(spec, resolve_scenario(base, scale, overrides, seeds))
     extended = replace(base, algorithms={**base.algorithms, label: spec})
     resolve_scenario(extended, scale, overrides, seeds)  # validate before creating any directory
     with tempfile.TemporaryDirectory(prefix="fedbandit-compare-") as scratch:
