@@ -24,7 +24,7 @@ kind** (:attr:`HookWrapper.kind`); a second raises a ``ValueError`` that says wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from pettingzoo.utils import BaseParallelWrapper
@@ -33,6 +33,11 @@ from fedbandit_envs.core import MessageHook
 from fedbandit_envs.env_base import MESSAGE_HOOKS, ProtocolParallelEnv
 
 __all__ = ["HookWrapper"]
+
+
+def _begins_with(hooks: Sequence[Any], chain: list[MessageHook]) -> bool:
+    """Whether ``hooks`` begin with the very hook objects of ``chain``."""
+    return len(hooks) >= len(chain) and all(a is b for a, b in zip(hooks, chain))
 
 
 def _layers(env: Any) -> Iterator[Any]:
@@ -76,10 +81,18 @@ class HookWrapper(BaseParallelWrapper):
         """Reset the wrapped env with the chain's hooks (an outer wrapper's list, which begins with them, is kept)."""
         options = dict(options or {})
         hooks = self.message_hooks()
-        passed = list(options.setdefault(MESSAGE_HOOKS, hooks))
-        if len(passed) < len(hooks) or any(a is not b for a, b in zip(passed, hooks)):
+        if not _begins_with(list(options.setdefault(MESSAGE_HOOKS, hooks)), hooks):
             raise ValueError(
                 f"options[{MESSAGE_HOOKS!r}] must begin with the hooks of this wrapper chain; leave the key out "
                 "(the wrappers fill it in) or add hooks with a wrapper (wrappers.HookWrapper)"
             )
         return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        """Step the env; RuntimeError unless its episode was reset through this wrapper (else the hook would be off)."""
+        if not _begins_with(getattr(self.unwrapped.core, "message_hooks", ()), self.message_hooks()):
+            raise RuntimeError(
+                f"the episode was not reset through this {type(self).__name__} (it wrapped the env after the last "
+                "reset, or the env was reset without it), so its hook is not on; call reset() on the wrapper first"
+            )
+        return self.env.step(actions)

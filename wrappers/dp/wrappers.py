@@ -63,7 +63,7 @@ class MessageDP(HookWrapper):
 
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
         """Step the env; outgoing messages are privatized on their way to the channel."""
-        observations, rewards, terminations, truncations, infos = self.env.step(actions)
+        observations, rewards, terminations, truncations, infos = super().step(actions)
         return observations, rewards, terminations, truncations, self._with_epsilon(infos)
 
 
