@@ -21,6 +21,7 @@ from fedbandit_envs.run import run
 from wrappers import (
     ByzantineAgents,
     GaussianMessageDP,
+    HookWrapper,
     LaplaceMessageDP,
     MessageDelays,
     MessageDrops,
@@ -242,3 +243,29 @@ def test_reset_options_must_carry_the_chains_hooks():
         env.unwrapped.core.reset([0], hooks=wrapped.privatizer)
     with pytest.raises(TypeError, match="options must be a dict or None"):
         env.reset(seed=0, options=[wrapped.privatizer])
+
+
+class Tag:
+    """A user's message hook: appends its digit to the payload field ``"path"`` of every batch (path * 10 + digit)."""
+
+    def __init__(self, digit):
+        self.digit = digit
+
+    def reset(self, context, streams):
+        """Nothing to start."""
+
+    def __call__(self, slot, batches):
+        for batch in batches:
+            batch.payload["path"] = batch.payload["path"] * 10 + self.digit
+        return batches
+
+
+def test_a_users_hook_wrappers_have_no_kind_and_compose_in_order():
+    env = FederatedMAB(num_agents=2, num_arms=2, horizon=3, topology="complete")
+    chain = HookWrapper(HookWrapper(env, Tag(1)), Tag(2))
+    chain.reset(seed=0)
+    message = Message(0, 1, "x", {"path": 0.0})
+    observations, *_ = chain.step({"agent_0": {"arm": 0, "messages": [message]}, "agent_1": 0})
+    assert observations["agent_1"]["inbox"][0].payload["path"] == 12.0  # the inner hook first
+    with pytest.raises(TypeError, match=r"hooks must be message hooks \(callable, with reset"):
+        HookWrapper(env, object())

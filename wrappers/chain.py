@@ -11,7 +11,8 @@ object are independent of each other.
 ``ByzantineAgents(MessageDrops(env))`` loses copies, then corrupts the records that survive;
 ``LaplaceMessageDP(ByzantineAgents(env))`` noises what the byzantine agents send, and
 ``ByzantineAgents(LaplaceMessageDP(env))`` corrupts the noised messages. A chain holds **one wrapper of each
-kind** (:attr:`HookWrapper.kind`); a second raises a ``ValueError`` that says what to use instead:
+kind** (:attr:`HookWrapper.kind`: DP, byzantine agents, drops, delays); a second raises a ``ValueError`` that says
+what to use instead (``HookWrapper(env, hook)`` itself, a user's own hook, has no kind and composes freely):
 
 * two DP wrappers (``LaplaceMessageDP(GaussianMessageDP(env))``, ``LaplaceMessageDP(LaplaceMessageDP(env))``)
   would noise every sensitive field twice and keep two accountants and budgets for one agent: summing them
@@ -29,7 +30,7 @@ from typing import Any, ClassVar
 
 from pettingzoo.utils import BaseParallelWrapper
 
-from fedbandit_envs.core import MessageHook
+from fedbandit_envs.core import MessageHook, check_hooks
 from fedbandit_envs.env_base import MESSAGE_HOOKS, ProtocolParallelEnv
 
 __all__ = ["HookWrapper"]
@@ -56,20 +57,21 @@ class HookWrapper(BaseParallelWrapper):
             :class:`~fedbandit_envs.core.MessageHook`).
     """
 
-    #: What the hook does; a chain holds one wrapper of each kind.
-    kind: ClassVar[str] = "message hook"
+    #: What the hook does; a chain holds one wrapper of each kind (None: any number, e.g. a user's own hooks).
+    kind: ClassVar[str | None] = None
     #: How to get the effect of two wrappers of this kind from one (the fix named by the error).
-    combine: ClassVar[str] = "wrap the environment once"
+    combine: ClassVar[str] = ""
 
     def __init__(self, env: Any, hook: MessageHook) -> None:
         if not isinstance(getattr(env, "unwrapped", None), ProtocolParallelEnv):
             raise TypeError(f"{type(self).__name__} wraps a fedbandit environment (e.g. FederatedMAB), got {env!r}")
-        for layer in _layers(env):
-            if isinstance(layer, HookWrapper) and layer.kind == self.kind:
-                raise ValueError(
-                    f"{type(self).__name__} cannot wrap an environment already wrapped in {type(layer).__name__}: "
-                    f"a wrapper chain holds one {self.kind} wrapper (see wrappers.chain); {self.combine}"
-                )
+        check_hooks([hook])
+        same_kind = [layer for layer in _layers(env) if isinstance(layer, HookWrapper) and layer.kind == self.kind]
+        if self.kind is not None and same_kind:
+            raise ValueError(
+                f"{type(self).__name__} cannot wrap an environment already wrapped in {type(same_kind[0]).__name__}: "
+                f"a wrapper chain holds one {self.kind} wrapper (see wrappers.chain); {self.combine}"
+            )
         super().__init__(env)
         self.hook = hook
 
