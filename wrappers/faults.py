@@ -647,6 +647,8 @@ class DelayHook(_PerCopyHook):
 class ByzantineAgents(HookWrapper):
     """Makes some agents byzantine: what they send is corrupted by :class:`ByzantineAdversary` (honest code untouched).
 
+    One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
+
     Example::
 
         env = ByzantineAgents(FederatedMAB(...), contam_eps=1e-3, fraction=1.0, q=PointMass(10.0))
@@ -694,6 +696,8 @@ class ByzantineAgents(HookWrapper):
 class MessageDrops(HookWrapper):
     """Loses each point-to-point copy with probability ``prob`` (see :class:`DropHook`).
 
+    One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
+
     Args:
         env: a fedbandit environment.
         prob: loss probability per copy, in [0, 1].
@@ -721,6 +725,8 @@ class MessageDrops(HookWrapper):
 
 class MessageDelays(HookWrapper):
     """Holds each point-to-point copy back for ``delay + U{0..jitter}`` slots (see :class:`DelayHook`).
+
+    One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
 
     Args:
         env: a fedbandit environment.

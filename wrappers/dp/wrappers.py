@@ -28,7 +28,11 @@ from wrappers.dp.tree import TreePrivatizer
 
 
 class MessageDP(HookWrapper):
-    """Base class: hands a privatizer to the env's episodes and reports epsilon spent in ``infos``."""
+    """Base class: hands a privatizer to the env's episodes and reports epsilon spent in ``infos``.
+
+    One DP wrapper per chain (a second, of any mechanism, raises ``ValueError``); with fault wrappers it
+    composes in order, the innermost first (see :mod:`wrappers.chain`).
+    """
 
     kind = "differential privacy"
     combine = (
