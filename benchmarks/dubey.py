@@ -55,7 +55,7 @@ def _env(algorithm: str, seed: int) -> tuple[Any, Any]:
 
 def trial(algorithm: str, gamma: int | None, seed: int, profile: bool) -> dict[str, Any]:
     """Time one paper-scale trial (see the module docstring)."""
-    _, core = _env(algorithm, seed)
+    env, core = _env(algorithm, seed)
     diameter = core.topologies[0].diameter()
     gamma = diameter if gamma is None else gamma
     population = (
@@ -63,7 +63,7 @@ def trial(algorithm: str, gamma: int | None, seed: int, profile: bool) -> dict[s
         if algorithm == "private"
         else ByzantineProofUCB(gamma=gamma, eps_alg=1e-3)
     )
-    feedback = core.reset([seed])
+    feedback = core.reset([seed], hooks=env.message_hooks())
     population.reset(core.context)
     phases = np.zeros(3)
     profiler = cProfile.Profile() if profile else None

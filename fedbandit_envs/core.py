@@ -193,8 +193,10 @@ class ObservedRecords:
 class MessageHook(Protocol):
     """Transforms the agents' outgoing batches of a slot before the channel (DP noise, faults).
 
-    Hooks run after the slot has been validated, in the order they were added; they may change
-    payloads and remove rows, never add recipients.
+    A core gets an episode's hooks at reset (``core.reset(seeds, hooks=...)``; a wrapper chain hands its
+    hooks down, see :meth:`fedbandit_envs.env_base.ProtocolParallelEnv.message_hooks`) and keeps them as
+    ``core.message_hooks``. They run after the slot has been validated, in that order (the innermost
+    wrapper's first); they may change payloads and remove rows, never add recipients.
     """
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
@@ -207,19 +209,33 @@ class MessageHook(Protocol):
     # read-only count of each agent's observed rewards (see :func:`fedbandit_envs.core.reset_hooks`).
 
 
-def reset_hooks(
-    hooks: Sequence[Any], context: AgentContext, streams: Sequence[SeedStreams], records: ObservedRecords
-) -> None:
-    """Start an episode for each message hook, then hand the hooks that ask for it the env's record counts.
+def check_hooks(hooks: Sequence[Any]) -> tuple[MessageHook, ...]:
+    """The ``hooks`` argument of a core's reset as a tuple; TypeError unless it is a sequence of message hooks."""
+    if isinstance(hooks, (str, bytes)) or not isinstance(hooks, Sequence):
+        raise TypeError(f"hooks must be a list of message hooks (e.g. env.message_hooks()), got {hooks!r}")
+    for hook in hooks:
+        if not callable(hook) or not callable(getattr(hook, "reset", None)):
+            raise TypeError(
+                f"hooks must be message hooks (callable, with reset(context, streams)), got {type(hook).__name__}"
+            )
+    return tuple(hooks)
 
-    A hook reads the counts through its optional ``attach_records(records)`` method (see
-    :class:`ObservedRecords`); hooks without it are only reset.
+
+def reset_hooks(
+    hooks: tuple[MessageHook, ...], context: AgentContext, streams: Sequence[SeedStreams], records: ObservedRecords
+) -> tuple[MessageHook, ...]:
+    """Start an episode for each message hook, hand the hooks that ask for it the env's record counts; return them.
+
+    ``hooks`` come from :func:`check_hooks`. A hook reads the counts through its optional
+    ``attach_records(records)`` method (see :class:`ObservedRecords`); hooks without it are only reset.
+    The tuple returned is the episode's ``message_hooks`` of the core.
     """
     for hook in hooks:
         hook.reset(context, streams)
         attach = getattr(hook, "attach_records", None)
         if attach is not None:
             attach(records)
+    return hooks
 
 
 #: Error texts of a step after the last slot: of an environment (its agents are gone) and of a core.

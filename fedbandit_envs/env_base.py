@@ -8,6 +8,10 @@ action is ignored) and
 agents with nothing to send may be left out. :attr:`ProtocolParallelEnv.pending_phase` is the
 :class:`~fedbandit_envs.core.Phase` the next step plays (None: an act step).
 
+Wrappers decorate: :meth:`ProtocolParallelEnv.message_hooks` is the wrapper chain's list of message hooks
+(none here), and a wrapper hands its chain's hooks to the env in ``reset(options={MESSAGE_HOOKS: hooks})``.
+The env gives them to its core for that episode only, so wrapping never changes the wrapped env.
+
 The translation methods (``step_from``, ``actions_from``, ``feedback_from``, ``message_actions``,
 ``inbox_from``) convert between the observations and the population protocol's arrays, so the run loop
 drives any family's environment through ``step()`` alone.
@@ -22,14 +26,16 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import Ledger, Message, MessageBatch, batches_from_messages
-from fedbandit_envs.core import AgentContext, Phase, Step
+from fedbandit_envs.core import AgentContext, MessageHook, Phase, Step
 from fedbandit_envs.observations import messages_by_sender
 
-__all__ = ["ACT", "MESSAGE", "ProtocolParallelEnv"]
+__all__ = ["ACT", "MESSAGE", "MESSAGE_HOOKS", "ProtocolParallelEnv"]
 
 #: Values of an observation's ``"phase"`` field.
 ACT, MESSAGE = 0, 1
 
+#: The ``reset(options=...)`` key of the episode's message hooks (handed down by a wrapper chain).
+MESSAGE_HOOKS = "message_hooks"
 
 
 class ProtocolParallelEnv(ParallelEnv):
@@ -78,6 +84,23 @@ class ProtocolParallelEnv(ParallelEnv):
 
     def close(self) -> None:
         """Nothing to release."""
+
+    def message_hooks(self) -> list[MessageHook]:
+        """The message hooks of the wrapper chain that ends here: none for an unwrapped environment.
+
+        A wrapper returns its env's hooks followed by its own (the innermost runs first) and passes them
+        to ``reset`` in ``options[MESSAGE_HOOKS]``; the batched run path resets the core with them.
+        """
+        return []
+
+    @staticmethod
+    def hooks_from(options: Mapping[str, Any] | None) -> Sequence[MessageHook]:
+        """The message hooks of an episode, from ``reset``'s ``options`` (none unless a wrapper passed them)."""
+        if options is None:
+            return ()
+        if not isinstance(options, Mapping):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        return options.get(MESSAGE_HOOKS, ())
 
     @property
     def phase_flag(self) -> int:

@@ -11,6 +11,7 @@ import pytest
 
 from fedbandit_envs import FederatedMAB, Message
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs.env_base import MESSAGE_HOOKS
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from wrappers.dp import GaussianMessageDP, LaplaceMessageDP, PrivacyBudgetExceeded, TreeMessageDP
@@ -282,8 +283,7 @@ class RecordingHook:
 def test_the_linear_core_counts_each_active_clients_observed_rewards():
     core = LinearCore(LinearConfig(num_clients=3, num_arms=2, dimension=2, horizon=6))
     hook = RecordingHook()
-    core.add_message_hook(hook)
-    core.reset([0])
+    core.reset([0], hooks=[hook])
     expected = np.zeros(3, np.int64)
     for _ in range(4):
         expected[core.clients[0]] += 1
@@ -296,8 +296,7 @@ def test_the_linear_core_counts_each_active_clients_observed_rewards():
 def test_the_procurement_core_counts_rounds_and_knows_the_capacities():
     env = FedProcurementEnv(num_agents=3, num_producers=2, horizon=5, instance_params={"max_capacity": 3})
     hook = RecordingHook()
-    env.core.add_message_hook(hook)
-    env.reset(seed=0)
+    env.reset(seed=0, options={MESSAGE_HOOKS: [hook]})  # what a wrapper chain hands down
     for round_ in range(1, 3):
         env.step({agent: np.array([1, 1]) for agent in env.agents})
         env.step({"aggregator_0": {"messages": [Message(0, 1, "x", {"v": 1.0})]}})  # the round's report step

@@ -193,7 +193,7 @@ def test_each_replica_draws_from_its_own_dp_generators():
     env = LaplaceMessageDP(make_env(), epsilon=0.5)
     core = env.unwrapped.core
     seeds = [3, 4, 5]
-    core.reset(seeds)
+    core.reset(seeds, hooks=env.message_hooks())
     batch = MessageBatch(
         "x", replica=[2, 0, 1], sender=[0, 0, 0], recipient=[1, 1, 1], payload={"v": [0.5, 0.5, 0.5]}, privacy=VALUE
     )
@@ -731,8 +731,9 @@ def test_noise_does_not_depend_on_how_a_slot_is_batched():
     env.reset(seed=1)  # PettingZoo: agent 0's "b" comes first, so batch "b" is noised before batch "a"
     obs, *_ = step(env, {0: [b_from_0], 1: [a_from_1, b_from_1]})
     pettingzoo = {(m.sender, m.kind): m.payload["v"] for m in obs["agent_2"]["inbox"]}
-    core = LaplaceMessageDP(make_env(), epsilon=1.0).unwrapped.core
-    core.reset([1])  # a population that sends its "a" batch first
+    wrapped = LaplaceMessageDP(make_env(), epsilon=1.0)
+    core = wrapped.unwrapped.core
+    core.reset([1], hooks=wrapped.message_hooks())  # a population that sends its "a" batch first
     batches = batches_from_messages([a_from_1]) + batches_from_messages([b_from_0, b_from_1])
     feedback = core.step(np.zeros((1, 3), np.int64), batches)
     batched = {(int(s), b.kind): b.payload["v"][r] for b in feedback.inbox for r, s in enumerate(b.sender)}
@@ -931,7 +932,7 @@ def test_wrapping_an_env_that_was_already_reset_asks_for_reset():
     env = make_env()
     env.reset(seed=0)
     wrapped = LaplaceMessageDP(env, epsilon=1.0)
-    with pytest.raises(RuntimeError, match=r"added after the last reset; call env.reset\(\) before stepping"):
+    with pytest.raises(RuntimeError, match=r"not reset through this LaplaceMessageDP.*call reset\(\) on the wrapper"):
         step(wrapped, {0: [value_message(0, 1)]})
     assert env.unwrapped.core.slot == 0 and env.unwrapped.ledger.sent_messages.sum() == 0  # nothing went unnoised
     wrapped.reset(seed=4)

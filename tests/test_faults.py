@@ -36,7 +36,7 @@ def flood_copies(env, gamma, slots, content=None):
     """Drive a sample flood on ``env``'s core; return every copy delivered: (slot, recipient, sender, origin,
     created, reward), plus the flood service and the core."""
     core = env.unwrapped.core
-    core.reset([4])
+    core.reset([4], hooks=env.message_hooks())
     m = core.config.num_agents
     service = TTLFlooding(gamma, "sample")
     service.reset(1, m)
@@ -297,7 +297,7 @@ def test_a_fault_on_an_algorithm_that_sends_nothing_warns():
 def test_drops_of_a_sender_that_never_sends_warn_and_active_ones_do_not():
     env = MessageDrops(FederatedMAB(num_agents=6, num_arms=2, horizon=8, topology="ring"), 0.5, senders=[3])
     core = env.unwrapped.core
-    core.reset([0])
+    core.reset([0], hooks=env.message_hooks())
     arms = np.zeros((1, 6), np.int64)
     with pytest.warns(FaultInactiveWarning, match=r"senders \[3\]"):
         for _ in range(8):

@@ -24,12 +24,16 @@ WATTS_STROGATZ = topo.from_adjacency(
 GRAPHS = {"path6": topo.path(6), "ring7": topo.ring(7), "ws30": WATTS_STROGATZ}
 
 
-def flood(topology, gamma, slots, core=None, max_age=None):
-    """Run a flood on ``topology``; return the records received, the per-slot sent counts and the flood."""
+def flood(topology, gamma, slots, env=None, max_age=None):
+    """Run a flood on ``topology`` (on the core of ``env`` with its wrappers' hooks, if given); return the records
+    received, the per-slot sent counts and the flood."""
     m = topology.num_agents
-    if core is None:
+    if env is None:
         core = FederatedMABCore(MABConfig(num_agents=m, num_arms=2, horizon=slots, topology=topology))
-    core.reset([0])
+        core.reset([0])
+    else:
+        core = env.unwrapped.core
+        core.reset([0], hooks=env.message_hooks())
     service = TTLFlooding(gamma, "probe", max_age=max_age)
     service.reset(1, m)
     received: list[FloodRecords] = []
@@ -159,7 +163,7 @@ def test_gamma_zero_is_silent_and_bad_gamma_is_rejected():
 def test_drops_never_cause_double_acceptance_and_delays_need_max_age():
     topology = WATTS_STROGATZ
     env = MessageDrops(FederatedMAB(num_agents=30, num_arms=2, horizon=15, topology=topology), prob=0.3)
-    records, slot, _, service, _ = flood(topology, 3, 15, core=env.unwrapped.core)
+    records, slot, _, service, _ = flood(topology, 3, 15, env=env)
     ids = list(zip(records.holder.tolist(), records.origin.tolist(), records.created.tolist()))
     assert len(ids) == len(set(ids)) and env.hook.dropped[0] > 0
     assert len(ids) < len(expected_receipts(topology, 3, 15))  # drops lost some records ...
@@ -167,10 +171,10 @@ def test_drops_never_cause_double_acceptance_and_delays_need_max_age():
     assert np.all(slot - records.created >= dist[records.origin, records.holder] - 1)  # ... and delayed others
 
     delayed = MessageDelays(FederatedMAB(num_agents=6, num_arms=2, horizon=12, topology=topo.path(6)), delay=1)
-    records, _, _, strict, _ = flood(topo.path(6), 2, 12, core=delayed.unwrapped.core)
+    records, _, _, strict, _ = flood(topo.path(6), 2, 12, env=delayed)
     # a copy now takes two slots per hop: age 2d - 1; the default max_age = gamma - 1 = 1 keeps distance 1 only
     assert (topo.path(6).distances()[records.origin, records.holder] == 1).all() and strict.expired.sum() > 0
-    records, slot, _, tolerant, _ = flood(topo.path(6), 2, 12, core=delayed.unwrapped.core, max_age=3)
+    records, slot, _, tolerant, _ = flood(topo.path(6), 2, 12, env=delayed, max_age=3)
     assert tolerant.expired.sum() == 0
     d = topo.path(6).distances()[records.origin, records.holder]
     assert np.all(slot - records.created == 2 * d - 1)  # one extra slot per hop

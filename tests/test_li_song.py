@@ -42,7 +42,7 @@ def play(population, env_kwargs, seeds=(0,), wrappers=(), on_step=None):
     """Run a population by hand on a (wrapped) core, with boundary hops; returns the core and the (T, B, M) arms."""
     env, _ = build_env(population, population, env_kwargs, wrappers)
     core = env.unwrapped.core
-    core.reset(list(seeds))
+    core.reset(list(seeds), hooks=env.message_hooks())
     population.reset(core.context)
     arms = []
     for t in range(core.config.horizon):

@@ -67,8 +67,9 @@ def test_best_arm_survives_and_rounds_are_bounded():
     env = {"num_agents": 20, "num_arms": 30, "horizon": 30_000, "instance_seed": 0}
     seeds = list(range(20))
     population = CDPMAB()
-    core = build_env(population, population, env, [laplace(20)])[0].unwrapped.core
-    feedback = core.reset(seeds)
+    wrapped = build_env(population, population, env, [laplace(20)])[0]
+    core = wrapped.unwrapped.core
+    feedback = core.reset(seeds, hooks=wrapped.message_hooks())
     population.reset(core.context)
     for _t in range(env["horizon"]):
         feedback = core.play(population.act(core.current_step()))

@@ -171,7 +171,7 @@ def neighbour_releases(
         horizon = N_RECORDS + RELEASE_SLOTS if mode == "mean" else TREE_HORIZON
         env = wrap(FederatedMAB(num_agents=2, num_arms=2, horizon=horizon, topology="complete", instance=means))
         core = env.unwrapped.core
-        core.reset(seeds)
+        core.reset(seeds, hooks=env.message_hooks())
         # every entry is audited as its own release of the same records; the env's record check (entries of an
         # affects="one" field use disjoint records) would refuse that many, so the audit vouches for enough itself
         env.privatizer.attach_records(ObservedRecords(np.full((REPLICAS, 2), entries * horizon)))

@@ -60,7 +60,7 @@ def drive(population, env_kwargs: dict, seeds: list[int], callback: Callable | N
     if wrap is not None:
         env = wrap(env)
     core = env.unwrapped.core
-    feedback = core.reset(seeds)
+    feedback = core.reset(seeds, hooks=env.message_hooks())
     population.reset(core.context)
     arms = []
     for slot in range(core.config.horizon):

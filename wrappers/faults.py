@@ -1,8 +1,12 @@
 """Fault injection: byzantine agents that corrupt what they send, message drops and extra delays.
 
-Each fault is a :class:`~fedbandit_envs.families.mab.core.MessageHook` installed on the environment's simulation core
-by a PettingZoo wrapper, so it applies on the PettingZoo path and on the runner's batched path alike (the same
-pattern as the DP wrappers). Agents never see the hooks' state: which agents are byzantine and which records were
+Each fault is a :class:`~fedbandit_envs.core.MessageHook` that a PettingZoo wrapper hands to the environment's
+simulation core for every episode (see :mod:`wrappers.chain`: the wrapped env itself is never changed), so it applies
+on the PettingZoo path and on the runner's batched path alike (the same pattern as the DP wrappers). Wrappers of
+different kinds compose in order, the innermost first (``ByzantineAgents(MessageDrops(env))`` loses copies, then
+corrupts the survivors); a chain holds one wrapper of each kind, since two would share a random stream.
+
+Agents never see the hooks' state: which agents are byzantine and which records were
 corrupted are hidden ground truth for evaluation.
 
 Randomness comes from the episode's ``adversary`` stream: each hook kind draws from its own child of that stream
@@ -43,13 +47,13 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from pettingzoo.utils import BaseParallelWrapper
 
 from fedbandit_envs.channel.flooding import HEADER_FIELDS
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import SERVER
+from wrappers.chain import HookWrapper
 
 __all__ = [
     "ATTACK_FIELDS",
@@ -640,20 +644,10 @@ class DelayHook(_PerCopyHook):
 
 
 # ---------------------------------------------------------------------------------------------------- wrappers
-class _FaultWrapper(BaseParallelWrapper):
-    """Installs a fault hook on the wrapped fedbandit environment's core."""
-
-    def __init__(self, env: Any, hook: Any) -> None:
-        super().__init__(env)
-        core = getattr(getattr(env, "unwrapped", None), "core", None)
-        if core is None or not hasattr(core, "add_message_hook"):
-            raise TypeError(f"{type(self).__name__} wraps a fedbandit environment (e.g. FederatedMAB), got {env!r}")
-        core.add_message_hook(hook)
-        self.hook = hook
-
-
-class ByzantineAgents(_FaultWrapper):
+class ByzantineAgents(HookWrapper):
     """Makes some agents byzantine: what they send is corrupted by :class:`ByzantineAdversary` (honest code untouched).
+
+    One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
 
     Example::
 
@@ -672,6 +666,9 @@ class ByzantineAgents(_FaultWrapper):
         on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no record was exposed to corruption over
             an episode (see :class:`FaultInactiveWarning`).
     """
+
+    kind = "byzantine agents"
+    combine = "pass every byzantine agent to one ByzantineAgents (byzantine=[...] or fraction=...)"
 
     def __init__(
         self,
@@ -692,12 +689,14 @@ class ByzantineAgents(_FaultWrapper):
 
     @property
     def adversary(self) -> ByzantineAdversary:
-        """The installed hook (hidden ground truth: ``byzantine``, ``corruptions()``, ``corrupted_ids()``)."""
+        """The wrapper's hook (hidden ground truth: ``byzantine``, ``corruptions()``, ``corrupted_ids()``)."""
         return self.hook
 
 
-class MessageDrops(_FaultWrapper):
+class MessageDrops(HookWrapper):
     """Loses each point-to-point copy with probability ``prob`` (see :class:`DropHook`).
+
+    One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
 
     Args:
         env: a fedbandit environment.
@@ -707,6 +706,9 @@ class MessageDrops(_FaultWrapper):
         on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to loss over an
             episode (see :class:`FaultInactiveWarning`).
     """
+
+    kind = "message drops"
+    combine = "use one MessageDrops with prob = 1 - (1 - p1) * (1 - p2)"
 
     def __init__(
         self,
@@ -721,8 +723,10 @@ class MessageDrops(_FaultWrapper):
         super().__init__(env, DropHook(prob, kinds, senders, on_inactive))
 
 
-class MessageDelays(_FaultWrapper):
+class MessageDelays(HookWrapper):
     """Holds each point-to-point copy back for ``delay + U{0..jitter}`` slots (see :class:`DelayHook`).
+
+    One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
 
     Args:
         env: a fedbandit environment.
@@ -733,6 +737,9 @@ class MessageDelays(_FaultWrapper):
         on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to delay over an
             episode (see :class:`FaultInactiveWarning`).
     """
+
+    kind = "message delays"
+    combine = "use one MessageDelays with the delays and jitters added"
 
     def __init__(
         self,

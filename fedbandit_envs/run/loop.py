@@ -77,7 +77,7 @@ def run_batched(
     env, family = build_env(algorithm, population, env_kwargs, wrappers)
     core = env.unwrapped.core
     recorder = Recorder(family, label or algorithm_name(algorithm), seeds, checkpoint_slots(core.horizon, checkpoints))
-    core.reset(list(seeds))
+    core.reset(list(seeds), hooks=env.message_hooks())
     population.reset(core.context)
     recorder.attach(core, population)
     for t in tqdm(range(core.horizon), disable=not progress, desc=recorder.label, mininterval=0.5):

@@ -222,7 +222,6 @@ class MessagePrivatizer:
         if not callable(epsilon):
             noise.scale(np.float64(1.0), self.message_epsilon(1))  # fail now if it cannot be calibrated
         self._warned: set[tuple[str, str]] = set()
-        self._ready = False
         self.records: ObservedRecords | None = None
 
     # ------------------------------------------------------------------ episode
@@ -240,7 +239,6 @@ class MessagePrivatizer:
         self._releases: dict[tuple[int, int, str], int] = {}
         self._declared: dict[tuple[int, int, str], tuple[float, float]] = {}
         self.records = None
-        self._ready = True
 
     def attach_records(self, records: ObservedRecords) -> None:
         """Receive the env's read-only count of each agent's observed rewards (called by the core after reset)."""
@@ -282,8 +280,6 @@ class MessagePrivatizer:
         accountants, blocks and noise streams untouched. New noise streams of the slot are opened in
         (replica, sender, kind) order, so the batches' order does not matter.
         """
-        if not self._ready:
-            raise RuntimeError("the DP wrapper was added after the last reset; call env.reset() before stepping")
         plan = _SlotPlan()
         decided = [self._decide(batch, plan) for batch in batches]
         self._commit(plan)

@@ -1,9 +1,14 @@
 """PettingZoo wrappers that enforce differential privacy on the agents' outgoing messages.
 
-Each wrapper installs a :class:`~wrappers.dp.privatizer.MessagePrivatizer` on the wrapped
-environment's simulation core, so the same code noises messages whether the env is stepped through
-the PettingZoo API or by the runner's batched path. ``infos[agent]`` gains ``epsilon_spent`` and
-``delta_spent`` (basic composition, the guarantee the accountant can prove for that agent so far).
+Each wrapper hands a :class:`~wrappers.dp.privatizer.MessagePrivatizer` to the wrapped environment's
+simulation core as a message hook of every episode (see :mod:`wrappers.chain`: the wrapped env itself is
+never changed), so the same code noises messages whether the env is stepped through the PettingZoo API
+or by the runner's batched path. ``infos[agent]`` gains ``epsilon_spent`` and ``delta_spent`` (basic
+composition, the guarantee the accountant can prove for that agent so far).
+
+A chain holds one DP wrapper: ``LaplaceMessageDP(GaussianMessageDP(env))`` or
+``LaplaceMessageDP(LaplaceMessageDP(env))`` raises a ``ValueError`` (the fields would be noised twice and
+charged by two accountants). DP and fault wrappers compose in order, the innermost first.
 
 Example::
 
@@ -16,22 +21,28 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from pettingzoo.utils import BaseParallelWrapper
 
+from wrappers.chain import HookWrapper
 from wrappers.dp.privatizer import EpsilonSpec, MessagePrivatizer, NoiseSpec
 from wrappers.dp.tree import TreePrivatizer
 
 
-class MessageDP(BaseParallelWrapper):
-    """Base class: attaches a privatizer to the env's core and reports epsilon spent in ``infos``."""
+class MessageDP(HookWrapper):
+    """Base class: hands a privatizer to the env's episodes and reports epsilon spent in ``infos``.
 
-    def __init__(self, env: Any, privatizer: MessagePrivatizer) -> None:
-        core = getattr(getattr(env, "unwrapped", None), "core", None)
-        if core is None or not hasattr(core, "add_message_hook"):
-            raise TypeError(f"{type(self).__name__} wraps a fedbandit environment (e.g. FederatedMAB), got {env!r}")
-        super().__init__(env)
-        core.add_message_hook(privatizer)
-        self.privatizer = privatizer
+    One DP wrapper per chain (a second, of any mechanism, raises ``ValueError``); with fault wrappers it
+    composes in order, the innermost first (see :mod:`wrappers.chain`).
+    """
+
+    kind = "differential privacy"
+    combine = (
+        "use one DP wrapper with the mechanism and epsilon wanted (epsilon may be a function of the release index)"
+    )
+
+    @property
+    def privatizer(self) -> MessagePrivatizer:
+        """The privatizer this wrapper hands to the core (its accountant holds the privacy spent)."""
+        return self.hook
 
     def epsilon_spent(self) -> np.ndarray:
         """Epsilon spent by each agent in this episode (basic composition)."""
@@ -50,13 +61,13 @@ class MessageDP(BaseParallelWrapper):
         return infos
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Reset the env (the privatizer starts a fresh accountant)."""
-        observations, infos = self.env.reset(seed=seed, options=options)
+        """Reset the env with the chain's hooks (the privatizer starts a fresh accountant)."""
+        observations, infos = super().reset(seed=seed, options=options)
         return observations, self._with_epsilon(infos)
 
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
         """Step the env; outgoing messages are privatized on their way to the channel."""
-        observations, rewards, terminations, truncations, infos = self.env.step(actions)
+        observations, rewards, terminations, truncations, infos = super().step(actions)
         return observations, rewards, terminations, truncations, self._with_epsilon(infos)
 
 

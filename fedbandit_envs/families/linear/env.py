@@ -48,6 +48,7 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
+    check_hooks,
     reset_hooks,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
@@ -556,17 +557,17 @@ class LinearCore:
         self.channel = Channel(channel or linear_channel())
         self.channel.config.check_agents(source.num_agents)
         self.coordinator = coordinator
-        self.message_hooks: list[MessageHook] = []
         self._topology = server(source.num_agents)
 
-    def add_message_hook(self, hook: MessageHook) -> None:
-        """Install a transformation of outgoing client messages (takes effect at the next reset)."""
-        self.message_hooks.append(hook)
-
     # ------------------------------------------------------------------ episode
-    def reset(self, seeds: Sequence[SeedLike]) -> Step:
-        """Start B = len(seeds) replicas; returns the act phase of slot 0."""
+    def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> Step:
+        """Start B = len(seeds) replicas; returns the act phase of slot 0.
+
+        ``hooks``: the episode's message hooks on outgoing client messages, in order; a wrapped env's are
+        ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
+        """
         src = self.config
+        hooks = check_hooks(hooks)
         if len(seeds) == 0:
             raise ValueError("reset needs at least one seed (one per replica)")
         check_memory(f"{len(seeds)} replicas of {src.num_agents} clients", src.memory_parts(len(seeds)))
@@ -594,7 +595,7 @@ class LinearCore:
             self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
         self._observed = np.zeros((b, n), np.int64)
         self.records = ObservedRecords(self._observed)
-        reset_hooks(self.message_hooks, self.context, streams, self.records)
+        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
         self.regret = np.zeros((b, n))
         self.last_regret = np.zeros((b, m))
         self.arrivals = np.zeros((b, n), np.int64)
@@ -914,9 +915,12 @@ class FederatedLinear(ProtocolParallelEnv):
 
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Start an episode. ``seed`` fixes every random stream; ``None`` continues the seed sequence."""
+        """Start an episode. ``seed`` fixes every random stream; ``None`` continues the seed sequence.
+
+        ``options[MESSAGE_HOOKS]``: the episode's message hooks, handed down by a wrapper chain (none by default).
+        """
         episode_seed = self._episode_seeds.next(seed)
-        self.core.reset([episode_seed])
+        self.core.reset([episode_seed], hooks=self.hooks_from(options))
         self.agents = list(self.possible_agents)
         self.pending_phase = None
         return self._observations([]), {a: {} for a in self.agents}

@@ -28,6 +28,7 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
+    check_hooks,
     reset_hooks,
 )
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
@@ -117,16 +118,16 @@ class FederatedMABCore:
         self.boundary_hops = check_bool("boundary_hops", boundary_hops)
         self.channel = Channel(config.channel)
         self.reward_model: RewardModel = config.reward_model  # type: ignore[assignment]
-        self.message_hooks: list[MessageHook] = []
-
-    def add_message_hook(self, hook: MessageHook) -> None:
-        """Install a transformation of outgoing messages (takes effect at the next reset)."""
-        self.message_hooks.append(hook)
 
     # ------------------------------------------------------------------ episode
-    def reset(self, seeds: Sequence[SeedLike]) -> Feedback:
-        """Start B = len(seeds) replicas; returns the initial (empty) feedback with slot -1."""
+    def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> Feedback:
+        """Start B = len(seeds) replicas; returns the initial (empty) feedback with slot -1.
+
+        ``hooks``: the episode's message hooks (DP noise, faults), in order; a wrapped env's are
+        ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
+        """
         cfg = self.config
+        hooks = check_hooks(hooks)
         if len(seeds) == 0:
             raise ValueError("reset needs at least one seed (one per replica)")
         check_memory(f"{len(seeds)} replicas of {cfg.num_agents} agents", cfg.memory_parts(len(seeds)))
@@ -176,7 +177,7 @@ class FederatedMABCore:
         self._observed = np.zeros((b, m, cfg.num_arms), np.int64)
         self._observed_total = np.zeros((b, m), np.int64)
         self.records = ObservedRecords(self._observed_total, self._observed)
-        reset_hooks(self.message_hooks, self.context, streams, self.records)
+        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
         self.slot = 0
         self.regret = np.zeros((b, m))
         self.last_regret = np.zeros((b, m))

@@ -149,9 +149,12 @@ class FederatedMAB(ProtocolParallelEnv):
 
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Start an episode. ``seed`` fixes every random stream; ``None`` continues the seed sequence."""
+        """Start an episode. ``seed`` fixes every random stream; ``None`` continues the seed sequence.
+
+        ``options[MESSAGE_HOOKS]``: the episode's message hooks, handed down by a wrapper chain (none by default).
+        """
         episode_seed = self._episode_seeds.next(seed)
-        self._feedback = self.core.reset([episode_seed])
+        self._feedback = self.core.reset([episode_seed], hooks=self.hooks_from(options))
         self.agents = list(self.possible_agents)
         self._all_false = dict.fromkeys(self.agents, False)
         self.pending_phase = None

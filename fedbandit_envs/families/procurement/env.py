@@ -53,6 +53,7 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
+    check_hooks,
     reset_hooks,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
@@ -485,7 +486,6 @@ class ProcurementCore:
         check_topology(topology, instance.num_agents)
         self.topology = build_topology(topology, instance.num_agents)
         self.oracle = make_oracle(oracle)
-        self.message_hooks: list[MessageHook] = []
         q, c, k, alpha, rho = instance.quality, instance.costs, instance.capacities, instance.alpha, instance.rho
         self.benchmark_units = self.oracle(q, q, c, k, alpha, rho)
         self.r_star = instance.expected_revenue(self.benchmark_units)
@@ -504,18 +504,19 @@ class ProcurementCore:
         """The memory parts of ``replicas`` replicas on ``instance`` (:func:`procurement_memory`)."""
         return procurement_memory(instance.num_agents, instance.num_producers, instance.capacities.max(), replicas)
 
-    def add_message_hook(self, hook: MessageHook) -> None:
-        """Install a transformation of outgoing messages (DP noise, faults); takes effect at the next reset."""
-        self.message_hooks.append(hook)
-
     @property
     def done(self) -> bool:
         """Whether the horizon has been reached."""
         return self.slot >= self.horizon
 
     # ------------------------------------------------------------------ episode
-    def reset(self, seeds: Sequence[SeedLike]) -> ProcurementFeedback:
-        """Start B = len(seeds) replicas; returns the empty feedback of slot -1."""
+    def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> ProcurementFeedback:
+        """Start B = len(seeds) replicas; returns the empty feedback of slot -1.
+
+        ``hooks``: the episode's message hooks (DP noise, faults), in order; a wrapped env's are
+        ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
+        """
+        hooks = check_hooks(hooks)
         if len(seeds) == 0:
             raise ValueError("reset needs at least one seed (one per replica)")
         check_memory(f"{len(seeds)} replicas of a procurement core", self._memory_parts(self.instance, len(seeds)))
@@ -542,7 +543,7 @@ class ProcurementCore:
         self._observed = np.zeros((b, n), np.int64)
         widths = np.broadcast_to(inst.capacities.astype(np.float64), (b, n, m))
         self.records = ObservedRecords(self._observed, record_widths=widths)
-        reset_hooks(self.message_hooks, self.context, streams, self.records)
+        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
         self.slot = 0
         self._communicated = -1
         self.regret = np.zeros((b, n))
@@ -788,9 +789,12 @@ class FedProcurementEnv(ProtocolParallelEnv):
     # ------------------------------------------------------------------ evaluator-only views
     # ------------------------------------------------------------------ API
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Start an episode. ``seed`` fixes the outcome streams; ``None`` continues the seed sequence."""
+        """Start an episode. ``seed`` fixes the outcome streams; ``None`` continues the seed sequence.
+
+        ``options[MESSAGE_HOOKS]``: the episode's message hooks, handed down by a wrapper chain (none by default).
+        """
         episode_seed = self._episode_seeds.next(seed)
-        self.core.reset([episode_seed])
+        self.core.reset([episode_seed], hooks=self.hooks_from(options))
         self.agents = list(self.possible_agents)
         self.pending_phase = None
         infos = {a: self.agent_params(a) for a in self.agents}
