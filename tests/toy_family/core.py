@@ -25,6 +25,7 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
+    check_hooks,
     reset_hooks,
 )
 from fedbandit_envs.seeding import SeedLike, SeedStreams
@@ -67,19 +68,15 @@ class GuessCore:
         check_topology(topology, self.num_agents)
         self.topology_spec = topology
         self.channel = Channel(ChannelConfig(CostModel(c2=c2)))
-        self.message_hooks: list[MessageHook] = []
-
-    def add_message_hook(self, hook: MessageHook) -> None:
-        """Install a transformation of outgoing messages (DP, faults); takes effect at the next reset."""
-        self.message_hooks.append(hook)
 
     @property
     def done(self) -> bool:
         """Whether the horizon has been reached."""
         return self.slot >= self.horizon
 
-    def reset(self, seeds: Sequence[SeedLike]) -> None:
-        """Start B = len(seeds) replicas, each on its own seed streams."""
+    def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> None:
+        """Start B = len(seeds) replicas, each on its own seed streams, with the episode's message hooks."""
+        hooks = check_hooks(hooks)
         if len(seeds) == 0:
             raise ValueError("reset needs at least one seed (one per replica)")
         streams = [SeedStreams.from_seed(s) for s in seeds]
@@ -99,7 +96,7 @@ class GuessCore:
             agent_seeds=tuple(s.sequence("agents") for s in streams),
         )
         self._observed = np.zeros((b, m), np.int64)
-        reset_hooks(self.message_hooks, self.context, streams, ObservedRecords(self._observed))
+        self.message_hooks = reset_hooks(hooks, self.context, streams, ObservedRecords(self._observed))
         self.slot = 0
         self.regret = np.zeros((b, m))
         self.found = np.zeros((b, m), bool)

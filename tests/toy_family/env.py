@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.channel import Ledger
-from fedbandit_envs.core import EPISODE_OVER, Action, AgentContext, Step
+from fedbandit_envs.core import EPISODE_OVER, Action, Step
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.seeding import EpisodeSeeds
@@ -56,27 +55,9 @@ class GuessEnv(ProtocolParallelEnv):
         self._action_spaces = dict.fromkeys(self.possible_agents, action)
         self._episode_seeds = EpisodeSeeds()
 
-    def observation_space(self, agent: str) -> spaces.Space:
-        """The observation space of ``agent`` (the same object on every call)."""
-        return self._observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        """The action space of ``agent`` (the same object on every call)."""
-        return self._action_spaces[agent]
-
-    @property
-    def context(self) -> AgentContext:
-        """The public facts an algorithm gets at reset."""
-        return self.core.context
-
-    @property
-    def ledger(self) -> Ledger:
-        """The communication ledger of the current episode."""
-        return self.core.channel.ledger
-
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """Start an episode; ``seed`` fixes every random stream."""
-        self.core.reset([self._episode_seeds.next(seed)])
+        """Start an episode; ``seed`` fixes every random stream (a wrapper chain hands its hooks in ``options``)."""
+        self.core.reset([self._episode_seeds.next(seed)], hooks=self.hooks_from(options))
         self.agents = list(self.possible_agents)
         self.pending_phase = None
         m = len(self.possible_agents)
