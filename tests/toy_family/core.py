@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
+from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
 from fedbandit_envs.core import (
     HORIZON_REACHED,
     Action,
@@ -136,12 +137,6 @@ class GuessCore:
 
     def exchange(self, phase: Phase, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Route the report phase's messages: validate, apply the hooks, transmit and cost; return the copies."""
-        prepared = self.channel.prepare(messages, from_agents=True)
-        if self.message_hooks:
-            outgoing = [b for b in messages if len(b)]
-            for hook in self.message_hooks:
-                outgoing = hook(phase.slot, outgoing)
-            prepared = self.channel.prepare(outgoing)
-        arrived = self.channel.due(phase.slot) + self.channel.transmit(phase.slot, prepared)
-        self.channel.close_slot()
-        return [b for b in arrived if len(b)]
+        prepared = prepare_outgoing(self.channel, messages, coordinator=None)
+        prepared = apply_hooks(self.channel, self.message_hooks, phase.slot, messages, prepared)
+        return deliver(self.channel, None, phase.slot, prepared)

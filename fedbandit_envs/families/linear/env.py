@@ -39,6 +39,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
+from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
 from fedbandit_envs.core import (
     EPISODE_OVER,
     HORIZON_REACHED,
@@ -55,7 +56,7 @@ from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
-from fedbandit_envs.topology import SERVER, server
+from fedbandit_envs.topology import server
 from fedbandit_envs.validation import (
     check_choice,
     check_int,
@@ -712,39 +713,17 @@ class LinearCore:
         """
         if self.phase != "report":
             raise RuntimeError("communicate() follows pull(): pull the active clients' arms first")
-        for batch in messages:
-            if not isinstance(batch, MessageBatch):
-                raise TypeError(
-                    f"communicate() takes MessageBatch objects, got {type(batch).__name__}; "
-                    "convert Message objects with fedbandit_envs.channel.batches_from_messages"
-                )
-            if np.any(batch.sender == SERVER):
-                raise ValueError("clients cannot send as SERVER; only the coordinator does")
-        prepared = self.channel.prepare(messages)
-        if self.coordinator is None and any(np.any(b.recipient == SERVER) for b in prepared):
-            raise ValueError("a message was sent to SERVER but no coordinator is hosted; pass coordinator=...")
-        if self.message_hooks:
-            outgoing = [b for b in messages if len(b)]
-            for hook in self.message_hooks:
-                outgoing = hook(self.slot, outgoing)
-            prepared = self.channel.prepare(outgoing)
         slot = self.slot
-        arrived = (self.channel.due(slot) if self.round == 0 else []) + self.channel.transmit(slot, prepared)
-        to_server = [b.take(b.recipient == SERVER) for b in arrived]
-        inbox = [b.take(b.recipient != SERVER) for b in arrived]
-        if self.coordinator is not None:
-            replies = self.coordinator.step(slot, [b for b in to_server if len(b)])
-            for batch in replies:
-                if not np.all(batch.sender == SERVER):
-                    raise ValueError("coordinator replies must have sender SERVER")
-            inbox += self.channel.transmit(slot, self.channel.prepare(replies))
+        prepared = prepare_outgoing(self.channel, messages, self.coordinator)
+        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
+        last = self.round + 1 == self.config.active_per_slot
+        inbox = deliver(self.channel, self.coordinator, slot, prepared, collect_due=self.round == 0, close=last)
         self.round += 1
-        if self.round == self.config.active_per_slot:
-            self.channel.close_slot()
+        if last:
             self.slot += 1
             if not self.done:
                 self._start_slot()
-        return [b for b in inbox if len(b)]
+        return inbox
 
     # ------------------------------------------------------------------ evaluator views
     def extra_metrics(self, replica: int) -> dict[str, float]:

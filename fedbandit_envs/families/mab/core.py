@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, MessageBatch
+from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
 from fedbandit_envs.core import (
     HORIZON_REACHED,
     MAX_BOUNDARY_EXCHANGES,
@@ -34,7 +35,7 @@ from fedbandit_envs.core import (
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
 from fedbandit_envs.rewards import NOISE_BLOCK, RewardModel, RewardModelName, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
-from fedbandit_envs.topology import SERVER, Topology, TopologyName, build_topology, check_topology
+from fedbandit_envs.topology import Topology, TopologyName, build_topology, check_topology
 from fedbandit_envs.validation import check_bool, check_int, check_memory, check_options, population_memory
 
 
@@ -244,7 +245,7 @@ class FederatedMABCore:
         if not arms_checked:
             arms = self.check_arms(arms)
         slot = self.slot
-        prepared = self._hooked(slot, messages, self._prepare(messages))
+        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, self._prepare(messages))
         noise = self._reward_noise(arms)
         means = self.means[self._rows, self._cols, arms]
         rewards = self.reward_model.transform(means, noise)
@@ -255,7 +256,7 @@ class FederatedMABCore:
         if self.message_hooks:  # only the hooks read the counts
             self._observed[self._rows, self._cols, arms] += 1
             self._observed_total += 1
-        inbox = self._route(slot, prepared)
+        inbox = deliver(self.channel, self.coordinator, slot, prepared)
         self.slot += 1
         self.partners = self.channel.sample_gossip_partners() if not self.done else np.full_like(self.partners, -1)
         return Feedback(slot, arms, rewards, inbox, self.partners)
@@ -301,44 +302,8 @@ class FederatedMABCore:
         if self.done:
             raise RuntimeError("the horizon is reached: there is no exchange after the final slot")
         slot = self.slot - 1
-        return self._route(slot, self._hooked(slot, messages, self._prepare(messages)))
-
-    def _hooked(self, slot: int, messages: Sequence[MessageBatch], prepared: list[MessageBatch]) -> list[MessageBatch]:
-        """The prepared batches after the message hooks (validated again: hooks may remove rows)."""
-        if not self.message_hooks:
-            return prepared
-        outgoing = [b for b in messages if len(b)]
-        for hook in self.message_hooks:
-            outgoing = hook(slot, outgoing)
-        return self.channel.prepare(outgoing) if outgoing else []
+        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, self._prepare(messages))
+        return deliver(self.channel, self.coordinator, slot, prepared)
 
     def _prepare(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
-        if not messages:
-            return []
-        prepared = self.channel.prepare(messages, from_agents=True)  # a SERVER sender is refused first
-        # prepared copies follow links, so only a server with links can be a recipient (SERVER: the only negative id)
-        unhosted = self.coordinator is None and self.channel.server_linked
-        if unhosted and any(b.recipient.min() == SERVER for b in prepared):
-            raise ValueError("a message was sent to SERVER but no coordinator is hosted; pass coordinator=...")
-        return prepared
-
-    def _route(self, slot: int, prepared: list[MessageBatch]) -> list[MessageBatch]:
-        arrived = self.channel.due(slot) + self.channel.transmit(slot, prepared)
-        to_server, inbox = [], []
-        for batch in arrived:
-            server_rows = batch.recipient == SERVER
-            if server_rows.all():
-                to_server.append(batch)
-            elif not server_rows.any():
-                inbox.append(batch)
-            else:
-                to_server.append(batch.take(server_rows))
-                inbox.append(batch.take(~server_rows))
-        if self.coordinator is not None:
-            replies = self.coordinator.step(slot, [b for b in to_server if len(b)])
-            for batch in replies:
-                if not np.all(batch.sender == SERVER):
-                    raise ValueError("coordinator replies must have sender SERVER")
-            inbox += self.channel.transmit(slot, self.channel.prepare(replies))
-        self.channel.close_slot()
-        return [b for b in inbox if len(b)]
+        return prepare_outgoing(self.channel, messages, self.coordinator)

@@ -44,6 +44,7 @@ from fedbandit_envs.channel import (
     Message,
     MessageBatch,
 )
+from fedbandit_envs.channel.routing import apply_hooks, check_batches, deliver, prepare_outgoing
 from fedbandit_envs.core import (
     EPISODE_OVER,
     HORIZON_REACHED,
@@ -638,19 +639,15 @@ class ProcurementCore:
             raise RuntimeError("communicate() follows step(): the messages of a round are sent after its outcomes")
         if self._communicated == slot:
             raise RuntimeError(f"communicate() was already called for round {slot}; send all messages in one call")
-        for batch in messages:
+        for batch in check_batches(messages):
             if np.any(batch.sender == SERVER) or np.any(batch.recipient == SERVER):
                 raise ValueError("the procurement environment has no server: send to agents or NEIGHBOURS only")
-        prepared = self.channel.prepare(messages)
-        if self.message_hooks:
-            outgoing = [b for b in messages if len(b)]
-            for hook in self.message_hooks:
-                outgoing = hook(slot, outgoing)
-            prepared = self.channel.prepare(outgoing)
-        arrived = self.channel.due(slot) + self.channel.transmit(slot, prepared)
-        self.channel.close_slot()
+        prepared = apply_hooks(
+            self.channel, self.message_hooks, slot, messages, prepare_outgoing(self.channel, messages, None)
+        )
+        inbox = deliver(self.channel, None, slot, prepared)
         self._communicated = slot
-        return [b for b in arrived if len(b)]
+        return inbox
 
 
 # ====================================================================================== PettingZoo

@@ -1,0 +1,107 @@
+"""The route of a step's messages, shared by every family's core: validate, hooks, channel, coordinator.
+
+A core routes the agents' batches of a step (or of a message-only phase) in three calls, so that
+everything is validated before any state changes:
+
+1. :func:`prepare_outgoing` checks the batches (types, senders, links; a message to ``SERVER`` needs a
+   hosted coordinator) and expands ``NEIGHBOURS``;
+2. :func:`apply_hooks` passes them through the episode's message hooks (DP noise, faults) and validates
+   what the hooks return;
+3. :func:`deliver` transmits them (ledger, drops, delays), hands the copies that reached the server to the
+   coordinator, transmits its replies, and returns the copies delivered to agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fedbandit_envs.channel.channel import Channel
+from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.topology import SERVER
+
+__all__ = ["UNHOSTED_SERVER", "apply_hooks", "check_batches", "deliver", "prepare_outgoing"]
+
+#: The error of a message to ``SERVER`` when no coordinator is hosted.
+UNHOSTED_SERVER = "a message was sent to SERVER but no coordinator is hosted; pass coordinator=..."
+
+
+def check_batches(messages: Sequence[Any]) -> Sequence[MessageBatch]:
+    """``messages`` if every item is a :class:`MessageBatch`, else a TypeError that says how to convert."""
+    for batch in messages:
+        if not isinstance(batch, MessageBatch):
+            raise TypeError(
+                f"messages must be MessageBatch objects, got {type(batch).__name__}; convert Message objects "
+                "with fedbandit_envs.channel.batches_from_messages"
+            )
+    return messages
+
+
+def prepare_outgoing(channel: Channel, messages: Sequence[Any], coordinator: Any) -> list[MessageBatch]:
+    """The agents' batches validated and expanded; nothing changes state (see the module docstring)."""
+    if not check_batches(messages):
+        return []
+    prepared = channel.prepare(messages, from_agents=True)  # a SERVER sender is refused first
+    # prepared copies follow links, so only a server with links can be a recipient (SERVER: the only negative id)
+    if coordinator is None and channel.server_linked and any(b.recipient.min() == SERVER for b in prepared):
+        raise ValueError(UNHOSTED_SERVER)
+    return prepared
+
+
+def apply_hooks(
+    channel: Channel,
+    hooks: Sequence[Any],
+    slot: int,
+    messages: Sequence[MessageBatch],
+    prepared: list[MessageBatch],
+) -> list[MessageBatch]:
+    """The prepared batches after the episode's message hooks, in order (validated again: hooks may remove rows)."""
+    if not hooks:
+        return prepared
+    outgoing = [b for b in messages if len(b)]
+    for hook in hooks:
+        outgoing = hook(slot, outgoing)
+    return channel.prepare(outgoing) if outgoing else []
+
+
+def deliver(
+    channel: Channel,
+    coordinator: Any,
+    slot: int,
+    prepared: list[MessageBatch],
+    *,
+    collect_due: bool = True,
+    close: bool = True,
+) -> list[MessageBatch]:
+    """Transmit ``prepared`` in ``slot``, run the coordinator on what reached the server, return the agents' copies.
+
+    Args:
+        channel: the core's channel.
+        coordinator: the hosted server (``step(slot, inbox) -> replies``), or None.
+        slot: the slot the messages are costed under.
+        prepared: the batches from :func:`apply_hooks`.
+        collect_due: also deliver the copies that were delayed until ``slot`` (once per slot).
+        close: close the slot in the ledger (the last routing of the slot).
+    """
+    arrived = (channel.due(slot) if collect_due else []) + channel.transmit(slot, prepared)
+    to_server, inbox = [], []
+    for batch in arrived:
+        server_rows = batch.recipient == SERVER
+        if server_rows.all():
+            to_server.append(batch)
+        elif not server_rows.any():
+            inbox.append(batch)
+        else:
+            to_server.append(batch.take(server_rows))
+            inbox.append(batch.take(~server_rows))
+    if coordinator is not None:
+        replies = coordinator.step(slot, [b for b in to_server if len(b)])
+        for batch in replies:
+            if not np.all(batch.sender == SERVER):
+                raise ValueError("coordinator replies must have sender SERVER")
+        inbox += channel.transmit(slot, channel.prepare(replies))
+    if close:
+        channel.close_slot()
+    return [b for b in inbox if len(b)]
