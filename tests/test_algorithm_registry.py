@@ -46,8 +46,10 @@ register_algorithm("always_first", AlwaysFirst)
 
 
 def test_the_reference_algorithms_register_themselves_with_their_families():
-    algorithms = registered_algorithms()
-    assert len(algorithms) == 23
+    algorithms = {
+        name: spec for name, spec in registered_algorithms().items() if spec.factory.__module__.startswith("agents.")
+    }
+    assert len(algorithms) == 23  # the reference agents (other tests may register their own learners)
     assert set(registered_algorithms("linear")) == {
         "async_linucb",
         "async_linucb_am",
