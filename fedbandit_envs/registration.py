@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium
 import pettingzoo
+from gymnasium.envs.registration import WrapperSpec
 from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
@@ -22,12 +23,14 @@ class EnvEntry:
         description: one line for listings and the README table.
         test_kwargs: keywords that make a small, fast instance (used by the conformance tests; must
             include ``horizon`` so an episode ends quickly).
+        max_episode_steps: a Gymnasium view's default horizon, registered as the id's ``max_episode_steps``.
     """
 
     entry_point: str
     kwargs: dict[str, Any]
     description: str
     test_kwargs: dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: int | None = None
 
 
 _SMALL_MAB = {"num_agents": 4, "num_arms": 3, "horizon": 60}
@@ -97,37 +100,44 @@ PARALLEL_ENVS: dict[str, EnvEntry] = {
     ),
 }
 
-#: Single-agent Gymnasium ids (``gymnasium.make(id, **kwargs)``).
+#: Single-agent Gymnasium ids (``gymnasium.make(id, **kwargs)``). Each registers its default horizon as
+#: ``max_episode_steps``; ``gymnasium.make`` refuses a ``horizon`` longer than the time limit it applies
+#: (see :func:`check_time_limit`).
 GYMNASIUM_ENVS: dict[str, EnvEntry] = {
     "fedbandit/LocalBandit-v0": EnvEntry(
         "fedbandit_envs.families.mab.views:LocalBanditEnv",
         {},
         "one agent's local K-armed bandit: Discrete(K) action, flat Box observation",
         {"num_arms": 3, "horizon": 60},
+        max_episode_steps=200,
     ),
     "fedbandit/FederatedClient-v0": EnvEntry(
         "fedbandit_envs.families.mab.views:FederatedClientEnv",
         {},
         "client 0 of a federation whose other clients and server run a reference algorithm",
         {"num_agents": 4, "num_arms": 3, "horizon": 60},
+        max_episode_steps=200,
     ),
     "fedbandit/LinearBandit-v0": EnvEntry(
         "fedbandit_envs.families.linear.views:LinearBanditEnv",
         {},
         "one client's linear contextual bandit: flat Box of the K x d contexts, Discrete(K) action",
         {"num_arms": 3, "dimension": 2, "horizon": 60},
+        max_episode_steps=200,
     ),
     "fedbandit/SingleAggregator-v0": EnvEntry(
         "fedbandit_envs.families.procurement.views:SingleAggregatorEnv",
         {},
         "one procurement aggregator alone (the non-federated setting): MultiDiscrete(k + 1) action",
         {"num_producers": 4, "horizon": 60, "instance_params": {"max_capacity": 5}},
+        max_episode_steps=1000,
     ),
     "fedbandit/ProcurementClient-v0": EnvEntry(
         "fedbandit_envs.families.procurement.views:SingleAggregatorEnv",
         {"num_agents": 4},
         "aggregator 0 of a procurement federation whose peers run P-FCB; their messages in the observation",
         {**_SMALL_PROCUREMENT, "peer_params": {"t_lo": 16, "t_hi": 64}},
+        max_episode_steps=1000,
     ),
 }
 
@@ -149,6 +159,28 @@ class AECEntryPoint:
         return parallel_to_aec(getattr(importlib.import_module(module), name)(**kwargs))
 
 
+def check_time_limit(env: gymnasium.Env) -> gymnasium.Env:
+    """Return the view ``env`` made by ``gymnasium.make`` after checking its time limit does not cut episodes short.
+
+    Registered as an additional wrapper of every Gymnasium id, so it runs inside ``gymnasium.make`` after the
+    ``TimeLimit`` wrapper: a ``horizon`` longer than the applied ``max_episode_steps`` would end every episode
+    early, so it raises a ``ValueError`` naming both and the fix. ``env`` itself is returned unchanged.
+    """
+    limit = env.spec.max_episode_steps if env.spec is not None else None
+    horizon = env.unwrapped.horizon
+    if limit is not None and limit < horizon:
+        raise ValueError(
+            f"horizon={horizon} is longer than max_episode_steps={limit}, the time limit gymnasium.make applies to "
+            f"{env.spec.id}: pass max_episode_steps={horizon} (or -1 for none) to gymnasium.make along with the "
+            "horizon, or a horizon of at most the limit"
+        )
+    return env
+
+
+#: The additional wrapper spec of every Gymnasium id: :func:`check_time_limit`.
+TIME_LIMIT_CHECK = WrapperSpec("check_time_limit", f"{__name__}:check_time_limit", {})
+
+
 def register_all() -> None:
     """Register every id (idempotent): parallel and AEC forms with PettingZoo, views with Gymnasium."""
     for env_id, entry in PARALLEL_ENVS.items():
@@ -158,7 +190,13 @@ def register_all() -> None:
             pettingzoo.register("aec", env_id, AECEntryPoint(entry.entry_point), kwargs=entry.kwargs)
     for env_id, entry in GYMNASIUM_ENVS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(env_id, entry_point=entry.entry_point, kwargs=entry.kwargs)
+            gymnasium.register(
+                env_id,
+                entry_point=entry.entry_point,
+                kwargs=entry.kwargs,
+                max_episode_steps=entry.max_episode_steps,
+                additional_wrappers=(TIME_LIMIT_CHECK,),
+            )
 
 
 def pprint_registry() -> None:
