@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium
 import pettingzoo
 from gymnasium.envs.registration import WrapperSpec
+from gymnasium.wrappers import TimeLimit
 from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
@@ -101,8 +102,8 @@ PARALLEL_ENVS: dict[str, EnvEntry] = {
 }
 
 #: Single-agent Gymnasium ids (``gymnasium.make(id, **kwargs)``). Each registers its default horizon as
-#: ``max_episode_steps``; ``gymnasium.make`` refuses a ``horizon`` longer than the time limit it applies
-#: (see :func:`check_time_limit`).
+#: ``max_episode_steps``; ``gymnasium.make`` moves that time limit to the ``horizon`` it is given
+#: (see :func:`time_limit_at_horizon`).
 GYMNASIUM_ENVS: dict[str, EnvEntry] = {
     "fedbandit/LocalBandit-v0": EnvEntry(
         "fedbandit_envs.families.mab.views:LocalBanditEnv",
@@ -159,26 +160,20 @@ class AECEntryPoint:
         return parallel_to_aec(getattr(importlib.import_module(module), name)(**kwargs))
 
 
-def check_time_limit(env: gymnasium.Env) -> gymnasium.Env:
-    """Return the view ``env`` made by ``gymnasium.make`` after checking its time limit does not cut episodes short.
+def time_limit_at_horizon(env: gymnasium.Env, default: int) -> gymnasium.Env:
+    """The view ``env`` made by ``gymnasium.make`` with its time limit moved to the view's horizon.
 
-    Registered as an additional wrapper of every Gymnasium id, so it runs inside ``gymnasium.make`` after the
-    ``TimeLimit`` wrapper: a ``horizon`` longer than the applied ``max_episode_steps`` would end every episode
-    early, so it raises a ``ValueError`` naming both and the fix. ``env`` itself is returned unchanged.
+    Registered as the additional wrapper of every Gymnasium id, so it runs inside ``gymnasium.make`` on the
+    ``TimeLimit`` wrapper that ``make`` applied. A limit equal to the registered ``max_episode_steps`` (``default``,
+    the default horizon) becomes a limit at the view's ``horizon``, so ``gymnasium.make(id, horizon=1000)`` runs
+    1000-step episodes and ``env.spec.max_episode_steps`` is the episode length. A limit given to ``make`` as
+    ``max_episode_steps`` with another value, or none (``max_episode_steps=-1``), is kept; one given with the
+    default's value cannot be told from it and moves too.
     """
-    limit = env.spec.max_episode_steps if env.spec is not None else None
+    if not isinstance(env, TimeLimit) or env.spec.max_episode_steps != default:
+        return env
     horizon = env.unwrapped.horizon
-    if limit is not None and limit < horizon:
-        raise ValueError(
-            f"horizon={horizon} is longer than max_episode_steps={limit}, the time limit gymnasium.make applies to "
-            f"{env.spec.id}: pass max_episode_steps={horizon} (or -1 for none) to gymnasium.make along with the "
-            "horizon, or a horizon of at most the limit"
-        )
-    return env
-
-
-#: The additional wrapper spec of every Gymnasium id: :func:`check_time_limit`.
-TIME_LIMIT_CHECK = WrapperSpec("check_time_limit", f"{__name__}:check_time_limit", {})
+    return env if horizon == default else TimeLimit(env.env, horizon)
 
 
 def register_all() -> None:
@@ -195,7 +190,13 @@ def register_all() -> None:
                 entry_point=entry.entry_point,
                 kwargs=entry.kwargs,
                 max_episode_steps=entry.max_episode_steps,
-                additional_wrappers=(TIME_LIMIT_CHECK,),
+                additional_wrappers=(
+                    WrapperSpec(
+                        "time_limit_at_horizon",
+                        f"{__name__}:time_limit_at_horizon",
+                        {"default": entry.max_episode_steps},
+                    ),
+                ),
             )
 
 

@@ -18,7 +18,17 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-__all__ = ["BAR", "BACKGROUND", "HIGHLIGHT", "VIEW_RENDER_MODES", "RenderedView", "bar_chart", "warn_no_render_mode"]
+__all__ = [
+    "BACKGROUND",
+    "BAR",
+    "CHART_HEIGHT",
+    "HIGHLIGHT",
+    "MARGIN",
+    "VIEW_RENDER_MODES",
+    "RenderedView",
+    "bar_chart",
+    "warn_no_render_mode",
+]
 
 #: Render modes of the single-agent views.
 VIEW_RENDER_MODES = ("ansi", "rgb_array")

@@ -199,19 +199,25 @@ def test_default_episode_ends_at_the_time_limit_and_the_horizon_together():
 
 
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
-def test_a_horizon_beyond_the_time_limit_is_refused_with_the_fix(env_id):
-    horizon = gymnasium.spec(env_id).max_episode_steps + 1
-    with pytest.raises(ValueError, match=rf"horizon={horizon} .*pass max_episode_steps={horizon}"):
-        make(env_id, horizon=horizon)
-    assert make(env_id, horizon=horizon, max_episode_steps=horizon).spec.max_episode_steps == horizon
-    assert make(env_id, horizon=horizon, max_episode_steps=-1).spec.max_episode_steps is None
+@pytest.mark.parametrize("offset", [-1, 1])
+def test_the_time_limit_follows_the_horizon(env_id, offset):
+    horizon = gymnasium.spec(env_id).max_episode_steps + offset
+    assert make(env_id, horizon=horizon).spec.max_episode_steps == horizon
 
 
-def test_a_longer_horizon_with_its_time_limit_runs_to_the_end():
-    env = gymnasium.make("fedbandit/LocalBandit-v0", num_arms=2, horizon=230, max_episode_steps=230)
+@pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
+def test_a_time_limit_given_to_make_is_kept(env_id):
+    assert make(env_id, horizon=50, max_episode_steps=30).spec.max_episode_steps == 30
+    assert make(env_id, horizon=5000, max_episode_steps=-1).spec.max_episode_steps is None
+
+
+def test_a_longer_horizon_runs_to_its_end_and_a_given_limit_ends_earlier():
+    env = gymnasium.make("fedbandit/LocalBandit-v0", num_arms=2, horizon=230)
     env.reset(seed=0)
-    truncations = [env.step(0)[3] for _ in range(230)]
-    assert truncations == [False] * 229 + [True]
+    assert [env.step(0)[3] for _ in range(230)] == [False] * 229 + [True]
+    env = gymnasium.make("fedbandit/LocalBandit-v0", num_arms=2, horizon=230, max_episode_steps=7)
+    env.reset(seed=0)
+    assert [env.step(0)[3] for _ in range(7)] == [False] * 6 + [True] and env.unwrapped.core.slot == 7
 
 
 # ---------------------------------------------------------------------------------------- vector envs
@@ -226,7 +232,7 @@ def test_gymnasium_make_vec(env_id):
         observations, rewards, terminated, truncated, _ = vec.step(vec.action_space.sample())
     assert observations.shape == (2, *vec.single_observation_space.shape) and rewards.shape == (2,)
     assert not terminated.any() and not truncated.any()
-    assert vec.spec.max_episode_steps == gymnasium.spec(env_id).max_episode_steps
+    assert [env.spec.max_episode_steps for env in vec.envs] == [GYMNASIUM_ENVS[env_id].test_kwargs["horizon"]] * 2
     vec.close()
 
 
