@@ -222,8 +222,9 @@ def test_a_longer_horizon_runs_to_its_end_and_a_given_limit_ends_earlier():
 
 # ---------------------------------------------------------------------------------------- vector envs
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
-def test_gymnasium_make_vec(env_id):
-    vec = gymnasium.make_vec(env_id, num_envs=2, **GYMNASIUM_ENVS[env_id].test_kwargs)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_gymnasium_make_vec(env_id, mode):
+    vec = gymnasium.make_vec(env_id, num_envs=2, vectorization_mode=mode, **GYMNASIUM_ENVS[env_id].test_kwargs)
     observations, _ = vec.reset(seed=5)
     for i in range(2):  # sub-environment i is seeded with seed + i
         single, _ = make(env_id).reset(seed=5 + i)
@@ -232,7 +233,8 @@ def test_gymnasium_make_vec(env_id):
         observations, rewards, terminated, truncated, _ = vec.step(vec.action_space.sample())
     assert observations.shape == (2, *vec.single_observation_space.shape) and rewards.shape == (2,)
     assert not terminated.any() and not truncated.any()
-    assert [env.spec.max_episode_steps for env in vec.envs] == [GYMNASIUM_ENVS[env_id].test_kwargs["horizon"]] * 2
+    horizon = GYMNASIUM_ENVS[env_id].test_kwargs["horizon"]
+    assert [spec.max_episode_steps for spec in vec.get_attr("spec")] == [horizon, horizon]
     vec.close()
 
 
