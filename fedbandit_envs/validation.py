@@ -159,7 +159,7 @@ def check_choice(name: str, value: Any, options: Sequence[str]) -> str:
     raise ValueError(f"{name} must be one of {listed}, got {value!r}{did_you_mean(value, options)}")
 
 
-def check_render_mode(render_mode: Any, modes: Sequence[str] = ("ansi",)) -> str | None:
+def check_render_mode(render_mode: Any, modes: Sequence[str]) -> str | None:
     """Return ``render_mode``: None, one of ``modes`` (an environment's declared modes), or another name with a warning.
 
     As ``gymnasium.make`` does, a mode the environment does not declare is accepted with a warning that names the
