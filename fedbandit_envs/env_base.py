@@ -28,6 +28,7 @@ from pettingzoo import ParallelEnv
 from fedbandit_envs.channel import Ledger, Message, MessageBatch, batches_from_messages
 from fedbandit_envs.core import AgentContext, MessageHook, Phase, Step
 from fedbandit_envs.observations import messages_by_sender
+from fedbandit_envs.rendering import warn_no_render_mode
 
 __all__ = ["ACT", "MESSAGE", "MESSAGE_HOOKS", "ProtocolParallelEnv"]
 
@@ -79,8 +80,10 @@ class ProtocolParallelEnv(ParallelEnv):
         raise NotImplementedError(f"{type(self).__name__} does not define summary()")
 
     def render(self) -> str | None:
-        """The one-line summary (``render_mode="ansi"``), or None without a render mode."""
-        return None if self.render_mode is None else self.summary()
+        """The one-line summary (``render_mode="ansi"``); None in any other mode (without one, with a warning)."""
+        if self.render_mode is None:
+            warn_no_render_mode(type(self).__name__)
+        return self.summary() if self.render_mode == "ansi" else None
 
     def close(self) -> None:
         """Nothing to release."""

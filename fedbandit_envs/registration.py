@@ -8,6 +8,8 @@ from typing import Any
 
 import gymnasium
 import pettingzoo
+from gymnasium.envs.registration import WrapperSpec
+from gymnasium.wrappers import TimeLimit
 from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
@@ -22,12 +24,14 @@ class EnvEntry:
         description: one line for listings and the README table.
         test_kwargs: keywords that make a small, fast instance (used by the conformance tests; must
             include ``horizon`` so an episode ends quickly).
+        max_episode_steps: a Gymnasium view's default horizon, registered as the id's ``max_episode_steps``.
     """
 
     entry_point: str
     kwargs: dict[str, Any]
     description: str
     test_kwargs: dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: int | None = None
 
 
 _SMALL_MAB = {"num_agents": 4, "num_arms": 3, "horizon": 60}
@@ -97,37 +101,44 @@ PARALLEL_ENVS: dict[str, EnvEntry] = {
     ),
 }
 
-#: Single-agent Gymnasium ids (``gymnasium.make(id, **kwargs)``).
+#: Single-agent Gymnasium ids (``gymnasium.make(id, **kwargs)``). Each registers its default horizon as
+#: ``max_episode_steps``; ``gymnasium.make`` moves that time limit to the ``horizon`` it is given
+#: (see :func:`time_limit_at_horizon`).
 GYMNASIUM_ENVS: dict[str, EnvEntry] = {
     "fedbandit/LocalBandit-v0": EnvEntry(
         "fedbandit_envs.families.mab.views:LocalBanditEnv",
         {},
         "one agent's local K-armed bandit: Discrete(K) action, flat Box observation",
         {"num_arms": 3, "horizon": 60},
+        max_episode_steps=200,
     ),
     "fedbandit/FederatedClient-v0": EnvEntry(
         "fedbandit_envs.families.mab.views:FederatedClientEnv",
         {},
         "client 0 of a federation whose other clients and server run a reference algorithm",
         {"num_agents": 4, "num_arms": 3, "horizon": 60},
+        max_episode_steps=200,
     ),
     "fedbandit/LinearBandit-v0": EnvEntry(
         "fedbandit_envs.families.linear.views:LinearBanditEnv",
         {},
         "one client's linear contextual bandit: flat Box of the K x d contexts, Discrete(K) action",
         {"num_arms": 3, "dimension": 2, "horizon": 60},
+        max_episode_steps=200,
     ),
     "fedbandit/SingleAggregator-v0": EnvEntry(
         "fedbandit_envs.families.procurement.views:SingleAggregatorEnv",
         {},
         "one procurement aggregator alone (the non-federated setting): MultiDiscrete(k + 1) action",
         {"num_producers": 4, "horizon": 60, "instance_params": {"max_capacity": 5}},
+        max_episode_steps=1000,
     ),
     "fedbandit/ProcurementClient-v0": EnvEntry(
         "fedbandit_envs.families.procurement.views:SingleAggregatorEnv",
         {"num_agents": 4},
         "aggregator 0 of a procurement federation whose peers run P-FCB; their messages in the observation",
         {**_SMALL_PROCUREMENT, "peer_params": {"t_lo": 16, "t_hi": 64}},
+        max_episode_steps=1000,
     ),
 }
 
@@ -149,6 +160,22 @@ class AECEntryPoint:
         return parallel_to_aec(getattr(importlib.import_module(module), name)(**kwargs))
 
 
+def time_limit_at_horizon(env: gymnasium.Env, default: int) -> gymnasium.Env:
+    """The view ``env`` made by ``gymnasium.make`` with its time limit moved to the view's horizon.
+
+    Registered as the additional wrapper of every Gymnasium id, so it runs inside ``gymnasium.make`` on the
+    ``TimeLimit`` wrapper that ``make`` applied. A limit equal to the registered ``max_episode_steps`` (``default``,
+    the default horizon) becomes a limit at the view's ``horizon``, so ``gymnasium.make(id, horizon=1000)`` runs
+    1000-step episodes and ``env.spec.max_episode_steps`` is the episode length. A limit given to ``make`` as
+    ``max_episode_steps`` with another value, or none (``max_episode_steps=-1``), is kept; one given with the
+    default's value cannot be told from it and moves too.
+    """
+    if not isinstance(env, TimeLimit) or env.spec.max_episode_steps != default:
+        return env
+    horizon = env.unwrapped.horizon
+    return env if horizon == default else TimeLimit(env.env, horizon)
+
+
 def register_all() -> None:
     """Register every id (idempotent): parallel and AEC forms with PettingZoo, views with Gymnasium."""
     for env_id, entry in PARALLEL_ENVS.items():
@@ -158,7 +185,19 @@ def register_all() -> None:
             pettingzoo.register("aec", env_id, AECEntryPoint(entry.entry_point), kwargs=entry.kwargs)
     for env_id, entry in GYMNASIUM_ENVS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(env_id, entry_point=entry.entry_point, kwargs=entry.kwargs)
+            gymnasium.register(
+                env_id,
+                entry_point=entry.entry_point,
+                kwargs=entry.kwargs,
+                max_episode_steps=entry.max_episode_steps,
+                additional_wrappers=(
+                    WrapperSpec(
+                        "time_limit_at_horizon",
+                        f"{__name__}:time_limit_at_horizon",
+                        {"default": entry.max_episode_steps},
+                    ),
+                ),
+            )
 
 
 def pprint_registry() -> None:

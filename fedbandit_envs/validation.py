@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral, Real
 from typing import Any, TypeVar
 
+import gymnasium
 import numpy as np
 
 __all__ = [
@@ -158,9 +159,22 @@ def check_choice(name: str, value: Any, options: Sequence[str]) -> str:
     raise ValueError(f"{name} must be one of {listed}, got {value!r}{did_you_mean(value, options)}")
 
 
-def check_render_mode(render_mode: Any, modes: Sequence[str] = ("ansi",)) -> str | None:
-    """Return ``render_mode`` after checking it is None or one of ``modes`` (an environment's declared modes)."""
-    return None if render_mode is None else check_choice("render_mode", render_mode, modes)
+def check_render_mode(render_mode: Any, modes: Sequence[str]) -> str | None:
+    """Return ``render_mode``: None, one of ``modes`` (an environment's declared modes), or another name with a warning.
+
+    As ``gymnasium.make`` does, a mode the environment does not declare is accepted with a warning that names the
+    declared modes (and a close one, for a typo); ``render()`` then returns None. A mode that is not a string
+    raises a ``TypeError``.
+    """
+    if render_mode is None or (isinstance(render_mode, str) and render_mode in modes):
+        return render_mode
+    if not isinstance(render_mode, str):
+        raise TypeError(f"render_mode must be None or a string such as {modes[0]!r}, got {_describe(render_mode)}")
+    gymnasium.logger.warn(
+        f"render_mode={render_mode!r} is not one of this environment's render modes {list(modes)}"
+        f"{did_you_mean(render_mode, modes)}; render() will return None"
+    )
+    return render_mode
 
 
 def check_keywords(where: str, given: Iterable[str], accepted: Iterable[str]) -> None:

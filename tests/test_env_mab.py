@@ -434,7 +434,6 @@ def test_non_numeric_payload_and_empty_kind() -> None:
         ({"drop_prob": 1.0}, "drop_prob"),
         ({"reward_model": "poisson"}, "unknown reward model"),
         ({"gossip": "random_walk"}, "gossip"),
-        ({"render_mode": "human"}, "render_mode"),
     ],
 )
 def test_bad_construction_arguments(kwargs: dict, word: str) -> None:

@@ -152,8 +152,8 @@ def test_local_bandit_observation_layout():
 
 
 def test_view_argument_errors():
-    with pytest.raises(ValueError, match="render_mode"):
-        LocalBanditEnv(render_mode="human")
+    with pytest.raises(TypeError, match="render_mode"):
+        LocalBanditEnv(render_mode=1)
     with pytest.raises(TypeError, match="instance_params"):
         LocalBanditEnv(instance_params=[("h_max", 0.1)])
     with pytest.raises(ValueError, match="num_arms"):

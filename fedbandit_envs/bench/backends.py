@@ -4,19 +4,29 @@ Every backend yields :class:`~fedbandit_envs.bench.jobs.JobResult` objects as jo
 order), so the sweep stores each one at once. A failing job stops the sweep: jobs not started yet are
 cancelled, jobs already running are still collected, then :class:`JobFailed` is raised; a re-run of
 the same sweep runs only what is missing.
+
+With ``progress=True`` every backend draws a tqdm bar of jobs done / total with the elapsed time and an
+estimate of the time left, in the calling process: it advances when the caller has taken a finished job's
+result, and the pool and Ray backends redraw it at least every :data:`REFRESH_SECONDS` while they wait, so
+the elapsed time keeps running during long jobs. The in-process backend adds a bar per job (its slots).
 """
 
 from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
+
+from tqdm.auto import tqdm
 
 from fedbandit_envs.bench.jobs import Job, JobResult, execute
 
 BACKENDS = ("inprocess", "pool", "ray")
+
+#: Seconds between redraws of the jobs bar while the pool or Ray backend waits for jobs to finish.
+REFRESH_SECONDS = 1.0
 
 
 class JobFailed(RuntimeError):
@@ -32,16 +42,32 @@ class JobFailed(RuntimeError):
 
 
 class Backend(ABC):
-    """Runs jobs and yields their results as they finish."""
+    """Runs jobs and yields their results as they finish; a subclass defines :meth:`results`."""
 
     #: The name used by ``--backend``.
     name: str = ""
 
-    @abstractmethod
-    def run(self, jobs: Sequence[Job], progress: bool = False) -> Iterator[JobResult]:
+    def run(self, jobs: Sequence[Job], progress: bool = False, label: str = "jobs") -> Iterator[JobResult]:
         """Run ``jobs``; yield each result when it is ready; raise :class:`JobFailed` after a failure.
 
-        ``progress`` asks for a progress bar per job where the backend can show one (in process only).
+        Args:
+            jobs: the jobs to run.
+            progress: draw a bar of jobs done / total, elapsed time and time left (see the module docstring).
+            label: the bar's description (the sweep passes the scenario name).
+        """
+        with tqdm(total=len(jobs), desc=label, unit="job", disable=not progress, position=0) as bar:
+            for result in self.results(jobs, progress, bar.refresh):
+                yield result
+                bar.update()
+
+    @abstractmethod
+    def results(self, jobs: Sequence[Job], progress: bool, tick: Callable[[], Any]) -> Iterator[JobResult]:
+        """Yield the result of each of ``jobs`` as it finishes (see :meth:`run`).
+
+        Args:
+            jobs: the jobs to run.
+            progress: whether bars are shown (a backend may add its own, like the in-process per-job bars).
+            tick: redraws the jobs bar; call it at least every :data:`REFRESH_SECONDS` while waiting for jobs.
         """
 
 
@@ -50,8 +76,8 @@ class InProcessBackend(Backend):
 
     name = "inprocess"
 
-    def run(self, jobs: Sequence[Job], progress: bool = False) -> Iterator[JobResult]:
-        """Run each job in order."""
+    def results(self, jobs: Sequence[Job], progress: bool, tick: Callable[[], Any]) -> Iterator[JobResult]:
+        """Run each job in order (``tick`` is not needed: the per-job bar moves while a job runs)."""
         for job in jobs:
             try:
                 result = execute(job, progress=progress)
@@ -78,24 +104,28 @@ class PoolBackend(Backend):
             raise ValueError(f"workers must be a positive integer (default: all {os.cpu_count()} cores), got {workers}")
         self.workers = workers or os.cpu_count() or 1
 
-    def run(self, jobs: Sequence[Job], progress: bool = False) -> Iterator[JobResult]:
-        """Submit every job; yield results in completion order."""
+    def results(self, jobs: Sequence[Job], progress: bool, tick: Callable[[], Any]) -> Iterator[JobResult]:
+        """Submit every job; yield results in completion order, calling ``tick`` while waiting."""
         if not jobs:
             return
         executor = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)))
         failure: tuple[Job, BaseException] | None = None
         try:
             futures = {executor.submit(execute, job): job for job in jobs}
-            for future in as_completed(futures):
-                if future.cancelled():
-                    continue
-                error = future.exception()
-                if error is None:
-                    yield future.result()
-                elif failure is None:
-                    failure = (futures[future], error)
-                    for other in futures:
-                        other.cancel()
+            waiting = set(futures)
+            while waiting:
+                finished, waiting = wait(waiting, timeout=REFRESH_SECONDS, return_when=FIRST_COMPLETED)
+                tick()
+                for future in finished:
+                    if future.cancelled():
+                        continue
+                    error = future.exception()
+                    if error is None:
+                        yield future.result()
+                    elif failure is None:
+                        failure = (futures[future], error)
+                        for other in futures:
+                            other.cancel()
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
         if failure is not None:
@@ -136,8 +166,8 @@ class RayBackend(Backend):
             self.resources["memory"] = memory_per_job
         self.runtime_env = dict(runtime_env) if runtime_env else None
 
-    def run(self, jobs: Sequence[Job], progress: bool = False) -> Iterator[JobResult]:
-        """Submit one task per job; yield results in completion order."""
+    def results(self, jobs: Sequence[Job], progress: bool, tick: Callable[[], Any]) -> Iterator[JobResult]:
+        """Submit one task per job; yield results in completion order, calling ``tick`` while waiting."""
         try:
             import ray
         except ImportError as error:
@@ -150,17 +180,19 @@ class RayBackend(Backend):
             task = ray.remote(**self.resources)(execute)
             waiting = {task.remote(job): job for job in jobs}
             while waiting:
-                (ref,), _ = ray.wait(list(waiting), num_returns=1)
-                job = waiting.pop(ref)
-                try:
-                    result = ray.get(ref)
-                except Exception as error:
-                    if failure is None:
-                        failure = (job, error)
-                        for other in waiting:
-                            ray.cancel(other)
-                    continue
-                yield result
+                ready, _ = ray.wait(list(waiting), num_returns=1, timeout=REFRESH_SECONDS)
+                tick()
+                for ref in ready:
+                    job = waiting.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except Exception as error:
+                        if failure is None:
+                            failure = (job, error)
+                            for other in waiting:
+                                ray.cancel(other)
+                        continue
+                    yield result
         finally:
             if started:
                 ray.shutdown()

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from fedbandit_envs.bench.backends import Backend, JobFailed, make_backend
 from fedbandit_envs.bench.jobs import (
@@ -161,7 +160,8 @@ def run_sweep(
         address: Ray cluster address (ray backend).
         seeds_per_job: split each cell's seeds into jobs of this many (default: one job per cell).
         table_format: ``"auto"``, ``"csv"`` or ``"parquet"``.
-        progress: show an overall progress bar (and per-job bars in process).
+        progress: show the backend's bar of jobs done / total with elapsed time and time left (and per-job
+            bars in process; see :mod:`fedbandit_envs.bench.backends`).
         dry_run: expand and count the jobs only; nothing is run or written.
     """
     start = time.perf_counter()
@@ -190,18 +190,13 @@ def run_sweep(
         "and did not finish, so these tables (from an earlier sweep) may lack runs of config.json; run the same "
         f"sweep again or `fedbandit sweep --repair --out {store.directory}`"
     )
-    bar = tqdm(total=len(todo), desc=scenario.name, unit="job", disable=not progress, position=0)
-    try:
-        for result in runner.run(todo, progress=progress):
-            try:
-                check_result(result)  # a part never lacks a seed
-            except ValueError as error:
-                raise JobFailed(result.job, error) from error
-            store.save_part(result)
-            summary.sim_time += result.sim_time
-            bar.update()
-    finally:
-        bar.close()
+    for result in runner.run(todo, progress=progress, label=scenario.name):
+        try:
+            check_result(result)  # a part never lacks a seed
+        except ValueError as error:
+            raise JobFailed(result.job, error) from error
+        store.save_part(result)
+        summary.sim_time += result.sim_time
     summary.tables = store.write_tables(store.collect(jobs))
     summary.wall_time = time.perf_counter() - start
     return summary

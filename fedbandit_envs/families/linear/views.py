@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
+from fedbandit_envs.rendering import VIEW_RENDER_MODES, RenderedView
 from fedbandit_envs.validation import check_bool, check_render_mode, discrete_action, keyword_checked
 
 __all__ = ["LinearBanditEnv"]
 
 
 @keyword_checked
-class LinearBanditEnv(gymnasium.Env):
+class LinearBanditEnv(RenderedView):
     """One client's linear contextual bandit (the paper's setting with N = 1).
 
     Observation: the K contexts of the slot, ``float32`` in [-1, 1], flattened to shape (K d,) (the
@@ -44,10 +44,10 @@ class LinearBanditEnv(gymnasium.Env):
         context_mode: ``"ball"`` or ``"pool"``.
         flatten: observe a flat (K d,) vector (default) instead of a (K, d) matrix.
         instance_seed: fix theta across resets (otherwise drawn from each reset's seed).
-        render_mode: None or ``"ansi"``.
+        render_mode: None, ``"ansi"`` (a text line) or ``"rgb_array"`` (a bar chart of the expected rewards of
+            the last slot's K arms mapped from [-1, 1] to [0, 1], the pulled arm highlighted; before the first
+            pull, those of the current arms); see :mod:`fedbandit_envs.rendering`.
     """
-
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -61,7 +61,7 @@ class LinearBanditEnv(gymnasium.Env):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode)
+        self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
         config = LinearConfig(
             num_clients=1,
             num_arms=num_arms,
@@ -78,6 +78,12 @@ class LinearBanditEnv(gymnasium.Env):
         self.observation_space = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float32)
         self.action_space = spaces.Discrete(num_arms)
         self._started = False
+        self._last_pull: tuple[np.ndarray, int | None] = (np.zeros(num_arms), None)
+
+    @property
+    def horizon(self) -> int:
+        """T, the number of steps of an episode."""
+        return self.core.config.horizon
 
     def _observation(self) -> np.ndarray:
         contexts = self.core.contexts[0, 0] if not self.core.done else np.zeros(self.core.contexts.shape[2:])
@@ -93,6 +99,7 @@ class LinearBanditEnv(gymnasium.Env):
         replica_seed = int(seed) if seed is not None else int(self.np_random.integers(2**63 - 1))
         self.core.reset([replica_seed])
         self._started = True
+        self._last_pull = (self.core.means[0, 0].copy(), None)
         return self._observation(), self._info()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -104,16 +111,15 @@ class LinearBanditEnv(gymnasium.Env):
         reward = float(self.core.pull(np.array([[arm]], np.int64)).rewards[0, 0])
         instant = float(self.core.last_regret[0, 0])
         self.core.communicate()
+        self._last_pull = (expected, arm)
         info = {**self._info(), "expected_rewards": expected, "instant_regret": instant}
         return self._observation(), reward, False, self.core.done, info
 
-    def render(self) -> str | None:
-        """A one-line text summary (``render_mode="ansi"``)."""
-        if self.render_mode is None:
-            return None
-        if not self._started:
-            return "not started: call reset()"
+    def summary(self) -> str:
+        """Slot and pseudo-regret (what ``render()`` shows in ``"ansi"`` mode)."""
         return f"slot {self.core.slot}/{self.core.config.horizon}  pseudo-regret {self.core.regret[0, 0]:.3f}"
 
-    def close(self) -> None:
-        """Nothing to release."""
+    def bars(self) -> tuple[np.ndarray, int | None]:
+        """Expected rewards of the last slot's arms mapped from [-1, 1] to [0, 1], and the arm pulled."""
+        expected, arm = self._last_pull
+        return (expected + 1.0) / 2.0, arm

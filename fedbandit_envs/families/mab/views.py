@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
@@ -26,6 +25,7 @@ from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import message_phases
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.rendering import VIEW_RENDER_MODES, RenderedView
 from fedbandit_envs.validation import check_choice, check_options, check_render_mode, discrete_action, keyword_checked
 
 __all__ = [
@@ -39,9 +39,6 @@ __all__ = [
 
 #: The learner's agent index in :class:`FederatedClientEnv`.
 LEARNER = 0
-
-#: Render modes of both views ("ansi": a one-line text summary).
-RENDER_MODES = ("ansi",)
 
 
 # ---------------------------------------------------------------------- observation helpers
@@ -143,10 +140,8 @@ class _LocalStatistics:
         return local_bandit_observation(self.last_arm, self.last_reward, self.counts, self.sums, slot, horizon)
 
 
-class _CoreView(gymnasium.Env):
+class _CoreView(RenderedView):
     """Seeding, episode bookkeeping and rendering shared by the single-agent views."""
-
-    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
     def _start(self, core: FederatedMABCore, seed: int | None) -> None:
         """Reset the core with a replica seed derived from ``seed`` (or drawn from ``np_random``)."""
@@ -156,9 +151,14 @@ class _CoreView(gymnasium.Env):
         self._stats = _LocalStatistics(core.config.num_arms)
         self._started = True
 
+    @property
+    def horizon(self) -> int:
+        """T, the number of steps of an episode."""
+        return self.core.config.horizon
+
     def _step_core(self, arms: np.ndarray, messages: list[MessageBatch]) -> tuple[int, float]:
         """Play one slot of the core and record the learner's pull; return (arm, reward)."""
-        if not getattr(self, "_started", False):
+        if not self._started:
             raise RuntimeError("call reset() before step()")
         feedback = self.core.step(arms, messages)
         arm, reward = int(feedback.arms[0, LEARNER]), float(feedback.rewards[0, LEARNER])
@@ -180,10 +180,8 @@ class _CoreView(gymnasium.Env):
             "instant_regret": float(self.core.last_regret[0, LEARNER]),
         }
 
-    def render(self) -> str | None:
-        """A one-line text summary (``render_mode="ansi"``); None without a render mode."""
-        if self.render_mode is None or not getattr(self, "_started", False):
-            return None if self.render_mode is None else "not started: call reset()"
+    def summary(self) -> str:
+        """Slot, last arm and reward, and the info values (what ``render()`` shows in ``"ansi"`` mode)."""
         stats = self._stats
         info = self._info()
         extra = "".join(f"  {k} {v:.2f}" for k, v in info.items() if k != "instant_regret")
@@ -192,12 +190,16 @@ class _CoreView(gymnasium.Env):
             f"reward {stats.last_reward:.3f}{extra}"
         )
 
+    def bars(self) -> tuple[np.ndarray, int | None]:
+        """The learner's pulls of each arm relative to its most pulled arm, the last arm highlighted."""
+        if not self._started:
+            return np.zeros(self.core.config.num_arms), None
+        counts = self._stats.counts
+        return counts / max(int(counts.max()), 1), (None if self._stats.last_arm < 0 else self._stats.last_arm)
+
     def _info(self) -> dict[str, Any]:
         """The step's info dict (overridden by each view)."""
         return self._regret_info()
-
-    def close(self) -> None:
-        """Nothing to release (safe to call more than once)."""
 
 
 # ---------------------------------------------------------------------- (a) local bandit
@@ -226,7 +228,8 @@ class LocalBanditEnv(_CoreView):
         reward_model: ``"bernoulli"``, ``"gaussian"``, ``"beta"`` or a RewardModel.
         reward_params: options of the reward model (e.g. ``{"sigma": 1.0}``).
         instance_seed: fix the instance across resets (otherwise drawn from each reset's seed).
-        render_mode: None or ``"ansi"``.
+        render_mode: None, ``"ansi"`` (a text line) or ``"rgb_array"`` (the learner's pulls per arm as a bar
+            chart, the last arm highlighted); see :mod:`fedbandit_envs.rendering`.
 
     The problem is built once at construction, so an invalid instance or reward model fails here.
     """
@@ -242,7 +245,7 @@ class LocalBanditEnv(_CoreView):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode, RENDER_MODES)
+        self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
         config = MABConfig(
             num_agents=1,
             num_arms=num_arms,
@@ -312,7 +315,8 @@ class FederatedClientEnv(_CoreView):
         instance, instance_params, reward_model, reward_params, instance_seed: as in :class:`LocalBanditEnv`
             (``instance`` may also be ``"heterogeneous"`` or an (M, K) matrix).
         c1: cost of an agent-server link used in a slot.
-        render_mode: None or ``"ansi"``.
+        render_mode: None, ``"ansi"`` (a text line) or ``"rgb_array"`` (the learner's pulls per arm as a bar
+            chart, the last arm highlighted); see :mod:`fedbandit_envs.rendering`.
 
     Seeding is as in :class:`LocalBanditEnv`.
     """
@@ -331,7 +335,7 @@ class FederatedClientEnv(_CoreView):
         instance_seed: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode, RENDER_MODES)
+        self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
         self.peer_algorithm = peer_algorithm
         self.population = _make_population(peer_algorithm)
         config = MABConfig(
@@ -382,7 +386,7 @@ class FederatedClientEnv(_CoreView):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Client 0 pulls arm ``action`` while the peers follow their algorithm; see the class docstring."""
         arm = discrete_action(action, self.core.config.num_arms)
-        if not getattr(self, "_started", False):
+        if not self._started:
             raise RuntimeError("call reset() before step()")
         joint = self.population.act(self.core.current_step())
         arms = np.array(joint.arms, dtype=np.int64, copy=True)

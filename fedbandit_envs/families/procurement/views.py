@@ -33,13 +33,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.algorithms import resolve_factory
 from fedbandit_envs.core import message_phases
 from fedbandit_envs.families.procurement.env import ProcurementConfig, ProcurementCore, ProcurementInstance
+from fedbandit_envs.rendering import VIEW_RENDER_MODES, RenderedView
 from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
 __all__ = ["PEER_ALGORITHMS", "SingleAggregatorEnv"]
@@ -55,7 +55,7 @@ PEER_ALGORITHMS: dict[str, str] = {"pfcb": "solanki_pfcb", "fcb": "solanki_fcb",
 
 
 @keyword_checked
-class SingleAggregatorEnv(gymnasium.Env):
+class SingleAggregatorEnv(RenderedView):
     """Aggregator 0 of the procurement problem as a single-agent Gymnasium environment (see the module docstring).
 
     Args:
@@ -65,10 +65,9 @@ class SingleAggregatorEnv(gymnasium.Env):
         peer_algorithm: the peers' algorithm, a key of :data:`PEER_ALGORITHMS` (used when n > 1).
         peer_params: keyword arguments of the peers' algorithm (e.g. ``{"epsilon": 0.5, "t_lo": 16}``).
         observation: ``"flat"`` (default) or ``"dict"``.
-        render_mode: None or ``"ansi"``.
+        render_mode: None, ``"ansi"`` (a text line) or ``"rgb_array"`` (a bar chart of the units bought from each
+            producer in the last round over its capacity); see :mod:`fedbandit_envs.rendering`.
     """
-
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -85,11 +84,10 @@ class SingleAggregatorEnv(gymnasium.Env):
         observation: str = "flat",
         render_mode: str | None = None,
     ) -> None:
-        check_render_mode(render_mode, self.metadata["render_modes"])
+        self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
         check_choice("observation", observation, OBSERVATION_MODES)
         check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))  # checked even when alone
         peer_options = check_options("peer_params", peer_params)
-        self.render_mode = render_mode
         self.observation_mode = observation
         config = ProcurementConfig(
             num_agents, num_producers, horizon, instance, instance_params, alpha, rho, instance_seed=instance_seed
@@ -208,17 +206,21 @@ class SingleAggregatorEnv(gymnasium.Env):
             "bytes_sent": int(ledger.sent_bytes[0, LEARNER]),
         }
 
-    def render(self) -> str | None:
-        """A one-line text summary (``render_mode="ansi"``); None without a render mode."""
-        if self.render_mode is None:
-            return None
-        if not self._started:
-            return "not started: call reset()"
+    @property
+    def horizon(self) -> int:
+        """T, the number of rounds of an episode."""
+        return self.core.horizon
+
+    def summary(self) -> str:
+        """Round, cumulative regret and QC violations (what ``render()`` shows in ``"ansi"`` mode)."""
         info = self._info()
         return (
             f"round {self.core.slot}/{self.core.horizon}  regret {info['cumulative_regret']:.2f}  "
             f"QC violations {info['violations']}"
         )
 
-    def close(self) -> None:
-        """Nothing to release (safe to call more than once)."""
+    def bars(self) -> tuple[np.ndarray, int | None]:
+        """Units bought from each producer in the last round over its capacity (zeros before the first round)."""
+        if not self._started:
+            return np.zeros(len(self._capacity)), None
+        return self.core.last.units[0, LEARNER] / self._capacity, None
