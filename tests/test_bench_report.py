@@ -139,6 +139,11 @@ def test_report_states_bands_intervals_units_and_ties(dp_sweep, monkeypatch):
     assert "<th>acceptance band</th>" in page.read_text()
 
 
+def test_every_catalogue_claim_states_its_acceptance_band():
+    unstated = [(name, claim.name) for name in scenarios.names() for claim in get(name).claims if not claim.band]
+    assert unstated == []
+
+
 def test_report_of_an_unregistered_scenario_says_claims_are_unavailable(dp_sweep):
     markdown, _ = write_report(dp_sweep)
     assert "is not registered here, so its claims cannot be checked" in markdown.read_text()
