@@ -204,6 +204,14 @@ def test_leaderboard_ties_need_the_multiple_comparison_correction():
         ("b", "=1", ["a", "c"]),
         ("c", "2", ["b"]),
     ]
+    # the overlap seen before ties were shown: 659 ± 97 was ranked above 732 ± 94 (3 seeds); Welch p = 0.081
+    overlap = {("thompson", 0.5, s): 659 + d for s, d in enumerate((-39, 0, 39))}
+    overlap |= {("full_sharing_ucb", 0.5, s): 732 + d for s, d in enumerate((-38, 0, 38))}
+    entries = leaderboard(results_from(overlap))
+    assert [(e["algorithm"], rank_text(e), e["summary"]) for e in entries] == [
+        ("thompson", "=1", "659 ± 97"),
+        ("full_sharing_ucb", "=1", "732 ± 94"),
+    ]
     # one seed each: nothing can be separated, every entry ties
     single = leaderboard(results_from({("a", 0.5, 0): 1.0, ("b", 0.5, 0): 9.0}))
     assert [(e["algorithm"], rank_text(e), e["summary"]) for e in single] == [("a", "=1", "1"), ("b", "=1", "9")]

@@ -45,7 +45,7 @@ VERDICTS = ("PASS", "FAIL", "ERROR")
 #: What the claim tables show (written under them).
 CLAIMS_LEGEND = (
     "Evidence quotes final values at the last checkpoint, as means over seeds unless it says otherwise; a "
-    "'± x SE' in evidence is a standard error of the mean over seeds (not the 95% interval of the tables below). "
+    "'± x SE' in evidence is a standard error of the mean over seeds, not a 95% interval. "
     "The acceptance band is the tolerance the claim's check applies."
 )
 
