@@ -174,6 +174,19 @@ def test_leaderboard_ranks_within_each_point_under_budgets():
         ["0.5", "1", "solo", "2", "42 ± 25", "0", "0.5", "", ""],
         ["0.5", "-", "share", "2", "32 ± 25", "10", "0.5", "", "cost 10 > 5"],
     ]
+    bare = Results(curves=[{k: v for k, v in r.items() if k not in ("cost", "epsilon_max")} for r in SATISFIES.curves])
+    unranked = leaderboard(bare, ["epsilon"], max_cost=5.0, max_epsilon=1.0)
+    assert {(e["rank"], e["note"]) for e in unranked} == {(None, "no cost column; no privacy accounting")}
+    assert leaderboard_table(unranked, ["epsilon"])[1][0] == [
+        "0.5",
+        "-",
+        "share",
+        "2",
+        "32 ± 25",
+        "-",
+        "",
+        unranked[0]["note"],
+    ]
     with pytest.raises(ValueError, match="no column 'nope'"):
         leaderboard(SATISFIES, ["nope"])
 

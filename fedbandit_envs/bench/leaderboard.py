@@ -150,10 +150,12 @@ def _budget_notes(
 ) -> list[str]:
     """Why an entry with these cost and epsilon summaries is over the budgets (empty when within them)."""
     notes = []
-    if max_cost is not None and (cost is None or cost["mean"] > max_cost):
-        notes.append(f"cost {cost['mean']:.4g} > {max_cost:g}" if cost is not None else "no cost column")
-    if max_epsilon is not None and (epsilon is None or epsilon["mean"] > max_epsilon):
-        notes.append(f"epsilon {epsilon['mean']:.4g} > {max_epsilon:g}" if epsilon else "no privacy accounting")
+    for name, summary, budget, missing in (
+        ("cost", cost, max_cost, "no cost column"),
+        ("epsilon", epsilon, max_epsilon, "no privacy accounting"),
+    ):
+        if budget is not None and (summary is None or summary["mean"] > budget):
+            notes.append(f"{name} {summary['mean']:.4g} > {budget:g}" if summary is not None else missing)
     return notes
 
 
