@@ -144,6 +144,15 @@ def test_every_catalogue_claim_states_its_acceptance_band():
     assert unstated == []
 
 
+def test_figure_axes_of_ledger_columns_state_their_units():
+    assert [plots.LABELS[c] for c in ("cost", "link_cost", "messages", "bytes")] == [
+        "communication cost (price units)",
+        "link cost (price units)",
+        "messages (count)",
+        "bytes (payload bytes)",
+    ]
+
+
 def test_report_of_an_unregistered_scenario_says_claims_are_unavailable(dp_sweep):
     markdown, _ = write_report(dp_sweep)
     assert "is not registered here, so its claims cannot be checked" in markdown.read_text()
