@@ -198,9 +198,9 @@ def _run(args: argparse.Namespace) -> int:
     )
     final = [r for r in summarize(results.curves, "group_regret") if r["slot"] == args.horizon]
     costs = {r["algorithm"]: r["mean"] for r in summarize(results.curves, "cost") if r["slot"] == args.horizon}
-    print(f"{'algorithm':28s} {'group regret (mean +- sem)':>28s} {'comm. cost':>12s}")
+    print(f"{'algorithm':28s} {'group regret (mean +- sem)':>28s} {'cost (price units)':>18s}")
     for row in final:
-        print(f"{row['algorithm']:28s} {row['mean']:18.1f} +- {row['sem']:6.1f} {costs[row['algorithm']]:12.1f}")
+        print(f"{row['algorithm']:28s} {row['mean']:18.1f} +- {row['sem']:6.1f} {costs[row['algorithm']]:18.1f}")
     for path in paths:
         print(f"wrote {path}")
     if not args.no_plot:

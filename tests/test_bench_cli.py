@@ -113,3 +113,10 @@ def test_run_takes_explicit_seeds(tmp_path):
     assert main([*argv, "--checkpoints", "2", "--out", str(out), "--no-plot", "--no-progress"]) == 0
     assert json.loads((out / "config.json").read_text())["seeds"] == [10, 11]
     assert {row["seed"] for row in csv.DictReader((out / "results.csv").open())} == {"10", "11"}
+
+
+def test_run_table_states_its_plus_minus_and_cost_unit(tmp_path, capsys):
+    argv = ["run", "--algorithms", "random", "--agents", "2", "--arms", "3", "--horizon", "20", "--seeds", "2"]
+    assert main([*argv, "--checkpoints", "2", "--out", str(tmp_path), "--no-plot", "--no-progress"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.split() == ["algorithm", "group", "regret", "(mean", "+-", "sem)", "cost", "(price", "units)"]

@@ -9,9 +9,10 @@ import pytest
 from fedbandit_envs.bench import scenarios
 from fedbandit_envs.bench.claims import monotone, ordering
 from fedbandit_envs.bench.decisions import CHECKOUT_DOCS, URL_VARIABLE, anchor, doc_anchors
-from fedbandit_envs.bench.report import paper_scenarios, write_replication_report, write_report
+from fedbandit_envs.bench.report import CLAIMS_LEGEND, paper_scenarios, write_replication_report, write_report
 from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
+    Claim,
     FigureSpec,
     PassRate,
     Scenario,
@@ -118,6 +119,40 @@ def test_report_shows_measured_pass_rates(dp_sweep, monkeypatch):
         PassRate(11, 10, "0:20")
 
 
+def test_report_states_bands_intervals_units_and_ties(dp_sweep, monkeypatch):
+    unbanded = Claim("no_band", "a claim that states no band", DP.claims[0].check)
+    monkeypatch.setitem(scenarios._CATALOGUE, DP.name, replace(DP, claims=(*DP.claims, unbanded)))
+    markdown, page = write_report(dp_sweep)
+    text = markdown.read_text()
+    lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if "|" in line}
+    assert "| evidence | acceptance band | pass rate over seed blocks |" in lines["claim"]
+    assert lines["sharing_helps"].endswith("| strict: each mean below the next, no tolerance | not measured |")
+    assert lines["flat_in_epsilon"].endswith("| no tolerance: no step may rise (equal means pass) | not measured |")
+    assert lines["no_band"].endswith("| not stated | not measured |")
+    assert CLAIMS_LEGEND in text and "'± x SE' in evidence is a standard error of the mean" in CLAIMS_LEGEND
+    assert "| cost (price units): mean ± 95% CI |" in text and "| cost (price units, mean) |" in text
+    assert "Mean ± x: x is the half-width of the 95% confidence interval of the mean" in text
+    assert text.count("Cost is in price units of the run's CostModel") == 2  # under the final table and leaderboard
+    assert "Holm-corrected at family-wise level 0.05" in text
+    # two seeds at horizon 80: the tests cannot separate the two algorithms at epsilon 0.5
+    assert "| 0.5 | =1 | full_sharing_ucb | 2 |" in text and "| 0.5 | =1 | independent_ucb1 | 2 |" in text
+    assert "<th>acceptance band</th>" in page.read_text()
+
+
+def test_every_catalogue_claim_states_its_acceptance_band():
+    unstated = [(name, claim.name) for name in scenarios.names() for claim in get(name).claims if not claim.band]
+    assert unstated == []
+
+
+def test_figure_axes_of_ledger_columns_state_their_units():
+    assert [plots.LABELS[c] for c in ("cost", "link_cost", "messages", "bytes")] == [
+        "communication cost (price units)",
+        "link cost (price units)",
+        "messages (count)",
+        "bytes (payload bytes)",
+    ]
+
+
 def test_report_of_an_unregistered_scenario_says_claims_are_unavailable(dp_sweep):
     markdown, _ = write_report(dp_sweep)
     assert "is not registered here, so its claims cannot be checked" in markdown.read_text()
@@ -164,6 +199,7 @@ def test_replication_report_covers_every_paper_scenario(dp_sweep, monkeypatch):
     assert "1 of 2 scenario(s) run" in html
     assert '<a href="testpaper/fig_epsilon/report.html">report</a>' in html
     assert "fedbandit sweep testpaper/not_run --out" in markdown.read_text()
+    assert "| evidence | acceptance band | report |" in markdown.read_text() and CLAIMS_LEGEND in markdown.read_text()
     assert all(claim.name in html for claim in DP.claims)
     assert (dp_sweep / "report.html").exists()
 

@@ -6,11 +6,18 @@ import numpy as np
 import pytest
 
 from fedbandit_envs.bench.claims import final_means, final_rows, monotone, ordering
-from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
+from fedbandit_envs.bench.leaderboard import (
+    holm,
+    leaderboard,
+    leaderboard_legend,
+    leaderboard_table,
+    rank_text,
+    welch_p,
+)
 from fedbandit_envs.bench.report import evaluate_claims
 from fedbandit_envs.bench.scenarios import Claim
 from fedbandit_envs.bench.store import read_table, write_table
-from fedbandit_envs.bench.tables import final_summary, mean_ci, number
+from fedbandit_envs.bench.tables import final_legend, final_summary, mean_ci, number
 from fedbandit_envs.run import Results
 
 ROWS = [
@@ -99,11 +106,15 @@ def test_final_rows_and_means_by_hand():
 def test_claims_pass_on_data_that_satisfies_them():
     outcomes = evaluate_claims(CLAIMS, SATISFIES)
     assert [o.status for o in outcomes] == ["PASS", "PASS"]
-    assert outcomes[0].evidence == "final group_regret: share (21.33) < solo (42)"  # 128 / 6, 252 / 6
+    assert outcomes[0].evidence == "final group_regret, mean over runs: share (21.33) < solo (42)"  # 128 / 6, 252 / 6
     assert (
-        outcomes[1].evidence
-        == "final group_regret decreasing in epsilon: epsilon=0.5: 32, epsilon=1.0: 21, epsilon=2.0: 11"
+        outcomes[1].evidence == "final group_regret, mean over runs, decreasing in epsilon: "
+        "epsilon=0.5: 32, epsilon=1.0: 21, epsilon=2.0: 11"
     )
+    assert [o.band for o in outcomes] == [
+        "strict: each mean below the next, no tolerance",
+        "no tolerance: no step may rise (equal means pass)",
+    ]
 
 
 def test_claims_fail_on_data_that_violates_them():
@@ -122,41 +133,150 @@ def test_a_claim_that_raises_is_an_error_not_a_crash():
 
 def test_leaderboard_ranks_within_each_point_under_budgets():
     entries = leaderboard(SATISFIES, ["epsilon"])
-    assert [(e["point"]["epsilon"], e["rank"], e["algorithm"]) for e in entries] == [
-        (0.5, 1, "share"),
-        (0.5, 2, "solo"),
-        (1.0, 1, "share"),
-        (1.0, 2, "solo"),
-        (2.0, 1, "share"),
-        (2.0, 2, "solo"),
+    # epsilon 0.5: (30, 34) vs (40, 44): Welch p = 0.072 (see the next test) > 0.05, a tie; at 1.0 and 2.0 the
+    # gaps (21 and 31 with standard errors 2.2 and 2.2) give p = 0.027 and 0.016: share is ahead
+    assert [(e["point"]["epsilon"], e["rank"], e["tied"], e["algorithm"], e["unseparated"]) for e in entries] == [
+        (0.5, 1, True, "share", ["solo"]),
+        (0.5, 1, True, "solo", ["share"]),
+        (1.0, 1, False, "share", []),
+        (1.0, 2, False, "solo", []),
+        (2.0, 1, False, "share", []),
+        (2.0, 2, False, "solo", []),
     ]
+    assert [rank_text(e) for e in entries] == ["=1", "=1", "1", "2", "1", "2"]
     assert entries[0]["mean"] == 32.0 and entries[0]["n"] == 2 and entries[0]["cost"] == 10.0
     # 95% CI half-width of (30, 34): t(0.975, 1) * std / sqrt(2) = 12.7062 * 2.8284 / 1.4142 = 25.41
     assert entries[0]["ci95"] == pytest.approx(25.4124, abs=1e-4)
     budget = leaderboard(SATISFIES, ["epsilon"], max_cost=5.0, max_epsilon=1.0)
-    assert [(e["rank"], e["note"]) for e in budget[:2]] == [(None, "cost 10 > 5"), (1, "")]
+    # ranked entries first, then those over budget
+    assert [(e["algorithm"], e["rank"], e["note"]) for e in budget[:2]] == [
+        ("solo", 1, ""),
+        ("share", None, "cost 10 > 5"),
+    ]
     assert [(e["rank"], e["note"]) for e in budget[4:]] == [
         (None, "cost 10 > 5; epsilon 2 > 1"),
         (None, "epsilon 2 > 1"),
     ]
+    assert [rank_text(e) for e in budget] == ["1", "-", "1", "-", "-", "-"]
     header, rows = leaderboard_table(budget, ["epsilon"])
     assert header == [
         "epsilon",
         "rank",
         "algorithm",
+        "seeds",
         "final group_regret (mean ± 95% CI)",
-        "cost",
-        "epsilon spent",
+        "cost (price units, mean)",
+        "epsilon spent (mean)",
+        "not separated from",
         "note",
     ]
-    assert rows[0] == ["0.5", "-", "share", "32 ± 25", "10", "0.5", "cost 10 > 5"]
+    assert rows[:2] == [
+        ["0.5", "1", "solo", "2", "42 ± 25", "0", "0.5", "", ""],
+        ["0.5", "-", "share", "2", "32 ± 25", "10", "0.5", "", "cost 10 > 5"],
+    ]
+    bare = Results(curves=[{k: v for k, v in r.items() if k not in ("cost", "epsilon_max")} for r in SATISFIES.curves])
+    unranked = leaderboard(bare, ["epsilon"], max_cost=5.0, max_epsilon=1.0)
+    assert {(e["rank"], e["note"]) for e in unranked} == {(None, "no cost column; no privacy accounting")}
+    assert leaderboard_table(unranked, ["epsilon"])[1][0] == [
+        "0.5",
+        "-",
+        "share",
+        "2",
+        "32 ± 25",
+        "-",
+        "",
+        unranked[0]["note"],
+    ]
     with pytest.raises(ValueError, match="no column 'nope'"):
         leaderboard(SATISFIES, ["nope"])
 
 
+def test_welch_p_and_holm_by_hand():
+    # Welch on (30, 34) vs (40, 44): t = -10 / sqrt(4 + 4), df = 2, two-sided p = 1 - |t| / sqrt(2 + t^2)
+    assert welch_p([30, 34], [40, 44]) == pytest.approx(1 - math.sqrt(12.5 / 14.5), rel=1e-12)
+    assert welch_p([1, 1], [2, 2]) == 0.0 and welch_p([3, 3, 3], [3, 3]) == 1.0  # constant samples: exact
+    assert math.isnan(welch_p([1], [2, 3]))  # one seed: no variance, no test
+    # Holm at 0.05: sorted p 0.01 <= 0.05 / 3, then 0.03 > 0.05 / 2 stops (0.04 is not tested)
+    assert holm([0.01, 0.04, 0.03]) == [True, False, False]
+    assert holm([0.04, 0.01, 0.02]) == [True, True, True]  # 0.01 <= 0.0167, 0.02 <= 0.025, 0.04 <= 0.05
+    assert holm([0.001, float("nan"), 0.02]) == [True, False, True]  # NaN sorts last and is never rejected
+    assert holm([0.03, 0.03], alpha=0.1) == [True, True] and holm([]) == []
+    with pytest.raises(ValueError, match="alpha must be in"):
+        holm([0.1], alpha=1.5)
+
+
+def test_leaderboard_ties_need_the_multiple_comparison_correction():
+    # a: (0, 1, 2), b: (2, 3, 4), c: (4, 5, 6): Welch p(a, b) = p(b, c) = 0.0705 (t = 2.449, df = 4), p(a, c) = 0.0080.
+    # Holm over the 3 pairs: 0.0080 <= 0.05 / 3 is rejected, 0.0705 > 0.05 / 2 stops: a beats c only.
+    runs = {("a", 0.5, s): v for s, v in enumerate((0, 1, 2))}
+    runs |= {("b", 0.5, s): v for s, v in enumerate((2, 3, 4))}
+    runs |= {("c", 0.5, s): v for s, v in enumerate((4, 5, 6))}
+    entries = leaderboard(results_from(runs))
+    assert [(e["algorithm"], rank_text(e), e["unseparated"]) for e in entries] == [
+        ("a", "=1", ["b"]),
+        ("b", "=1", ["a", "c"]),
+        ("c", "2", ["b"]),
+    ]
+    # the overlap seen before ties were shown: 659 ± 97 was ranked above 732 ± 94 (3 seeds); Welch p = 0.081
+    overlap = {("thompson", 0.5, s): 659 + d for s, d in enumerate((-39, 0, 39))}
+    overlap |= {("full_sharing_ucb", 0.5, s): 732 + d for s, d in enumerate((-38, 0, 38))}
+    entries = leaderboard(results_from(overlap))
+    assert [(e["algorithm"], rank_text(e), e["summary"]) for e in entries] == [
+        ("thompson", "=1", "659 ± 97"),
+        ("full_sharing_ucb", "=1", "732 ± 94"),
+    ]
+    # one seed each: nothing can be separated, every entry ties
+    single = leaderboard(results_from({("a", 0.5, 0): 1.0, ("b", 0.5, 0): 9.0}))
+    assert [(e["algorithm"], rank_text(e), e["summary"]) for e in single] == [("a", "=1", "1"), ("b", "=1", "9")]
+
+
+def test_leaderboard_orders_by_rank_when_a_wide_entry_is_not_separated():
+    # a: tight low, b: tight high, w: mean between them but wide: only a vs b is separated, so w shares rank 1
+    # and is listed before b (rank 2) although b's mean is lower than w's
+    runs = {("a", 0.5, s): v for s, v in enumerate((10.0, 10.1, 9.9, 10.0))}
+    runs |= {("b", 0.5, s): v for s, v in enumerate((20.0, 20.1, 19.9, 20.0))}
+    runs |= {("w", 0.5, s): v for s, v in enumerate((0.0, 50.0, 0.0, 50.0))}
+    entries = leaderboard(results_from(runs))
+    assert [(e["algorithm"], rank_text(e), e["unseparated"]) for e in entries] == [
+        ("a", "=1", ["w"]),
+        ("w", "=1", ["a", "b"]),
+        ("b", "2", ["w"]),
+    ]
+
+
+def test_leaderboard_legend_names_the_test_the_interval_and_the_cost_unit():
+    legend = leaderboard_legend()
+    assert (
+        "Welch t-tests on the per-seed final values, every pair of the point, Holm-corrected at family-wise level 0.05"
+        in legend
+    )
+    assert "marked '=' (e.g. '=2')" in legend
+    assert "Mean ± x: x is the half-width of the 95% confidence interval of the mean" in legend
+    assert (
+        "Cost is in price units of the run's CostModel: c1 per agent-server link and c2 per agent-agent link" in legend
+    )
+    assert "price_per_message per logical message and price_per_byte per payload byte" in legend
+    assert "level 0.01" in leaderboard_legend(alpha=0.01)
+
+
 def test_final_summary_and_number_formatting():
     header, rows = final_summary(SATISFIES, ["epsilon"])
-    assert header == ["epsilon", "algorithm", "n", "slot", "group regret", "cost", "epsilon spent (max)"]
+    assert header == [
+        "epsilon",
+        "algorithm",
+        "seeds",
+        "slot",
+        "group regret: mean ± 95% CI",
+        "cost (price units): mean ± 95% CI",
+        "epsilon spent (max): mean ± 95% CI",
+    ]
+    legend = final_legend(SATISFIES)
+    assert legend.startswith("Mean ± x: x is the half-width of the 95% confidence interval of the mean (Student t")
+    assert "Cost is in price units" in legend and "Messages" not in legend  # only the units of the columns shown
+    ledger = Results(curves=[{**row, "messages": 3, "bytes": 24} for row in SATISFIES.curves])
+    assert final_summary(ledger)[0][5:7] == ["messages (count): mean ± 95% CI", "bytes (payload bytes): mean ± 95% CI"]
+    assert "Messages counts logical messages transmitted, one per recipient" in final_legend(ledger)
+    assert "Bytes counts payload bytes over every transmitted copy" in final_legend(ledger)
     assert rows[0] == ["0.5", "share", "2", "100", "32 ± 25", "10 ± 0", "0.5 ± 0"]
     assert rows[3] == ["0.5", "solo", "2", "100", "42 ± 25", "0 ± 0", "0.5 ± 0"]
     assert [number(19990.0), number(3.36e6), number(732.25), number(170.3, 2), number(0.1234, 2)] == [

@@ -1,6 +1,7 @@
 """Reusable claim checks on tidy results (final-checkpoint means over seeds).
 
-Each function returns a :class:`~fedbandit_envs.bench.scenarios.Claim`. Results rows carry the
+Each function returns a :class:`~fedbandit_envs.bench.scenarios.Claim` whose ``band`` states the tolerance
+its check applies. Evidence quotes means over seeds. Results rows carry the
 scenario's sweep values in columns named after the sweep key's keyword (``"env.horizon"`` -> ``horizon``).
 """
 
@@ -43,9 +44,9 @@ def ordering(name: str, description: str, algorithms: Sequence[str], metric: str
         values = {a: means.get((a,), float("nan")) for a in algorithms}
         ordered = all(values[a] < values[b] for a, b in zip(algorithms, algorithms[1:]))
         text = " < ".join(f"{a} ({values[a]:.4g})" for a in algorithms)
-        return ClaimVerdict(bool(ordered), f"final {metric}: {text}", values)
+        return ClaimVerdict(bool(ordered), f"final {metric}, mean over runs: {text}", values)
 
-    return Claim(name, description, check)
+    return Claim(name, description, check, band="strict: each mean below the next, no tolerance")
 
 
 def monotone(
@@ -63,6 +64,8 @@ def monotone(
     """
     if direction not in ("decreasing", "increasing"):
         raise ValueError(f"direction must be 'decreasing' or 'increasing', got {direction!r}")
+    if not tolerance >= 0:
+        raise ValueError(f"tolerance must be a fraction >= 0 of the previous mean, got {tolerance!r}")
 
     def check(results: Results) -> ClaimVerdict:
         means = final_means(results, metric, by=("algorithm", parameter))
@@ -76,8 +79,14 @@ def monotone(
         text = ", ".join(f"{parameter}={p}: {v:.4g}" for p, v in zip(points, values))
         return ClaimVerdict(
             bool(ok) and len(points) > 1,
-            f"final {metric} {direction} in {parameter}: {text}",
+            f"final {metric}, mean over runs, {direction} in {parameter}: {text}",
             dict(zip(map(str, points), values)),
         )
 
-    return Claim(name, description, check)
+    wrong_way = "rise" if direction == "decreasing" else "fall"
+    band = (
+        f"each step may {wrong_way} by up to {tolerance * 100:g}% of the previous mean"
+        if tolerance
+        else f"no tolerance: no step may {wrong_way} (equal means pass)"
+    )
+    return Claim(name, description, check, band=band)

@@ -32,7 +32,7 @@ from typing import Any
 from fedbandit_envs.algorithms import is_registered, load_object, resolve_factory, supported_families
 from fedbandit_envs.bench.backends import Backend
 from fedbandit_envs.bench.jobs import env_keys, resolve_scenario
-from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
+from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_legend, leaderboard_table
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
 from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
@@ -216,8 +216,8 @@ class Comparison:
     summary: SweepSummary
 
     def markdown(self) -> str:
-        """The leaderboard as a Markdown table."""
-        return markdown_table(*leaderboard_table(self.entries, self.params))
+        """The leaderboard as a Markdown table, followed by its legend (ranking rule, ±, cost unit)."""
+        return markdown_table(*leaderboard_table(self.entries, self.params)) + "\n\n" + leaderboard_legend()
 
 
 def compare(

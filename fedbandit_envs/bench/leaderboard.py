@@ -1,20 +1,69 @@
-"""Leaderboard: rank algorithms by final regret at matched cost and privacy.
+"""Leaderboard: rank algorithms by final regret at matched cost and privacy, with ties where the seeds cannot tell.
 
 Entries are only ranked against each other at the same sweep point (the same parameter values, so the
 same privacy setting, topology, horizon, ...). Optional budgets make the match explicit: an entry whose
 mean final communication cost exceeds ``max_cost``, or whose mean final epsilon spent exceeds
 ``max_epsilon``, is listed without a rank, with the reason.
+
+The order is decided by tests, not by the means alone. At each point every pair of ranked entries is
+compared by Welch's t-test on the per-seed final values (unequal variances; no pairing is assumed), and
+the p-values of the point are corrected for multiple comparisons by Holm's step-down method at the
+family-wise level ``alpha`` (default 0.05). An entry's rank is one plus the number of entries that are
+significantly better than it (competition ranking), so entries the seeds cannot separate share a rank,
+shown as ``"=2"``. With fewer than two seeds per entry nothing can be separated and every ranked entry
+ties. Two entries whose values are constant over at least two seeds each differ exactly when their
+values differ.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+from scipy import stats
+
 from fedbandit_envs.bench.claims import final_rows
-from fedbandit_envs.bench.tables import mean_ci, number
+from fedbandit_envs.bench.tables import PLUS_MINUS, mean_ci, number, unit_heading, units_legend
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.run import Results
+
+#: Family-wise error rate of the pairwise tests at one point.
+ALPHA = 0.05
+
+
+def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of Welch's t-test of equal means of ``a`` and ``b`` (NaN with fewer than 2 values each).
+
+    Samples that are both constant give 0 when their values differ and 1 when they are equal.
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return 0.0 if a[0] != b[0] else 1.0
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def holm(p_values: Sequence[float], alpha: float = ALPHA) -> list[bool]:
+    """Which hypotheses Holm's step-down method rejects at family-wise level ``alpha`` (NaN is never rejected)."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    order = sorted(range(len(p_values)), key=lambda i: (np.isnan(p_values[i]), p_values[i]))
+    rejected = [False] * len(p_values)
+    for step, i in enumerate(order):
+        if not p_values[i] <= alpha / (len(p_values) - step):  # also stops at the first NaN
+            break
+        rejected[i] = True
+    return rejected
+
+
+def separated(values: dict[Any, list[float]], alpha: float = ALPHA) -> set[frozenset]:
+    """The pairs of keys of ``values`` (per-seed samples) that Holm-corrected Welch t-tests tell apart."""
+    pairs = list(itertools.combinations(values, 2))
+    rejected = holm([welch_p(values[a], values[b]) for a, b in pairs], alpha)
+    return {frozenset(pair) for pair, reject in zip(pairs, rejected) if reject}
 
 
 def leaderboard(
@@ -24,8 +73,9 @@ def leaderboard(
     max_cost: float | None = None,
     max_epsilon: float | None = None,
     cost: str = "cost",
+    alpha: float = ALPHA,
 ) -> list[dict[str, Any]]:
-    """One entry per point and algorithm, best (lowest mean final ``metric``) first within each point.
+    """One entry per point and algorithm: ranked entries best first (by rank, then mean), then those over budget.
 
     Args:
         results: tidy results (``curves`` rows).
@@ -35,11 +85,14 @@ def leaderboard(
         max_epsilon: privacy budget on the mean final ``epsilon_max``: entries above it (or without
             privacy accounting) get no rank.
         cost: the cost column compared with ``max_cost``.
+        alpha: family-wise error rate of the pairwise tests at a point (see the module docstring).
 
     Returns:
-        dicts with ``point`` (parameter column -> value), ``rank`` (None when over budget), ``algorithm``,
-        ``n``, ``mean``, ``ci95`` (half-width), ``summary`` (``"mean ± ci95"`` text), ``cost``,
-        ``epsilon_spent`` (None without accounting) and ``note`` (why an entry has no rank).
+        dicts with ``point`` (parameter column -> value), ``rank`` (None when over budget), ``tied``
+        (another ranked entry of the point has the same rank), ``algorithm``, ``n`` (seeds), ``mean``,
+        ``ci95`` (half-width of the 95% confidence interval of the mean), ``summary`` (``"mean ± ci95"``
+        text), ``cost``, ``epsilon_spent`` (None without accounting), ``unseparated`` (the ranked
+        algorithms of the point the tests cannot tell it apart from) and ``note`` (why an entry has no rank).
     """
     rows = results.curves
     if not rows:
@@ -49,6 +102,9 @@ def leaderboard(
             raise ValueError(f"results have no column {column!r}; available: {sorted(rows[0])}")
     groups = [*params, "algorithm"]
     final = final_rows(rows, [*groups, "seed"])
+    samples: dict[tuple, list[float]] = {}
+    for row in final:
+        samples.setdefault(tuple(row[c] for c in groups), []).append(float(row[metric]))
 
     def means(column: str) -> dict[tuple, dict[str, Any]]:
         if column not in rows[0]:
@@ -59,48 +115,84 @@ def leaderboard(
     entries: list[dict[str, Any]] = []
     for point in dict.fromkeys(key[:-1] for key in scores):
         keys = sorted((k for k in scores if k[:-1] == point), key=lambda k: scores[k]["mean"])
-        rank = 0
-        for key in keys:
-            spent = epsilons[key]["mean"] if key in epsilons else None
-            paid = costs[key]["mean"] if key in costs else None
-            notes = []
-            if max_cost is not None and (paid is None or paid > max_cost):
-                notes.append(f"cost {paid:.4g} > {max_cost:g}" if paid is not None else "no cost column")
-            if max_epsilon is not None and (spent is None or spent > max_epsilon):
-                notes.append(f"epsilon {spent:.4g} > {max_epsilon:g}" if spent is not None else "no privacy accounting")
-            if not notes:
-                rank += 1
+        notes = {key: _budget_notes(costs.get(key), epsilons.get(key), max_cost, max_epsilon) for key in keys}
+        ranked = [key for key in keys if not notes[key]]
+        apart = separated({key: samples[key] for key in ranked}, alpha)
+        ranks = {
+            key: 1 + sum(scores[o]["mean"] < scores[key]["mean"] and frozenset((o, key)) in apart for o in ranked)
+            for key in ranked
+        }
+        shared = [ranks[key] for key in ranked]
+        for key in sorted(ranked, key=lambda k: ranks[k]) + [k for k in keys if notes[k]]:
             entries.append(
                 {
                     "point": dict(zip(params, point)),
-                    "rank": None if notes else rank,
+                    "rank": ranks.get(key),
+                    "tied": key in ranks and shared.count(ranks[key]) > 1,
                     "algorithm": key[-1],
                     "n": scores[key]["n"],
                     "mean": scores[key]["mean"],
                     "ci95": scores[key]["ci95_high"] - scores[key]["mean"],
                     "summary": mean_ci(scores[key]),
-                    "cost": paid,
-                    "epsilon_spent": spent,
-                    "note": "; ".join(notes),
+                    "cost": costs[key]["mean"] if key in costs else None,
+                    "epsilon_spent": epsilons[key]["mean"] if key in epsilons else None,
+                    "unseparated": [
+                        o[-1] for o in ranked if key in ranks and o != key and frozenset((o, key)) not in apart
+                    ],
+                    "note": "; ".join(notes[key]),
                 }
             )
     return entries
 
 
+def _budget_notes(
+    cost: dict[str, Any] | None, epsilon: dict[str, Any] | None, max_cost: float | None, max_epsilon: float | None
+) -> list[str]:
+    """Why an entry with these cost and epsilon summaries is over the budgets (empty when within them)."""
+    notes = []
+    for name, summary, budget, missing in (
+        ("cost", cost, max_cost, "no cost column"),
+        ("epsilon", epsilon, max_epsilon, "no privacy accounting"),
+    ):
+        if budget is not None and (summary is None or summary["mean"] > budget):
+            notes.append(f"{name} {summary['mean']:.4g} > {budget:g}" if summary is not None else missing)
+    return notes
+
+
+def rank_text(entry: dict[str, Any]) -> str:
+    """The rank cell: ``"2"``, ``"=2"`` when tied with another entry of the point, ``"-"`` without a rank."""
+    if entry["rank"] is None:
+        return "-"
+    return f"={entry['rank']}" if entry["tied"] else str(entry["rank"])
+
+
 def leaderboard_table(
     entries: Sequence[dict[str, Any]], params: Sequence[str] = (), metric: str = "group_regret"
 ) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of a leaderboard for :func:`~fedbandit_envs.bench.tables.markdown_table` / ``html_table``."""
+    """Header and rows of a leaderboard for :func:`~fedbandit_envs.bench.tables.markdown_table` / ``html_table``.
+
+    :func:`leaderboard_legend` says what the rank, the ± and the cost unit mean; show it with the table.
+    """
     with_epsilon = any(e["epsilon_spent"] is not None for e in entries)
-    header = [*params, "rank", "algorithm", f"final {metric} (mean ± 95% CI)", "cost"]
-    header += ["epsilon spent"] if with_epsilon else []
-    header += ["note"]
+    header = [*params, "rank", "algorithm", "seeds", f"final {metric} (mean ± 95% CI)", unit_heading("cost", "mean")]
+    header += ["epsilon spent (mean)"] if with_epsilon else []
+    header += ["not separated from", "note"]
     body = []
     for e in entries:
-        row = [*(str(e["point"][p]) for p in params), "-" if e["rank"] is None else str(e["rank"]), e["algorithm"]]
-        row += [e["summary"], "-" if e["cost"] is None else number(e["cost"])]
-        row += (["-" if e["epsilon_spent"] is None else number(e["epsilon_spent"])] if with_epsilon else []) + [
-            e["note"]
-        ]
+        row = [*(str(e["point"][p]) for p in params), rank_text(e), e["algorithm"], str(e["n"]), e["summary"]]
+        row += ["-" if e["cost"] is None else number(e["cost"])]
+        row += ["-" if e["epsilon_spent"] is None else number(e["epsilon_spent"])] if with_epsilon else []
+        row += [", ".join(e["unseparated"]), e["note"]]
         body.append(row)
     return header, body
+
+
+def leaderboard_legend(metric: str = "group_regret", alpha: float = ALPHA) -> str:
+    """What a leaderboard table shows: the ranking rule, the ± and the cost unit."""
+    return (
+        f"Lower final {metric} is better. Rank = 1 + the number of entries of the same point that are "
+        f"significantly better: Welch t-tests on the per-seed final values, every pair of the point, Holm-corrected "
+        f"at family-wise level {alpha:g}. Entries the tests cannot separate share a rank, marked '=' (e.g. '=2'); "
+        f"'not separated from' lists them. Unranked ('-'): over the cost or privacy budget. {PLUS_MINUS}. "
+        + units_legend(["cost"])
+    )

@@ -22,6 +22,7 @@ from typing import Any
 from fedbandit_envs.bench.claims import final_rows
 from fedbandit_envs.bench.scenarios import FigureSpec
 from fedbandit_envs.bench.store import atomic_write
+from fedbandit_envs.bench.tables import UNITS, unit_heading
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.run import Results
 
@@ -31,10 +32,10 @@ LABELS = {
     "slot": "slot",
     "group_regret": "group pseudo-regret",
     "mean_regret": "mean pseudo-regret per agent",
-    "cost": "communication cost",
-    "link_cost": "link cost",
-    "messages": "messages",
-    "bytes": "bytes",
+    "cost": f"communication cost ({UNITS['cost'][0]})",
+    "link_cost": f"link cost ({UNITS['cost'][0]})",
+    "messages": unit_heading("messages"),
+    "bytes": unit_heading("bytes"),
     "epsilon_max": "epsilon spent (max over agents)",
     "epsilon_mean": "epsilon spent (mean over agents)",
 }

@@ -3,9 +3,11 @@
 :func:`write_report` reads a sweep directory (``config.json`` and the results table), draws the figures
 (``figures/<name>.png`` and ``.svg``), evaluates the scenario's claims and writes ``report.md`` (figures
 linked) and ``report.html`` (figures inlined as SVG: one file to send or archive). Sections: the claims
-with their measured evidence and verdict (the spec codes a statement cites linked to their entries in
-``docs/decisions``, see :mod:`fedbandit_envs.bench.decisions`), the final regret / cost / privacy table
-(mean ± 95% CI over seeds), the leaderboard, the figures, and the configuration with package versions.
+with their measured evidence, acceptance band and verdict (the spec codes a statement cites linked to their
+entries in ``docs/decisions``, see :mod:`fedbandit_envs.bench.decisions`), the final regret / cost / privacy
+table (mean ± 95% CI over seeds, units stated), the leaderboard (ties where Holm-corrected Welch tests cannot
+separate entries, see :mod:`fedbandit_envs.bench.leaderboard`), the figures, and the configuration with
+package versions. Every table is followed by a legend saying what its ± and units mean.
 
 :func:`write_replication_report` does this for every paper scenario found under a root directory
 (``<root>/<scenario name>/``) and writes ``replication.md`` / ``replication.html``: one row per
@@ -24,20 +26,36 @@ from typing import Any
 
 from fedbandit_envs.bench.decisions import decisions_base, linked_codes
 from fedbandit_envs.bench.jobs import to_json
-from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_table
+from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_legend, leaderboard_table
 from fedbandit_envs.bench.scenarios import Claim, FigureSpec, Scenario, get, names
 from fedbandit_envs.bench.store import atomic_write, load_config, read_results, table_paths
-from fedbandit_envs.bench.tables import Link, RichText, final_summary, html_cell, html_table, markdown_table
+from fedbandit_envs.bench.tables import (
+    Link,
+    RichText,
+    final_legend,
+    final_summary,
+    html_cell,
+    html_table,
+    markdown_table,
+)
 from fedbandit_envs.run import Results
 
 VERDICTS = ("PASS", "FAIL", "ERROR")
+
+#: What the claim tables show (written under them).
+CLAIMS_LEGEND = (
+    "Evidence quotes final values at the last checkpoint, as means over seeds unless it says otherwise; a "
+    "'± x SE' in evidence is a standard error of the mean over seeds, not a 95% interval. "
+    "The acceptance band is the tolerance the claim's check applies."
+)
 
 
 @dataclass(frozen=True)
 class ClaimOutcome:
     """A claim checked on results: ``status`` is PASS, FAIL or ERROR (the check raised).
 
-    ``pass_rate`` is the claim's measured rate over disjoint seed blocks (``Claim.pass_rate``), "" if unmeasured.
+    ``pass_rate`` is the claim's measured rate over disjoint seed blocks (``Claim.pass_rate``), "" if unmeasured;
+    ``band`` is its acceptance band (``Claim.band``), "" if the claim does not state one.
     """
 
     name: str
@@ -45,6 +63,12 @@ class ClaimOutcome:
     status: str
     evidence: str
     pass_rate: str = ""
+    band: str = ""
+
+    @property
+    def band_text(self) -> str:
+        """The acceptance band as shown in reports ("not stated" when the claim gives none)."""
+        return self.band or "not stated"
 
 
 @dataclass(frozen=True)
@@ -65,12 +89,11 @@ def evaluate_claims(claims: Sequence[Claim], results: Results) -> list[ClaimOutc
         try:
             verdict = claim.check(results)
         except Exception as error:  # a broken check must not hide the other claims
-            outcomes.append(
-                ClaimOutcome(claim.name, claim.description, "ERROR", f"{type(error).__name__}: {error}", rate)
-            )
+            evidence = f"{type(error).__name__}: {error}"
+            outcomes.append(ClaimOutcome(claim.name, claim.description, "ERROR", evidence, rate, claim.band))
             continue
         status = "PASS" if verdict.passed else "FAIL"
-        outcomes.append(ClaimOutcome(claim.name, claim.description, status, verdict.evidence, rate))
+        outcomes.append(ClaimOutcome(claim.name, claim.description, status, verdict.evidence, rate, claim.band))
     return outcomes
 
 
@@ -262,17 +285,27 @@ def build_report(
         passed = sum(c.status == "PASS" for c in claims)
         doc.paragraph(f"{passed} of {len(claims)} claim(s) pass.")
         rows = [
-            [c.name, linked_codes(c.description, paper, base), c.status, c.evidence, c.pass_rate or "not measured"]
+            [
+                c.name,
+                linked_codes(c.description, paper, base),
+                c.status,
+                c.evidence,
+                c.band_text,
+                c.pass_rate or "not measured",
+            ]
             for c in claims
         ]
-        header = ["claim", "statement", "verdict", "evidence", "pass rate over seed blocks"]
+        header = ["claim", "statement", "verdict", "evidence", "acceptance band", "pass rate over seed blocks"]
         doc.table(header, rows, [c.status for c in claims])
+        doc.paragraph(CLAIMS_LEGEND)
     else:
         doc.paragraph(note or "This scenario states no claims.")
     doc.heading("Final results (mean ± 95% CI over seeds)")
     doc.table(*final_summary(results, params))
-    doc.heading("Leaderboard (lowest final group regret first, within each parameter point)")
+    doc.paragraph(final_legend(results))
+    doc.heading("Leaderboard (within each parameter point; ties where the seeds cannot separate entries)")
     doc.table(*leaderboard_table(leaderboard(results, params), params))
+    doc.paragraph(leaderboard_legend())
     doc.heading("Figures")
     for figure in figures:
         doc.figure(figure)
@@ -322,7 +355,9 @@ def write_replication_report(
         scenario_doc, claims = build_report(directory, allow_incomplete=allow_incomplete)
         scenario_doc.write(directory, "report")
         scale = load_config(directory).get("scale", "?")
-        scenario_rows = [[name, scale, c.name, c.status, c.evidence] for c in claims] or [[name, scale, "-", "-", ""]]
+        scenario_rows = [[name, scale, c.name, c.status, c.evidence, c.band_text] for c in claims] or [
+            [name, scale, "-", "-", "", ""]
+        ]
         for i, row in enumerate(scenario_rows):
             row.append(Link("report", f"{name}/report.html") if i == 0 else "")
         rows += scenario_rows
@@ -335,7 +370,8 @@ def write_replication_report(
         + "."
     )
     doc.heading("Claims per scenario")
-    doc.table(["scenario", "scale", "claim", "verdict", "evidence", "report"], rows, classes)
+    doc.table(["scenario", "scale", "claim", "verdict", "evidence", "acceptance band", "report"], rows, classes)
+    doc.paragraph(CLAIMS_LEGEND)
     if missing:
         doc.heading("Not run yet")
         doc.table(["scenario", "paper", "command"], missing)

@@ -97,12 +97,15 @@ class Claim:
         description: the statement, in words (as the paper makes it).
         check: a function of the scenario's whole :class:`Results` returning a :class:`ClaimVerdict`.
         pass_rate: how often it held over disjoint blocks of seeds, when measured (:func:`with_pass_rates`).
+        band: the acceptance band, in words: the tolerance the check applies (e.g. "each step may rise by up
+            to 10% of the previous value"; "exact" for checks without tolerance). Reports show it.
     """
 
     name: str
     description: str
     check: Callable[[Results], ClaimVerdict]
     pass_rate: PassRate | None = None
+    band: str = ""
 
 
 def with_pass_rates(

@@ -1,4 +1,9 @@
-"""Summary tables of final results (mean and 95% CI over seeds), rendered as Markdown or HTML."""
+"""Summary tables of final results (mean and 95% CI over seeds), rendered as Markdown or HTML.
+
+Every table says what it shows: a ``±`` is always the half-width of the 95% confidence interval of the
+mean over the row's seeds (:data:`PLUS_MINUS`), and a ledger column carries its unit in its heading
+(:data:`UNITS`, :func:`unit_heading`) with the full definition in a legend (:func:`units_legend`).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,33 @@ from fedbandit_envs.bench.claims import final_rows
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.run import Results
 
-#: Final metrics shown in reports when the results have them: column -> heading.
-FINAL_METRICS = {
-    "group_regret": "group regret",
-    "cost": "cost",
-    "messages": "messages",
-    "bytes": "bytes",
-    "epsilon_max": "epsilon spent (max)",
-    "delta_max": "delta spent (max)",
+#: Units of the ledger's columns (:class:`~fedbandit_envs.channel.ledger.Ledger`): column -> (short unit for a
+#: heading, definition for a legend).
+UNITS = {
+    "cost": (
+        "price units",
+        "Cost is in price units of the run's CostModel: c1 per agent-server link and c2 per agent-agent link used "
+        "in a slot (each two-way link once per slot; the server's downlink is free unless free_server_downlink is "
+        "off; with link_accounting='graph_edges' every edge of a component that carries a message), plus "
+        "price_per_message per logical message and price_per_byte per payload byte transmitted (dropped copies "
+        "included), summed over the population from the start of the run",
+    ),
+    "messages": (
+        "count",
+        "Messages counts logical messages transmitted, one per recipient (records packed into one message count "
+        "one each), summed over the population from the start of the run",
+    ),
+    "bytes": (
+        "payload bytes",
+        "Bytes counts payload bytes over every transmitted copy, summed over the population from the start of the run",
+    ),
 }
+
+#: What every ``"mean ± x"`` of the tables means.
+PLUS_MINUS = (
+    "Mean ± x: x is the half-width of the 95% confidence interval of the mean (Student t over the row's seeds; "
+    "no ± for one seed)"
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,26 @@ def number(value: float, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+def unit_heading(column: str, statistic: str = "") -> str:
+    """A ledger column's heading with its unit (:data:`UNITS`), e.g. ``"cost (price units, mean)"``."""
+    inside = ", ".join(part for part in (UNITS[column][0], statistic) if part)
+    return f"{column} ({inside})"
+
+
+def units_legend(columns: Sequence[str]) -> str:
+    """The definitions of the units of those ``columns`` that have one (:data:`UNITS`), as sentences."""
+    return " ".join(f"{UNITS[c][1]}." for c in columns if c in UNITS)
+
+
+#: Final metrics shown in reports when the results have them: column -> heading.
+FINAL_METRICS = {
+    "group_regret": "group regret",
+    **{column: unit_heading(column) for column in UNITS},
+    "epsilon_max": "epsilon spent (max)",
+    "delta_max": "delta spent (max)",
+}
+
+
 def mean_ci(summary: Mapping[str, Any]) -> str:
     """``"mean ± half-width"`` of a :func:`~fedbandit_envs.metrics.summarize` row (95% CI; no ± for n = 1)."""
     half = summary["ci95_high"] - summary["mean"]
@@ -62,6 +105,8 @@ def final_summary(
     results: Results, params: Sequence[str] = (), metrics: Sequence[str] | None = None
 ) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the final-checkpoint table: one row per parameter point and algorithm.
+
+    Show :func:`final_legend` with it (what the ± and the units mean).
 
     Args:
         results: tidy results.
@@ -77,13 +122,20 @@ def final_summary(
     stats = {m: {tuple(r[c] for c in groups): r for r in summarize(final, m, by=groups)} for m in metrics}
     keys = list(dict.fromkeys(tuple(r[c] for c in groups) for r in final))
     slots = {tuple(r[c] for c in groups): r["slot"] for r in final}
-    header = [*params, "algorithm", "n", "slot", *(FINAL_METRICS.get(m, m) for m in metrics)]
+    header = [*params, "algorithm", "seeds", "slot", *(f"{FINAL_METRICS.get(m, m)}: mean ± 95% CI" for m in metrics)]
     body = [
         [*map(str, key), str(stats[metrics[0]][key]["n"]) if metrics else "", str(slots[key])]
         + [mean_ci(stats[m][key]) for m in metrics]
         for key in keys
     ]
     return header, body
+
+
+def final_legend(results: Results, metrics: Sequence[str] | None = None) -> str:
+    """What :func:`final_summary` of ``results`` shows: the ± and the units of its ledger columns."""
+    columns = results.curves[0] if results.curves else {}
+    shown = [m for m in (metrics or FINAL_METRICS) if m in columns]
+    return " ".join(filter(None, (f"{PLUS_MINUS}.", units_legend(shown))))
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -214,7 +214,9 @@ def at_most(
         )
         return ClaimVerdict(passed, evidence, {"lower": float(a.mean()), "upper": float(b.mean()), "p": p_value})
 
-    return Claim(name, description, check)
+    band = f"mean final regret <= {factor:.4g} x the other's"
+    band += " and a one-sided paired t-test over common seeds at p < 0.05" if paired_test else ", no other tolerance"
+    return Claim(name, description, check, band=band)
 
 
 def exploration_identity(name: str, description: str, algorithm: str, interval: int, reference: str) -> Claim:
@@ -232,7 +234,7 @@ def exploration_identity(name: str, description: str, algorithm: str, interval: 
         evidence = f"R({k * interval}) of {algorithm} = {interval} x R({k}) of {reference} in {len(seeds)} seeds"
         return ClaimVerdict(passed, f"{evidence} (largest relative error {worst:.2g})", {"max_relative_error": worst})
 
-    return Claim(name, description, check)
+    return Claim(name, description, check, band="every seed, exact up to a relative error of 1e-9")
 
 
 # ---------------------------------------------------------------------------------------------------- bounds (RC-9)

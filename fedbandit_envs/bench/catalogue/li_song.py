@@ -166,7 +166,13 @@ def per_round_cost_claim(name: str, description: str, expected: Callable[[Mappin
         verdict = f"{len(rows) - len(bad)}/{len(rows)} runs have cost = per-round cost x rounds ({text})"
         return ClaimVerdict(not bad, verdict, {"mismatches": len(bad)})
 
-    return Claim(name, description, check)
+    return Claim(
+        name,
+        description,
+        check,
+        band="every run, exact up to float rounding (relative 1e-9): cost = per-round cost x rounds done, with at "
+        "least one round",
+    )
 
 
 #: Sweep columns of these scenarios (used to identify runs).
@@ -199,22 +205,31 @@ def epsilon_claim(factor: Callable[[Mapping[str, Any]], float]) -> Claim:
         "epsilon_effective",
         "The accountant charges the true guarantee n_agg * epsilon (D13) per epoch mean released.",
         check,
+        band="every run: epsilon spent / (n_agg epsilon) is a whole number >= 1, up to relative 1e-9",
     )
 
 
 def trend_claim(
-    name: str, description: str, parameter: str, extra: Callable[[dict[Any, tuple[float, float]]], tuple[bool, str]]
+    name: str,
+    description: str,
+    parameter: str,
+    extra: Callable[[dict[Any, tuple[float, float]]], tuple[bool, str]],
+    band: str,
 ) -> Claim:
-    """Final regret against ``parameter``: ``extra`` gets {value: (mean, se)} and returns (passed, evidence)."""
+    """Final regret against ``parameter``: ``extra`` gets {value: (mean, se)} and returns (passed, evidence).
+
+    ``band`` states the tolerance ``extra`` applies (:attr:`Claim.band`).
+    """
 
     def check(results: Results) -> ClaimVerdict:
         table = {key[0]: stats(rows) for key, rows in groups(results, (parameter,)).items()}
         table = dict(sorted(table.items()))
         passed, evidence = extra(table)
-        numbers = ", ".join(f"{parameter}={k}: {m:.4g} +- {s:.2g}" for k, (m, s) in table.items())
-        return ClaimVerdict(passed, f"{evidence} [{numbers}]", {str(k): m for k, (m, _) in table.items()})
+        numbers = ", ".join(f"{parameter}={k}: {m:.4g} ± {s:.2g} SE" for k, (m, s) in table.items())
+        values = {str(k): m for k, (m, _) in table.items()}
+        return ClaimVerdict(passed, f"{evidence} [final regret, mean ± SE over seeds: {numbers}]", values)
 
-    return Claim(name, description, check)
+    return Claim(name, description, check, band=band)
 
 
 def _epsilon_trend(table: dict[Any, tuple[float, float]]) -> tuple[bool, str]:
@@ -258,7 +273,8 @@ def rounds_bound_claim() -> Claim:
         seen = sorted({(r["rounds"], r["rounds_done"]) for r in rows})
         return ClaimVerdict(not bad, f"(R, rounds executed) seen: {seen}", {"violations": len(bad)})
 
-    return Claim("rounds_at_most_R", "A run with the round cap R executes at most R rounds (Thm. 2).", check)
+    description = "A run with the round cap R executes at most R rounds (Thm. 2)."
+    return Claim("rounds_at_most_R", description, check, band="every run, exact: rounds executed <= R")
 
 
 def tradeoff_claim() -> Claim:
@@ -298,6 +314,8 @@ def tradeoff_claim() -> Claim:
         "For fixed R, cost does not decrease and regret falls with p; for fixed p, regret falls with R (2 SE; Fig. 7, "
         "RC-C5).",
         check,
+        band="cost must not decrease in p (exact); each step in p or R may raise the mean regret by up to 2 SE of "
+        "the difference; cost(p = 1, largest R) <= c1 M R",
     )
 
 
@@ -321,6 +339,8 @@ FIG4 = register(
                     "(RC-C2).",
                     "epsilon",
                     _epsilon_trend,
+                    "each adjacent step may go the wrong way by max(2 SE of the difference, 2% of the mean); "
+                    "Reg(0.1) / Reg(1) >= 1.05",
                 ),
                 per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per round (RC-C1).", lambda r: 25.0 * 50),
                 epsilon_claim(lambda r: 50 * r["epsilon"]),
@@ -351,6 +371,8 @@ FIG5 = register(
                 "Regret strictly decreases in p, Reg(0.2)/Reg(1) >= 2.5, p Reg(p)/Reg(1) in [0.5, 2] (RC-C3).",
                 "participation",
                 _participation_trend,
+                "no tolerance on the strict decrease of the means; Reg(0.2) / Reg(1) >= 2.5; p Reg(p) / Reg(1) in "
+                "[0.5, 2]",
             ),
             per_round_cost_claim(
                 "cost_c1_N_rounds",
@@ -382,6 +404,7 @@ FIG6 = register(
                 "Regret decreases in R with diminishing returns (RC-C4).",
                 "rounds",
                 _rounds_trend,
+                "no tolerance on the shrinking drops; the last drop may be negative by up to 2 SE of the difference",
             ),
             rounds_bound_claim(),
             per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per executed round (RC-C1).", lambda r: 25.0 * 50),
@@ -438,7 +461,7 @@ def fig8_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
 
     def h1(results: Results) -> ClaimVerdict:
         ratio = regret(results, "cdp_mab", "heterogeneous") / regret(results, "cdp_mab", "uniform")
-        return ClaimVerdict(abs(ratio - 1) <= 0.2, f"CDP per-agent regret het/hom = {ratio:.3f} (within 1 +- 0.2)")
+        return ClaimVerdict(abs(ratio - 1) <= 0.2, f"CDP per-agent regret het/hom = {ratio:.3f} (in [0.8, 1.2])")
 
     def h2(results: Results) -> ClaimVerdict:
         ratio = regret(results, "cdp_mab", "uniform") / regret(results, "single_mab", "uniform")
@@ -459,9 +482,24 @@ def fig8_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
         return ClaimVerdict(ok, text)
 
     return (
-        Claim("cdp_robust_to_heterogeneity", "CDP per-agent regret is similar under both structures (RC-H1).", h1),
-        Claim("cdp_one_over_m", "CDP reaches about 1/M of the single-agent regret, homogeneous (RC-H2).", h2),
-        Claim("single_linear_heterogeneous", "A lone agent has linear regret under heterogeneous rewards (RC-H3).", h3),
+        Claim(
+            "cdp_robust_to_heterogeneity",
+            "CDP per-agent regret is similar under both structures (RC-H1).",
+            h1,
+            band="ratio of mean per-agent regrets het / hom in [0.8, 1.2]",
+        ),
+        Claim(
+            "cdp_one_over_m",
+            "CDP reaches about 1/M of the single-agent regret, homogeneous (RC-H2).",
+            h2,
+            band="ratio of mean per-agent regrets CDP / Single in [0.1, 0.4]",
+        ),
+        Claim(
+            "single_linear_heterogeneous",
+            "A lone agent has linear regret under heterogeneous rewards (RC-H3).",
+            h3,
+            band="mean Reg(T) / T >= 0.5 g-bar; the het / hom ratio strictly grows from T/10 to T",
+        ),
     )
 
 
@@ -545,8 +583,15 @@ def graph_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
             "Under CRN: DDP on the complete graph equals CDP; regret complete <= star <= random <= ring on every "
             "seed; cost star < random < min(complete, ring) (RC-D2, RC-D3).",
             ordering,
+            band="exact: equal regret on every seed, the regret order on every seed and the strict cost order "
+            "of the means, no tolerance",
         ),
-        Claim("delay_regret_bound", "Regret above CDP is at most 3 M (d_G - 1) per run (RC-D4).", delay),
+        Claim(
+            "delay_regret_bound",
+            "Regret above CDP is at most 3 M (d_G - 1) per run (RC-D4).",
+            delay,
+            band="every run: excess regret over CDP on the same seed <= 3 M (d_G - 1), no tolerance",
+        ),
     )
 
 
@@ -673,6 +718,7 @@ def hybrid_ordering_claim() -> Claim:
         "Cost case5 < case1 < case2 < case3 = case6 and case5 < case4 < case1; cases 1-3 reach similar per-agent "
         "regret (within 5% of case 6) (RC-Y2, Fig. 11).",
         check,
+        band="costs exact (strict order, case3 = case6); mean per-agent regret of cases 1-3 within 5% of case 6",
     )
 
 
@@ -701,6 +747,7 @@ def delayed_hybrid_claim(num_agents: int) -> Claim:
         "Case 4 (delay t_delay = max_q ecc(SA_q) - 1 per round) has regret >= case 1 on every seed, the excess "
         "<= 3 M t_delay (RC-Y4).",
         check,
+        band="every seed: 0 <= regret(case 4) - regret(case 1) <= 3 M t_delay, no tolerance",
     )
 
 
@@ -808,8 +855,15 @@ def structure_claims() -> tuple[Claim, ...]:
             "structure_ordering",
             "Under CRN, CDP <= HDP <= DDP (paired, 2 SE) when HDP's delay is not larger (RC-X1).",
             x1,
+            band="each step of CDP <= HDP <= DDP on the mean of paired differences, which may go the wrong way by "
+            "up to 2 SE of the paired differences; waived when HDP's delay per round exceeds DDP's",
         ),
-        Claim("heterogeneity_hurts_delay", "Heterogeneity adds at least as much regret to DDP as to CDP (RC-X2).", x2),
+        Claim(
+            "heterogeneity_hurts_delay",
+            "Heterogeneity adds at least as much regret to DDP as to CDP (RC-X2).",
+            x2,
+            band="DDP's het - hom gap may fall below CDP's by up to 2 SE (both heterogeneous means' SEs combined)",
+        ),
     )
 
 

@@ -104,7 +104,11 @@ def grid_monotone(name: str, family: str, regret_tolerance: float = 0.10) -> Cla
         text = ", ".join(f"{t:g}: (C={c:.4g}, R={r:.4g})" for t, c, r in points)
         return ClaimVerdict(comm_ok and regret_ok and len(points) > 1, f"{family} grid {text}", {"points": points})
 
-    return Claim(name, f"S1: along the {family} threshold grid C_T falls and R_T does not rise.", check)
+    band = (
+        "C_T (mean messages): no rise between adjacent thresholds and a strict fall from the first to the last; "
+        f"R_T (mean): each step to a larger threshold may fall by up to {regret_tolerance * 100:g}% of the previous"
+    )
+    return Claim(name, f"S1: along the {family} threshold grid C_T falls and R_T does not rise.", check, band=band)
 
 
 def no_communication_costs(name: str, factor: float = 5.0, reference: float = 1.01) -> Claim:
@@ -118,7 +122,8 @@ def no_communication_costs(name: str, factor: float = 5.0, reference: float = 1.
             ratio >= factor, f"R(inf) / R({reference}) = {never:.4g} / {often:.4g} = {ratio:.3g}", {"ratio": ratio}
         )
 
-    return Claim(name, f"S2: never communicating costs >= {factor}x the regret of gamma = {reference}.", check)
+    description = f"S2: never communicating costs >= {factor}x the regret of gamma = {reference}."
+    return Claim(name, description, check, band=f"mean R(inf) / R({reference}) >= {factor:g}, no tolerance")
 
 
 def frontier_comparisons(results: Results, floor_factor: float = 1.05) -> list[dict[str, float | str]]:
@@ -169,7 +174,12 @@ def frontier_favours(name: str, winner: str, share: float = 2 / 3) -> Claim:
     if winner not in ("sync", "async"):
         raise ValueError(f"winner must be 'sync' (spec S3) or 'async' (spec S4), got {winner!r}")
     code = "S3" if winner == "sync" else "S4"
-    return Claim(name, f"{code}: at matched communication {winner.capitalize()}-LinUCB reaches lower regret.", check)
+    band = (
+        f"at least {share:.0%} of the frontier comparisons favour {winner} (points with R_T above 1.05 x the panel's "
+        "best, compared at their C_T inside the other frontier's range)"
+    )
+    description = f"{code}: at matched communication {winner.capitalize()}-LinUCB reaches lower regret."
+    return Claim(name, description, check, band=band)
 
 
 def reward_order(name: str, description: str, labels: Sequence[str], share: float = 0.8) -> Claim:
@@ -194,7 +204,7 @@ def reward_order(name: str, description: str, labels: Sequence[str], share: floa
             {"ordered_seeds": ordered, "seeds": len(seeds), **dict(zip(labels, means))},
         )
 
-    return Claim(name, description, check)
+    return Claim(name, description, check, band=f"strict order seed by seed in at least {share:.0%} of the seeds")
 
 
 # ---------------------------------------------------------------------- Fig. 2a / 2b

@@ -135,7 +135,8 @@ def sublinear_claim(algorithm: str, max_ratio: float, epsilon: float | None = No
         evidence = f"{label}: mean R(T)/R(T/2) = {mean:.3f} (per trial {np.round(ratios, 3).tolist()})"
         return ClaimVerdict(mean <= max_ratio, evidence, {"mean_ratio": mean, "ratios": ratios.tolist()})
 
-    return Claim("sublinear", f"{label} regret is sublinear: mean R(T)/R(T/2) <= {max_ratio} ({code})", check)
+    description = f"{label} regret is sublinear: mean R(T)/R(T/2) <= {max_ratio} ({code})"
+    return Claim("sublinear", description, check, band=f"trial mean of R(T)/R(T/2) <= {max_ratio:g} (linear gives 2)")
 
 
 def collaboration_claim(gossip: str, local: str, min_local_ratio: float = 1.8, factor: float = 2.0) -> Claim:
@@ -154,7 +155,8 @@ def collaboration_claim(gossip: str, local: str, min_local_ratio: float = 1.8, f
         return ClaimVerdict(passed, evidence, values)
 
     description = f"collaboration is necessary: {local} is linear and >= {factor}x the regret of {gossip} (RC3)"
-    return Claim("collaboration_needed", description, check)
+    band = f"{local}: trial mean of R(T)/R(T/2) >= {min_local_ratio:g}; mean R(T) >= {factor:g} x {gossip}'s"
+    return Claim("collaboration_needed", description, check, band=band)
 
 
 def epsilon_finals(results: Results, algorithm: str) -> dict[float, np.ndarray]:
@@ -178,7 +180,12 @@ def monotone_epsilon_claim(algorithm: str = "fed_ucb", num_se: float = 2.0) -> C
         text = " >= ".join(f"R({e:g}) = {finals[e].mean():.1f}" for e in eps)
         return ClaimVerdict(ok and len(eps) > 1, text, {str(e): float(v.mean()) for e, v in finals.items()})
 
-    return Claim("monotone_in_epsilon", "privacy costs regret: R(T) decreases as epsilon grows (RC4)", check)
+    return Claim(
+        "monotone_in_epsilon",
+        "privacy costs regret: R(T) decreases as epsilon grows (RC4)",
+        check,
+        band=f"each step to a larger epsilon may raise the mean R(T) by up to {num_se:g} SE of the difference",
+    )
 
 
 def infinity_lowest_claim(algorithm: str = "fed_ucb") -> Claim:
@@ -191,7 +198,8 @@ def infinity_lowest_claim(algorithm: str = "fed_ucb") -> Claim:
         text = ", ".join(f"R({e:g}) = {v:.1f}" for e, v in finals.items())
         return ClaimVerdict(passed, text, {str(e): v for e, v in finals.items()})
 
-    return Claim("infinity_lowest", "epsilon = inf (Gossip_UCB) has the lowest regret (RC6)", check)
+    band = "strict: mean R(inf) below the mean R(epsilon) of every finite epsilon, no tolerance"
+    return Claim("infinity_lowest", "epsilon = inf (Gossip_UCB) has the lowest regret (RC6)", check, band=band)
 
 
 def inverse_epsilon_claim(
@@ -218,7 +226,9 @@ def inverse_epsilon_claim(
             text += " (informational)"
         return ClaimVerdict(passed, text, {"excess_ratios": ratios, "total_ratios": totals})
 
-    return Claim("inverse_epsilon", "excess regret of Fed_UCB scales like 1/epsilon (RC5)", check)
+    band = "; ".join(f"X(1)/X({e:g}) in [{lo:g}, {hi:g}]" for e, (lo, hi) in bounds.items())
+    band = f"none: informational, always passes (would be {band})" if informational else band
+    return Claim("inverse_epsilon", "excess regret of Fed_UCB scales like 1/epsilon (RC5)", check, band=band)
 
 
 # --------------------------------------------------------------------------------------------- scenarios
