@@ -1,7 +1,7 @@
 """The ``fedbandit`` command line.
 
 * ``fedbandit list``: environment ids, algorithms and the scenario catalogue.
-* ``fedbandit run``: run algorithms on ``FederatedMAB``; write CSV tables and a regret plot.
+* ``fedbandit run``: run algorithms on an environment of any family; write CSV tables and a regret plot.
 * ``fedbandit sweep SCENARIO``: run a scenario's sweep (process pool, in process, or Ray); restartable.
 * ``fedbandit plot DIR`` / ``fedbandit report DIR``: figures and a Markdown + HTML report of a sweep.
 * ``fedbandit report --replication``: the replication report across all paper scenarios.
@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
-from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.metrics import summarize
 from fedbandit_envs.registration import pprint_registry
-from fedbandit_envs.run import Results, checkpoint_slots, run
+from fedbandit_envs.run import Results, build_env, checkpoint_slots, family_of, run
 from fedbandit_envs.seeding import resolve_seeds
 
 DEFAULT_ALGORITHMS = ("random", "independent_ucb1", "full_sharing_ucb")
@@ -92,22 +91,42 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedbandit", description="Federated multi-armed bandit environments.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="list environment ids, algorithms and scenarios")
-    run_parser = commands.add_parser("run", help="run algorithms on FederatedMAB; write CSV tables and a regret plot")
+    run_parser = commands.add_parser(
+        "run",
+        help="run algorithms on an environment of any family; write CSV tables and a regret plot",
+        description="Play registered algorithms (or module:Class paths) on one environment. The MAB options "
+        "(--agents, --arms, --topology, --instance, --c1, --c2) set the mab family's keywords; any family's "
+        "keywords are set with --set KEY=VALUE (e.g. --env procurement --set num_producers=10).",
+    )
     run_parser.add_argument(
         "--algorithms",
         nargs="+",
         default=list(DEFAULT_ALGORITHMS),
         help="registered names (see fedbandit list) or module:Class paths",
     )
-    run_parser.add_argument("--agents", type=int, default=10, help="number of agents M")
-    run_parser.add_argument("--arms", type=int, default=20, help="number of arms K")
-    run_parser.add_argument("--horizon", type=int, default=2000, help="number of slots T")
+    run_parser.add_argument(
+        "--env",
+        default=None,
+        help="environment name: mab, linear, replay, replay_log, procurement (default: the first algorithm's family)",
+    )
+    run_parser.add_argument(
+        "--set",
+        dest="settings",
+        type=_parse_setting,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment keyword (repeatable; VALUE is JSON or text)",
+    )
+    run_parser.add_argument("--agents", type=int, default=None, help="mab: number of agents M (default 10)")
+    run_parser.add_argument("--arms", type=int, default=None, help="mab: number of arms K (default 20)")
+    run_parser.add_argument("--horizon", type=int, default=None, help="number of slots T (mab default 2000)")
     run_parser.add_argument("--seeds", default="5", help=f"{SEEDS_HELP} (default 5)")
-    run_parser.add_argument("--topology", default="server", help="server, complete, ring, path, grid, erdos_renyi, ...")
-    run_parser.add_argument("--instance", default="uniform", help="uniform or heterogeneous")
+    run_parser.add_argument("--topology", default=None, help="mab: server, complete, ring, grid, erdos_renyi, ...")
+    run_parser.add_argument("--instance", default=None, help="mab: uniform or heterogeneous")
     run_parser.add_argument("--instance-seed", type=int, default=None, help="fix the instance across seeds")
-    run_parser.add_argument("--c1", type=float, default=1.0, help="cost of an agent-server link per slot")
-    run_parser.add_argument("--c2", type=float, default=1.0, help="cost of an agent-agent link per slot")
+    run_parser.add_argument("--c1", type=float, default=None, help="mab: cost of an agent-server link per slot")
+    run_parser.add_argument("--c2", type=float, default=None, help="mab: cost of an agent-agent link per slot")
     run_parser.add_argument("--checkpoints", type=int, default=20, help="number of checkpoints per run")
     run_parser.add_argument("--out", type=Path, default=Path("results"), help="output directory")
     run_parser.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
@@ -170,24 +189,50 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The ``fedbandit run`` defaults of the mab family's keywords (other families use their environment's defaults).
+MAB_RUN_DEFAULTS = {"num_agents": 10, "num_arms": 20, "horizon": 2000, "topology": "server", "instance": "uniform"}
+
+#: ``fedbandit run`` options that set a keyword of the mab family only.
+MAB_RUN_OPTIONS = {"agents": "num_agents", "arms": "num_arms", "topology": "topology", "instance": "instance"}
+MAB_RUN_OPTIONS |= {"c1": "c1", "c2": "c2"}
+
+
+def _run_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The environment keywords of ``fedbandit run``: the mab options (mab family only), --horizon and --set."""
+    kwargs: dict[str, Any] = {"env": args.env} if args.env is not None else {}
+    families = {
+        algorithm: family_of(algorithm, make_algorithm(algorithm), kwargs).name for algorithm in args.algorithms
+    }
+    if len(set(families.values())) > 1:
+        listed = ", ".join(f"{algorithm}: {family}" for algorithm, family in families.items())
+        raise ValueError(f"the algorithms play different families ({listed}); run each family separately")
+    family = families[args.algorithms[0]]
+    given = {key: getattr(args, option) for option, key in MAB_RUN_OPTIONS.items() if getattr(args, option) is not None}
+    if family == "mab":
+        kwargs |= {**MAB_RUN_DEFAULTS, **given}
+    elif given:
+        options = ", ".join(f"--{option}" for option, key in MAB_RUN_OPTIONS.items() if key in given)
+        raise ValueError(
+            f"{options} set(s) keywords of the mab family, but the environment is of the {family!r} family; "
+            f"set its keywords with --set KEY=VALUE"
+        )
+    if args.horizon is not None:
+        kwargs["horizon"] = args.horizon
+    if args.instance_seed is not None:
+        kwargs["instance_seed"] = args.instance_seed
+    return kwargs | dict(args.settings)
+
+
 def _run(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.store import check_writable
 
-    env_kwargs = {
-        "num_agents": args.agents,
-        "num_arms": args.arms,
-        "horizon": args.horizon,
-        "topology": args.topology,
-        "instance": args.instance,
-        "instance_seed": args.instance_seed,
-        "c1": args.c1,
-        "c2": args.c2,
-    }
+    env_kwargs = _run_env_kwargs(args)
     seeds = list(resolve_seeds(args.seeds))
-    FederatedMAB(**env_kwargs).reset(seed=0)  # every check of the settings, before anything runs or is written
-    for algorithm in args.algorithms:
-        make_algorithm(algorithm)
-    checkpoint_slots(args.horizon, args.checkpoints)
+    for algorithm in args.algorithms:  # every check of the settings, before anything runs or is written
+        env, _ = build_env(algorithm, make_algorithm(algorithm), env_kwargs)
+        env.reset(seed=0)
+    horizon = env.unwrapped.core.horizon
+    checkpoint_slots(horizon, args.checkpoints)
     check_writable(args.out)
     results = Results()
     for algorithm in args.algorithms:
@@ -196,8 +241,8 @@ def _run(args: argparse.Namespace) -> int:
     (args.out / "config.json").write_text(
         json.dumps({"env": env_kwargs, "algorithms": args.algorithms, "seeds": seeds}, indent=2)
     )
-    final = [r for r in summarize(results.curves, "group_regret") if r["slot"] == args.horizon]
-    costs = {r["algorithm"]: r["mean"] for r in summarize(results.curves, "cost") if r["slot"] == args.horizon}
+    final = [r for r in summarize(results.curves, "group_regret") if r["slot"] == horizon]
+    costs = {r["algorithm"]: r["mean"] for r in summarize(results.curves, "cost") if r["slot"] == horizon}
     print(f"{'algorithm':28s} {'group regret (mean +- sem)':>28s} {'cost (price units)':>18s}")
     for row in final:
         print(f"{row['algorithm']:28s} {row['mean']:18.1f} +- {row['sem']:6.1f} {costs[row['algorithm']]:18.1f}")

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -120,3 +121,37 @@ def test_run_table_states_its_plus_minus_and_cost_unit(tmp_path, capsys):
     assert main([*argv, "--checkpoints", "2", "--out", str(tmp_path), "--no-plot", "--no-progress"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert header.split() == ["algorithm", "group", "regret", "(mean", "+-", "sem)", "cost", "(price", "units)"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "columns"),
+    [
+        (["--algorithms", "solanki_pfcb", "--set", "num_agents=3", "--set", "num_producers=4"], {"frr", "violations"}),
+        (
+            ["--algorithms", "async_linucb", "--set", "num_clients=6", "--set", "dimension=3", "--set", "num_arms=4"],
+            {"reward"},
+        ),
+        (["--algorithms", "async_linucb", "--env", "replay", "--set", "num_arms=4"], {"normalised_reward"}),
+    ],
+    ids=["procurement", "linear", "replay"],
+)
+def test_run_plays_every_family(argv, columns, tmp_path):
+    out = tmp_path / "r"
+    common = ["--horizon", "30", "--seeds", "2", "--checkpoints", "2", "--out", str(out), "--no-plot", "--no-progress"]
+    assert main(["run", *argv, *common]) == 0
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert {row["slot"] for row in rows} == {"15", "30"} and columns <= set(rows[0])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--algorithms", "random", "async_linucb"], r"different families \(random: mab, async_linucb: linear\)"),
+        (["--algorithms", "solanki_nf", "--arms", "3"], r"--arms set\(s\) keywords of the mab family.*'procurement'"),
+        (["--algorithms", "random", "--env", "procurement"], r"supports the families \['mab'\], not 'procurement'"),
+    ],
+)
+def test_run_refuses_settings_of_another_family_before_writing(argv, message, tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["run", *argv, "--horizon", "10", "--out", str(out), "--no-plot", "--no-progress"]) != 0
+    assert re.search(message, capsys.readouterr().err) and not out.exists()

@@ -26,7 +26,7 @@ from fedbandit_envs.run.recorder import Recorder
 from fedbandit_envs.run.results import Results, checkpoint_slots
 from fedbandit_envs.seeding import explicit_seeds
 
-__all__ = ["Wrapper", "build_env", "clear_reference_cache", "run", "run_batched", "run_pettingzoo"]
+__all__ = ["Wrapper", "build_env", "clear_reference_cache", "family_of", "run", "run_batched", "run_pettingzoo"]
 
 #: A function ``env -> wrapped env`` (DP, faults), applied in order.
 Wrapper = Callable[[Any], Any]
@@ -234,11 +234,11 @@ def run(
     runner = run_batched if batched else run_pettingzoo
     results = runner(algorithm, env_kwargs, seeds, checkpoints, progress, label, wrappers)
     if reference is not None:
-        _with_reference(results, _family_of(algorithm, probe, env_kwargs), env_kwargs, seeds, checkpoints)
+        _with_reference(results, family_of(algorithm, probe, env_kwargs), env_kwargs, seeds, checkpoints)
     return results
 
 
-def _family_of(algorithm: Any, population: Any, env_kwargs: Mapping[str, Any]) -> Family:
+def family_of(algorithm: Any, population: Any, env_kwargs: Mapping[str, Any]) -> Family:
     """The family ``env_kwargs`` (or the algorithm's declaration) selects, without building an environment."""
     name = env_kwargs.get("env")
     if name is not None:
