@@ -40,8 +40,11 @@ for bit those of the eager representation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from inspect import Parameter, Signature
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -65,6 +68,7 @@ __all__ = [
     "AsyncLinUCBAM",
     "AsyncServer",
     "BufferedStats",
+    "LiWangConfig",
     "NLinUCB",
     "OneLinUCB",
     "RidgeStats",
@@ -457,6 +461,108 @@ def _sender_rows(batch: MessageBatch) -> tuple[np.ndarray, np.ndarray]:
     return batch.replica, batch.sender
 
 
+# ---------------------------------------------------------------------- hyper-parameters
+@dataclass
+class LiWangConfig:
+    """Hyper-parameters of the Li-Wang clients, checked and normalised (each algorithm takes some as keywords).
+
+    Attributes:
+        gamma: threshold for both events (the paper's experiments use gamma_U = gamma_D = gamma).
+        gamma_u: upload threshold (default ``gamma``); a scalar or one value per client, >= 1, inf = never.
+        gamma_d: download threshold (default ``gamma``); same format.
+        threshold: Sync-LinUCB's D >= 0 (a number, or a preset of :data:`SYNC_PRESETS` computed by
+            :func:`sync_threshold` from N, d and T at reset).
+        lam: ridge parameter lambda (default 0.1, spec D7).
+        delta: confidence level delta of alpha (default 0.1).
+        sigma: noise scale used inside alpha (default 0.1).
+        norm_bound: S, the bound on |theta| in alpha (default 1).
+        alpha_mode: ``"theory"`` (exact log-det radius, spec 2.1, the default), ``"theory_upper"`` (the
+            authors' upper bound) or ``"constant"`` (``alpha``; the authors' real-data runs, D7;
+            Async-LinUCB-AM uses it for both parts).
+        alpha: the constant radius of ``alpha_mode="constant"`` (default 0.3, the authors' real-data value).
+        registration: ``"lazy"`` (paper pseudo-code, default) or ``"eager"`` (spec D4).
+        pack_symmetric: send matrices as packed upper triangles (d (d + 1) / 2 + d floats, spec 1.4).
+        dimension: optional expected context dimension (checked against the environment).
+        am_init: ``"warmup"`` (Algorithm 5, default), ``"given"`` (Algorithm 3 starting from
+            ``theta_g_init``; for tests, D11) or ``"ridge"`` (each AM starts from the current ridge
+            estimates, no warm-up; the authors' code, D9/D11).
+        theta_g_init: the initial global estimate of ``am_init="given"``: (d_g,), (B, d_g) or (B, N, d_g).
+        n_am: the maximum number of alternations per AM (default 100).
+        am_tol: the AM stopping tolerance on the iterates' movement (default 1e-10).
+        feature_map: ``"split"`` (x_g = first d_g coordinates, x_l = the rest, D10) or ``"duplicate"``
+            (x_g = x_l = x, d_g = d_l = d; the real-data experiments).
+    """
+
+    gamma: Any = 2.0
+    gamma_u: Any = None
+    gamma_d: Any = None
+    threshold: float | str = 10.0
+    lam: float = 0.1
+    delta: float = 0.1
+    sigma: float = 0.1
+    norm_bound: float = 1.0
+    alpha_mode: str = "theory"
+    alpha: float = 0.3
+    registration: str = "lazy"
+    pack_symmetric: bool = False
+    dimension: int | None = None
+    am_init: str = "warmup"
+    theta_g_init: np.ndarray | None = None
+    n_am: int = 100
+    am_tol: float = 1e-10
+    feature_map: str = "split"
+
+    def __post_init__(self) -> None:
+        self.lam = _positive("lam", self.lam)
+        delta = self.delta
+        self.delta = float(delta)
+        if not 0.0 < self.delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        sigma = self.sigma
+        self.sigma = float(sigma)
+        if not (np.isfinite(self.sigma) and self.sigma >= 0):
+            raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
+        self.norm_bound = _positive("norm_bound", self.norm_bound)
+        self.alpha_mode = _choice("alpha_mode", self.alpha_mode, ALPHA_MODES)
+        alpha = self.alpha
+        self.alpha = float(alpha)
+        if self.alpha_mode == "constant" and not (np.isfinite(self.alpha) and self.alpha >= 0):
+            raise ValueError(f"alpha must be a finite number >= 0 with alpha_mode='constant', got {alpha!r}")
+        self.registration = _choice("registration", self.registration, REGISTRATIONS)
+        self.pack_symmetric = bool(self.pack_symmetric)
+        self.gamma_u = _threshold("gamma_u", self.gamma if self.gamma_u is None else self.gamma_u)
+        self.gamma_d = _threshold("gamma_d", self.gamma if self.gamma_d is None else self.gamma_d)
+        if isinstance(self.threshold, str):
+            _choice("threshold", self.threshold, SYNC_PRESETS)
+        elif not float(self.threshold) >= 0 or np.isnan(float(self.threshold)):
+            raise ValueError(f"threshold D must be a number >= 0 or one of {SYNC_PRESETS}, got {self.threshold!r}")
+        self.am_init = _choice("am_init", self.am_init, AM_INITS)
+        if self.am_init == "given" and self.theta_g_init is None:
+            raise ValueError("am_init='given' needs theta_g_init (an initial estimate of the global parameter)")
+        if self.theta_g_init is not None:
+            self.theta_g_init = np.asarray(self.theta_g_init, dtype=np.float64)
+        if int(self.n_am) < 1:
+            raise ValueError(f"n_am must be >= 1, got {self.n_am}")
+        self.n_am = int(self.n_am)
+        self.am_tol = _positive("am_tol", self.am_tol)
+        self.feature_map = _choice("feature_map", self.feature_map, FEATURE_MAPS)
+
+
+#: The options every Li-Wang client takes (the LinUCB side), and the event thresholds of Async-LinUCB.
+_CLIENT_OPTIONS = (
+    "lam",
+    "delta",
+    "sigma",
+    "norm_bound",
+    "alpha_mode",
+    "alpha",
+    "registration",
+    "pack_symmetric",
+    "dimension",
+)
+_THRESHOLDS = ("gamma", "gamma_u", "gamma_d")
+
+
 # ---------------------------------------------------------------------- the servers
 class AsyncServer(Coordinator):
     """The server of Algorithm 1 (hosted by the environment): aggregates uploads, triggers downloads.
@@ -691,33 +797,32 @@ class _LinUCBClients(Population):
 
     families = ("linear",)
 
-    def __init__(
-        self,
-        lam: float,
-        delta: float,
-        sigma: float,
-        norm_bound: float,
-        alpha_mode: str,
-        alpha: float,
-        registration: str,
-        pack_symmetric: bool,
-        dimension: int | None,
-    ) -> None:
-        self.lam = _positive("lam", lam)
-        self.delta = float(delta)
-        if not 0.0 < self.delta < 1.0:
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-        self.sigma = float(sigma)
-        if not (np.isfinite(self.sigma) and self.sigma >= 0):
-            raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
-        self.norm_bound = _positive("norm_bound", norm_bound)
-        self.alpha_mode = _choice("alpha_mode", alpha_mode, ALPHA_MODES)
-        self.alpha = float(alpha)
-        if self.alpha_mode == "constant" and not (np.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha must be a finite number >= 0 with alpha_mode='constant', got {alpha!r}")
-        self.registration = _choice("registration", registration, REGISTRATIONS)
-        self.pack_symmetric = bool(pack_symmetric)
-        self.dimension = dimension
+    #: The :class:`LiWangConfig` fields this algorithm takes as keywords (each is documented there once).
+    options: ClassVar[tuple[str, ...]] = ()
+
+    #: This algorithm's own defaults for some of its options (the others default as in :class:`LiWangConfig`).
+    defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+
+    #: The :class:`LiWangConfig` values this algorithm fixes.
+    fixed: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each algorithm the signature of its options (keyword-only, with its defaults)."""
+        super().__init_subclass__(**kwargs)
+        defaults = {f.name: f.default for f in fields(LiWangConfig)} | dict(cls.defaults)
+        parameters = [Parameter(name, Parameter.KEYWORD_ONLY, default=defaults[name]) for name in cls.options]
+        cls.__signature__ = Signature(parameters)
+
+    def __init__(self, **options: Any) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keywords {unknown}; it takes {list(self.options)} "
+                "(see agents.li_wang.LiWangConfig)"
+            )
+        self.config = LiWangConfig(**{**self.defaults, **options, **self.fixed})
+        for name in (*self.options, *self.fixed):
+            setattr(self, name, getattr(self.config, name))
 
     def _check_context(self, context: LinearContext) -> None:
         if not isinstance(context, LinearContext):
@@ -807,40 +912,11 @@ class _LinUCBClients(Population):
 class AsyncLinUCB(_LinUCBClients):
     """Async-LinUCB (Algorithms 1 and 2): event-triggered uploads and downloads through a server.
 
-    Args:
-        gamma: threshold for both events (the paper's experiments use gamma_U = gamma_D = gamma).
-        gamma_u: upload threshold (default ``gamma``); a scalar or one value per client, >= 1, inf = never.
-        gamma_d: download threshold (default ``gamma``); same format.
-        lam: ridge parameter lambda (default 0.1, spec D7).
-        delta: confidence level delta of alpha (default 0.1).
-        sigma: noise scale used inside alpha (default 0.1).
-        norm_bound: S, the bound on |theta| in alpha (default 1).
-        alpha_mode: ``"theory"`` (exact log-det radius, spec 2.1, the default), ``"theory_upper"`` (the
-            authors' upper bound) or ``"constant"`` (``alpha``; the authors' real-data runs, D7).
-        alpha: the constant radius of ``alpha_mode="constant"`` (default 0.3, the authors' real-data value).
-        registration: ``"lazy"`` (paper pseudo-code, default) or ``"eager"`` (spec D4).
-        pack_symmetric: send matrices as packed upper triangles (d (d + 1) / 2 + d floats, spec 1.4).
-        dimension: optional expected context dimension (checked against the environment).
+    Keywords (documented in :class:`LiWangConfig`): gamma, gamma_u, gamma_d, lam, delta, sigma,
+    norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension.
     """
 
-    def __init__(
-        self,
-        gamma: Any = 2.0,
-        gamma_u: Any = None,
-        gamma_d: Any = None,
-        lam: float = 0.1,
-        delta: float = 0.1,
-        sigma: float = 0.1,
-        norm_bound: float = 1.0,
-        alpha_mode: str = "theory",
-        alpha: float = 0.3,
-        registration: str = "lazy",
-        pack_symmetric: bool = False,
-        dimension: int | None = None,
-    ) -> None:
-        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
-        self.gamma_u = _threshold("gamma_u", gamma if gamma_u is None else gamma_u)
-        self.gamma_d = _threshold("gamma_d", gamma if gamma_d is None else gamma_d)
+    options = (*_THRESHOLDS, *_CLIENT_OPTIONS)
 
     def make_coordinator(self) -> AsyncServer:
         """The event-triggered server with this algorithm's download threshold."""
@@ -875,8 +951,9 @@ class OneLinUCB(AsyncLinUCB):
     Keywords are those of :class:`AsyncLinUCB` except the thresholds (``registration`` may be set).
     """
 
-    def __init__(self, registration: str = "eager", **kwargs: Any) -> None:
-        super().__init__(gamma=1.0, registration=registration, **kwargs)
+    options = _CLIENT_OPTIONS
+    defaults = MappingProxyType({"registration": "eager"})
+    fixed = MappingProxyType({"gamma": 1.0, "gamma_u": None, "gamma_d": None})
 
 
 class NLinUCB(AsyncLinUCB):
@@ -885,8 +962,8 @@ class NLinUCB(AsyncLinUCB):
     Keywords are those of :class:`AsyncLinUCB` except the thresholds.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(gamma=np.inf, **kwargs)
+    options = _CLIENT_OPTIONS
+    fixed = MappingProxyType({"gamma": np.inf, "gamma_u": None, "gamma_d": None})
 
 
 class SyncLinUCB(_LinUCBClients):
@@ -897,32 +974,11 @@ class SyncLinUCB(_LinUCBClients):
     buffer (even if empty) and receives the full aggregate, 2 messages per registered client. The
     trigger is a global event, free as in the paper (clients learn of it without a message).
 
-    Args:
-        threshold: D > 0 (a number, or a preset of :data:`SYNC_PRESETS` computed by
-            :func:`sync_threshold` from N, d and T at reset).
-        lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension: as in
-            :class:`AsyncLinUCB`.
+    Keywords (documented in :class:`LiWangConfig`): threshold and those of :class:`AsyncLinUCB` but the
+    gamma thresholds.
     """
 
-    def __init__(
-        self,
-        threshold: float | str = 10.0,
-        lam: float = 0.1,
-        delta: float = 0.1,
-        sigma: float = 0.1,
-        norm_bound: float = 1.0,
-        alpha_mode: str = "theory",
-        alpha: float = 0.3,
-        registration: str = "lazy",
-        pack_symmetric: bool = False,
-        dimension: int | None = None,
-    ) -> None:
-        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
-        if isinstance(threshold, str):
-            _choice("threshold", threshold, SYNC_PRESETS)
-        elif not float(threshold) >= 0 or np.isnan(float(threshold)):
-            raise ValueError(f"threshold D must be a number >= 0 or one of {SYNC_PRESETS}, got {threshold!r}")
-        self.threshold = threshold
+    options = ("threshold", *_CLIENT_OPTIONS)
 
     def make_coordinator(self) -> SyncServer:
         """The synchronising server."""
@@ -1090,52 +1146,12 @@ class AsyncLinUCBAM(_LinUCBClients):
     local test asks for rank d (all the information in ``x``), and the initial global estimate is the
     first half of the minimum-norm least-squares solution on ``[x; x]``.
 
-    Args:
-        gamma, gamma_u, gamma_d: thresholds of the global part (as in :class:`AsyncLinUCB`).
-        lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension: as in
-            :class:`AsyncLinUCB` (``alpha_mode="constant"`` uses ``alpha`` for both parts).
-        am_init: ``"warmup"`` (Algorithm 5, default), ``"given"`` (Algorithm 3 starting from
-            ``theta_g_init``; for tests, D11) or ``"ridge"`` (each AM starts from the current ridge
-            estimates, no warm-up; the authors' code, D9/D11).
-        theta_g_init: the initial global estimate of ``am_init="given"``: (d_g,), (B, d_g) or (B, N, d_g).
-        n_am: the maximum number of alternations per AM (default 100).
-        am_tol: the AM stopping tolerance on the iterates' movement (default 1e-10).
-        feature_map: ``"split"`` (x_g = first d_g coordinates, x_l = the rest, D10) or ``"duplicate"``
-            (x_g = x_l = x, d_g = d_l = d; the real-data experiments).
+    Keywords (documented in :class:`LiWangConfig`): those of :class:`AsyncLinUCB` (the thresholds are
+    the global part's; gamma defaults to 5) and am_init, theta_g_init, n_am, am_tol, feature_map.
     """
 
-    def __init__(
-        self,
-        gamma: Any = 5.0,
-        gamma_u: Any = None,
-        gamma_d: Any = None,
-        lam: float = 0.1,
-        delta: float = 0.1,
-        sigma: float = 0.1,
-        norm_bound: float = 1.0,
-        alpha_mode: str = "theory",
-        alpha: float = 0.3,
-        registration: str = "lazy",
-        pack_symmetric: bool = False,
-        dimension: int | None = None,
-        am_init: str = "warmup",
-        theta_g_init: np.ndarray | None = None,
-        n_am: int = 100,
-        am_tol: float = 1e-10,
-        feature_map: str = "split",
-    ) -> None:
-        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
-        self.gamma_u = _threshold("gamma_u", gamma if gamma_u is None else gamma_u)
-        self.gamma_d = _threshold("gamma_d", gamma if gamma_d is None else gamma_d)
-        self.am_init = _choice("am_init", am_init, AM_INITS)
-        if self.am_init == "given" and theta_g_init is None:
-            raise ValueError("am_init='given' needs theta_g_init (an initial estimate of the global parameter)")
-        self.theta_g_init = None if theta_g_init is None else np.asarray(theta_g_init, dtype=np.float64)
-        if int(n_am) < 1:
-            raise ValueError(f"n_am must be >= 1, got {n_am}")
-        self.n_am = int(n_am)
-        self.am_tol = _positive("am_tol", am_tol)
-        self.feature_map = _choice("feature_map", feature_map, FEATURE_MAPS)
+    options = (*AsyncLinUCB.options, "am_init", "theta_g_init", "n_am", "am_tol", "feature_map")
+    defaults = MappingProxyType({"gamma": 5.0})
 
     def make_coordinator(self) -> AsyncServer:
         """The event-triggered server of the global statistics."""
