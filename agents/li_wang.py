@@ -40,14 +40,14 @@ for bit those of the eager representation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from inspect import Parameter, Signature
+from collections.abc import Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
@@ -792,35 +792,15 @@ class SyncServer(Coordinator):
 
 
 # ---------------------------------------------------------------------- shared client machinery
-class _LinUCBClients(Population):
+class _LinUCBClients(Configured, Population):
     """Clients choosing arms by LinUCB on their (V, b) statistics: the act/observe side of Algs 2 and 4."""
 
     families = ("linear",)
 
-    #: The :class:`LiWangConfig` fields this algorithm takes as keywords (each is documented there once).
-    options: ClassVar[tuple[str, ...]] = ()
-
-    #: This algorithm's own defaults for some of its options (the others default as in :class:`LiWangConfig`).
-    defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
-
-    #: The :class:`LiWangConfig` values this algorithm fixes.
-    fixed: ClassVar[Mapping[str, Any]] = MappingProxyType({})
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Give each algorithm the signature of its options (keyword-only, with its defaults)."""
-        super().__init_subclass__(**kwargs)
-        defaults = {f.name: f.default for f in fields(LiWangConfig)} | dict(cls.defaults)
-        parameters = [Parameter(name, Parameter.KEYWORD_ONLY, default=defaults[name]) for name in cls.options]
-        cls.__signature__ = Signature(parameters)
+    config_class = LiWangConfig
 
     def __init__(self, **options: Any) -> None:
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            raise TypeError(
-                f"{type(self).__name__} got unexpected keywords {unknown}; it takes {list(self.options)} "
-                "(see agents.li_wang.LiWangConfig)"
-            )
-        self.config = LiWangConfig(**{**self.defaults, **options, **self.fixed})
+        super().__init__(**options)
         for name in (*self.options, *self.fixed):
             setattr(self, name, getattr(self.config, name))
 
