@@ -134,8 +134,22 @@ class RewardModel(ABC):
         return self.transform(values, noise)
 
 
+class _UnitIntervalRewards(RewardModel):
+    """Base of the [0, 1]-bounded models: rewards and means lie in [0, 1]."""
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Rewards lie in [0, 1]."""
+        return (0.0, 1.0)
+
+    @property
+    def mean_range(self) -> tuple[float, float]:
+        """Means lie in [0, 1] (probabilities; a mean of 0 or 1 is a point mass)."""
+        return (0.0, 1.0)
+
+
 @dataclass(frozen=True)
-class BernoulliRewards(RewardModel):
+class BernoulliRewards(_UnitIntervalRewards):
     """Bernoulli arms: reward ``1.0`` if ``u < mean`` else ``0.0`` for uniform noise ``u``.
 
     The reward has mean exactly ``mean``. Means must lie in [0, 1].
@@ -143,16 +157,6 @@ class BernoulliRewards(RewardModel):
 
     noise_kind: ClassVar[NoiseKind] = "uniform"
     name: ClassVar[str] = "bernoulli"
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        """Rewards are 0 or 1."""
-        return (0.0, 1.0)
-
-    @property
-    def mean_range(self) -> tuple[float, float]:
-        """Bernoulli means are probabilities, in [0, 1]."""
-        return (0.0, 1.0)
 
     def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
         """``float(u < mean)`` elementwise."""
@@ -193,7 +197,7 @@ class GaussianRewards(RewardModel):
 
 
 @dataclass(frozen=True)
-class BetaRewards(RewardModel):
+class BetaRewards(_UnitIntervalRewards):
     """General [0, 1]-bounded arms: ``Beta(c * mean, c * (1 - mean))`` with concentration ``c``.
 
     Sampled by the inverse CDF of uniform noise, so the reward has mean exactly ``mean`` and variance
@@ -208,16 +212,6 @@ class BetaRewards(RewardModel):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "concentration", _check_positive("concentration", self.concentration))
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        """Rewards lie in [0, 1]."""
-        return (0.0, 1.0)
-
-    @property
-    def mean_range(self) -> tuple[float, float]:
-        """Beta means lie in [0, 1] (the endpoints are point masses)."""
-        return (0.0, 1.0)
 
     def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
         """Inverse Beta CDF of ``noise`` elementwise; exact 0 / 1 at means 0 / 1."""
