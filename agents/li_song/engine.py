@@ -323,7 +323,11 @@ class LiSongPopulation(Configured, Population):
         raise NotImplementedError
 
     def _messages(self, slot: int, feds: np.ndarray) -> list[MessageBatch]:
-        """The messages of ``slot`` of the communicating federations ``feds``."""
+        """The messages of ``slot`` of the communicating federations ``feds``: their :meth:`_hop` messages in order."""
+        return [batch for b in feds.tolist() for batch in self._hop(b)]
+
+    def _hop(self, b: int) -> list[MessageBatch]:
+        """The messages of federation ``b``'s current hop (none by default)."""
         return []
 
     def _receive(self, slot: int, inbox: list[MessageBatch], feds: np.ndarray) -> None:
