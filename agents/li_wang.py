@@ -40,7 +40,6 @@ for bit those of the eager representation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -55,6 +54,7 @@ from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.topology import SERVER
+from fedbandit_envs.validation import check_choice
 
 declare_message_kinds("upload", "sync_upload")  # public vocabulary under a DP wrapper
 
@@ -433,12 +433,6 @@ def _positive(name: str, value: Any) -> float:
     return value
 
 
-def _choice(name: str, value: Any, options: Sequence[str]) -> str:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
-    return value
-
-
 def _threshold(name: str, value: Any) -> np.ndarray:
     """A gamma threshold (scalar or per client), checked to be >= 1 (spec D2)."""
     array = np.asarray(value, dtype=np.float64)
@@ -523,20 +517,20 @@ class LiWangConfig:
         if not (np.isfinite(self.sigma) and self.sigma >= 0):
             raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
         self.norm_bound = _positive("norm_bound", self.norm_bound)
-        self.alpha_mode = _choice("alpha_mode", self.alpha_mode, ALPHA_MODES)
+        self.alpha_mode = check_choice("alpha_mode", self.alpha_mode, ALPHA_MODES)
         alpha = self.alpha
         self.alpha = float(alpha)
         if self.alpha_mode == "constant" and not (np.isfinite(self.alpha) and self.alpha >= 0):
             raise ValueError(f"alpha must be a finite number >= 0 with alpha_mode='constant', got {alpha!r}")
-        self.registration = _choice("registration", self.registration, REGISTRATIONS)
+        self.registration = check_choice("registration", self.registration, REGISTRATIONS)
         self.pack_symmetric = bool(self.pack_symmetric)
         self.gamma_u = _threshold("gamma_u", self.gamma if self.gamma_u is None else self.gamma_u)
         self.gamma_d = _threshold("gamma_d", self.gamma if self.gamma_d is None else self.gamma_d)
         if isinstance(self.threshold, str):
-            _choice("threshold", self.threshold, SYNC_PRESETS)
+            check_choice("threshold", self.threshold, SYNC_PRESETS)
         elif not float(self.threshold) >= 0 or np.isnan(float(self.threshold)):
             raise ValueError(f"threshold D must be a number >= 0 or one of {SYNC_PRESETS}, got {self.threshold!r}")
-        self.am_init = _choice("am_init", self.am_init, AM_INITS)
+        self.am_init = check_choice("am_init", self.am_init, AM_INITS)
         if self.am_init == "given" and self.theta_g_init is None:
             raise ValueError("am_init='given' needs theta_g_init (an initial estimate of the global parameter)")
         if self.theta_g_init is not None:
@@ -545,7 +539,7 @@ class LiWangConfig:
             raise ValueError(f"n_am must be >= 1, got {self.n_am}")
         self.n_am = int(self.n_am)
         self.am_tol = _positive("am_tol", self.am_tol)
-        self.feature_map = _choice("feature_map", self.feature_map, FEATURE_MAPS)
+        self.feature_map = check_choice("feature_map", self.feature_map, FEATURE_MAPS)
 
 
 #: The options every Li-Wang client takes (the LinUCB side), and the event thresholds of Async-LinUCB.
@@ -599,9 +593,9 @@ class AsyncServer(Coordinator):
     ) -> None:
         self.gamma_d = _threshold("gamma_d", gamma_d)
         self.lam = _positive("lam", lam)
-        self.registration = _choice("registration", registration, REGISTRATIONS)
+        self.registration = check_choice("registration", registration, REGISTRATIONS)
         self.pack_symmetric = bool(pack_symmetric)
-        self.part = _choice("part", part, ("all", "global"))
+        self.part = check_choice("part", part, ("all", "global"))
         self.with_counts = bool(with_counts)
 
     def reset(self, context: LinearContext, rngs: list[np.random.Generator]) -> None:
@@ -753,7 +747,7 @@ class SyncServer(Coordinator):
     """
 
     def __init__(self, registration: str = "lazy", pack_symmetric: bool = False, with_counts: bool = False) -> None:
-        self.registration = _choice("registration", registration, REGISTRATIONS)
+        self.registration = check_choice("registration", registration, REGISTRATIONS)
         self.pack_symmetric = bool(pack_symmetric)
         self.with_counts = bool(with_counts)
 
@@ -1302,7 +1296,7 @@ def sync_threshold(preset: str, num_clients: int, dimension: int, horizon: int) 
     ``"match_regret"``: T / (N d log T); ``"match_comm"``: T / (d log T) (the authors' code).
     """
     exponent = {"paper_regret": 2.0, "paper_comm": 1.5, "match_regret": 1.0, "match_comm": 0.0}
-    _choice("preset", preset, SYNC_PRESETS)
+    check_choice("preset", preset, SYNC_PRESETS)
     return float(horizon / (num_clients ** exponent[preset] * dimension * np.log(horizon)))
 
 
