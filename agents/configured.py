@@ -37,7 +37,7 @@ class Configured:
         super().__init_subclass__(**kwargs)
         defaults = {f.name: f.default for f in fields(cls.config_class)} | dict(cls.defaults)
         parameters = [Parameter(name, Parameter.KEYWORD_ONLY, default=defaults[name]) for name in cls.options]
-        cls.__signature__ = Signature(parameters)
+        cls.__signature__ = Signature(parameters)  # type: ignore[attr-defined]  # read by inspect.signature
 
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(self.options))

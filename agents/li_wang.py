@@ -543,7 +543,7 @@ class LiWangConfig:
 
 
 #: The options every Li-Wang client takes (the LinUCB side), and the event thresholds of Async-LinUCB.
-_CLIENT_OPTIONS = (
+_CLIENT_OPTIONS: tuple[str, ...] = (
     "lam",
     "delta",
     "sigma",
@@ -554,7 +554,7 @@ _CLIENT_OPTIONS = (
     "pack_symmetric",
     "dimension",
 )
-_THRESHOLDS = ("gamma", "gamma_u", "gamma_d")
+_THRESHOLDS: tuple[str, ...] = ("gamma", "gamma_u", "gamma_d")
 
 
 # ---------------------------------------------------------------------- the servers
@@ -793,17 +793,19 @@ class _LinUCBClients(Configured, Population):
 
     config_class = LiWangConfig
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        for name in (*self.options, *self.fixed):
-            setattr(self, name, getattr(self.config, name))
+    config: LiWangConfig
+
+    def _async_server(self, part: str) -> AsyncServer:
+        """The event-triggered server of Algorithm 1 for the ``part`` of the statistics that is communicated."""
+        c = self.config
+        return AsyncServer(c.gamma_d, c.lam, c.registration, c.pack_symmetric, part, c.alpha_mode == "theory_upper")
 
     def _check_context(self, context: LinearContext) -> None:
         if not isinstance(context, LinearContext):
             raise TypeError(f"{type(self).__name__} plays linear environments; got a {type(context).__name__}")
-        if self.dimension is not None and self.dimension != context.dimension:
+        if self.config.dimension is not None and self.config.dimension != context.dimension:
             raise ValueError(
-                f"the agent was built for dimension={self.dimension} but the environment's contexts have "
+                f"the agent was built for dimension={self.config.dimension} but the environment's contexts have "
                 f"dimension {context.dimension}; build the agent with dimension={context.dimension} (or None)"
             )
         self.context = context
@@ -827,17 +829,17 @@ class _LinUCBClients(Configured, Population):
             stats.dim,
             count,
             noise,
-            self.lam,
-            self.delta,
-            self.norm_bound,
-            self.alpha_mode,
-            self.alpha,
+            self.config.lam,
+            self.config.delta,
+            self.config.norm_bound,
+            self.config.alpha_mode,
+            self.config.alpha,
         )
 
     def _start(self, context: LinearContext) -> None:
         self._check_context(context)
         b, n, d = context.num_replicas, context.num_agents, context.dimension
-        self.stats = BufferedStats(b, n, d, self.lam)
+        self.stats = BufferedStats(b, n, d, self.config.lam)
         m = context.active_per_slot
         self._clients = np.zeros((b, m), np.int64)
         self._chosen = np.zeros((b, m, d))
@@ -849,7 +851,7 @@ class _LinUCBClients(Configured, Population):
         arms = np.zeros(step.clients.shape, np.int64)
         for j in range(step.clients.shape[1]):
             clients = step.clients[:, j]
-            alpha = self._radius(self.stats, self._rows, clients, self.sigma)
+            alpha = self._radius(self.stats, self._rows, clients, self.config.sigma)
             arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha).argmax(axis=1)
         self._clients = step.clients
         self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
@@ -871,14 +873,14 @@ class _LinUCBClients(Configured, Population):
         if len(rows) == 0:
             return []
         dv, db, count = self.stats.take(rows, clients)
-        payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
-        if self.alpha_mode == "theory_upper":
+        payload = {"dV": _pack(dv) if self.config.pack_symmetric else dv, "db": db}
+        if self.config.alpha_mode == "theory_upper":
             payload["count"] = count
         return [MessageBatch(kind, rows, clients, np.full(len(rows), SERVER), payload)]
 
     def _received(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         dv = batch.payload["dV"]
-        dv = _unpack(dv, self.stats.dim) if self.pack_symmetric else dv
+        dv = _unpack(dv, self.stats.dim) if self.config.pack_symmetric else dv
         count = batch.payload.get("count", 0)
         return dv, batch.payload["db"], count
 
@@ -894,15 +896,13 @@ class AsyncLinUCB(_LinUCBClients):
 
     def make_coordinator(self) -> AsyncServer:
         """The event-triggered server with this algorithm's download threshold."""
-        self.server = AsyncServer(
-            self.gamma_d, self.lam, self.registration, self.pack_symmetric, "all", self.alpha_mode == "theory_upper"
-        )
+        self.server = self._async_server("all")
         return self.server
 
     def reset(self, context: LinearContext) -> None:
         """Empty statistics for every client (a new client starts from zeros, Algorithm 2)."""
         self._start(context)
-        self.log_gamma_u = _log_thresholds("gamma_u", self.gamma_u, context.num_agents)
+        self.log_gamma_u = _log_thresholds("gamma_u", self.config.gamma_u, context.num_agents)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
         """Local update, then upload if ``ld(V + lam I) - ld(V - dV + lam I) > log gamma_U``."""
@@ -956,7 +956,9 @@ class SyncLinUCB(_LinUCBClients):
 
     def make_coordinator(self) -> SyncServer:
         """The synchronising server."""
-        self.server = SyncServer(self.registration, self.pack_symmetric, self.alpha_mode == "theory_upper")
+        self.server = SyncServer(
+            self.config.registration, self.config.pack_symmetric, self.config.alpha_mode == "theory_upper"
+        )
         return self.server
 
     def reset(self, context: LinearContext) -> None:
@@ -964,11 +966,11 @@ class SyncLinUCB(_LinUCBClients):
         self._start(context)
         b, n = context.num_replicas, context.num_agents
         self.steps = np.zeros((b, n), np.int64)
-        self.registered = np.full((b, n), self.registration == "eager")
+        self.registered = np.full((b, n), self.config.registration == "eager")
         self.sync_threshold = (
-            sync_threshold(self.threshold, n, context.dimension, context.horizon)
-            if isinstance(self.threshold, str)
-            else float(self.threshold)
+            sync_threshold(self.config.threshold, n, context.dimension, context.horizon)
+            if isinstance(self.config.threshold, str)
+            else float(self.config.threshold)
         )
 
     def act(self, step: Step) -> Action:
@@ -1129,47 +1131,50 @@ class AsyncLinUCBAM(_LinUCBClients):
 
     def make_coordinator(self) -> AsyncServer:
         """The event-triggered server of the global statistics."""
-        part = "global" if self.feature_map == "split" else "all"
-        self.server = AsyncServer(
-            self.gamma_d, self.lam, self.registration, self.pack_symmetric, part, self.alpha_mode == "theory_upper"
-        )
+        self.server = self._async_server("global" if self.config.feature_map == "split" else "all")
         return self.server
 
     def _parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(x_g, x_l) of contexts (..., d)."""
-        if self.feature_map == "duplicate":
+        if self.config.feature_map == "duplicate":
             return x, x
         return x[..., : self.d_g], x[..., self.d_g :]
 
     def _full(self, x: np.ndarray) -> np.ndarray:
         """The warm-up feature vector: x (split) or [x; x] (duplicate)."""
-        return np.concatenate([x, x], axis=-1) if self.feature_map == "duplicate" else x
+        return np.concatenate([x, x], axis=-1) if self.config.feature_map == "duplicate" else x
 
     def reset(self, context: LinearContext) -> None:
         """Empty global, local and warm-up statistics; AM state from ``am_init``."""
         self._check_context(context)
         b, n, d, m = context.num_replicas, context.num_agents, context.dimension, context.active_per_slot
-        self.d_g = d if self.feature_map == "duplicate" else context.global_dimension
-        d_l = d if self.feature_map == "duplicate" else d - self.d_g
-        self.stats = BufferedStats(b, n, self.d_g, self.lam)
-        self.local = RidgeStats(b, n, d_l, self.lam)
+        self.d_g = d if self.config.feature_map == "duplicate" else context.global_dimension
+        d_l = d if self.config.feature_map == "duplicate" else d - self.d_g
+        self.stats = BufferedStats(b, n, self.d_g, self.config.lam)
+        self.local = RidgeStats(b, n, d_l, self.config.lam)
         self.theta_g = np.zeros((b, n, self.d_g))
         self.theta_l = np.zeros((b, n, d_l))
-        if self.am_init == "given":
+        if self.config.am_init == "given":
             self.theta_g[:] = np.broadcast_to(self._initial_theta(b), (b, n, self.d_g))
-        self.ready = np.full((b, n), self.am_init != "warmup")
-        self.full = RidgeStats(b, n, self._full(np.zeros(d)).shape[0], self.lam) if self.am_init == "warmup" else None
+        self.ready = np.full((b, n), self.config.am_init != "warmup")
+        self.full = (
+            RidgeStats(b, n, self._full(np.zeros(d)).shape[0], self.config.lam)
+            if self.config.am_init == "warmup"
+            else None
+        )
         self.store: dict[tuple[int, int], list[tuple[np.ndarray, float]]] = {}
         self.full_dims = self.d_g + np.asarray(context.local_dimensions, np.int64)
-        if self.feature_map == "duplicate":  # [x; x] has rank <= d: full rank means rank d (see the class docstring)
+        if (
+            self.config.feature_map == "duplicate"
+        ):  # [x; x] has rank <= d: full rank means rank d (see the class docstring)
             self.full_dims = np.full(n, d)
-        self.log_gamma_u = _log_thresholds("gamma_u", self.gamma_u, n)
+        self.log_gamma_u = _log_thresholds("gamma_u", self.config.gamma_u, n)
         self._clients = np.zeros((b, m), np.int64)
         self._chosen = np.zeros((b, m, d))
         self._rewards = np.zeros((b, m))
 
     def _initial_theta(self, num_replicas: int) -> np.ndarray:
-        theta = self.theta_g_init
+        theta = self.config.theta_g_init
         if theta.shape[-1] != self.d_g or theta.ndim not in (1, 2, 3):
             raise ValueError(f"theta_g_init must end in d_g = {self.d_g}, got shape {theta.shape}")
         return theta[:, None, :] if theta.ndim == 2 else theta
@@ -1178,7 +1183,7 @@ class AsyncLinUCBAM(_LinUCBClients):
         """Eq. 8 (UCB_g + UCB_l) for clients past the warm-up, full-feature LinUCB for those in it."""
         contexts = self._check_contexts(step.contexts)
         arms = np.zeros(step.clients.shape, np.int64)
-        noise = self.sigma + 2.0
+        noise = self.config.sigma + 2.0
         for j in range(step.clients.shape[1]):
             clients, x = step.clients[:, j], contexts[:, j]
             x_g, x_l = self._parts(x)
@@ -1187,7 +1192,7 @@ class AsyncLinUCBAM(_LinUCBClients):
             warm = ~self.ready[self._rows, clients]
             if warm.any():
                 r, c = self._rows[warm], clients[warm]
-                alpha = self._radius(self.full, r, c, self.sigma)
+                alpha = self._radius(self.full, r, c, self.config.sigma)
                 scores[warm] = self.full.scores(r, c, self._full(x[warm]), alpha)
             arms[:, j] = scores.argmax(axis=1)
         self._clients = step.clients
@@ -1211,7 +1216,7 @@ class AsyncLinUCBAM(_LinUCBClients):
     def _am_update(self, b: int, i: int, x: np.ndarray, y: float) -> None:
         x_g, x_l = self._parts(x)
         rows, clients = np.array([b]), np.array([i])
-        if self.am_init == "ridge":
+        if self.config.am_init == "ridge":
             self.stats.refresh(rows, clients)
             self.local.refresh(rows, clients)
             self.theta_g[b, i] = self.stats.inv[b, i] @ self.stats.b[b, i]
@@ -1226,9 +1231,9 @@ class AsyncLinUCBAM(_LinUCBClients):
             y,
             self.theta_g[b, i],
             self.theta_l[b, i],
-            self.norm_bound,
-            self.n_am,
-            self.am_tol,
+            self.config.norm_bound,
+            self.config.n_am,
+            self.config.am_tol,
         )
         self.theta_g[b, i], self.theta_l[b, i] = theta_g, theta_l
         self.stats.add_point(rows, clients, x_g[None], np.array([y_g]))
@@ -1251,7 +1256,15 @@ class AsyncLinUCBAM(_LinUCBClients):
         else:
             theta_g = _pinv_psd(self.stats.v[b, i]) @ self.stats.b[b, i]
         theta_g, theta_l = _batch_am(
-            self.stats.v[b, i], self.stats.b[b, i], x_g, x_l, ys, theta_g, self.norm_bound, self.n_am, self.am_tol
+            self.stats.v[b, i],
+            self.stats.b[b, i],
+            x_g,
+            x_l,
+            ys,
+            theta_g,
+            self.config.norm_bound,
+            self.config.n_am,
+            self.config.am_tol,
         )
         y_g, y_l = ys - x_l @ theta_l, ys - x_g @ theta_g
         rows, clients = np.array([b]), np.array([i])
