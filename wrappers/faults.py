@@ -40,12 +40,11 @@ check never alters a run. :data:`ATTACK_FIELDS` lists the fields to corrupt for 
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +53,7 @@ from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import SERVER
-from wrappers.chain import HookWrapper
+from wrappers.chain import HookClassWrapper
 
 __all__ = [
     "ATTACK_FIELDS",
@@ -662,27 +661,17 @@ class DelayHook(_PerCopyHook):
 
 
 # ---------------------------------------------------------------------------------------------------- wrappers
-class _FaultWrapper(HookWrapper):
+class _FaultWrapper(HookClassWrapper):
     """A wrapper handing the environment one fault hook, built from the wrapper's arguments after ``env``.
 
-    Those arguments are the hook class's (documented there once, and listed by ``inspect.signature``); the
-    agents they name are checked against the environment's population.
+    The agents the hook names are checked against the environment's population.
     """
 
-    #: The fault hook this wrapper builds.
-    hook_class: ClassVar[type[_Hook]]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Give the wrapper the signature ``(env, <the hook's parameters>)``."""
-        super().__init_subclass__(**kwargs)
-        hook = inspect.signature(cls.hook_class)
-        env = inspect.Parameter("env", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="Any")
-        cls.__signature__ = hook.replace(parameters=[env, *hook.parameters.values()])
+    hook: _Hook
 
     def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
-        hook = self.hook_class(*args, **kwargs)
-        super().__init__(env, hook)
-        hook.check_population(len(env.possible_agents))
+        super().__init__(env, *args, **kwargs)
+        self.hook.check_population(len(env.possible_agents))
 
 
 class ByzantineAgents(_FaultWrapper):
