@@ -117,7 +117,7 @@ class HookClassWrapper(HookWrapper):
         if "hook_class" in cls.__dict__:
             hook = inspect.signature(cls.hook_class)
             env = inspect.Parameter("env", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="Any")
-            cls.__signature__ = hook.replace(parameters=[env, *hook.parameters.values()])  # type: ignore[attr-defined]
+            cls.__signature__ = hook.replace(parameters=[env, *hook.parameters.values()])
 
     def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(env, self.hook_class(*args, **kwargs))
