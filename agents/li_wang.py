@@ -40,11 +40,13 @@ for bit those of the eager representation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
@@ -52,6 +54,7 @@ from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.topology import SERVER
+from fedbandit_envs.validation import check_choice
 
 declare_message_kinds("upload", "sync_upload")  # public vocabulary under a DP wrapper
 
@@ -65,6 +68,7 @@ __all__ = [
     "AsyncLinUCBAM",
     "AsyncServer",
     "BufferedStats",
+    "LiWangConfig",
     "NLinUCB",
     "OneLinUCB",
     "RidgeStats",
@@ -429,12 +433,6 @@ def _positive(name: str, value: Any) -> float:
     return value
 
 
-def _choice(name: str, value: Any, options: Sequence[str]) -> str:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
-    return value
-
-
 def _threshold(name: str, value: Any) -> np.ndarray:
     """A gamma threshold (scalar or per client), checked to be >= 1 (spec D2)."""
     array = np.asarray(value, dtype=np.float64)
@@ -455,6 +453,108 @@ def _log_thresholds(name: str, gamma: np.ndarray, num_clients: int) -> np.ndarra
 
 def _sender_rows(batch: MessageBatch) -> tuple[np.ndarray, np.ndarray]:
     return batch.replica, batch.sender
+
+
+# ---------------------------------------------------------------------- hyper-parameters
+@dataclass
+class LiWangConfig:
+    """Hyper-parameters of the Li-Wang clients, checked and normalised (each algorithm takes some as keywords).
+
+    Attributes:
+        gamma: threshold for both events (the paper's experiments use gamma_U = gamma_D = gamma).
+        gamma_u: upload threshold (default ``gamma``); a scalar or one value per client, >= 1, inf = never.
+        gamma_d: download threshold (default ``gamma``); same format.
+        threshold: Sync-LinUCB's D >= 0 (a number, or a preset of :data:`SYNC_PRESETS` computed by
+            :func:`sync_threshold` from N, d and T at reset).
+        lam: ridge parameter lambda (default 0.1, spec D7).
+        delta: confidence level delta of alpha (default 0.1).
+        sigma: noise scale used inside alpha (default 0.1).
+        norm_bound: S, the bound on |theta| in alpha (default 1).
+        alpha_mode: ``"theory"`` (exact log-det radius, spec 2.1, the default), ``"theory_upper"`` (the
+            authors' upper bound) or ``"constant"`` (``alpha``; the authors' real-data runs, D7;
+            Async-LinUCB-AM uses it for both parts).
+        alpha: the constant radius of ``alpha_mode="constant"`` (default 0.3, the authors' real-data value).
+        registration: ``"lazy"`` (paper pseudo-code, default) or ``"eager"`` (spec D4).
+        pack_symmetric: send matrices as packed upper triangles (d (d + 1) / 2 + d floats, spec 1.4).
+        dimension: optional expected context dimension (checked against the environment).
+        am_init: ``"warmup"`` (Algorithm 5, default), ``"given"`` (Algorithm 3 starting from
+            ``theta_g_init``; for tests, D11) or ``"ridge"`` (each AM starts from the current ridge
+            estimates, no warm-up; the authors' code, D9/D11).
+        theta_g_init: the initial global estimate of ``am_init="given"``: (d_g,), (B, d_g) or (B, N, d_g).
+        n_am: the maximum number of alternations per AM (default 100).
+        am_tol: the AM stopping tolerance on the iterates' movement (default 1e-10).
+        feature_map: ``"split"`` (x_g = first d_g coordinates, x_l = the rest, D10) or ``"duplicate"``
+            (x_g = x_l = x, d_g = d_l = d; the real-data experiments).
+    """
+
+    gamma: Any = 2.0
+    gamma_u: Any = None
+    gamma_d: Any = None
+    threshold: float | str = 10.0
+    lam: float = 0.1
+    delta: float = 0.1
+    sigma: float = 0.1
+    norm_bound: float = 1.0
+    alpha_mode: str = "theory"
+    alpha: float = 0.3
+    registration: str = "lazy"
+    pack_symmetric: bool = False
+    dimension: int | None = None
+    am_init: str = "warmup"
+    theta_g_init: np.ndarray | None = None
+    n_am: int = 100
+    am_tol: float = 1e-10
+    feature_map: str = "split"
+
+    def __post_init__(self) -> None:
+        self.lam = _positive("lam", self.lam)
+        delta = self.delta
+        self.delta = float(delta)
+        if not 0.0 < self.delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        sigma = self.sigma
+        self.sigma = float(sigma)
+        if not (np.isfinite(self.sigma) and self.sigma >= 0):
+            raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
+        self.norm_bound = _positive("norm_bound", self.norm_bound)
+        self.alpha_mode = check_choice("alpha_mode", self.alpha_mode, ALPHA_MODES)
+        alpha = self.alpha
+        self.alpha = float(alpha)
+        if self.alpha_mode == "constant" and not (np.isfinite(self.alpha) and self.alpha >= 0):
+            raise ValueError(f"alpha must be a finite number >= 0 with alpha_mode='constant', got {alpha!r}")
+        self.registration = check_choice("registration", self.registration, REGISTRATIONS)
+        self.pack_symmetric = bool(self.pack_symmetric)
+        self.gamma_u = _threshold("gamma_u", self.gamma if self.gamma_u is None else self.gamma_u)
+        self.gamma_d = _threshold("gamma_d", self.gamma if self.gamma_d is None else self.gamma_d)
+        if isinstance(self.threshold, str):
+            check_choice("threshold", self.threshold, SYNC_PRESETS)
+        elif not float(self.threshold) >= 0 or np.isnan(float(self.threshold)):
+            raise ValueError(f"threshold D must be a number >= 0 or one of {SYNC_PRESETS}, got {self.threshold!r}")
+        self.am_init = check_choice("am_init", self.am_init, AM_INITS)
+        if self.am_init == "given" and self.theta_g_init is None:
+            raise ValueError("am_init='given' needs theta_g_init (an initial estimate of the global parameter)")
+        if self.theta_g_init is not None:
+            self.theta_g_init = np.asarray(self.theta_g_init, dtype=np.float64)
+        if int(self.n_am) < 1:
+            raise ValueError(f"n_am must be >= 1, got {self.n_am}")
+        self.n_am = int(self.n_am)
+        self.am_tol = _positive("am_tol", self.am_tol)
+        self.feature_map = check_choice("feature_map", self.feature_map, FEATURE_MAPS)
+
+
+#: The options every Li-Wang client takes (the LinUCB side), and the event thresholds of Async-LinUCB.
+_CLIENT_OPTIONS: tuple[str, ...] = (
+    "lam",
+    "delta",
+    "sigma",
+    "norm_bound",
+    "alpha_mode",
+    "alpha",
+    "registration",
+    "pack_symmetric",
+    "dimension",
+)
+_THRESHOLDS: tuple[str, ...] = ("gamma", "gamma_u", "gamma_d")
 
 
 # ---------------------------------------------------------------------- the servers
@@ -493,9 +593,9 @@ class AsyncServer(Coordinator):
     ) -> None:
         self.gamma_d = _threshold("gamma_d", gamma_d)
         self.lam = _positive("lam", lam)
-        self.registration = _choice("registration", registration, REGISTRATIONS)
+        self.registration = check_choice("registration", registration, REGISTRATIONS)
         self.pack_symmetric = bool(pack_symmetric)
-        self.part = _choice("part", part, ("all", "global"))
+        self.part = check_choice("part", part, ("all", "global"))
         self.with_counts = bool(with_counts)
 
     def reset(self, context: LinearContext, rngs: list[np.random.Generator]) -> None:
@@ -647,7 +747,7 @@ class SyncServer(Coordinator):
     """
 
     def __init__(self, registration: str = "lazy", pack_symmetric: bool = False, with_counts: bool = False) -> None:
-        self.registration = _choice("registration", registration, REGISTRATIONS)
+        self.registration = check_choice("registration", registration, REGISTRATIONS)
         self.pack_symmetric = bool(pack_symmetric)
         self.with_counts = bool(with_counts)
 
@@ -686,45 +786,26 @@ class SyncServer(Coordinator):
 
 
 # ---------------------------------------------------------------------- shared client machinery
-class _LinUCBClients(Population):
+class _LinUCBClients(Configured, Population):
     """Clients choosing arms by LinUCB on their (V, b) statistics: the act/observe side of Algs 2 and 4."""
 
     families = ("linear",)
 
-    def __init__(
-        self,
-        lam: float,
-        delta: float,
-        sigma: float,
-        norm_bound: float,
-        alpha_mode: str,
-        alpha: float,
-        registration: str,
-        pack_symmetric: bool,
-        dimension: int | None,
-    ) -> None:
-        self.lam = _positive("lam", lam)
-        self.delta = float(delta)
-        if not 0.0 < self.delta < 1.0:
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-        self.sigma = float(sigma)
-        if not (np.isfinite(self.sigma) and self.sigma >= 0):
-            raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
-        self.norm_bound = _positive("norm_bound", norm_bound)
-        self.alpha_mode = _choice("alpha_mode", alpha_mode, ALPHA_MODES)
-        self.alpha = float(alpha)
-        if self.alpha_mode == "constant" and not (np.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha must be a finite number >= 0 with alpha_mode='constant', got {alpha!r}")
-        self.registration = _choice("registration", registration, REGISTRATIONS)
-        self.pack_symmetric = bool(pack_symmetric)
-        self.dimension = dimension
+    config_class = LiWangConfig
+
+    config: LiWangConfig
+
+    def _async_server(self, part: str) -> AsyncServer:
+        """The event-triggered server of Algorithm 1 for the ``part`` of the statistics that is communicated."""
+        c = self.config
+        return AsyncServer(c.gamma_d, c.lam, c.registration, c.pack_symmetric, part, c.alpha_mode == "theory_upper")
 
     def _check_context(self, context: LinearContext) -> None:
         if not isinstance(context, LinearContext):
             raise TypeError(f"{type(self).__name__} plays linear environments; got a {type(context).__name__}")
-        if self.dimension is not None and self.dimension != context.dimension:
+        if self.config.dimension is not None and self.config.dimension != context.dimension:
             raise ValueError(
-                f"the agent was built for dimension={self.dimension} but the environment's contexts have "
+                f"the agent was built for dimension={self.config.dimension} but the environment's contexts have "
                 f"dimension {context.dimension}; build the agent with dimension={context.dimension} (or None)"
             )
         self.context = context
@@ -748,17 +829,17 @@ class _LinUCBClients(Population):
             stats.dim,
             count,
             noise,
-            self.lam,
-            self.delta,
-            self.norm_bound,
-            self.alpha_mode,
-            self.alpha,
+            self.config.lam,
+            self.config.delta,
+            self.config.norm_bound,
+            self.config.alpha_mode,
+            self.config.alpha,
         )
 
     def _start(self, context: LinearContext) -> None:
         self._check_context(context)
         b, n, d = context.num_replicas, context.num_agents, context.dimension
-        self.stats = BufferedStats(b, n, d, self.lam)
+        self.stats = BufferedStats(b, n, d, self.config.lam)
         m = context.active_per_slot
         self._clients = np.zeros((b, m), np.int64)
         self._chosen = np.zeros((b, m, d))
@@ -770,7 +851,7 @@ class _LinUCBClients(Population):
         arms = np.zeros(step.clients.shape, np.int64)
         for j in range(step.clients.shape[1]):
             clients = step.clients[:, j]
-            alpha = self._radius(self.stats, self._rows, clients, self.sigma)
+            alpha = self._radius(self.stats, self._rows, clients, self.config.sigma)
             arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha).argmax(axis=1)
         self._clients = step.clients
         self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
@@ -792,14 +873,14 @@ class _LinUCBClients(Population):
         if len(rows) == 0:
             return []
         dv, db, count = self.stats.take(rows, clients)
-        payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
-        if self.alpha_mode == "theory_upper":
+        payload = {"dV": _pack(dv) if self.config.pack_symmetric else dv, "db": db}
+        if self.config.alpha_mode == "theory_upper":
             payload["count"] = count
         return [MessageBatch(kind, rows, clients, np.full(len(rows), SERVER), payload)]
 
     def _received(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         dv = batch.payload["dV"]
-        dv = _unpack(dv, self.stats.dim) if self.pack_symmetric else dv
+        dv = _unpack(dv, self.stats.dim) if self.config.pack_symmetric else dv
         count = batch.payload.get("count", 0)
         return dv, batch.payload["db"], count
 
@@ -807,52 +888,21 @@ class _LinUCBClients(Population):
 class AsyncLinUCB(_LinUCBClients):
     """Async-LinUCB (Algorithms 1 and 2): event-triggered uploads and downloads through a server.
 
-    Args:
-        gamma: threshold for both events (the paper's experiments use gamma_U = gamma_D = gamma).
-        gamma_u: upload threshold (default ``gamma``); a scalar or one value per client, >= 1, inf = never.
-        gamma_d: download threshold (default ``gamma``); same format.
-        lam: ridge parameter lambda (default 0.1, spec D7).
-        delta: confidence level delta of alpha (default 0.1).
-        sigma: noise scale used inside alpha (default 0.1).
-        norm_bound: S, the bound on |theta| in alpha (default 1).
-        alpha_mode: ``"theory"`` (exact log-det radius, spec 2.1, the default), ``"theory_upper"`` (the
-            authors' upper bound) or ``"constant"`` (``alpha``; the authors' real-data runs, D7).
-        alpha: the constant radius of ``alpha_mode="constant"`` (default 0.3, the authors' real-data value).
-        registration: ``"lazy"`` (paper pseudo-code, default) or ``"eager"`` (spec D4).
-        pack_symmetric: send matrices as packed upper triangles (d (d + 1) / 2 + d floats, spec 1.4).
-        dimension: optional expected context dimension (checked against the environment).
+    Keywords (documented in :class:`LiWangConfig`): gamma, gamma_u, gamma_d, lam, delta, sigma,
+    norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension.
     """
 
-    def __init__(
-        self,
-        gamma: Any = 2.0,
-        gamma_u: Any = None,
-        gamma_d: Any = None,
-        lam: float = 0.1,
-        delta: float = 0.1,
-        sigma: float = 0.1,
-        norm_bound: float = 1.0,
-        alpha_mode: str = "theory",
-        alpha: float = 0.3,
-        registration: str = "lazy",
-        pack_symmetric: bool = False,
-        dimension: int | None = None,
-    ) -> None:
-        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
-        self.gamma_u = _threshold("gamma_u", gamma if gamma_u is None else gamma_u)
-        self.gamma_d = _threshold("gamma_d", gamma if gamma_d is None else gamma_d)
+    options = (*_THRESHOLDS, *_CLIENT_OPTIONS)
 
     def make_coordinator(self) -> AsyncServer:
         """The event-triggered server with this algorithm's download threshold."""
-        self.server = AsyncServer(
-            self.gamma_d, self.lam, self.registration, self.pack_symmetric, "all", self.alpha_mode == "theory_upper"
-        )
+        self.server = self._async_server("all")
         return self.server
 
     def reset(self, context: LinearContext) -> None:
         """Empty statistics for every client (a new client starts from zeros, Algorithm 2)."""
         self._start(context)
-        self.log_gamma_u = _log_thresholds("gamma_u", self.gamma_u, context.num_agents)
+        self.log_gamma_u = _log_thresholds("gamma_u", self.config.gamma_u, context.num_agents)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
         """Local update, then upload if ``ld(V + lam I) - ld(V - dV + lam I) > log gamma_U``."""
@@ -875,8 +925,9 @@ class OneLinUCB(AsyncLinUCB):
     Keywords are those of :class:`AsyncLinUCB` except the thresholds (``registration`` may be set).
     """
 
-    def __init__(self, registration: str = "eager", **kwargs: Any) -> None:
-        super().__init__(gamma=1.0, registration=registration, **kwargs)
+    options = _CLIENT_OPTIONS
+    defaults = MappingProxyType({"registration": "eager"})
+    fixed = MappingProxyType({"gamma": 1.0, "gamma_u": None, "gamma_d": None})
 
 
 class NLinUCB(AsyncLinUCB):
@@ -885,8 +936,8 @@ class NLinUCB(AsyncLinUCB):
     Keywords are those of :class:`AsyncLinUCB` except the thresholds.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(gamma=np.inf, **kwargs)
+    options = _CLIENT_OPTIONS
+    fixed = MappingProxyType({"gamma": np.inf, "gamma_u": None, "gamma_d": None})
 
 
 class SyncLinUCB(_LinUCBClients):
@@ -897,36 +948,17 @@ class SyncLinUCB(_LinUCBClients):
     buffer (even if empty) and receives the full aggregate, 2 messages per registered client. The
     trigger is a global event, free as in the paper (clients learn of it without a message).
 
-    Args:
-        threshold: D > 0 (a number, or a preset of :data:`SYNC_PRESETS` computed by
-            :func:`sync_threshold` from N, d and T at reset).
-        lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension: as in
-            :class:`AsyncLinUCB`.
+    Keywords (documented in :class:`LiWangConfig`): threshold and those of :class:`AsyncLinUCB` but the
+    gamma thresholds.
     """
 
-    def __init__(
-        self,
-        threshold: float | str = 10.0,
-        lam: float = 0.1,
-        delta: float = 0.1,
-        sigma: float = 0.1,
-        norm_bound: float = 1.0,
-        alpha_mode: str = "theory",
-        alpha: float = 0.3,
-        registration: str = "lazy",
-        pack_symmetric: bool = False,
-        dimension: int | None = None,
-    ) -> None:
-        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
-        if isinstance(threshold, str):
-            _choice("threshold", threshold, SYNC_PRESETS)
-        elif not float(threshold) >= 0 or np.isnan(float(threshold)):
-            raise ValueError(f"threshold D must be a number >= 0 or one of {SYNC_PRESETS}, got {threshold!r}")
-        self.threshold = threshold
+    options = ("threshold", *_CLIENT_OPTIONS)
 
     def make_coordinator(self) -> SyncServer:
         """The synchronising server."""
-        self.server = SyncServer(self.registration, self.pack_symmetric, self.alpha_mode == "theory_upper")
+        self.server = SyncServer(
+            self.config.registration, self.config.pack_symmetric, self.config.alpha_mode == "theory_upper"
+        )
         return self.server
 
     def reset(self, context: LinearContext) -> None:
@@ -934,11 +966,11 @@ class SyncLinUCB(_LinUCBClients):
         self._start(context)
         b, n = context.num_replicas, context.num_agents
         self.steps = np.zeros((b, n), np.int64)
-        self.registered = np.full((b, n), self.registration == "eager")
+        self.registered = np.full((b, n), self.config.registration == "eager")
         self.sync_threshold = (
-            sync_threshold(self.threshold, n, context.dimension, context.horizon)
-            if isinstance(self.threshold, str)
-            else float(self.threshold)
+            sync_threshold(self.config.threshold, n, context.dimension, context.horizon)
+            if isinstance(self.config.threshold, str)
+            else float(self.config.threshold)
         )
 
     def act(self, step: Step) -> Action:
@@ -1090,96 +1122,59 @@ class AsyncLinUCBAM(_LinUCBClients):
     local test asks for rank d (all the information in ``x``), and the initial global estimate is the
     first half of the minimum-norm least-squares solution on ``[x; x]``.
 
-    Args:
-        gamma, gamma_u, gamma_d: thresholds of the global part (as in :class:`AsyncLinUCB`).
-        lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension: as in
-            :class:`AsyncLinUCB` (``alpha_mode="constant"`` uses ``alpha`` for both parts).
-        am_init: ``"warmup"`` (Algorithm 5, default), ``"given"`` (Algorithm 3 starting from
-            ``theta_g_init``; for tests, D11) or ``"ridge"`` (each AM starts from the current ridge
-            estimates, no warm-up; the authors' code, D9/D11).
-        theta_g_init: the initial global estimate of ``am_init="given"``: (d_g,), (B, d_g) or (B, N, d_g).
-        n_am: the maximum number of alternations per AM (default 100).
-        am_tol: the AM stopping tolerance on the iterates' movement (default 1e-10).
-        feature_map: ``"split"`` (x_g = first d_g coordinates, x_l = the rest, D10) or ``"duplicate"``
-            (x_g = x_l = x, d_g = d_l = d; the real-data experiments).
+    Keywords (documented in :class:`LiWangConfig`): those of :class:`AsyncLinUCB` (the thresholds are
+    the global part's; gamma defaults to 5) and am_init, theta_g_init, n_am, am_tol, feature_map.
     """
 
-    def __init__(
-        self,
-        gamma: Any = 5.0,
-        gamma_u: Any = None,
-        gamma_d: Any = None,
-        lam: float = 0.1,
-        delta: float = 0.1,
-        sigma: float = 0.1,
-        norm_bound: float = 1.0,
-        alpha_mode: str = "theory",
-        alpha: float = 0.3,
-        registration: str = "lazy",
-        pack_symmetric: bool = False,
-        dimension: int | None = None,
-        am_init: str = "warmup",
-        theta_g_init: np.ndarray | None = None,
-        n_am: int = 100,
-        am_tol: float = 1e-10,
-        feature_map: str = "split",
-    ) -> None:
-        super().__init__(lam, delta, sigma, norm_bound, alpha_mode, alpha, registration, pack_symmetric, dimension)
-        self.gamma_u = _threshold("gamma_u", gamma if gamma_u is None else gamma_u)
-        self.gamma_d = _threshold("gamma_d", gamma if gamma_d is None else gamma_d)
-        self.am_init = _choice("am_init", am_init, AM_INITS)
-        if self.am_init == "given" and theta_g_init is None:
-            raise ValueError("am_init='given' needs theta_g_init (an initial estimate of the global parameter)")
-        self.theta_g_init = None if theta_g_init is None else np.asarray(theta_g_init, dtype=np.float64)
-        if int(n_am) < 1:
-            raise ValueError(f"n_am must be >= 1, got {n_am}")
-        self.n_am = int(n_am)
-        self.am_tol = _positive("am_tol", am_tol)
-        self.feature_map = _choice("feature_map", feature_map, FEATURE_MAPS)
+    options = (*AsyncLinUCB.options, "am_init", "theta_g_init", "n_am", "am_tol", "feature_map")
+    defaults = MappingProxyType({"gamma": 5.0})
 
     def make_coordinator(self) -> AsyncServer:
         """The event-triggered server of the global statistics."""
-        part = "global" if self.feature_map == "split" else "all"
-        self.server = AsyncServer(
-            self.gamma_d, self.lam, self.registration, self.pack_symmetric, part, self.alpha_mode == "theory_upper"
-        )
+        self.server = self._async_server("global" if self.config.feature_map == "split" else "all")
         return self.server
 
     def _parts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(x_g, x_l) of contexts (..., d)."""
-        if self.feature_map == "duplicate":
+        if self.config.feature_map == "duplicate":
             return x, x
         return x[..., : self.d_g], x[..., self.d_g :]
 
     def _full(self, x: np.ndarray) -> np.ndarray:
         """The warm-up feature vector: x (split) or [x; x] (duplicate)."""
-        return np.concatenate([x, x], axis=-1) if self.feature_map == "duplicate" else x
+        return np.concatenate([x, x], axis=-1) if self.config.feature_map == "duplicate" else x
 
     def reset(self, context: LinearContext) -> None:
         """Empty global, local and warm-up statistics; AM state from ``am_init``."""
         self._check_context(context)
         b, n, d, m = context.num_replicas, context.num_agents, context.dimension, context.active_per_slot
-        self.d_g = d if self.feature_map == "duplicate" else context.global_dimension
-        d_l = d if self.feature_map == "duplicate" else d - self.d_g
-        self.stats = BufferedStats(b, n, self.d_g, self.lam)
-        self.local = RidgeStats(b, n, d_l, self.lam)
+        self.d_g = d if self.config.feature_map == "duplicate" else context.global_dimension
+        d_l = d if self.config.feature_map == "duplicate" else d - self.d_g
+        self.stats = BufferedStats(b, n, self.d_g, self.config.lam)
+        self.local = RidgeStats(b, n, d_l, self.config.lam)
         self.theta_g = np.zeros((b, n, self.d_g))
         self.theta_l = np.zeros((b, n, d_l))
-        if self.am_init == "given":
+        if self.config.am_init == "given":
             self.theta_g[:] = np.broadcast_to(self._initial_theta(b), (b, n, self.d_g))
-        self.ready = np.full((b, n), self.am_init != "warmup")
-        self.full = RidgeStats(b, n, self._full(np.zeros(d)).shape[0], self.lam) if self.am_init == "warmup" else None
+        self.ready = np.full((b, n), self.config.am_init != "warmup")
+        self.full = (
+            RidgeStats(b, n, self._full(np.zeros(d)).shape[0], self.config.lam)
+            if self.config.am_init == "warmup"
+            else None
+        )
         self.store: dict[tuple[int, int], list[tuple[np.ndarray, float]]] = {}
         self.full_dims = self.d_g + np.asarray(context.local_dimensions, np.int64)
-        if self.feature_map == "duplicate":  # [x; x] has rank <= d: full rank means rank d (see the class docstring)
+        if (
+            self.config.feature_map == "duplicate"
+        ):  # [x; x] has rank <= d: full rank means rank d (see the class docstring)
             self.full_dims = np.full(n, d)
-        self.log_gamma_u = _log_thresholds("gamma_u", self.gamma_u, n)
+        self.log_gamma_u = _log_thresholds("gamma_u", self.config.gamma_u, n)
         self._clients = np.zeros((b, m), np.int64)
         self._chosen = np.zeros((b, m, d))
         self._rewards = np.zeros((b, m))
 
     def _initial_theta(self, num_replicas: int) -> np.ndarray:
-        theta = self.theta_g_init
+        theta = self.config.theta_g_init
         if theta.shape[-1] != self.d_g or theta.ndim not in (1, 2, 3):
             raise ValueError(f"theta_g_init must end in d_g = {self.d_g}, got shape {theta.shape}")
         return theta[:, None, :] if theta.ndim == 2 else theta
@@ -1188,7 +1183,7 @@ class AsyncLinUCBAM(_LinUCBClients):
         """Eq. 8 (UCB_g + UCB_l) for clients past the warm-up, full-feature LinUCB for those in it."""
         contexts = self._check_contexts(step.contexts)
         arms = np.zeros(step.clients.shape, np.int64)
-        noise = self.sigma + 2.0
+        noise = self.config.sigma + 2.0
         for j in range(step.clients.shape[1]):
             clients, x = step.clients[:, j], contexts[:, j]
             x_g, x_l = self._parts(x)
@@ -1197,7 +1192,7 @@ class AsyncLinUCBAM(_LinUCBClients):
             warm = ~self.ready[self._rows, clients]
             if warm.any():
                 r, c = self._rows[warm], clients[warm]
-                alpha = self._radius(self.full, r, c, self.sigma)
+                alpha = self._radius(self.full, r, c, self.config.sigma)
                 scores[warm] = self.full.scores(r, c, self._full(x[warm]), alpha)
             arms[:, j] = scores.argmax(axis=1)
         self._clients = step.clients
@@ -1221,7 +1216,7 @@ class AsyncLinUCBAM(_LinUCBClients):
     def _am_update(self, b: int, i: int, x: np.ndarray, y: float) -> None:
         x_g, x_l = self._parts(x)
         rows, clients = np.array([b]), np.array([i])
-        if self.am_init == "ridge":
+        if self.config.am_init == "ridge":
             self.stats.refresh(rows, clients)
             self.local.refresh(rows, clients)
             self.theta_g[b, i] = self.stats.inv[b, i] @ self.stats.b[b, i]
@@ -1236,9 +1231,9 @@ class AsyncLinUCBAM(_LinUCBClients):
             y,
             self.theta_g[b, i],
             self.theta_l[b, i],
-            self.norm_bound,
-            self.n_am,
-            self.am_tol,
+            self.config.norm_bound,
+            self.config.n_am,
+            self.config.am_tol,
         )
         self.theta_g[b, i], self.theta_l[b, i] = theta_g, theta_l
         self.stats.add_point(rows, clients, x_g[None], np.array([y_g]))
@@ -1261,7 +1256,15 @@ class AsyncLinUCBAM(_LinUCBClients):
         else:
             theta_g = _pinv_psd(self.stats.v[b, i]) @ self.stats.b[b, i]
         theta_g, theta_l = _batch_am(
-            self.stats.v[b, i], self.stats.b[b, i], x_g, x_l, ys, theta_g, self.norm_bound, self.n_am, self.am_tol
+            self.stats.v[b, i],
+            self.stats.b[b, i],
+            x_g,
+            x_l,
+            ys,
+            theta_g,
+            self.config.norm_bound,
+            self.config.n_am,
+            self.config.am_tol,
         )
         y_g, y_l = ys - x_l @ theta_l, ys - x_g @ theta_g
         rows, clients = np.array([b]), np.array([i])
@@ -1306,7 +1309,7 @@ def sync_threshold(preset: str, num_clients: int, dimension: int, horizon: int) 
     ``"match_regret"``: T / (N d log T); ``"match_comm"``: T / (d log T) (the authors' code).
     """
     exponent = {"paper_regret": 2.0, "paper_comm": 1.5, "match_regret": 1.0, "match_comm": 0.0}
-    _choice("preset", preset, SYNC_PRESETS)
+    check_choice("preset", preset, SYNC_PRESETS)
     return float(horizon / (num_clients ** exponent[preset] * dimension * np.log(horizon)))
 
 

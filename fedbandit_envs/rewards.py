@@ -134,8 +134,22 @@ class RewardModel(ABC):
         return self.transform(values, noise)
 
 
+class _UnitIntervalRewards(RewardModel):
+    """Base of the [0, 1]-bounded models: rewards and means lie in [0, 1]."""
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Rewards lie in [0, 1]."""
+        return (0.0, 1.0)
+
+    @property
+    def mean_range(self) -> tuple[float, float]:
+        """Means lie in [0, 1] (probabilities; a mean of 0 or 1 is a point mass)."""
+        return (0.0, 1.0)
+
+
 @dataclass(frozen=True)
-class BernoulliRewards(RewardModel):
+class BernoulliRewards(_UnitIntervalRewards):
     """Bernoulli arms: reward ``1.0`` if ``u < mean`` else ``0.0`` for uniform noise ``u``.
 
     The reward has mean exactly ``mean``. Means must lie in [0, 1].
@@ -143,16 +157,6 @@ class BernoulliRewards(RewardModel):
 
     noise_kind: ClassVar[NoiseKind] = "uniform"
     name: ClassVar[str] = "bernoulli"
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        """Rewards are 0 or 1."""
-        return (0.0, 1.0)
-
-    @property
-    def mean_range(self) -> tuple[float, float]:
-        """Bernoulli means are probabilities, in [0, 1]."""
-        return (0.0, 1.0)
 
     def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
         """``float(u < mean)`` elementwise."""
@@ -193,7 +197,7 @@ class GaussianRewards(RewardModel):
 
 
 @dataclass(frozen=True)
-class BetaRewards(RewardModel):
+class BetaRewards(_UnitIntervalRewards):
     """General [0, 1]-bounded arms: ``Beta(c * mean, c * (1 - mean))`` with concentration ``c``.
 
     Sampled by the inverse CDF of uniform noise, so the reward has mean exactly ``mean`` and variance
@@ -208,16 +212,6 @@ class BetaRewards(RewardModel):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "concentration", _check_positive("concentration", self.concentration))
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        """Rewards lie in [0, 1]."""
-        return (0.0, 1.0)
-
-    @property
-    def mean_range(self) -> tuple[float, float]:
-        """Beta means lie in [0, 1] (the endpoints are point masses)."""
-        return (0.0, 1.0)
 
     def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
         """Inverse Beta CDF of ``noise`` elementwise; exact 0 / 1 at means 0 / 1."""
@@ -346,8 +340,43 @@ def _open_uniform(noise: np.ndarray) -> np.ndarray:
     return np.clip(np.asarray(noise, dtype=np.float64), 2.0**-54, 1.0 - 2.0**-54)
 
 
+class _FiniteVarianceTails(RewardModel):
+    """Base of the heavy-tailed models: ``mean`` plus a deviation of standard deviation ``sigma``.
+
+    The deviation is drawn by the inverse CDF of uniform noise; the tail parameter (the field named
+    :attr:`tail`) must exceed 2 for a finite variance. Subclasses are frozen dataclasses declaring the tail
+    field, then ``sigma``, and implement :meth:`_deviation`.
+    """
+
+    #: The name of the tail parameter field (> 2 for a finite variance).
+    tail: ClassVar[str]
+    sigma: float
+
+    noise_kind: ClassVar[NoiseKind] = "uniform"
+
+    def __post_init__(self) -> None:
+        value = _check_positive(self.tail, getattr(self, self.tail))
+        if value <= 2.0:
+            raise ValueError(f"{self.tail} must be > 2 for a finite variance, got {value}; pass e.g. {self.tail}=3")
+        object.__setattr__(self, self.tail, value)
+        object.__setattr__(self, "sigma", _check_positive("sigma", self.sigma))
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Unbounded rewards (a model may be bounded on one side for each mean, but has no global bounds)."""
+        return (-math.inf, math.inf)
+
+    def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
+        """``mean + deviation(noise)`` elementwise."""
+        return np.add(means, self._deviation(_open_uniform(noise)), dtype=np.float64)
+
+    @abstractmethod
+    def _deviation(self, uniform: np.ndarray) -> np.ndarray:
+        """The deviation from the mean for noise in the open unit interval."""
+
+
 @dataclass(frozen=True)
-class StudentTRewards(RewardModel):
+class StudentTRewards(_FiniteVarianceTails):
     """Student-t arms: ``mean + sigma * sqrt((nu - 2) / nu) * T_nu``, by the inverse CDF of uniform noise.
 
     ``T_nu`` has ``nu > 2`` degrees of freedom, so the reward has mean exactly ``mean`` and standard deviation
@@ -357,29 +386,17 @@ class StudentTRewards(RewardModel):
     nu: float = 3.0
     sigma: float = 1.0
 
-    noise_kind: ClassVar[NoiseKind] = "uniform"
+    tail: ClassVar[str] = "nu"
     name: ClassVar[str] = "student_t"
 
-    def __post_init__(self) -> None:
-        nu = _check_positive("nu", self.nu)
-        if nu <= 2.0:
-            raise ValueError(f"nu must be > 2 for a finite variance, got {nu}; pass e.g. nu=3")
-        object.__setattr__(self, "nu", nu)
-        object.__setattr__(self, "sigma", _check_positive("sigma", self.sigma))
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        """Unbounded rewards."""
-        return (-math.inf, math.inf)
-
-    def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
-        """``mean + sigma * sqrt((nu-2)/nu) * t_nu^{-1}(u)`` elementwise."""
+    def _deviation(self, uniform: np.ndarray) -> np.ndarray:
+        """``sigma * sqrt((nu-2)/nu) * t_nu^{-1}(u)``."""
         scale = self.sigma * math.sqrt((self.nu - 2.0) / self.nu)
-        return np.add(means, scale * stdtrit(self.nu, _open_uniform(noise)), dtype=np.float64)
+        return scale * stdtrit(self.nu, uniform)
 
 
 @dataclass(frozen=True)
-class ParetoRewards(RewardModel):
+class ParetoRewards(_FiniteVarianceTails):
     """Pareto arms, centred and scaled: ``mean + sigma * (P - E P) / sd(P)`` with ``P ~ Pareto(alpha, 1)``.
 
     ``P = (1 - u) ** (-1 / alpha)`` by the inverse CDF of uniform noise. With ``alpha > 2`` the reward has mean
@@ -390,28 +407,16 @@ class ParetoRewards(RewardModel):
     alpha: float = 3.0
     sigma: float = 1.0
 
-    noise_kind: ClassVar[NoiseKind] = "uniform"
+    tail: ClassVar[str] = "alpha"
     name: ClassVar[str] = "pareto"
 
-    def __post_init__(self) -> None:
-        alpha = _check_positive("alpha", self.alpha)
-        if alpha <= 2.0:
-            raise ValueError(f"alpha must be > 2 for a finite variance, got {alpha}; pass e.g. alpha=3")
-        object.__setattr__(self, "alpha", alpha)
-        object.__setattr__(self, "sigma", _check_positive("sigma", self.sigma))
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        """Unbounded rewards (bounded below for each mean, but the model has no global bounds)."""
-        return (-math.inf, math.inf)
-
-    def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
-        """The centred, scaled Pareto quantile of ``noise`` elementwise."""
+    def _deviation(self, uniform: np.ndarray) -> np.ndarray:
+        """The centred, scaled Pareto quantile ``sigma * (P - E P) / sd(P)``."""
         a = self.alpha
         mean_p = a / (a - 1.0)
         sd_p = math.sqrt(a / ((a - 1.0) ** 2 * (a - 2.0)))
-        pareto = np.power(1.0 - _open_uniform(noise), -1.0 / a)
-        return np.add(means, self.sigma * (pareto - mean_p) / sd_p, dtype=np.float64)
+        pareto = np.power(1.0 - uniform, -1.0 / a)
+        return self.sigma * (pareto - mean_p) / sd_p
 
 
 REWARD_MODELS.update({"student_t": StudentTRewards, "pareto": ParetoRewards})

@@ -61,32 +61,21 @@ def results_from(finals):
     return Results(curves=curves)
 
 
+def per_seed(algorithm, by_epsilon):
+    """``results_from`` entries of ``algorithm``: ``by_epsilon`` maps epsilon -> final regret of seeds 0, 1, ..."""
+    return {(algorithm, e, s): r for e, rs in by_epsilon.items() for s, r in enumerate(rs)}
+
+
 SATISFIES = results_from(
     {
-        **{
-            ("share", e, s): r
-            for e, rs in {0.5: (30, 34), 1.0: (20, 22), 2.0: (12, 10)}.items()
-            for s, r in enumerate(rs)
-        },
-        **{
-            ("solo", e, s): r
-            for e, rs in {0.5: (40, 44), 1.0: (40, 44), 2.0: (40, 44)}.items()
-            for s, r in enumerate(rs)
-        },
+        **per_seed("share", {0.5: (30, 34), 1.0: (20, 22), 2.0: (12, 10)}),
+        **per_seed("solo", {0.5: (40, 44), 1.0: (40, 44), 2.0: (40, 44)}),
     }
 )
 VIOLATES = results_from(
     {
-        **{
-            ("share", e, s): r
-            for e, rs in {0.5: (30, 34), 1.0: (36, 38), 2.0: (12, 10)}.items()
-            for s, r in enumerate(rs)
-        },
-        **{
-            ("solo", e, s): r
-            for e, rs in {0.5: (20, 24), 1.0: (20, 24), 2.0: (20, 24)}.items()
-            for s, r in enumerate(rs)
-        },
+        **per_seed("share", {0.5: (30, 34), 1.0: (36, 38), 2.0: (12, 10)}),
+        **per_seed("solo", {0.5: (20, 24), 1.0: (20, 24), 2.0: (20, 24)}),
     }
 )
 CLAIMS = [

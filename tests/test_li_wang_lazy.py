@@ -79,7 +79,7 @@ def test_shared_server_bases_equal_the_per_client_bases(gamma, registration):
         np.testing.assert_array_equal(server.v[0], aggregate)
         np.testing.assert_array_equal(server.base_v[0], base)
         np.testing.assert_array_equal(server.base_b[0], base_b)
-        np.testing.assert_array_equal(server.base_ld[0], log_det(base, population.lam))
+        np.testing.assert_array_equal(server.base_ld[0], log_det(base, population.config.lam))
         shared.append(len(server._snapshots))
 
     drive(population, after=after)

@@ -203,32 +203,24 @@ def neighbour_releases(
     return out[0], out[1], charged[0]
 
 
+def agent_0_to_1(kind: str, payload: dict, declaration: dict) -> MessageBatch:
+    """A batch from agent 0 to agent 1 in every replica."""
+    senders, recipients = np.zeros(REPLICAS, np.int64), np.ones(REPLICAS, np.int64)
+    return MessageBatch(kind, np.arange(REPLICAS), senders, recipients, payload, privacy=declaration)
+
+
 def mean_batch(means: np.ndarray, entries: int) -> MessageBatch:
     """Agent 0 sends agent 1 ``entries`` copies of its mean of ``N_RECORDS`` rewards, in every replica."""
     declaration = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n"), "n": Public()}
     payload = {"v": np.repeat(means[:, None], entries, axis=1), "n": np.full(REPLICAS, N_RECORDS)}
-    return MessageBatch(
-        "mean",
-        np.arange(REPLICAS),
-        np.zeros(REPLICAS, np.int64),
-        np.ones(REPLICAS, np.int64),
-        payload,
-        privacy=declaration,
-    )
+    return agent_0_to_1("mean", payload, declaration)
 
 
 def sum_batch(sums: np.ndarray, entries: int) -> MessageBatch:
     """Agent 0 sends agent 1 ``entries`` copies of its running reward sum, in every replica."""
     declaration = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="sum")}
     payload = {"v": np.repeat(sums[:, None], entries, axis=1)}
-    return MessageBatch(
-        "sum",
-        np.arange(REPLICAS),
-        np.zeros(REPLICAS, np.int64),
-        np.ones(REPLICAS, np.int64),
-        payload,
-        privacy=declaration,
-    )
+    return agent_0_to_1("sum", payload, declaration)
 
 
 def audit_edges(center: float, scale: float, width: float, bins: int) -> np.ndarray:

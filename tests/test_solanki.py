@@ -1,6 +1,7 @@
 """FCB / P-FCB reference agents (solanki-pfcb): exact schedule, budget, noise and accounting; invariants; paths."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from agents.solanki import (
     pair_delta,
     schedule_epsilons,
 )
+from fedbandit_envs.bench.catalogue.solanki import frr_non_increasing, regret_falls_with_n
 from fedbandit_envs.core import Action, ObservedRecords, Phase, message_phases
 from fedbandit_envs.families.procurement.env import (
     FedProcurementEnv,
@@ -561,3 +563,29 @@ def test_instance_build_is_independent_of_agent_randomness():
     core = ProcurementCore(build_instance("uniform", 2, 3, 0), 10)
     core.reset([0])
     assert core.context.capacities.shape == (2, 3) and core.context.num_arms == 3
+
+
+def _trend_results(points: dict[float, tuple[float, float]]) -> SimpleNamespace:
+    """Final and earlier checkpoint rows of two seeds: group and NF regret, and regret per agent at n = 4 eps."""
+    rows = []
+    for eps, (regret, nf) in points.items():
+        for seed in (0, 1):
+            common = {"algorithm": "pfcb", "epsilon": eps, "num_agents": int(4 * eps), "seed": seed}
+            rows.append({**common, "slot": 10, "group_regret": regret + seed, "nf_group_regret": nf})
+            rows[-1]["mean_regret"] = regret / eps
+            rows.append({**common, "slot": 5, "group_regret": 100.0, "nf_group_regret": nf, "mean_regret": 1.0})
+    return SimpleNamespace(curves=rows)
+
+
+def test_trend_claims_read_the_last_checkpoint_per_point() -> None:
+    results = _trend_results({0.5: (9.0, 10.0), 1.0: (7.2, 10.0), 2.0: (7.0, 10.0), 4.0: (5.0, 10.0)})
+    frr = frr_non_increasing("epsilon").check(results)
+    assert frr.passed  # FRR (9.5, 7.7, 7.5, 5.5) / 10 over the two seeds' last checkpoints
+    assert frr.evidence == "FRR by epsilon: 0.5: 0.950, 1.0: 0.770, 2.0: 0.750, 4.0: 0.550; Spearman -1.00"
+    assert frr.values == pytest.approx({"0.5": 0.95, "1.0": 0.77, "2.0": 0.75, "4.0": 0.55}, abs=1e-12)
+    regret = regret_falls_with_n().check(results)
+    assert regret.passed
+    assert regret.evidence == "regret per agent: n=2: 18, n=4: 7.2, n=8: 3.5, n=16: 1.25; Spearman -1.00"
+    rising = _trend_results({0.5: (1.0, 10.0), 1.0: (3.0, 10.0)})
+    assert not regret_falls_with_n().check(rising).passed
+    assert not frr_non_increasing("epsilon").check(rising).passed

@@ -25,6 +25,7 @@ what to use instead (``HookWrapper(env, hook)`` itself, a user's own hook, has n
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -33,7 +34,7 @@ from pettingzoo.utils import BaseParallelWrapper
 from fedbandit_envs.core import MessageHook, check_hooks
 from fedbandit_envs.env_base import MESSAGE_HOOKS, ProtocolParallelEnv
 
-__all__ = ["HookWrapper"]
+__all__ = ["HookClassWrapper", "HookWrapper"]
 
 
 def _begins_with(hooks: Sequence[Any], chain: list[MessageHook]) -> bool:
@@ -98,3 +99,25 @@ class HookWrapper(BaseParallelWrapper):
                 "reset, or the env was reset without it), so its hook is not on; call reset() on the wrapper first"
             )
         return self.env.step(actions)
+
+
+class HookClassWrapper(HookWrapper):
+    """A :class:`HookWrapper` that builds its hook, a ``hook_class``, from the arguments after ``env``.
+
+    The arguments are the hook class's (documented there once); ``inspect.signature`` of the wrapper lists them
+    after ``env``.
+    """
+
+    #: The hook this wrapper builds from its arguments.
+    hook_class: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give a wrapper with a ``hook_class`` the signature ``(env, <the hook class's parameters>)``."""
+        super().__init_subclass__(**kwargs)
+        if "hook_class" in cls.__dict__:
+            hook = inspect.signature(cls.hook_class)
+            env = inspect.Parameter("env", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="Any")
+            cls.__signature__ = hook.replace(parameters=[env, *hook.parameters.values()])
+
+    def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, self.hook_class(*args, **kwargs))

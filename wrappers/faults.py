@@ -53,7 +53,7 @@ from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import SERVER
-from wrappers.chain import HookWrapper
+from wrappers.chain import HookClassWrapper
 
 __all__ = [
     "ATTACK_FIELDS",
@@ -300,6 +300,10 @@ class _Hook:
                 self._report_inactive()
         return out
 
+    def check_population(self, num_agents: int) -> None:
+        """Raise ``ValueError`` unless the agents the fault names are among ``num_agents`` agents."""
+        raise NotImplementedError
+
     def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         raise NotImplementedError
 
@@ -332,10 +336,14 @@ class _PerCopyHook(_Hook):
         self.kinds = None if kinds is None else frozenset(str(k) for k in kinds)
         self.senders = None if senders is None else _agent_ids("senders", senders)
 
+    def check_population(self, num_agents: int) -> None:
+        """Raise ``ValueError`` unless every selected sender is one of ``num_agents`` agents."""
+        if self.senders is not None:
+            _agent_ids("senders", self.senders, num_agents)
+
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Check the senders against the population and start the episode."""
-        if self.senders is not None:
-            _agent_ids("senders", self.senders, context.num_agents)
+        self.check_population(context.num_agents)
         super().reset(context, streams)
 
     def _split(self, batches: list[MessageBatch]) -> tuple[list[MessageBatch], list[MessageBatch]]:
@@ -379,7 +387,8 @@ class ByzantineAdversary(_Hook):
 
     Args:
         contam_eps: probability that a record is corrupted at each corruption point, in [0, 1].
-        byzantine: explicit byzantine agent ids (the same in every replica), or ``None``.
+        byzantine: explicit byzantine agent ids (the same in every replica; checked against the population), or
+            ``None``.
         fraction: with ``byzantine=None``, the fraction of agents chosen byzantine per replica (``round(f M)``
             agents, uniformly, from the adversary stream); default 1.0 (D13: every agent, the paper's setting).
         mode: ``"source"`` (corrupt at creation, D13) or ``"relay"`` (also at every byzantine forwarder).
@@ -432,7 +441,8 @@ class ByzantineAdversary(_Hook):
         #: (B, M) hidden ground truth: which agents are byzantine.
         self.byzantine = np.zeros((b, m), bool)
         if self.ids is not None:
-            self.byzantine[:, _agent_ids("byzantine", self.ids, m)] = True
+            self.check_population(m)
+            self.byzantine[:, self.ids] = True
         else:
             count = int(round(self.fraction * m))
             for r, rng in enumerate(self.rngs):
@@ -441,6 +451,11 @@ class ByzantineAdversary(_Hook):
         #: relay mode, by byzantine agents in messages carrying a target field).
         self.corrupted = np.zeros(b, np.int64)
         self._log: list[dict[str, np.ndarray]] = []
+
+    def check_population(self, num_agents: int) -> None:
+        """Raise ``ValueError`` unless every explicit byzantine id is one of ``num_agents`` agents."""
+        if self.ids is not None:
+            _agent_ids("byzantine", self.ids, num_agents)
 
     def _targeted(self, batch: MessageBatch) -> bool:
         return (self.kinds is None or batch.kind in self.kinds) and any(f in batch.payload for f in self.fields)
@@ -560,7 +575,8 @@ class DropHook(_PerCopyHook):
         prob: loss probability per copy, in [0, 1].
         kinds: message kinds affected (default: all).
         senders: sending agents affected (default: all).
-        on_inactive: as in :class:`ByzantineAdversary`, when no copy was subject to loss over an episode.
+        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to loss over an
+            episode (see :class:`FaultInactiveWarning`).
     """
 
     stream_kind = "drop"
@@ -601,7 +617,8 @@ class DelayHook(_PerCopyHook):
         jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream).
         kinds: message kinds affected (default: all).
         senders: sending agents affected (default: all).
-        on_inactive: as in :class:`ByzantineAdversary`, when no copy was subject to delay over an episode.
+        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to delay over an
+            episode (see :class:`FaultInactiveWarning`).
     """
 
     stream_kind = "delay"
@@ -644,7 +661,20 @@ class DelayHook(_PerCopyHook):
 
 
 # ---------------------------------------------------------------------------------------------------- wrappers
-class ByzantineAgents(HookWrapper):
+class _FaultWrapper(HookClassWrapper):
+    """A wrapper handing the environment one fault hook, built from the wrapper's arguments after ``env``.
+
+    The agents the hook names are checked against the environment's population.
+    """
+
+    hook: _Hook
+
+    def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, *args, **kwargs)
+        self.hook.check_population(len(env.possible_agents))
+
+
+class ByzantineAgents(_FaultWrapper):
     """Makes some agents byzantine: what they send is corrupted by :class:`ByzantineAdversary` (honest code untouched).
 
     One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
@@ -655,37 +685,13 @@ class ByzantineAgents(HookWrapper):
 
     Args:
         env: a fedbandit environment.
-        contam_eps: probability that a record is corrupted at each corruption point, in [0, 1].
-        byzantine: explicit byzantine agent ids (checked against the population), or ``None``.
-        fraction: with ``byzantine=None``, the seeded fraction of byzantine agents (default 1.0, D13).
-        mode: ``"source"`` (D13) or ``"relay"``.
-        q: the corruption distribution (default ``PointMass(10.0)``).
-        fields: payload fields replaced (default ``("reward",)``; :data:`ATTACK_FIELDS` lists those of each
-            reference algorithm).
-        kinds: message kinds corrupted (default: every kind carrying a target field).
-        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no record was exposed to corruption over
-            an episode (see :class:`FaultInactiveWarning`).
+        contam_eps, byzantine, fraction, mode, q, fields, kinds, on_inactive: as in :class:`ByzantineAdversary`.
     """
 
     kind = "byzantine agents"
     combine = "pass every byzantine agent to one ByzantineAgents (byzantine=[...] or fraction=...)"
-
-    def __init__(
-        self,
-        env: Any,
-        contam_eps: float,
-        byzantine: Sequence[int] | None = None,
-        fraction: float | None = None,
-        mode: str = "source",
-        q: Corruption | None = None,
-        fields: Sequence[str] = ("reward",),
-        kinds: Sequence[str] | None = None,
-        on_inactive: str = "warn",
-    ) -> None:
-        if byzantine is not None:
-            _agent_ids("byzantine", byzantine, len(env.possible_agents))
-        hook = ByzantineAdversary(contam_eps, byzantine, fraction, mode, q, fields, kinds, on_inactive)
-        super().__init__(env, hook)
+    hook_class = ByzantineAdversary
+    hook: ByzantineAdversary
 
     @property
     def adversary(self) -> ByzantineAdversary:
@@ -693,63 +699,31 @@ class ByzantineAgents(HookWrapper):
         return self.hook
 
 
-class MessageDrops(HookWrapper):
+class MessageDrops(_FaultWrapper):
     """Loses each point-to-point copy with probability ``prob`` (see :class:`DropHook`).
 
     One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
 
     Args:
         env: a fedbandit environment.
-        prob: loss probability per copy, in [0, 1].
-        kinds: message kinds affected (default: all).
-        senders: sending agents affected (default: all).
-        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to loss over an
-            episode (see :class:`FaultInactiveWarning`).
+        prob, kinds, senders, on_inactive: as in :class:`DropHook`.
     """
 
     kind = "message drops"
     combine = "use one MessageDrops with prob = 1 - (1 - p1) * (1 - p2)"
-
-    def __init__(
-        self,
-        env: Any,
-        prob: float,
-        kinds: Sequence[str] | None = None,
-        senders: Sequence[int] | None = None,
-        on_inactive: str = "warn",
-    ) -> None:
-        if senders is not None:
-            _agent_ids("senders", senders, len(env.possible_agents))
-        super().__init__(env, DropHook(prob, kinds, senders, on_inactive))
+    hook_class = DropHook
 
 
-class MessageDelays(HookWrapper):
+class MessageDelays(_FaultWrapper):
     """Holds each point-to-point copy back for ``delay + U{0..jitter}`` slots (see :class:`DelayHook`).
 
     One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
 
     Args:
         env: a fedbandit environment.
-        delay: extra slots before a copy is transmitted (>= 0).
-        jitter: extra uniform delay in ``{0, ..., jitter}`` per copy.
-        kinds: message kinds affected (default: all).
-        senders: sending agents affected (default: all).
-        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to delay over an
-            episode (see :class:`FaultInactiveWarning`).
+        delay, jitter, kinds, senders, on_inactive: as in :class:`DelayHook`.
     """
 
     kind = "message delays"
     combine = "use one MessageDelays with the delays and jitters added"
-
-    def __init__(
-        self,
-        env: Any,
-        delay: int,
-        jitter: int = 0,
-        kinds: Sequence[str] | None = None,
-        senders: Sequence[int] | None = None,
-        on_inactive: str = "warn",
-    ) -> None:
-        if senders is not None:
-            _agent_ids("senders", senders, len(env.possible_agents))
-        super().__init__(env, DelayHook(delay, jitter, kinds, senders, on_inactive))
+    hook_class = DelayHook

@@ -98,12 +98,6 @@ class DDPMAB(LiSongPopulation):
         if self.held[f].all():  # a single agent: nothing to exchange
             self._complete(f, slot)
 
-    def _messages(self, slot: int, feds: np.ndarray) -> list[MessageBatch]:
-        batches = []
-        for b in feds.tolist():
-            batches += self._hop(b)
-        return batches
-
     def _hop(self, b: int) -> list[MessageBatch]:
         """ADV, REQ and DATA of replica ``b``'s current hop."""
         state = self.states[b]

@@ -29,14 +29,12 @@ draw identical noise (common random numbers).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from inspect import Parameter, Signature
-from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
+from agents.configured import Configured
 from agents.li_song.schedules import (
     CALIBRATIONS,
     EpochPlan,
@@ -271,7 +269,7 @@ def epoch_mean_privacy(noised: bool, epsilon: float | None, extra: dict[str, Any
     return {"mean": mean, "n": Public(), "epoch": Public(), **(extra or {})}
 
 
-class LiSongPopulation(Population):
+class LiSongPopulation(Configured, Population):
     """Base class of the Li-Song populations (see the module docstring for the phases).
 
     Subclasses define the federations, n_agg, the topology check and the round protocol
@@ -286,27 +284,8 @@ class LiSongPopulation(Population):
     #: Rounds send their first hop (D9) and HDP's sink uploads at the boundary after a slot.
     boundary_hops = True
 
-    #: The :class:`LiSongConfig` fields this algorithm takes as keywords (each is documented there once).
-    options: ClassVar[tuple[str, ...]] = ()
-
-    #: The :class:`LiSongConfig` values this algorithm fixes.
-    fixed: ClassVar[Mapping[str, Any]] = MappingProxyType({})
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Give each algorithm the signature of its options (keyword-only, with the config's defaults)."""
-        super().__init_subclass__(**kwargs)
-        defaults = {f.name: f.default for f in fields(LiSongConfig)}
-        parameters = [Parameter(name, Parameter.KEYWORD_ONLY, default=defaults[name]) for name in cls.options]
-        cls.__signature__ = Signature(parameters)
-
-    def __init__(self, **options: Any) -> None:
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            raise TypeError(
-                f"{type(self).__name__} got unexpected keywords {unknown}; it takes {list(self.options)} "
-                "(see agents.li_song.LiSongConfig)"
-            )
-        self.config = LiSongConfig(**{**options, **self.fixed})
+    config_class = LiSongConfig
+    config: LiSongConfig
 
     @classmethod
     def from_config(cls, config: LiSongConfig) -> LiSongPopulation:
@@ -344,7 +323,11 @@ class LiSongPopulation(Population):
         raise NotImplementedError
 
     def _messages(self, slot: int, feds: np.ndarray) -> list[MessageBatch]:
-        """The messages of ``slot`` of the communicating federations ``feds``."""
+        """The messages of ``slot`` of the communicating federations ``feds``: their :meth:`_hop` messages in order."""
+        return [batch for b in feds.tolist() for batch in self._hop(b)]
+
+    def _hop(self, b: int) -> list[MessageBatch]:
+        """The messages of federation ``b``'s current hop (none by default)."""
         return []
 
     def _receive(self, slot: int, inbox: list[MessageBatch], feds: np.ndarray) -> None:

@@ -172,12 +172,6 @@ class HDPMAB(LiSongPopulation):
         self.collected[f] = False
         self.uploaded[f] = False
 
-    def _messages(self, slot: int, feds: np.ndarray) -> list[MessageBatch]:
-        batches = []
-        for b in feds.tolist():
-            batches += self._hop(b)
-        return batches
-
     def _hop(self, b: int) -> list[MessageBatch]:
         """FORWARD rows of the non-sinks holding unforwarded vectors, and the uploads of complete sinks."""
         state, plan = self.states[b], self.plans[b]

@@ -174,7 +174,14 @@ def gaussian_noise(sigma: float | np.ndarray, rng: np.random.Generator, size: Sh
 
 # ---------------------------------------------------------------------------------------------------- one-shot releases
 class _AdditiveMechanism:
-    """Shared sampling of the one-shot additive mechanisms (subclasses define :meth:`_noise`)."""
+    """Shared sampling of the one-shot additive mechanisms (subclasses set ``_epsilon`` and define :meth:`_noise`)."""
+
+    _epsilon: float
+
+    @property
+    def epsilon(self) -> float:
+        """Epsilon of one release."""
+        return self._epsilon
 
     def _noise(self, rng: np.random.Generator, size: Shape) -> np.ndarray | float:
         raise NotImplementedError
@@ -210,11 +217,6 @@ class LaplaceMechanism(_AdditiveMechanism):
     def l1_sensitivity(self) -> float:
         """L1 sensitivity the mechanism was calibrated for."""
         return self._sensitivity
-
-    @property
-    def epsilon(self) -> float:
-        """Epsilon of one release."""
-        return self._epsilon
 
     @property
     def delta(self) -> float:
@@ -277,11 +279,6 @@ class GaussianMechanism(_AdditiveMechanism):
     def l2_sensitivity(self) -> float:
         """L2 sensitivity the mechanism was calibrated for."""
         return self._sensitivity
-
-    @property
-    def epsilon(self) -> float:
-        """Epsilon of one release."""
-        return self._epsilon
 
     @property
     def delta(self) -> float:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from wrappers.chain import HookWrapper
+from wrappers.chain import HookClassWrapper, HookWrapper
 from wrappers.dp.privatizer import EpsilonSpec, MessagePrivatizer, NoiseSpec
 from wrappers.dp.tree import TreePrivatizer
 
@@ -158,7 +158,7 @@ class GaussianMessageDP(MessageDP):
         super().__init__(env, privatizer)
 
 
-class TreeMessageDP(MessageDP):
+class TreeMessageDP(HookClassWrapper, MessageDP):
     """Continual release of running sums with the binary-tree mechanism (one tree per entry).
 
     A ``Sensitive(aggregate="sum")`` field is read as a running sum of records: each message's
@@ -173,15 +173,4 @@ class TreeMessageDP(MessageDP):
             reproducible).
     """
 
-    def __init__(
-        self,
-        env: Any,
-        epsilon: float,
-        budget: float | None = None,
-        on_exhausted: str = "raise",
-        strict: bool = True,
-        budget_delta: float | None = None,
-        kinds: Iterable[str] = (),
-        secure: bool = False,
-    ) -> None:
-        super().__init__(env, TreePrivatizer(epsilon, budget, on_exhausted, strict, budget_delta, kinds, secure))
+    hook_class = TreePrivatizer

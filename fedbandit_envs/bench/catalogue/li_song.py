@@ -536,6 +536,38 @@ def graph_cost(row: Mapping[str, Any], env_kwargs: Mapping[str, Any]) -> float:
     return float(topology.diameter() * topology.num_edges)
 
 
+def graph_cost_claim(description: str, env_kwargs: Mapping[str, Any]) -> Claim:
+    """RC-D1: the ``per_round_cost`` claim with the expected cost :func:`graph_cost` on ``env_kwargs``."""
+    return per_round_cost_claim("per_round_cost", description, lambda r: graph_cost(r, env_kwargs))
+
+
+def graph_scenario(
+    name: str,
+    description: str,
+    env_kwargs: Mapping[str, Any],
+    topologies: Sequence[str],
+    seeds: int,
+    claims: tuple[Claim, ...],
+    ci: Mapping[str, Any],
+    **extra: Any,
+) -> Scenario:
+    """A scenario of the structured algorithm with Laplace noise swept over ``topologies`` (ci scale ``ci``)."""
+    return Scenario(
+        name=name,
+        paper="li_song",
+        description=description,
+        env_kwargs=env_kwargs,
+        algorithms={"li_song": STRUCTURE},
+        sweep={"env.topology": topologies},
+        wrappers=(laplace(),),
+        seeds=seeds,
+        runner=RUNNER,
+        claims=claims,
+        scales={"ci": ci, "paper": {}},
+        **extra,
+    )
+
+
 def graph_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
     """RC-D1 (per-round cost), RC-D2 (cost ordering), RC-D3 (regret ordering under CRN), RC-D4 (delay bound)."""
     m = env_kwargs["num_agents"]
@@ -573,10 +605,9 @@ def graph_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
         return ClaimVerdict(ok, text)
 
     return (
-        per_round_cost_claim(
-            "per_round_cost",
+        graph_cost_claim(
             "Per-round cost: complete M(M-1)/2, star 2(M-1), ring M floor(M/2), random d_G |E|, CDP c1 M (RC-D1).",
-            lambda r: graph_cost(r, env_kwargs),
+            env_kwargs,
         ),
         Claim(
             "graph_ordering",
@@ -609,72 +640,56 @@ FIG10_ENV = {
 }
 STRUCTURE = AlgorithmSpec("agents.li_song:LiSongMAB", {"noise": "agent"})
 FIG10 = register(
-    Scenario(
-        name="li_song/fig10_graphs",
-        paper="li_song",
-        description="DDP-MAB, M = 50, K = 100, c2 = 1, on complete, star, ring and random (D18) graphs, with CDP-MAB "
+    graph_scenario(
+        "li_song/fig10_graphs",
+        "DDP-MAB, M = 50, K = 100, c2 = 1, on complete, star, ring and random (D18) graphs, with CDP-MAB "
         "(server, c1 = 25) as reference, common random numbers, graph_edges accounting (Fig. 10).",
-        env_kwargs=FIG10_ENV,
-        algorithms={"li_song": STRUCTURE},
-        sweep={"env.topology": GRAPHS},
-        wrappers=(laplace(),),
+        FIG10_ENV,
+        GRAPHS,
         seeds=20,
-        runner=RUNNER,
         # pass rates over 10 blocks of 2 seeds; RC-D3 failed on block 5 (seeds 10-11: random below star)
         claims=with_pass_rates(
             graph_claims(FIG10_ENV),
             {"per_round_cost": (10, 10), "graph_ordering": (9, 10), "delay_regret_bound": (10, 10)},
             "0:20 in blocks of 2",
         ),
-        scales={"ci": {"num_arms": 20, "horizon": 20_000, "seeds": 2}, "paper": {}},
+        ci={"num_arms": 20, "horizon": 20_000, "seeds": 2},
         figures=(FigureSpec("fig10_regret", hue=("topology",), title="DDP-MAB by graph (Fig. 10)"),),
     )
 )
 
 TABLE1_ENV = {**FIG10_ENV, "horizon": 20_000, "num_arms": 20, "link_accounting": "used_links"}
 TABLE1 = register(
-    Scenario(
-        name="li_song/table1_graph_costs",
-        paper="li_song",
-        description="Table I: GIS cost per round on star (2(M-1)), ring (M floor(M/2)) and complete (M(M-1)/2) graphs, "
+    graph_scenario(
+        "li_song/table1_graph_costs",
+        "Table I: GIS cost per round on star (2(M-1)), ring (M floor(M/2)) and complete (M(M-1)/2) graphs, "
         "M = 50, under used_links accounting (equal to graph_edges on these graphs).",
-        env_kwargs=TABLE1_ENV,
-        algorithms={"li_song": STRUCTURE},
-        sweep={"env.topology": ("complete", "star", "ring")},
-        wrappers=(laplace(),),
+        TABLE1_ENV,
+        ("complete", "star", "ring"),
         seeds=2,
-        runner=RUNNER,
         claims=(
-            per_round_cost_claim(
-                "per_round_cost",
-                "Per-round links: complete M(M-1)/2, star 2(M-1), ring M floor(M/2) (Table I, RC-D1).",
-                lambda r: graph_cost(r, TABLE1_ENV),
+            graph_cost_claim(
+                "Per-round links: complete M(M-1)/2, star 2(M-1), ring M floor(M/2) (Table I, RC-D1).", TABLE1_ENV
             ),
         ),
-        scales={"ci": {"horizon": 5_000, "seeds": 1}, "paper": {}},
+        ci={"horizon": 5_000, "seeds": 1},
     )
 )
 
 FIG9_ENV = {**FIG10_ENV, "num_agents": 5, "num_arms": 10, "c1": 1.0}
 FIG9 = register(
-    Scenario(
-        name="li_song/fig9_graphs5",
-        paper="li_song",
-        description="The 5-agent example graphs of Fig. 9 (complete, star, ring, random) under DDP-MAB, with CDP-MAB.",
-        env_kwargs=FIG9_ENV,
-        algorithms={"li_song": STRUCTURE},
-        sweep={"env.topology": GRAPHS},
-        wrappers=(laplace(),),
+    graph_scenario(
+        "li_song/fig9_graphs5",
+        "The 5-agent example graphs of Fig. 9 (complete, star, ring, random) under DDP-MAB, with CDP-MAB.",
+        FIG9_ENV,
+        GRAPHS,
         seeds=20,
-        runner=RUNNER,
         claims=(
-            per_round_cost_claim(
-                "per_round_cost",
-                "Per-round cost: complete 10, star 8, ring 10, random d_G |E|, CDP c1 M (Table I at M = 5).",
-                lambda r: graph_cost(r, FIG9_ENV),
+            graph_cost_claim(
+                "Per-round cost: complete 10, star 8, ring 10, random d_G |E|, CDP c1 M (Table I at M = 5).", FIG9_ENV
             ),
         ),
-        scales={"ci": {"horizon": 20_000, "seeds": 2}, "paper": {}},
+        ci={"horizon": 20_000, "seeds": 2},
     )
 )
 

@@ -14,7 +14,7 @@ last checkpoint, pooled over instances and seeds; FRR claims use the ratio of th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -128,20 +128,33 @@ def exp1_claims(family: str) -> tuple[Claim, ...]:
     )
 
 
+def _falling_trend(
+    grouped: Mapping[tuple[Any, ...], float],
+    passes: Callable[[list[float], float], bool],
+    label: str,
+    point_text: Callable[[Any, float], str],
+) -> ClaimVerdict:
+    """The verdict on a series keyed ``(algorithm, point)``: ``passes(values by point, Spearman rho)``."""
+    series = {key[1]: value for key, value in grouped.items()}
+    points = sorted(series)
+    values = [series[p] for p in points]
+    rho = float(stats.spearmanr(points, values).statistic)
+    text = ", ".join(point_text(p, v) for p, v in zip(points, values))
+    return ClaimVerdict(
+        bool(passes(values, rho)), f"{label}: {text}; Spearman {rho:.2f}", dict(zip(map(str, points), values))
+    )
+
+
 def frr_non_increasing(parameter: str) -> Claim:
     """§4.2 check 15: FRR(eps) is non-increasing: Spearman <= -0.8, no step up > 0.05, FRR at the largest eps < 1."""
 
-    def check(results: Results) -> ClaimVerdict:
-        series = {key[1]: value for key, value in pooled_frr(results, ("algorithm", parameter)).items()}
-        points = sorted(series)
-        values = [series[p] for p in points]
-        rho = float(stats.spearmanr(points, values).statistic)
+    def passes(values: list[float], rho: float) -> bool:
         worst_step = max(b - a for a, b in zip(values, values[1:]))
-        ok = rho <= -0.8 and worst_step <= 0.05 and values[-1] < 1
-        text = ", ".join(f"{p}: {v:.3f}" for p, v in zip(points, values))
-        return ClaimVerdict(
-            bool(ok), f"FRR by {parameter}: {text}; Spearman {rho:.2f}", dict(zip(map(str, points), values))
-        )
+        return rho <= -0.8 and worst_step <= 0.05 and values[-1] < 1
+
+    def check(results: Results) -> ClaimVerdict:
+        frr = pooled_frr(results, ("algorithm", parameter))
+        return _falling_trend(frr, passes, f"FRR by {parameter}", lambda p, v: f"{p}: {v:.3f}")
 
     return Claim(
         "frr_non_increasing",
@@ -154,17 +167,12 @@ def frr_non_increasing(parameter: str) -> Claim:
 def regret_falls_with_n() -> Claim:
     """§4.2 check 16: per-agent regret at T falls with n: Spearman <= -0.8 and R(largest n) < R(smallest n)."""
 
+    def passes(values: list[float], rho: float) -> bool:
+        return rho <= -0.8 and values[-1] < values[0]
+
     def check(results: Results) -> ClaimVerdict:
         means = final_means(results, "mean_regret", ("algorithm", "num_agents"))
-        series = {key[1]: value for key, value in means.items()}
-        points = sorted(series)
-        values = [series[p] for p in points]
-        rho = float(stats.spearmanr(points, values).statistic)
-        ok = rho <= -0.8 and values[-1] < values[0]
-        text = ", ".join(f"n={p}: {v:.4g}" for p, v in zip(points, values))
-        return ClaimVerdict(
-            bool(ok), f"regret per agent: {text}; Spearman {rho:.2f}", dict(zip(map(str, points), values))
-        )
+        return _falling_trend(means, passes, "regret per agent", lambda p, v: f"n={p}: {v:.4g}")
 
     return Claim(
         "regret_falls_with_n",

@@ -101,9 +101,21 @@ def constraint_slack(units: np.ndarray, v: np.ndarray, theta: float | np.ndarray
     return (np.asarray(units) * (np.asarray(v) - theta[..., None])).sum(axis=-1)
 
 
-def _unconstrained(r: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Full capacity of every profitable producer: the optimum without the constraint."""
-    return np.where(r > 0, k, 0)
+def _fast_path(
+    u: np.ndarray, v: np.ndarray, c: np.ndarray, k: np.ndarray, theta: float | np.ndarray, rho: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
+    """The checked problem and its optimum without the constraint, and where that optimum is infeasible.
+
+    Returns ``(units, infeasible, r, d, k, shape)``: full capacity of every profitable producer
+    (``r = rho u - c > 0``), the rows whose slack ``sum units * d`` (``d = v - theta``) is below
+    ``-QC_TOLERANCE``, the revenues, slack rates, capacities and the output shape.
+    """
+    u, v, c, k, theta, rho, shape = check_oracle_inputs(u, v, c, k, theta, rho)
+    r = rho * u - c
+    d = v - theta
+    units = np.where(r > 0, k, 0)
+    infeasible = (units * d).sum(axis=-1) < -QC_TOLERANCE
+    return units, infeasible, r, d, k, shape
 
 
 class GreedyOracle:
@@ -126,11 +138,7 @@ class GreedyOracle:
         self, u: np.ndarray, v: np.ndarray, c: np.ndarray, k: np.ndarray, theta: float | np.ndarray, rho: float
     ) -> np.ndarray:
         """Solve every row (see the module docstring for shapes)."""
-        u, v, c, k, theta, rho, shape = check_oracle_inputs(u, v, c, k, theta, rho)
-        r = rho * u - c
-        d = v - theta
-        units = _unconstrained(r, k)
-        binding = (units * d).sum(axis=-1) < -QC_TOLERANCE
+        units, binding, r, d, k, shape = _fast_path(u, v, c, k, theta, rho)
         if binding.any():
             units = _solve_rows(shape, units, binding, r, d, k, greedy_row)
         if units.shape != shape:
@@ -217,11 +225,7 @@ class ExactOracle:
         self, u: np.ndarray, v: np.ndarray, c: np.ndarray, k: np.ndarray, theta: float | np.ndarray, rho: float
     ) -> np.ndarray:
         """Solve every row (see the module docstring for shapes)."""
-        u, v, c, k, theta, rho, shape = check_oracle_inputs(u, v, c, k, theta, rho)
-        r = rho * u - c
-        d = v - theta
-        units = _unconstrained(r, k)
-        solve = (units * d).sum(axis=-1) < -QC_TOLERANCE
+        units, solve, r, d, k, shape = _fast_path(u, v, c, k, theta, rho)
         if not self.fast_path:
             solve = np.ones(shape[:-1], bool)
         return _solve_rows(shape, units, solve, r, d, k, milp_row).astype(np.int64)

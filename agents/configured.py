@@ -1,0 +1,50 @@
+"""Algorithms whose keywords are fields of a config dataclass, each documented once there.
+
+A class declares ``config_class`` (a dataclass that checks its values), the field names it takes as
+keywords (``options``), its own defaults for some of them (``defaults``) and the values it fixes
+(``fixed``). Its signature is derived from these (keyword-only), so ``inspect.signature(cls)`` lists
+exactly the keywords it accepts, with their defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from inspect import Parameter, Signature
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+__all__ = ["Configured"]
+
+
+class Configured:
+    """Mixin: build ``self.config`` from keyword options, a class's own defaults and its fixed values."""
+
+    #: The dataclass holding (and checking) the hyper-parameters.
+    config_class: ClassVar[type]
+
+    #: The ``config_class`` fields this algorithm takes as keywords (each is documented there once).
+    options: ClassVar[tuple[str, ...]] = ()
+
+    #: This algorithm's own defaults for some of its options (the others default as in ``config_class``).
+    defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+
+    #: The ``config_class`` values this algorithm fixes.
+    fixed: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each algorithm the signature of its options (keyword-only, with its defaults)."""
+        super().__init_subclass__(**kwargs)
+        defaults = {f.name: f.default for f in fields(cls.config_class)} | dict(cls.defaults)
+        parameters = [Parameter(name, Parameter.KEYWORD_ONLY, default=defaults[name]) for name in cls.options]
+        cls.__signature__ = Signature(parameters)  # type: ignore[attr-defined]  # read by inspect.signature
+
+    def __init__(self, **options: Any) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            config = self.config_class
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keywords {unknown}; it takes {list(self.options)} "
+                f"(see {config.__module__}.{config.__qualname__})"
+            )
+        self.config = self.config_class(**{**self.defaults, **options, **self.fixed})
