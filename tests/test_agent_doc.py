@@ -17,6 +17,7 @@ def test_writing_an_agent_blocks_run_in_order(tmp_path, monkeypatch):
     # an importable module, as for a script run with ``python``: the benchmark tools import learners by path
     module = types.ModuleType("writing_an_agent")
     monkeypatch.setitem(sys.modules, module.__name__, module)
+    algorithms.registered_algorithms()  # load the entry points first, so the copy below holds the reference agents
     monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))  # the doc's registration is undone
     for index, block in enumerate(blocks):
         exec(compile(block, f"{DOC.name} block {index}", "exec"), module.__dict__)
