@@ -211,7 +211,7 @@ def check_and_update(
 
 
 # ====================================================================================== learners
-class NonFederated(Population):
+class NonFederated(Population[ProcurementContext]):
     """Every agent learns alone (Deva et al.'s single-agent algorithm; §2.1). No messages.
 
     For ``t <= tau0 = explore_len(1)`` an agent buys one unit from every producer; afterwards it plays
