@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, overload
 
 import numpy as np
 
@@ -127,6 +127,14 @@ class Feedback:
     rewards: np.ndarray
     inbox: list[MessageBatch]
     partners: np.ndarray
+
+
+@overload
+def _read_only(array: np.ndarray) -> np.ndarray: ...
+
+
+@overload
+def _read_only(array: None) -> None: ...
 
 
 def _read_only(array: np.ndarray | None) -> np.ndarray | None:

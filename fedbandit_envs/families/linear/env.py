@@ -793,7 +793,11 @@ class FederatedLinear(ProtocolParallelEnv):
         render_mode: None or ``"ansi"``.
     """
 
-    metadata = {"name": "fedbandit/FederatedLinear-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata: dict[str, Any] = {
+        "name": "fedbandit/FederatedLinear-v0",
+        "render_modes": ["ansi"],
+        "is_parallelizable": True,
+    }
 
     def __init__(
         self,

@@ -64,7 +64,11 @@ class FederatedMAB(ProtocolParallelEnv):
         render_mode: ``None`` or ``"ansi"``.
     """
 
-    metadata = {"name": "fedbandit/FederatedMAB-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata: dict[str, Any] = {
+        "name": "fedbandit/FederatedMAB-v0",
+        "render_modes": ["ansi"],
+        "is_parallelizable": True,
+    }
 
     def __init__(
         self,

@@ -691,7 +691,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
         render_mode: ``None`` or ``"ansi"``.
     """
 
-    metadata = {"name": "fedbandit/Procurement-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata: dict[str, Any] = {"name": "fedbandit/Procurement-v0", "render_modes": ["ansi"], "is_parallelizable": True}
     action_key = "units"
 
     def __init__(
