@@ -107,7 +107,7 @@ class DDPMAB(LiSongPopulation):
     def _hop(self, b: int) -> list[MessageBatch]:
         """ADV, REQ and DATA of replica ``b``'s current hop."""
         state = self.states[b]
-        arms, plan = np.flatnonzero(state.active), state.plan
+        arms, plan = np.flatnonzero(state.active), state.current_plan()
         advertiser, advertised = np.nonzero(self.fresh[b])
         requester, source, origin = gis_requests(self.adjacency[b], self.fresh[b], self.held[b])
         own = source == origin
@@ -168,10 +168,14 @@ class DDPMAB(LiSongPopulation):
         """Every list is complete (the barrier): every agent aggregates the same M vectors and eliminates."""
         state = self.states[b]
         arms = np.flatnonzero(state.active)
-        self.totals[b][:, arms] += state.plan.pulls * self.vectors[b][:, arms]
+        self.totals[b][:, arms] += state.current_plan().pulls * self.vectors[b][:, arms]
         values = np.zeros(len(state.active))
         values[arms] = aggregate_values(
-            self.totals[b][:, arms], self.vectors[b][:, arms], state.plan.samples, self.num_agg, self.config.aggregate
+            self.totals[b][:, arms],
+            self.vectors[b][:, arms],
+            state.current_plan().samples,
+            self.num_agg,
+            self.config.aggregate,
         )
         survivors, commit = state.decide(values)
         self._finish(b, slot, survivors, commit, values)
