@@ -63,6 +63,12 @@ class Step:
     clients: np.ndarray | None = None
     contexts: np.ndarray | None = None
 
+    def gossip_partners(self) -> np.ndarray:
+        """``partners``; ValueError on a step that carries none (the MAB families' steps always do)."""
+        if self.partners is None:
+            raise ValueError("this step carries no gossip partners: the population runs on the MAB family only")
+        return self.partners
+
 
 @dataclass
 class Action:

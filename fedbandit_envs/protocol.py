@@ -175,7 +175,7 @@ class PerAgentPopulation(Population[AgentContext]):
 
     def act(self, step: Step) -> Action:
         """Ask every agent for its action given its observation."""
-        partners = step.partners
+        partners = step.gossip_partners()
         feedback = Feedback(self._last.slot, self._last.arms, self._last.rewards, self._last.inbox, partners)
         arms = np.zeros(partners.shape, np.int64)
         messages: list[Message] = []

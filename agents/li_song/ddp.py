@@ -30,7 +30,7 @@ import numpy as np
 
 from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values, epoch_mean_privacy
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
+from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import Topology
 
@@ -40,7 +40,10 @@ __all__ = ["DDPMAB", "gis_requests"]
 
 #: Declarations of the id-only messages and of relayed vectors.
 ID_PRIVACY = {"origin": Public()}
-RELAY_PRIVACY = {"origin": Public(), "mean": Privatized(description="y^ of another agent, relayed unchanged")}
+RELAY_PRIVACY: dict[str, FieldPrivacy] = {
+    "origin": Public(),
+    "mean": Privatized(description="y^ of another agent, relayed unchanged"),
+}
 
 
 def gis_requests(adjacency: np.ndarray, advertised: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, ...]:

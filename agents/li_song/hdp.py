@@ -36,7 +36,7 @@ from agents.li_song.engine import (
 )
 from agents.li_song.schedules import algorithm_epsilon
 from fedbandit_envs.channel import MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
+from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext, Phase
 from fedbandit_envs.hybrid import COMPONENT_GRAPHS, SinkPlan, find_sink_agents, hybrid_topology, sink_plan
 from fedbandit_envs.protocol import Coordinator
@@ -46,7 +46,10 @@ declare_message_kinds("forward", "sink_upload")  # public vocabulary under a DP 
 
 __all__ = ["COMPONENT_GRAPHS", "HDPMAB", "HDPServer", "SinkPlan", "find_sink_agents", "hybrid_topology", "sink_plan"]
 
-RELAY_PRIVACY = {"origin": Public(), "mean": Privatized(description="y^ of another agent, relayed unchanged")}
+RELAY_PRIVACY: dict[str, FieldPrivacy] = {
+    "origin": Public(),
+    "mean": Privatized(description="y^ of another agent, relayed unchanged"),
+}
 
 
 class HDPServer(Coordinator):
