@@ -69,6 +69,12 @@ class Step:
             raise ValueError("this step carries no gossip partners: the population runs on the MAB family only")
         return self.partners
 
+    def client_ids(self) -> np.ndarray:
+        """``clients``; ValueError on a step where every agent acts (the linear family's steps name them)."""
+        if self.clients is None:
+            raise ValueError("this step names no acting clients (every agent acts): it is not a linear-family step")
+        return self.clients
+
 
 @dataclass
 class Action:
