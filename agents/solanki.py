@@ -34,7 +34,7 @@ import numpy as np
 
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
+from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.procurement.env import ProcurementContext, ProcurementFeedback
 from fedbandit_envs.families.procurement.oracles import Oracle, make_oracle
@@ -211,7 +211,7 @@ def check_and_update(
 
 
 # ====================================================================================== learners
-class NonFederated(Population):
+class NonFederated(Population[ProcurementContext]):
     """Every agent learns alone (Deva et al.'s single-agent algorithm; §2.1). No messages.
 
     For ``t <= tau0 = explore_len(1)`` an agent buys one unit from every producer; afterwards it plays
@@ -356,6 +356,9 @@ class FCBSync(NonFederated):
 
     def send(self, phase: Phase) -> list[MessageBatch]:
         """Every agent's ``(l, x)`` of the round, to every neighbour."""
+        last = self._last
+        if last is None:
+            raise RuntimeError("send() follows observe(): no round has been observed yet")
         b, n, m = self.W.shape
         return [
             MessageBatch(
@@ -364,8 +367,8 @@ class FCBSync(NonFederated):
                 sender=self._sender,
                 recipient=np.full(b * n, NEIGHBOURS),
                 payload={
-                    "l": self._last.units.reshape(b * n, m),
-                    "x": self._last.successes.reshape(b * n, m),
+                    "l": last.units.reshape(b * n, m),
+                    "x": last.successes.reshape(b * n, m),
                 },
             )
         ]
@@ -535,7 +538,7 @@ class PFCB(NonFederated):
             data = Sensitive(bounds=None, aggregate="sum", sensitivity_field="k", partition_field=partition)
         if self.accounting == "basic_strict":
             payload.update(w=w, y=y)
-            privacy = {"w": data, "y": data}
+            privacy: dict[str, FieldPrivacy] = {"w": data, "y": data}
         else:
             payload["wy"] = np.stack([w, y], axis=-1)
             privacy = {"wy": data}

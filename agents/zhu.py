@@ -191,7 +191,7 @@ class GossipUCB(Population):
 
     def act(self, step: Step) -> Action:
         """Warm-up pull, or Algorithm 1 steps 1-9 plus the round's ``counts`` and ``theta`` messages."""
-        slot, partners = step.slot, step.partners
+        slot, partners = step.slot, step.gossip_partners()
         b, n = partners.shape
         if slot < self.num_arms:
             return Action(np.full((b, n), slot, np.int64))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, overload
 
 import numpy as np
 
@@ -62,6 +62,18 @@ class Step:
     partners: np.ndarray | None = None
     clients: np.ndarray | None = None
     contexts: np.ndarray | None = None
+
+    def gossip_partners(self) -> np.ndarray:
+        """``partners``; ValueError on a step that carries none (the MAB families' steps always do)."""
+        if self.partners is None:
+            raise ValueError("this step carries no gossip partners: the population runs on the MAB family only")
+        return self.partners
+
+    def client_ids(self) -> np.ndarray:
+        """``clients``; ValueError on a step where every agent acts (the linear family's steps name them)."""
+        if self.clients is None:
+            raise ValueError("this step names no acting clients (every agent acts): it is not a linear-family step")
+        return self.clients
 
 
 @dataclass
@@ -127,6 +139,14 @@ class Feedback:
     rewards: np.ndarray
     inbox: list[MessageBatch]
     partners: np.ndarray
+
+
+@overload
+def _read_only(array: np.ndarray) -> np.ndarray: ...
+
+
+@overload
+def _read_only(array: None) -> None: ...
 
 
 def _read_only(array: np.ndarray | None) -> np.ndarray | None:

@@ -140,6 +140,8 @@ class ProtocolParallelEnv(ParallelEnv):
     def play_phase(self, actions: Mapping[str, Any]) -> list[MessageBatch]:
         """Play the pending message-only phase with ``actions``; returns the delivered copies."""
         phase = self.pending_phase
+        if phase is None:
+            raise RuntimeError("no message-only phase is pending (obs['phase'] is 0): play an act step")
         batches = self.phase_messages(actions)
         inbox = self.core.exchange(phase, batches) if batches or phase.required else []
         self.pending_phase = self.core.next_phase(phase, bool(batches))

@@ -60,21 +60,21 @@ class SinkPlan:
         return max(hops - 1, 0) if first_hop_free else max(hops, 1)
 
 
-def sink_plan(topology: Topology, sinks: Sequence[int]) -> SinkPlan:
+def sink_plan(topology: Topology, sinks: Sequence[int] | np.ndarray) -> SinkPlan:
     """The SAC trees of ``topology`` towards the given sinks (one agent per connected component)."""
     components = topology.components()
-    sinks = np.asarray(sinks, np.int64)
+    given = np.asarray(sinks, np.int64)
     component_of = topology.component_of()
-    if len(sinks) != len(components) or sorted(component_of[sinks].tolist()) != list(range(len(components))):
+    if len(given) != len(components) or sorted(component_of[given].tolist()) != list(range(len(components))):
         raise ValueError(
             f"HDP-MAB needs exactly one sink (server-linked agent) per connected component: the topology has "
-            f"{len(components)} components and sinks {sinks.tolist()}; build it with hybrid_topology()"
+            f"{len(components)} components and sinks {given.tolist()}; build it with hybrid_topology()"
         )
-    sinks = sinks[np.argsort(component_of[sinks])]
+    ordered = given[np.argsort(component_of[given])]
     distances = topology.distances()
     parent = np.full(topology.num_agents, -1, np.int64)
     depth = np.zeros(topology.num_agents, np.int64)
-    for members, sink in zip(components, sinks.tolist()):
+    for members, sink in zip(components, ordered.tolist()):
         tree = topology.bfs_parents(sink)
         parent[members] = tree[members]
         depth[members] = distances[sink, members]
@@ -83,7 +83,7 @@ def sink_plan(topology: Topology, sinks: Sequence[int]) -> SinkPlan:
         if parent[agent] >= 0:
             height[parent[agent]] = max(height[parent[agent]], height[agent] + 1)
     hops = np.array([depth[members].max() for members in components], np.int64)
-    return SinkPlan(tuple(components), sinks, hops, parent, depth, height)
+    return SinkPlan(tuple(components), ordered, hops, parent, depth, height)
 
 
 def find_sink_agents(topology: Topology) -> SinkPlan:
@@ -97,16 +97,16 @@ def _groups(num_agents: int, components: Sequence[int] | Sequence[Sequence[int]]
     """Agent groups from component sizes (consecutive blocks) or explicit agent lists; must partition the agents."""
     if len(components) == 0:
         raise ValueError("components must list at least one component (sizes or agent lists)")
-    sizes = [isinstance(c, int | np.integer) and not isinstance(c, bool) for c in components]
-    if any(sizes) and not all(sizes):
+    sizes = [c for c in components if isinstance(c, int | np.integer) and not isinstance(c, bool)]
+    if sizes and len(sizes) != len(components):
         raise TypeError(f"components must be all sizes or all agent lists, got {list(components)!r}")
-    if all(sizes):
-        if any(c < 1 for c in components):
+    if sizes:
+        if any(c < 1 for c in sizes):
             raise ValueError(f"component sizes must be >= 1, got {list(components)}")
-        bounds = np.cumsum([0, *components])
+        bounds = np.cumsum([0, *sizes])
         groups = [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
     else:
-        groups = [np.asarray(sorted(c), np.int64) for c in components]
+        groups = [np.sort(np.asarray(c, np.int64)) for c in components]
     members = np.concatenate(groups)
     missing = sorted(set(range(num_agents)) - set(members.tolist()))
     repeated = sorted({int(a) for a in members if np.sum(members == a) > 1})
@@ -143,7 +143,7 @@ def hybrid_topology(
         size = len(group)
         if size == 1:
             continue
-        if graph == "erdos_renyi":
+        if graph == "erdos_renyi" and rng is not None:  # rng is required for erdos_renyi (checked above)
             sub = erdos_renyi(size, default_erdos_renyi_p(size), rng)
         else:
             kind = "path" if graph == "ring" and size < 3 else graph

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -58,12 +58,18 @@ __all__ = [
     "Step",
 ]
 
+#: The context type a population or coordinator resets with: :class:`AgentContext` or a family's subclass.
+ContextT = TypeVar("ContextT", bound=AgentContext)
 
-class Coordinator(ABC):
-    """A server hosted by the environment. It never pulls arms; it receives and replies within a slot."""
+
+class Coordinator(ABC, Generic[ContextT]):
+    """A server hosted by the environment. It never pulls arms; it receives and replies within a slot.
+
+    Parameterise it with the family's context type, e.g. ``Coordinator[LinearContext]``.
+    """
 
     @abstractmethod
-    def reset(self, context: AgentContext, rngs: list[np.random.Generator]) -> None:
+    def reset(self, context: ContextT, rngs: list[np.random.Generator]) -> None:
         """Start an episode (one generator per replica, from the ``coordinator`` stream)."""
 
     @abstractmethod
@@ -71,8 +77,11 @@ class Coordinator(ABC):
         """Handle the copies that reached the server in ``slot``; return replies (sender ``SERVER``)."""
 
 
-class Population(ABC):
-    """A vectorised learner acting for all agents of all replicas, on any family (see the module docstring)."""
+class Population(ABC, Generic[ContextT]):
+    """A vectorised learner acting for all agents of all replicas, on any family (see the module docstring).
+
+    Parameterise it with the family's context type, e.g. ``Population[ProcurementContext]``.
+    """
 
     #: Whether the population can run B > 1 replicas at once (the runner's batched path).
     supports_batching: bool = True
@@ -90,7 +99,7 @@ class Population(ABC):
         return None
 
     @abstractmethod
-    def reset(self, context: AgentContext) -> None:
+    def reset(self, context: ContextT) -> None:
         """Start an episode; draw randomness only from ``context.agent_rngs()``.
 
         The context is the family's (:class:`AgentContext` or a subclass with the family's public facts).
@@ -127,7 +136,7 @@ class Agent(ABC):
         """Return an arm index, or ``{"arm": k, "messages": [Message, ...]}``."""
 
 
-class PerAgentPopulation(Population):
+class PerAgentPopulation(Population[AgentContext]):
     """Runs one :class:`Agent` object per agent and replica as a :class:`Population`.
 
     Args:
@@ -166,7 +175,7 @@ class PerAgentPopulation(Population):
 
     def act(self, step: Step) -> Action:
         """Ask every agent for its action given its observation."""
-        partners = step.partners
+        partners = step.gossip_partners()
         feedback = Feedback(self._last.slot, self._last.arms, self._last.rewards, self._last.inbox, partners)
         arms = np.zeros(partners.shape, np.int64)
         messages: list[Message] = []

@@ -207,7 +207,7 @@ def keyword_checked(cls: type[_T]) -> type[_T]:
             check_keywords(cls.__name__, kwargs, names)
         init(self, *args, **kwargs)
 
-    cls.__init__ = checked_init  # type: ignore[misc]
+    cls.__init__ = checked_init  # type: ignore[method-assign]  # wrapping the class's __init__ is the point
     return cls
 
 

@@ -119,6 +119,7 @@ def test_calibration_rejects_bad_input(call, error):
 # ------------------------------------------------------------------------------------------------ sampling
 
 
+@pytest.mark.statistical
 def test_laplace_noise_distribution():
     mech = LaplaceMechanism(1 / 50, 0.5)
     noise = mech.sample(20000, np.random.default_rng(2024))
@@ -127,6 +128,7 @@ def test_laplace_noise_distribution():
     assert isinstance(mech.sample(None, np.random.default_rng(0)), float)
 
 
+@pytest.mark.statistical
 def test_gaussian_noise_distribution():
     mech = GaussianMechanism(1.0, 0.5, 1e-5)
     noise = mech.sample((100, 200), np.random.default_rng(7))
@@ -352,6 +354,7 @@ def test_interval_release_scale_and_epsilon_exact():
     assert release.epsilon_at(37) == pytest.approx((1 / 37) / release.scale_at(37), rel=1e-14)
 
 
+@pytest.mark.statistical
 def test_interval_release_noise_distribution():
     rng = np.random.default_rng(99)
     noises = []

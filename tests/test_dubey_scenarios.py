@@ -39,6 +39,9 @@ from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.run import Results
 from wrappers.faults import ByzantineAgents, PointMass
 
+# Statistical tier: claims and distributions checked with fixed seeds on many samples.
+pytestmark = pytest.mark.statistical
+
 
 def run_scenario(scenario, scale, seeds=None):
     resolved = resolve_scenario(scenario, scale, seeds=seeds)

@@ -134,6 +134,7 @@ def violation_rates(constant, distribution, n, delta, eps, outlier, repetitions,
         ("student_t", 1000, 0.01, 0.05, 1.5),
     ],
 )
+@pytest.mark.statistical
 def test_confidence_bound_covers_with_the_constant_two(distribution, n, delta, eps, outlier):
     # §5.3: |mu_R - mu| <= 2 (sigma sqrt(eps) + sigma sqrt(ln(1/delta)/N)) fails with probability <= delta.
     # Measured (1000 repetitions each, seed 0): 0.001, 0.000, 0.000, 0.000 (the prototype saw <= 0.002).

@@ -16,6 +16,9 @@ from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
 from fedbandit_envs.run import Results, build_env
 from wrappers.dp import LaplaceMessageDP
 
+# Statistical tier: claims and distributions checked with fixed seeds on many samples.
+pytestmark = pytest.mark.statistical
+
 
 def run_scenario(name, scale="ci", **overrides):
     """Every job of a scenario in this process; returns the scenario and its results."""

@@ -26,6 +26,9 @@ from fedbandit_envs.bench.claims import final_means
 from fedbandit_envs.bench.jobs import execute, expand, resolve_scenario
 from fedbandit_envs.run import Results
 
+# Statistical tier: claims and distributions checked with fixed seeds on many samples.
+pytestmark = pytest.mark.statistical
+
 INF = float("inf")
 
 

@@ -58,6 +58,9 @@ from wrappers.dp import (
     gaussian_sigma_analytic,
 )
 
+# Statistical tier: claims and distributions checked with fixed seeds on many samples.
+pytestmark = pytest.mark.statistical
+
 ALPHA, ALPHA_SECURE = 1e-3, 1e-6
 DELTA = 1e-5
 N_RECORDS, RELEASE_SLOTS, REPLICAS = 10, 10, 4

@@ -95,6 +95,7 @@ def test_gaussian_rejects_bad_clip() -> None:
 
 @pytest.mark.parametrize("mean", [0.05, 0.3, 0.5, 0.8, 0.97])
 @pytest.mark.parametrize("concentration", [0.5, 2.0, 20.0])
+@pytest.mark.statistical
 def test_beta_empirical_mean_within_four_standard_errors(mean: float, concentration: float) -> None:
     model = BetaRewards(concentration=concentration)
     n = 200_000

@@ -156,6 +156,7 @@ def test_noise_scale_and_independence(noise):
     assert stats.kstest(w_noise.ravel() / sigma, "norm").pvalue > 1e-3
 
 
+@pytest.mark.statistical
 def test_in_agent_and_wrapper_noise_have_the_same_distribution():
     agent, _ = message_noise(True, num_producers=20_000)
     wrapper, _ = message_noise("wrapper", num_producers=20_000)
@@ -311,6 +312,7 @@ def test_pfcb_sends_720_messages_at_the_paper_schedule():
     assert message_counts("solanki_pfcb", 32_768) == {(720, 720 * (2 * 2 + 2 + 1), 8 * 45)}
 
 
+@pytest.mark.statistical
 def test_claim1_leak_of_the_naive_scheme_and_bounded_loss_of_pfcb():
     # n = 2, one producer, messages at rounds 2 and 4. Agent 0 buys one good and one bad unit in rounds 1-2; the
     # adjacent histories differ only in round 4: H buys nothing (w = 0), H' buys one good unit.

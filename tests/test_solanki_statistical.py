@@ -16,6 +16,9 @@ from fedbandit_envs.bench import get, names
 from fedbandit_envs.bench.scenarios import run_scenario
 from fedbandit_envs.run import run
 
+# Statistical tier: claims and distributions checked with fixed seeds on many samples.
+pytestmark = pytest.mark.statistical
+
 ENV = {"num_agents": 10, "num_producers": 30, "horizon": 5000, "instance_seed": 0}
 SEEDS = [0, 1, 2, 3]
 

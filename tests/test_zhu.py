@@ -175,6 +175,7 @@ def test_gossip_update_is_the_pairwise_averaging_matrix() -> None:
 
 
 @pytest.mark.parametrize("activation", ["uniform_edge", "node_then_neighbour"])
+@pytest.mark.statistical
 def test_mean_of_channel_gossip_matrices_is_w_bar(activation: str) -> None:
     # S1: the mean of W(t) over 10^5 channel draws equals W-bar (max-entry error < 0.01). Each entry is a mean of
     # 10^5 values in [0, 1]; its standard error is below 0.0016, so 0.01 is more than 6 standard errors.
@@ -193,6 +194,7 @@ def test_mean_of_channel_gossip_matrices_is_w_bar(activation: str) -> None:
 
 
 @pytest.mark.parametrize("graph", [topo.path(5), topo.ring(6), topo.star(5)], ids=["P5", "C6", "S5"])
+@pytest.mark.statistical
 def test_randomized_gossip_contracts_at_rate_lambda_2(graph) -> None:
     # S2 (Boyd et al.): pure pairwise averaging over uniformly drawn edges (the agents' update with no bandit
     # increment, checked exactly above) gives E||x(t) - x̄1||² <= λ₂^t ||x(0) - x̄1||² for t <= 30, with 2·10^4
@@ -571,6 +573,7 @@ def test_generated_schema_file_round_trips_and_standin_has_local_bias(tmp_path) 
 
 
 # ------------------------------------------------------------------------------------------- RC-checks, CI scale
+@pytest.mark.statistical
 def test_rc2_rc3_gossip_sublinear_and_local_ucb_linear_and_worse() -> None:
     # CI-3x5 (T = 2·10^4, 5 seeds, INSTANCE_SEED = 4). Measured per-trial R(T)/R(T/2): Gossip_UCB 1.19-1.24 (mean
     # 1.21, threshold 1.6), local UCB1 1.72-2.07 (mean 1.95, threshold 1.8); mean R(T): 551 against 2507 (4.6x, >= 2).
@@ -581,6 +584,7 @@ def test_rc2_rc3_gossip_sublinear_and_local_ucb_linear_and_worse() -> None:
         assert verdict.passed, verdict.evidence
 
 
+@pytest.mark.statistical
 def test_rc4_rc6_regret_decreases_with_epsilon_short_horizon() -> None:
     # The S-A CI twin (CI-3x5, dp_bonus_scale = 1e-3, labelled in the rows) shortened to T = 5000 to keep the default
     # run fast; the full T = 2·10^4 check with RC5 is in test_zhu_reproduction.py. Measured mean R(T) over 5 seeds:

@@ -24,7 +24,7 @@ from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.run import run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.statistical]
 
 CI_SA = SCENARIOS["zhu/sa_epsilon"].at_scale("ci")
 

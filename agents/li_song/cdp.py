@@ -155,12 +155,12 @@ class CDPServer(Coordinator):
         values[arms] = aggregate_values(
             self.totals[b, chosen][:, arms],
             self.latest[b, chosen][:, arms],
-            state.plan.samples,
+            state.current_plan().samples,
             self.num_agg,
             self.config.aggregate,
         )
         survivors, commit = state.decide(values)
-        self.counts[b, arms] = self.num_agg * state.plan.samples
+        self.counts[b, arms] = self.num_agg * state.current_plan().samples
         self.sums[b, arms] = values[arms] * self.counts[b, arms]
         state.advance(survivors, commit, values)
         self.received[b] = False
@@ -219,13 +219,13 @@ class CDPMAB(LiSongPopulation):
         self.epoch_means: list[list[tuple[int, int, np.ndarray]]] = [[] for _ in range(b)]
 
     def _epoch_done(self, f: int, slot: int, means: np.ndarray) -> None:
-        plan, arms = self.states[f].plan, np.flatnonzero(self.states[f].active)
+        plan, arms = self.states[f].current_plan(), np.flatnonzero(self.states[f].active)
         full = np.zeros((len(means), self.context.num_arms))
         full[:, arms] = means
         self.epoch_means[f].append((plan.round, plan.pulls, full))
 
     def _messages(self, slot: int, feds: np.ndarray) -> list[MessageBatch]:
-        return [self._uploads(int(b)) for b in feds if self.uploaded[b].max() < self.states[b].plan.round]
+        return [self._uploads(int(b)) for b in feds if self.uploaded[b].max() < self.states[b].current_plan().round]
 
     def _uploads(self, b: int) -> MessageBatch:
         """Every selected agent's epoch means not uploaded yet, over the current active arms."""
@@ -238,7 +238,7 @@ class CDPMAB(LiSongPopulation):
                     epochs.append(epoch)
                     pulls.append(n)
                     means.append(full[i, arms])
-            self.uploaded[b, i] = self.states[b].plan.round
+            self.uploaded[b, i] = self.states[b].current_plan().round
         rows = len(senders)
         return MessageBatch(
             kind="upload",

@@ -30,7 +30,7 @@ import numpy as np
 
 from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values, epoch_mean_privacy
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
+from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import Topology
 
@@ -40,7 +40,10 @@ __all__ = ["DDPMAB", "gis_requests"]
 
 #: Declarations of the id-only messages and of relayed vectors.
 ID_PRIVACY = {"origin": Public()}
-RELAY_PRIVACY = {"origin": Public(), "mean": Privatized(description="y^ of another agent, relayed unchanged")}
+RELAY_PRIVACY: dict[str, FieldPrivacy] = {
+    "origin": Public(),
+    "mean": Privatized(description="y^ of another agent, relayed unchanged"),
+}
 
 
 def gis_requests(adjacency: np.ndarray, advertised: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -101,7 +104,7 @@ class DDPMAB(LiSongPopulation):
     def _hop(self, b: int) -> list[MessageBatch]:
         """ADV, REQ and DATA of replica ``b``'s current hop."""
         state = self.states[b]
-        arms, plan = np.flatnonzero(state.active), state.plan
+        arms, plan = np.flatnonzero(state.active), state.current_plan()
         advertiser, advertised = np.nonzero(self.fresh[b])
         requester, source, origin = gis_requests(self.adjacency[b], self.fresh[b], self.held[b])
         own = source == origin
@@ -162,10 +165,14 @@ class DDPMAB(LiSongPopulation):
         """Every list is complete (the barrier): every agent aggregates the same M vectors and eliminates."""
         state = self.states[b]
         arms = np.flatnonzero(state.active)
-        self.totals[b][:, arms] += state.plan.pulls * self.vectors[b][:, arms]
+        self.totals[b][:, arms] += state.current_plan().pulls * self.vectors[b][:, arms]
         values = np.zeros(len(state.active))
         values[arms] = aggregate_values(
-            self.totals[b][:, arms], self.vectors[b][:, arms], state.plan.samples, self.num_agg, self.config.aggregate
+            self.totals[b][:, arms],
+            self.vectors[b][:, arms],
+            state.current_plan().samples,
+            self.num_agg,
+            self.config.aggregate,
         )
         survivors, commit = state.decide(values)
         self._finish(b, slot, survivors, commit, values)

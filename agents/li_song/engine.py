@@ -195,6 +195,12 @@ class EliminationState:
         capped = self.rounds is not None and self.completed >= self.rounds
         return self.active.sum() > 1 and not capped
 
+    def current_plan(self) -> EpochPlan:
+        """The plan of the epoch in progress; RuntimeError when none has begun (or it was closed)."""
+        if self.plan is None:
+            raise RuntimeError("no epoch in progress: call begin_epoch() while exploring")
+        return self.plan
+
     def begin_epoch(self) -> EpochPlan:
         """The plan of the next epoch (call only while :attr:`exploring`)."""
         r = self.completed + 1
@@ -208,7 +214,7 @@ class EliminationState:
         """Survivors (K,) and commit arm (-1: none) of the current round from the (K,) aggregate ``values``."""
         arms = np.flatnonzero(self.active)
         survivors = np.zeros(self.num_arms, bool)
-        survivors[arms[eliminate(values[arms], self.plan.radius)]] = True
+        survivors[arms[eliminate(values[arms], self.current_plan().radius)]] = True
         commit = -1
         if survivors.sum() == 1:
             commit = int(np.flatnonzero(survivors)[0])
@@ -220,7 +226,7 @@ class EliminationState:
     def advance(self, survivors: np.ndarray, commit: int, values: np.ndarray) -> None:
         """Close the current round with its outcome."""
         self.completed += 1
-        self.samples = self.plan.samples
+        self.samples = self.current_plan().samples
         self.active = np.asarray(survivors, bool).copy()
         self.commit = int(commit)
         self.values = np.asarray(values, np.float64).copy()
@@ -460,7 +466,7 @@ class LiSongPopulation(Configured, Population):
     def _on_epoch_end(self, f: int, slot: int) -> None:
         """Epoch means of the members, their exploitation arm (D11), agent noise; then the protocol."""
         replica, members, state = self.fed_replica[f], self.fed_members[f], self.states[f]
-        plan, arms = state.plan, np.flatnonzero(state.active)
+        plan, arms = state.current_plan(), np.flatnonzero(state.active)
         sums = self.epoch_sums[replica, members]
         self.explore_sums[replica, members] += sums
         self.epoch_sums[replica, members] = 0.0

@@ -36,7 +36,7 @@ from agents.li_song.engine import (
 )
 from agents.li_song.schedules import algorithm_epsilon
 from fedbandit_envs.channel import MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
+from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext, Phase
 from fedbandit_envs.hybrid import COMPONENT_GRAPHS, SinkPlan, find_sink_agents, hybrid_topology, sink_plan
 from fedbandit_envs.protocol import Coordinator
@@ -46,7 +46,10 @@ declare_message_kinds("forward", "sink_upload")  # public vocabulary under a DP 
 
 __all__ = ["COMPONENT_GRAPHS", "HDPMAB", "HDPServer", "SinkPlan", "find_sink_agents", "hybrid_topology", "sink_plan"]
 
-RELAY_PRIVACY = {"origin": Public(), "mean": Privatized(description="y^ of another agent, relayed unchanged")}
+RELAY_PRIVACY: dict[str, FieldPrivacy] = {
+    "origin": Public(),
+    "mean": Privatized(description="y^ of another agent, relayed unchanged"),
+}
 
 
 class HDPServer(Coordinator):
@@ -120,13 +123,13 @@ class HDPServer(Coordinator):
         values[arms] = aggregate_values(
             self.totals[b, :q][:, arms],
             self.latest[b, :q][:, arms],
-            state.plan.samples,
+            state.current_plan().samples,
             state.n_agg,
             self.config.aggregate,
             sizes,
         )
         survivors, commit = state.decide(values)
-        self.counts[b, arms] = state.n_agg * state.plan.samples
+        self.counts[b, arms] = state.n_agg * state.current_plan().samples
         self.sums[b, arms] = values[arms] * self.counts[b, arms]
         state.advance(survivors, commit, values)
         self.received[b] = False
@@ -175,7 +178,7 @@ class HDPMAB(LiSongPopulation):
     def _hop(self, b: int) -> list[MessageBatch]:
         """FORWARD rows of the non-sinks holding unforwarded vectors, and the uploads of complete sinks."""
         state, plan = self.states[b], self.plans[b]
-        arms, epoch = np.flatnonzero(state.active), state.plan
+        arms, epoch = np.flatnonzero(state.active), state.current_plan()
         sender, origin = np.nonzero(self.pending[b])
         self.pending[b] = False
         own = sender == origin
@@ -208,7 +211,7 @@ class HDPMAB(LiSongPopulation):
 
     def _uploads(self, b: int, arms: np.ndarray) -> MessageBatch:
         """SINK_UPLOAD of every sink whose component is complete: its own mean and the relayed sum."""
-        plan, epoch = self.plans[b], self.states[b].plan
+        plan, epoch = self.plans[b], self.states[b].current_plan()
         sinks, own, relayed, sizes = [], [], [], []
         for members, sink in zip(plan.components, plan.sinks.tolist()):
             others = members[members != sink]

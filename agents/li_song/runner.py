@@ -94,7 +94,7 @@ def add_round_columns(results: Results, populations: Sequence[LiSongPopulation],
     ``populations`` are the ones that ran, in order: one batched population (replica b = seeds[b]) or
     one single-replica population per seed.
     """
-    runs = {}
+    runs: dict[int, tuple[LiSongPopulation, int]] = {}
     for population in populations:
         for replica in range(population.context.num_replicas):
             runs[seeds[len(runs)]] = (population, replica)

@@ -46,10 +46,10 @@ class SingleMAB(LiSongPopulation):
         """Eliminate at once on the agent's own y-bar (no communication, no delay)."""
         state, replica, agent = self.states[f], self.fed_replica[f], self.fed_members[f]
         arms = np.flatnonzero(state.active)
-        self.totals[replica, agent[:, None], arms[None, :]] += state.plan.pulls * means
+        self.totals[replica, agent[:, None], arms[None, :]] += state.current_plan().pulls * means
         values = np.zeros(len(state.active))
         values[arms] = aggregate_values(
-            self.totals[replica, agent][:, arms], means, state.plan.samples, 1, self.config.aggregate
+            self.totals[replica, agent][:, arms], means, state.current_plan().samples, 1, self.config.aggregate
         )
         survivors, commit = state.decide(values)
         self._finish(f, slot, survivors, commit, values)

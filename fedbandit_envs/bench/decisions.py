@@ -64,7 +64,9 @@ def find_codes(text: str) -> list[tuple[int, str]]:
             if start > 0 and end < len(text) and text[start - 1] in "\"'" and text[end] == text[start - 1]:
                 continue
             code = match["code"]
-            prefix, first = re.fullmatch(r"(.*?)(\d+)", code).groups()
+            split = re.fullmatch(r"(.*?)(\d+)", code)
+            assert split is not None, "the code pattern ends in digits"
+            prefix, first = split.groups()
             last = int(match["code_end"] or first)
             width = len(first) if first.startswith("0") else 0
             found += [(start, f"{prefix}{n:0{width}d}") for n in range(int(first), max(last, int(first)) + 1)]

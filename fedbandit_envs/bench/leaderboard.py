@@ -38,12 +38,12 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
 
     Samples that are both constant give 0 when their values differ and 1 when they are equal.
     """
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if len(a) < 2 or len(b) < 2:
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    if len(x) < 2 or len(y) < 2:
         return float("nan")
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        return 0.0 if a[0] != b[0] else 1.0
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        return 0.0 if x[0] != y[0] else 1.0
+    return float(stats.ttest_ind(x, y, equal_var=False).pvalue)
 
 
 def holm(p_values: Sequence[float], alpha: float = ALPHA) -> list[bool]:

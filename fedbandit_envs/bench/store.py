@@ -79,7 +79,7 @@ def has_pyarrow() -> bool:
     return importlib.util.find_spec("pyarrow") is not None
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     """Call ``write(temporary path)`` and rename the result to ``path``; on error nothing is left behind."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")

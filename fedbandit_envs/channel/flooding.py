@@ -49,6 +49,8 @@ __all__ = ["HEADER_FIELDS", "FloodRecords", "TTLFlooding"]
 
 #: Payload fields of the record header, present in every flooded batch.
 HEADER_FIELDS: tuple[str, ...] = ("origin", "created", "ttl")
+#: The per-record array fields of :class:`FloodRecords`, in order.
+_RECORD_ARRAYS: tuple[str, ...] = ("replica", "holder", "sender", "origin", "created", "ttl")
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -89,9 +91,8 @@ class FloodRecords:
         rows = np.flatnonzero(rows) if rows.dtype == bool else rows
         # np.take: row gathers of multi-dimensional fields are an order of magnitude faster than fancy indexing
         return FloodRecords(
-            *(np.take(getattr(self, name), rows) for name in ("replica", "holder", "sender", "origin", "created")),
-            np.take(self.ttl, rows),
-            {name: np.take(values, rows, axis=0) for name, values in self.content.items()},
+            **{name: np.take(getattr(self, name), rows) for name in _RECORD_ARRAYS},
+            content={name: np.take(values, rows, axis=0) for name, values in self.content.items()},
         )
 
     @staticmethod
@@ -99,10 +100,8 @@ class FloodRecords:
         """One record set with the entries of ``parts`` in order (all parts share their content fields)."""
         names = parts[0].content.keys()
         return FloodRecords(
-            *(np.concatenate([getattr(p, a) for p in parts]) for a in ("replica", "holder", "sender", "origin")),
-            np.concatenate([p.created for p in parts]),
-            np.concatenate([p.ttl for p in parts]),
-            {name: np.concatenate([p.content[name] for p in parts]) for name in names},
+            **{a: np.concatenate([getattr(p, a) for p in parts]) for a in _RECORD_ARRAYS},
+            content={name: np.concatenate([p.content[name] for p in parts]) for name in names},
         )
 
 
@@ -255,8 +254,8 @@ class TTLFlooding:
                 _Part(
                     batch,
                     r,
-                    *(batch.payload[name].reshape(rows) for name in HEADER_FIELDS),
-                    {
+                    **{name: batch.payload[name].reshape(rows) for name in HEADER_FIELDS},
+                    content={
                         name: values.reshape(rows, *values.shape[2:])
                         for name, values in batch.payload.items()
                         if name not in HEADER_FIELDS
@@ -284,8 +283,9 @@ class TTLFlooding:
             return None
         own = self._own_slot == slot
         plan = self._plan
-        same = plan is not None and slot == plan.slot + 1 and plan.own == own and plan.matches(parts, slot)
-        if same and plan.streak >= self._window:
+        if plan is not None and not (slot == plan.slot + 1 and plan.own == own and plan.matches(parts, slot)):
+            plan = None  # the previous plan does not carry over to these copies
+        if plan is not None and plan.streak >= self._window:
             plan.slot, plan.streak = slot, plan.streak + 1
             self._deferred.append(slot)
             return self._apply(plan, parts, slot)
@@ -304,7 +304,7 @@ class TTLFlooding:
         cells = pair * w + created % w if w > 1 else pair
         unseen = self._seen[cells] != created
         candidate = unseen if all_fresh else fresh & unseen
-        if same and np.array_equal(candidate, plan.candidate):
+        if plan is not None and np.array_equal(candidate, plan.candidate):
             plan.slot, plan.streak = slot, plan.streak + 1
             self._write_seen(plan, slot)
             return self._apply(plan, parts, slot)
@@ -324,10 +324,10 @@ class TTLFlooding:
         accepted = np.bincount(holder_index[winners], minlength=per_holder).reshape(b, m)
         replica, holder = np.divmod(holder_index[winners], m)
         new_ttl = ttl[winners]
-        self._plan = _Plan(
+        self._plan = new_plan = _Plan(
             slot=slot,
             own=own,
-            streak=plan.streak + 1 if same else 0,
+            streak=0 if plan is None else plan.streak + 1,
             parts=[(p.batch.replica, p.batch.sender, p.batch.recipient, p.origin, p.created, p.ttl) for p in parts],
             candidate=unseen if all_fresh else fresh & unseen,
             gathers=_gathers(np.cumsum([0] + [len(p.origin) for p in parts]), winners),
@@ -343,8 +343,8 @@ class TTLFlooding:
             # deferring the seen writes is exact unless a new record names its holder as origin (own-record ids)
             cacheable=all_fresh and not np.any(origin[winners] == holder),
         )
-        self._write_seen(self._plan, slot)
-        return self._apply(self._plan, parts, slot)
+        self._write_seen(new_plan, slot)
+        return self._apply(new_plan, parts, slot)
 
     def _write_seen(self, plan: _Plan, slot: int) -> None:
         """Mark the new records of ``plan`` as seen, for receipts in ``slot``."""
@@ -353,8 +353,12 @@ class TTLFlooding:
         self._seen[plan.cells + created % w if w > 1 else plan.cells] = created
 
     def _write_deferred(self) -> None:
+        if not self._deferred:
+            return
+        plan = self._plan
+        assert plan is not None, "deferred seen writes come from a cached plan, which stays until it is replaced"
         for slot in self._deferred:
-            self._write_seen(self._plan, slot)
+            self._write_seen(plan, slot)
         self._deferred.clear()
 
     def _apply(self, plan: _Plan, parts: list[_Part], slot: int) -> FloodRecords:
@@ -368,7 +372,8 @@ class TTLFlooding:
             self._plan = None
         names = parts[0].content.keys()
         content = {name: _gather([p.content[name] for p in parts], plan.gathers) for name in names}
-        new = FloodRecords(*plan.header[:3], plan.header[3], slot - plan.age, plan.header[4], content)
+        replica, holder, sender, origin, ttl = plan.header
+        new = FloodRecords(replica, holder, sender, origin, slot - plan.age, ttl, content)
         if len(plan.forward):
             forward = new if len(plan.forward) == len(new) else new.take(plan.forward)
             self._queue = forward if self._queue is None else FloodRecords.concatenate([self._queue, forward])

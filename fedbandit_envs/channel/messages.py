@@ -165,8 +165,8 @@ class MessageBatch:
     sender: np.ndarray
     recipient: np.ndarray
     payload: Mapping[str, np.ndarray]
-    count: np.ndarray | None = None
-    slot: np.ndarray | None = None
+    count: np.ndarray  # __init__ fills in the defaults (shared read-only arrays)
+    slot: np.ndarray
     privacy: PrivacySchema | None = None
 
     def __init__(

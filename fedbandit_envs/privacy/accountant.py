@@ -310,16 +310,16 @@ class PrivacyAccountant:
         pld_discretization = real_number("pld_discretization", pld_discretization)
         if not (0 < pld_discretization < 1):
             raise ValueError(f"pld_discretization must lie in (0, 1), e.g. 1e-4; got {pld_discretization}")
-        self._num_agents = int(num_agents)
-        self._budget_epsilon = budget_epsilon
-        self._budget_delta = budget_delta
-        self._pld_discretization = pld_discretization
+        self._num_agents: int = int(num_agents)
+        self._budget_epsilon: float | None = budget_epsilon
+        self._budget_delta: float | None = budget_delta
+        self._pld_discretization: float = pld_discretization
         self._keys: list[dict[Hashable, _KeyState]] = [{} for _ in range(self._num_agents)]
-        self._basic_eps = np.zeros(self._num_agents)
-        self._basic_delta = np.zeros(self._num_agents)
+        self._basic_eps: np.ndarray = np.zeros(self._num_agents)
+        self._basic_delta: np.ndarray = np.zeros(self._num_agents)
         # basic totals = default key + the largest other key, kept incrementally
-        self._max_key_eps = np.zeros(self._num_agents)
-        self._max_key_delta = np.zeros(self._num_agents)
+        self._max_key_eps: np.ndarray = np.zeros(self._num_agents)
+        self._max_key_delta: np.ndarray = np.zeros(self._num_agents)
 
     @property
     def num_agents(self) -> int:
@@ -340,9 +340,10 @@ class PrivacyAccountant:
     def _check_agent(self, agent: Any) -> int:
         if isinstance(agent, bool) or not isinstance(agent, Integral):
             raise TypeError(f"agent must be an int index, got {type(agent).__name__} {agent!r}")
-        if not 0 <= agent < self._num_agents:
+        index = int(agent)
+        if not 0 <= index < self._num_agents:
             raise ValueError(f"agent must lie in [0, {self._num_agents - 1}], got {agent}")
-        return int(agent)
+        return index
 
     @staticmethod
     def _check_event(event: Any) -> PrivacyEvent:

@@ -547,12 +547,14 @@ class BinaryTreeMechanism(_TreeParameters):
             if not (self._count >> level) & 1:
                 continue
             end = self._node_end[level]
-            if self._node_noise[level] is None:
+            noise = self._node_noise[level]
+            if noise is None:
                 if self._scale == 0.0 or not (self._node_has_obs[level] or self._noise_on_empty):
                     continue
-                self._node_noise[level] = float(laplace_noise(self._scale, self._rng))
+                assert self._rng is not None, "a tree with a positive noise scale has a generator"
+                noise = self._node_noise[level] = float(laplace_noise(self._scale, self._rng))
                 self._noise_draws += 1
-            noises[(end - (1 << level) + 1, end)] = self._node_noise[level]
+            noises[(end - (1 << level) + 1, end)] = noise
         return noises
 
     def node_noises(self) -> dict[tuple[int, int], float]:

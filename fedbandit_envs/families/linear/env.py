@@ -793,7 +793,11 @@ class FederatedLinear(ProtocolParallelEnv):
         render_mode: None or ``"ansi"``.
     """
 
-    metadata = {"name": "fedbandit/FederatedLinear-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata: dict[str, Any] = {
+        "name": "fedbandit/FederatedLinear-v0",
+        "render_modes": ["ansi"],
+        "is_parallelizable": True,
+    }
 
     def __init__(
         self,
@@ -1001,21 +1005,21 @@ class FederatedLinear(ProtocolParallelEnv):
         if phase is None:
             return None
         reporter = next(self._index[a] for a in self.agents if observations[a]["active"])
-        position = step.clients[0].tolist().index(reporter)
+        position = step.client_ids()[0].tolist().index(reporter)
         return replace(phase, positions=np.array([position]))
 
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
         """The act step's action dict: the arm of every active client of ``step`` in a (B = 1) action."""
         names = self.possible_agents
-        return {names[i]: arm for i, arm in zip(step.clients[0].tolist(), action.arms[0].tolist())}
+        return {names[i]: arm for i, arm in zip(step.client_ids()[0].tolist(), action.arms[0].tolist())}
 
     def feedback_from(
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
     ) -> LinearFeedback:
         """The act step's feedback: the arms the active clients pulled and their rewards."""
         names = self.possible_agents
-        observed = np.array([[rewards[names[i]] for i in step.clients[0].tolist()]])
-        return LinearFeedback(step.slot, step.clients, np.asarray(action.arms), observed)
+        observed = np.array([[rewards[names[i]] for i in step.client_ids()[0].tolist()]])
+        return LinearFeedback(step.slot, step.client_ids(), np.asarray(action.arms), observed)
 
     def state(self) -> np.ndarray:
         """Global view: each client's cumulative pseudo-regret, then the slot and the phase."""

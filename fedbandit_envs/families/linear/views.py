@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
+from fedbandit_envs.families.linear.env import ContextMode, LinearConfig, LinearCore, NoiseKind
 from fedbandit_envs.rendering import VIEW_RENDER_MODES, RenderedView
 from fedbandit_envs.validation import check_bool, check_render_mode, discrete_action, keyword_checked
 
@@ -54,9 +54,9 @@ class LinearBanditEnv(RenderedView):
         num_arms: int = 10,
         dimension: int = 5,
         horizon: int = 200,
-        noise: str = "gaussian",
+        noise: NoiseKind = "gaussian",
         sigma: float = 0.1,
-        context_mode: str = "ball",
+        context_mode: ContextMode = "ball",
         flatten: bool = True,
         instance_seed: int | None = None,
         render_mode: str | None = None,

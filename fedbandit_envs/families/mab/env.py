@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.channel import ChannelConfig, CostModel, Message, batches_from_messages
+from fedbandit_envs.channel.ledger import LinkAccounting
 from fedbandit_envs.core import EPISODE_OVER, Action, Feedback, Step
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
@@ -23,7 +24,7 @@ from fedbandit_envs.observations import (
     split_action,
 )
 from fedbandit_envs.seeding import EpisodeSeeds
-from fedbandit_envs.topology import Topology
+from fedbandit_envs.topology import GossipActivation, Topology, TopologyName
 from fedbandit_envs.validation import check_options, check_render_mode, keyword_checked
 
 
@@ -64,7 +65,11 @@ class FederatedMAB(ProtocolParallelEnv):
         render_mode: ``None`` or ``"ansi"``.
     """
 
-    metadata = {"name": "fedbandit/FederatedMAB-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata: dict[str, Any] = {
+        "name": "fedbandit/FederatedMAB-v0",
+        "render_modes": ["ansi"],
+        "is_parallelizable": True,
+    }
 
     def __init__(
         self,
@@ -76,18 +81,18 @@ class FederatedMAB(ProtocolParallelEnv):
         instance_params: Mapping[str, Any] | None = None,
         reward_model: Any = "bernoulli",
         reward_params: Mapping[str, Any] | None = None,
-        topology: str | Topology | np.ndarray = "server",
+        topology: TopologyName | Topology | np.ndarray = "server",
         topology_params: Mapping[str, Any] | None = None,
         c1: float = 1.0,
         c2: float = 1.0,
-        link_accounting: str = "used_links",
+        link_accounting: LinkAccounting = "used_links",
         free_server_downlink: bool = True,
         price_per_message: float = 0.0,
         price_per_byte: float = 0.0,
         latency: int | np.ndarray = 0,
         latency_jitter: int = 0,
         drop_prob: float = 0.0,
-        gossip: str | None = None,
+        gossip: GossipActivation | None = None,
         record_messages: bool = False,
         reward_tape: bool = False,
         instance_seed: int | None = None,
@@ -190,7 +195,7 @@ class FederatedMAB(ProtocolParallelEnv):
     def _message_step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Route the pending boundary hop; the observations show the last pull and the hop's inbox."""
         inbox = self.play_phase(actions)
-        last = self._feedback
+        last = self.feedback
         feedback = Feedback(last.slot, last.arms, last.rewards, inbox, last.partners)
         observations = dict(zip(self.agents, agent_observations(feedback, self.core.slot, self.phase_flag)))
         rewards = dict.fromkeys(self.agents, 0.0)

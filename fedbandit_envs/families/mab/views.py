@@ -143,6 +143,9 @@ class _LocalStatistics:
 class _CoreView(RenderedView):
     """Seeding, episode bookkeeping and rendering shared by the single-agent views."""
 
+    core: FederatedMABCore
+    _local_space: spaces.Box
+
     def _start(self, core: FederatedMABCore, seed: int | None) -> None:
         """Reset the core with a replica seed derived from ``seed`` (or drawn from ``np_random``)."""
         super().reset(seed=seed)
@@ -320,6 +323,8 @@ class FederatedClientEnv(_CoreView):
 
     Seeding is as in :class:`LocalBanditEnv`.
     """
+
+    observation_space: spaces.Box
 
     def __init__(
         self,

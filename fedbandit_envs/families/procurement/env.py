@@ -44,6 +44,7 @@ from fedbandit_envs.channel import (
     Message,
     MessageBatch,
 )
+from fedbandit_envs.channel.ledger import LinkAccounting
 from fedbandit_envs.channel.routing import apply_hooks, check_batches, deliver, prepare_outgoing
 from fedbandit_envs.core import (
     EPISODE_OVER,
@@ -691,7 +692,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
         render_mode: ``None`` or ``"ansi"``.
     """
 
-    metadata = {"name": "fedbandit/Procurement-v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata: dict[str, Any] = {"name": "fedbandit/Procurement-v0", "render_modes": ["ansi"], "is_parallelizable": True}
     action_key = "units"
 
     def __init__(
@@ -700,7 +701,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
         num_producers: int = 30,
         horizon: int = 1000,
         *,
-        instance: ProcurementInstance | str = "uniform",
+        instance: ProcurementInstance | InstanceFamily = "uniform",
         instance_params: Mapping[str, Any] | None = None,
         alpha: float | None = None,
         rho: float | None = None,
@@ -710,7 +711,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
         oracle: str | Oracle = "greedy",
         topology: str | Topology | np.ndarray = "complete",
         c2: float = 1.0,
-        link_accounting: str = "used_links",
+        link_accounting: LinkAccounting = "used_links",
         price_per_message: float = 0.0,
         price_per_byte: float = 0.0,
         drop_prob: float = 0.0,

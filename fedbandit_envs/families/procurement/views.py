@@ -38,7 +38,12 @@ from gymnasium import spaces
 
 from fedbandit_envs.algorithms import resolve_factory
 from fedbandit_envs.core import message_phases
-from fedbandit_envs.families.procurement.env import ProcurementConfig, ProcurementCore, ProcurementInstance
+from fedbandit_envs.families.procurement.env import (
+    InstanceFamily,
+    ProcurementConfig,
+    ProcurementCore,
+    ProcurementInstance,
+)
 from fedbandit_envs.rendering import VIEW_RENDER_MODES, RenderedView
 from fedbandit_envs.validation import check_choice, check_options, check_render_mode, keyword_checked
 
@@ -74,7 +79,7 @@ class SingleAggregatorEnv(RenderedView):
         num_agents: int = 1,
         num_producers: int = 30,
         horizon: int = 1000,
-        instance: ProcurementInstance | str = "uniform",
+        instance: ProcurementInstance | InstanceFamily = "uniform",
         instance_params: Mapping[str, Any] | None = None,
         alpha: float | None = None,
         rho: float | None = None,
