@@ -1,4 +1,9 @@
-"""Reference agents: the protocol a learner implements (:mod:`fedbandit_envs.protocol`) and the baselines."""
+"""The reference agents: baselines and one module per paper.
+
+Importing the package registers their algorithms (``fedbandit_envs`` finds it through the
+``fedbandit_envs.algorithms`` entry point). The protocol they implement, :mod:`fedbandit_envs.protocol`, is
+re-exported here.
+"""
 
 from agents.baselines import FullSharingCoordinator, FullSharingUCB, IndependentUCB1, Random, RoundRobin
 from agents.dubey import ByzantineProofUCB, CooperativeUCB, DPUCBInt, IndividualUCB1, PrivateMultiAgentUCB
