@@ -9,8 +9,9 @@ from typing import Any, Literal, Protocol, overload
 import numpy as np
 
 from fedbandit_envs.channel.messages import MessageBatch
-from fedbandit_envs.seeding import SeedStreams
+from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import Topology
+from fedbandit_envs.validation import check_memory
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,25 @@ def check_hooks(hooks: Sequence[Any]) -> tuple[MessageHook, ...]:
                 f"hooks must be message hooks (callable, with reset(context, streams)), got {type(hook).__name__}"
             )
     return tuple(hooks)
+
+
+def start_episode(
+    seeds: Sequence[SeedLike],
+    hooks: Sequence[Any],
+    what: str,
+    memory_parts: Callable[[int], dict[str, float]] | None = None,
+) -> tuple[tuple[MessageHook, ...], list[SeedStreams]]:
+    """The checks every core's ``reset`` makes before any state changes, and one :class:`SeedStreams` per seed.
+
+    Checks the hooks (:func:`check_hooks`), that there is a seed, and (with ``memory_parts(replicas)``)
+    that ``len(seeds)`` replicas of ``what`` fit in memory; returns the hooks and the replicas' streams.
+    """
+    hooks = check_hooks(hooks)
+    if len(seeds) == 0:
+        raise ValueError("reset needs at least one seed (one per replica)")
+    if memory_parts is not None:
+        check_memory(f"{len(seeds)} replicas of {what}", memory_parts(len(seeds)))
+    return hooks, [SeedStreams.from_seed(s) for s in seeds]
 
 
 def reset_hooks(

@@ -26,10 +26,10 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
-    check_hooks,
     reset_hooks,
+    start_episode,
 )
-from fedbandit_envs.seeding import SeedLike, SeedStreams
+from fedbandit_envs.seeding import SeedLike
 from fedbandit_envs.topology import Topology, build_topology, check_topology
 from fedbandit_envs.validation import check_int, check_int_array
 
@@ -77,10 +77,7 @@ class GuessCore:
 
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> None:
         """Start B = len(seeds) replicas, each on its own seed streams, with the episode's message hooks."""
-        hooks = check_hooks(hooks)
-        if len(seeds) == 0:
-            raise ValueError("reset needs at least one seed (one per replica)")
-        streams = [SeedStreams.from_seed(s) for s in seeds]
+        hooks, streams = start_episode(seeds, hooks, "a guess core")
         b, m = len(streams), self.num_agents
         self.num_replicas = b
         self.hidden = np.array([s.generator("instance").integers(self.num_values) for s in streams])

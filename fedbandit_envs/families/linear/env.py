@@ -49,8 +49,8 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
-    check_hooks,
     reset_hooks,
+    start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
@@ -568,11 +568,7 @@ class LinearCore:
         ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
         """
         src = self.config
-        hooks = check_hooks(hooks)
-        if len(seeds) == 0:
-            raise ValueError("reset needs at least one seed (one per replica)")
-        check_memory(f"{len(seeds)} replicas of {src.num_agents} clients", src.memory_parts(len(seeds)))
-        streams = [SeedStreams.from_seed(s) for s in seeds]
+        hooks, streams = start_episode(seeds, hooks, f"{src.num_agents} clients", src.memory_parts)
         fixed = SeedStreams.from_seed(src.instance_seed) if src.instance_seed is not None else None
         self.replicas = [src.replica(s, fixed or s) for s in streams]
         b, n, m = len(streams), src.num_agents, src.active_per_slot

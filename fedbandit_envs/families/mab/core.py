@@ -29,8 +29,8 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
-    check_hooks,
     reset_hooks,
+    start_episode,
 )
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
 from fedbandit_envs.rewards import NOISE_BLOCK, RewardModel, RewardModelName, draw_noise, make_reward_model
@@ -128,11 +128,7 @@ class FederatedMABCore:
         ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
         """
         cfg = self.config
-        hooks = check_hooks(hooks)
-        if len(seeds) == 0:
-            raise ValueError("reset needs at least one seed (one per replica)")
-        check_memory(f"{len(seeds)} replicas of {cfg.num_agents} agents", cfg.memory_parts(len(seeds)))
-        streams = [SeedStreams.from_seed(s) for s in seeds]
+        hooks, streams = start_episode(seeds, hooks, f"{cfg.num_agents} agents", cfg.memory_parts)
         fixed_instance = SeedStreams.from_seed(cfg.instance_seed) if cfg.instance_seed is not None else None
         fixed_topology = SeedStreams.from_seed(cfg.topology_seed) if cfg.topology_seed is not None else None
         self.instances: list[BanditInstance] = [

@@ -55,8 +55,8 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
-    check_hooks,
     reset_hooks,
+    start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.families.procurement.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
@@ -518,12 +518,10 @@ class ProcurementCore:
         ``hooks``: the episode's message hooks (DP noise, faults), in order; a wrapped env's are
         ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
         """
-        hooks = check_hooks(hooks)
-        if len(seeds) == 0:
-            raise ValueError("reset needs at least one seed (one per replica)")
-        check_memory(f"{len(seeds)} replicas of a procurement core", self._memory_parts(self.instance, len(seeds)))
         inst = self.instance
-        streams = [SeedStreams.from_seed(s) for s in seeds]
+        hooks, streams = start_episode(
+            seeds, hooks, "a procurement core", lambda replicas: self._memory_parts(inst, replicas)
+        )
         b, n, m = len(streams), inst.num_agents, inst.num_producers
         self.num_replicas = b
         self._rngs = [s.generator("rewards") for s in streams]
