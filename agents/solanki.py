@@ -324,7 +324,7 @@ class FCBSync(NonFederated):
 
     Args:
         literal_width: use Alg. 1 line 15's ``sqrt(3 ln(nt) / (2 n W))`` (D-15) instead.
-        preset, v_mode, gamma, oracle, zeta, y, explore_rounds: as in :class:`NonFederated`.
+        **kwargs: preset, v_mode, gamma, oracle, zeta, y, explore_rounds, as in :class:`NonFederated`.
     """
 
     message_kind = "fcb_sync"
@@ -414,7 +414,7 @@ class PFCB(NonFederated):
         eps_log: the log of ``eps_z``'s ``log T`` term: ``"log2"`` (D-10) or ``"ln"``.
         message_epsilon: a fixed epsilon per message instead of the ``eps_z`` schedule (the §5.1 ablation;
             the ``sum <= eps`` check and the budget are then off).
-        preset, v_mode, gamma, oracle, zeta, y, explore_rounds: as in :class:`NonFederated`.
+        **kwargs: preset, v_mode, gamma, oracle, zeta, y, explore_rounds, as in :class:`NonFederated`.
     """
 
     message_kind = "pfcb"

@@ -281,7 +281,7 @@ class LiSongPopulation(Configured, Population):
     Subclasses define the federations, n_agg, the topology check and the round protocol
     (:meth:`_epoch_done`, :meth:`_messages`, :meth:`_receive`), and finish a round with :meth:`_finish`.
 
-    Args:
+    Attributes:
         config: the hyper-parameters.
     """
 

@@ -1,0 +1,132 @@
+"""Griffe extension: read two conventions of this project's docstrings and signatures as written.
+
+* **Grouped arguments.** An ``Args:`` entry may document several parameters at once,
+  ``num_agents, num_arms, horizon: the problem``, and its names may wrap onto the next line. Google-style
+  parsing takes one name per entry, so each group is split into one entry per name, all with the group's
+  description; every name is then checked against the signature as usual.
+* **Derived signatures.** Some classes build their signature at class creation (``__signature__``: the
+  algorithms of ``agents.configured`` and the hook wrappers of ``wrappers.chain``), which static analysis
+  cannot see. Such a class gets an ``__init__`` with the signature ``inspect.signature`` reports, so its
+  page shows the keywords it really takes.
+
+``mkdocs.yml`` loads this file as an extension of the mkdocstrings Python handler.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from typing import Any
+
+import griffe
+
+#: Section titles of the Google style that list parameters.
+ARGS_TITLES = ("Args:", "Arguments:", "Parameters:", "Params:")
+
+_NAME_LIST = re.compile(r"^[A-Za-z_]\w*(?:,\s*[A-Za-z_]\w*)*,?$")
+
+
+def split_grouped_args(text: str) -> str:
+    """``text`` with every grouped entry of its argument sections split into one entry per name."""
+    lines = text.splitlines()
+    out: list[str] = []
+    section_indent: int | None = None  # indentation of the argument section's title, while in one
+    entry_indent: int | None = None  # indentation of its entries
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if stripped in ARGS_TITLES:
+            section_indent, entry_indent = indent, None
+        elif stripped and section_indent is not None and indent <= section_indent:
+            section_indent = None
+        elif stripped and section_indent is not None:
+            entry_indent = indent if entry_indent is None else entry_indent
+            names, description, consumed = _group_at(lines, index) if indent == entry_indent else ([], "", 1)
+            if len(names) > 1:
+                continuation = _continuation(lines, index + consumed, entry_indent)
+                for name in names:
+                    out.append(f"{' ' * entry_indent}{name}: {description}".rstrip())
+                    out.extend(continuation)
+                index += consumed + len(continuation)
+                continue
+        out.append(line)
+        index += 1
+    return "\n".join(out)
+
+
+def _group_at(lines: list[str], index: int) -> tuple[list[str], str, int]:
+    """The names, the first description line and the number of lines taken by the entry starting at ``index``."""
+    head = lines[index].strip()
+    consumed = 1
+    while _NAME_LIST.match(head) and head.endswith(",") and index + consumed < len(lines):
+        head = f"{head} {lines[index + consumed].strip()}"
+        consumed += 1
+    names_part, sep, description = head.partition(":")
+    if not sep or not _NAME_LIST.match(names_part.strip()):
+        return [], "", 1
+    names = [name.strip() for name in names_part.split(",") if name.strip()]
+    return names, description.strip(), consumed
+
+
+def _continuation(lines: list[str], start: int, entry_indent: int) -> list[str]:
+    """The lines after ``start`` that continue an entry's description (indented deeper than the entry)."""
+    taken = []
+    for line in lines[start:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= entry_indent:
+            break
+        taken.append(line)
+    while taken and not taken[-1].strip():
+        taken.pop()
+    return taken
+
+
+def _runtime_object(obj: griffe.Object) -> Any:
+    """The imported object that ``obj`` describes (None when it cannot be imported)."""
+    try:
+        found: Any = importlib.import_module(obj.module.path)
+        for part in obj.path[len(obj.module.path) + 1 :].split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return found
+
+
+def _derived_init(cls: griffe.Class) -> griffe.Function | None:
+    """An ``__init__`` with the signature a class declares through ``__signature__`` (None if it declares none)."""
+    runtime = _runtime_object(cls)
+    if not inspect.isclass(runtime) or "__signature__" not in vars(runtime):
+        return None
+    parameters = [griffe.Parameter("self", kind=griffe.ParameterKind.positional_or_keyword)]
+    for parameter in inspect.signature(runtime).parameters.values():
+        annotation = parameter.annotation
+        parameters.append(
+            griffe.Parameter(
+                parameter.name,
+                kind=griffe.ParameterKind(parameter.kind.description),
+                annotation=None if annotation is inspect.Parameter.empty else inspect.formatannotation(annotation),
+                default=None if parameter.default is inspect.Parameter.empty else repr(parameter.default),
+            )
+        )
+    return griffe.Function("__init__", parameters=griffe.Parameters(*parameters), lineno=cls.lineno)
+
+
+class ProjectConventions(griffe.Extension):
+    """Split grouped ``Args:`` entries and give classes with a derived signature their real ``__init__``."""
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        """Apply both conventions to every object of a loaded package (griffe event)."""
+        self._visit(pkg)
+
+    def _visit(self, obj: griffe.Object) -> None:
+        if obj.docstring is not None:
+            obj.docstring.value = split_grouped_args(obj.docstring.value)
+        if isinstance(obj, griffe.Class):
+            init = _derived_init(obj)
+            if init is not None:
+                obj.set_member("__init__", init)
+        for member in list(obj.members.values()):
+            if not member.is_alias:
+                self._visit(member)
