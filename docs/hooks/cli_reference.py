@@ -47,15 +47,12 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[str]:
         else:
             name = formatter._format_args(action, action.dest)
         default = action.default
-        shown_default = "" if default in (None, False, [], {}, argparse.SUPPRESS) or action.required else f"`{default}`"
-        text = formatter._expand_help(action) if action.help else ""
-        notes = []
-        if action.choices is not None:
-            notes.append("one of " + ", ".join(f"`{choice}`" for choice in action.choices))
-        if action.required:
-            notes.append("required")
-        description = "; ".join([_escape(text), *notes]) if text else "; ".join(notes)
-        rows.append(f"| `{name}` | {shown_default} | {description} |")
+        unset = default is None or default is False or default is argparse.SUPPRESS or default in ([], {})
+        shown_default = "" if unset or action.required else f"`{default}`"
+        text = _escape(formatter._expand_help(action)) if action.help else ""
+        if action.required and action.option_strings:
+            text = f"{text} (required)" if text else "required"
+        rows.append(f"| `{name}` | {shown_default} | {text} |")
     return rows
 
 

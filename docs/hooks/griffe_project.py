@@ -1,4 +1,4 @@
-"""Griffe extension: read two conventions of this project's docstrings and signatures as written.
+"""Griffe extension: read three conventions of this project's docstrings and signatures as written.
 
 * **Grouped arguments.** An ``Args:`` entry may document several parameters at once,
   ``num_agents, num_arms, horizon: the problem``, and its names may wrap onto the next line. Google-style
@@ -8,12 +8,17 @@
   algorithms of ``agents.configured`` and the hook wrappers of ``wrappers.chain``), which static analysis
   cannot see. Such a class gets an ``__init__`` with the signature ``inspect.signature`` reports, so its
   page shows the keywords it really takes.
+* **Sphinx roles.** Docstrings cross-reference with ``:class:`Name```, ``:meth:`~pkg.mod.Class.method```,
+  ``:attr:`title <target>``` and the like. Each becomes an optional cross-reference: a link where the target
+  is documented, plain code where it is not (a private or external name). A relative name is looked up from
+  the docstring's object outwards, as Python would find it, and linked under the path where it is defined.
 
 ``mkdocs.yml`` loads this file as an extension of the mkdocstrings Python handler.
 """
 
 from __future__ import annotations
 
+import html
 import importlib
 import inspect
 import re
@@ -21,10 +26,16 @@ from typing import Any
 
 import griffe
 
+#: The import packages documented by the reference (names under them are taken as absolute).
+PACKAGES = ("fedbandit_envs", "agents", "wrappers")
 #: Section titles of the Google style that list parameters.
 ARGS_TITLES = ("Args:", "Arguments:", "Parameters:", "Params:")
 
+_ROLE = re.compile(
+    r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):`(?P<short>~?)(?:(?P<title>[^`<]+)<)?(?P<target>[^`<>]+)>?`"
+)
 _NAME_LIST = re.compile(r"^[A-Za-z_]\w*(?:,\s*[A-Za-z_]\w*)*,?$")
+_MISSING = object()
 
 
 def split_grouped_args(text: str) -> str:
@@ -83,30 +94,82 @@ def _continuation(lines: list[str], start: int, entry_indent: int) -> list[str]:
     return taken
 
 
-def _runtime_object(obj: griffe.Object) -> Any:
-    """The imported object that ``obj`` describes (None when it cannot be imported)."""
-    try:
-        found: Any = importlib.import_module(obj.module.path)
-        for part in obj.path[len(obj.module.path) + 1 :].split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError):
+def roles_to_references(text: str, scope: griffe.Object) -> str:
+    """``text`` with its Sphinx roles replaced by optional cross-references, looked up from ``scope``."""
+
+    def reference(match: re.Match[str]) -> str:
+        title, target = match["title"], match["target"].strip().removesuffix("()").lstrip(".")
+        title = title.strip() if title else target.rsplit(".", 1)[-1] if match["short"] else target
+        identifier = html.escape(_identifier(target, scope))
+        return f'<autoref identifier="{identifier}" optional><code>{html.escape(title)}</code></autoref>'
+
+    return _ROLE.sub(reference, text)
+
+
+def _identifier(target: str, scope: griffe.Object) -> str:
+    """The path where ``target``, named in a docstring of ``scope``, is defined (``target`` if not found)."""
+    if target.split(".", 1)[0] in PACKAGES:
+        candidates = [target]
+    else:
+        start: griffe.Object | None = scope if isinstance(scope, (griffe.Class, griffe.Module)) else scope.parent
+        candidates = []
+        while start is not None:
+            candidates.append(f"{start.path}.{target}")
+            start = start.parent
+    for candidate in candidates:
+        path = _defined_at(candidate)
+        if path is not None:
+            return path
+    return target
+
+
+def _defined_at(path: str) -> str | None:
+    """The path where the object importable as ``path`` is defined (None if nothing is importable there)."""
+    found = _import(path)
+    if found is _MISSING:
         return None
-    return found
+    if inspect.ismodule(found):
+        return found.__name__
+    module, qualname = getattr(found, "__module__", None), getattr(found, "__qualname__", None)
+    if isinstance(module, str) and isinstance(qualname, str) and "<locals>" not in qualname:
+        return f"{module}.{qualname}"
+    parent, _, name = path.rpartition(".")
+    parent_path = _defined_at(parent) if parent else None
+    return f"{parent_path}.{name}" if parent_path else path
+
+
+def _import(path: str) -> Any:
+    """The object importable as the dotted ``path`` (its longest importable module, then attributes)."""
+    parts = path.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for part in parts[split:]:
+                found = getattr(found, part)
+        except AttributeError:
+            return _MISSING
+        return found
+    return _MISSING
 
 
 def _derived_init(cls: griffe.Class) -> griffe.Function | None:
     """An ``__init__`` with the signature a class declares through ``__signature__`` (None if it declares none)."""
-    runtime = _runtime_object(cls)
+    runtime = _import(cls.path)
     if not inspect.isclass(runtime) or "__signature__" not in vars(runtime):
         return None
     parameters = [griffe.Parameter("self", kind=griffe.ParameterKind.positional_or_keyword)]
     for parameter in inspect.signature(runtime).parameters.values():
         annotation = parameter.annotation
+        if not isinstance(annotation, str):  # postponed annotations (PEP 563) are already source text
+            annotation = None if annotation is inspect.Parameter.empty else inspect.formatannotation(annotation)
         parameters.append(
             griffe.Parameter(
                 parameter.name,
                 kind=griffe.ParameterKind(parameter.kind.description),
-                annotation=None if annotation is inspect.Parameter.empty else inspect.formatannotation(annotation),
+                annotation=annotation,
                 default=None if parameter.default is inspect.Parameter.empty else repr(parameter.default),
             )
         )
@@ -114,7 +177,7 @@ def _derived_init(cls: griffe.Class) -> griffe.Function | None:
 
 
 class ProjectConventions(griffe.Extension):
-    """Split grouped ``Args:`` entries and give classes with a derived signature their real ``__init__``."""
+    """Split grouped ``Args:`` entries, link Sphinx roles, give derived signatures their ``__init__``."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         """Apply both conventions to every object of a loaded package (griffe event)."""
@@ -122,7 +185,7 @@ class ProjectConventions(griffe.Extension):
 
     def _visit(self, obj: griffe.Object) -> None:
         if obj.docstring is not None:
-            obj.docstring.value = split_grouped_args(obj.docstring.value)
+            obj.docstring.value = roles_to_references(split_grouped_args(obj.docstring.value), obj)
         if isinstance(obj, griffe.Class):
             init = _derived_init(obj)
             if init is not None:
