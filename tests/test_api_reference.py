@@ -136,3 +136,12 @@ def test_sphinx_roles_become_optional_references():
         '<autoref identifier="fedbandit_envs.core.Step" optional><code>Step</code></autoref> and '
         '<autoref identifier="Nothing.here" optional><code>the slot</code></autoref>.'
     )
+
+
+def test_literal_block_markers_become_colons():
+    pytest.importorskip("griffe")
+    conventions = _load_hook("griffe_project")
+    text = "A family registers once::\n\n    register_family(...)\n\nThe ``a::b`` name::keeps its colons."
+    assert conventions.literal_block_markers(text) == (
+        "A family registers once:\n\n    register_family(...)\n\nThe ``a::b`` name::keeps its colons."
+    )

@@ -1,4 +1,4 @@
-"""Griffe extension: read three conventions of this project's docstrings and signatures as written.
+"""Griffe extension: read four conventions of this project's docstrings and signatures as written.
 
 * **Grouped arguments.** An ``Args:`` entry may document several parameters at once,
   ``num_agents, num_arms, horizon: the problem``, and its names may wrap onto the next line. Google-style
@@ -12,6 +12,9 @@
   ``:attr:`title <target>``` and the like. Each becomes an optional cross-reference: a link where the target
   is documented, plain code where it is not (a private or external name). A relative name is looked up from
   the docstring's object outwards, as Python would find it, and linked under the path where it is defined.
+
+* **Literal blocks.** A paragraph that ends in ``::`` introduces an indented code block, as in
+  reStructuredText; the block renders as code and the marker as a single colon.
 
 ``mkdocs.yml`` loads this file as an extension of the mkdocstrings Python handler.
 """
@@ -35,6 +38,7 @@ _ROLE = re.compile(
     r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):`(?P<short>~?)(?:(?P<title>[^`<]+)<)?(?P<target>[^`<>]+)>?`"
 )
 _NAME_LIST = re.compile(r"^[A-Za-z_]\w*(?:,\s*[A-Za-z_]\w*)*,?$")
+_LITERAL_MARKER = re.compile(r"(?<=\S)::\n\n")
 _MISSING = object()
 
 
@@ -92,6 +96,11 @@ def _continuation(lines: list[str], start: int, entry_indent: int) -> list[str]:
     while taken and not taken[-1].strip():
         taken.pop()
     return taken
+
+
+def literal_block_markers(text: str) -> str:
+    """``text`` with each ``::`` that ends a paragraph before a code block read as ``:``."""
+    return _LITERAL_MARKER.sub(":\n\n", text)
 
 
 def roles_to_references(text: str, scope: griffe.Object) -> str:
@@ -177,7 +186,7 @@ def _derived_init(cls: griffe.Class) -> griffe.Function | None:
 
 
 class ProjectConventions(griffe.Extension):
-    """Split grouped ``Args:`` entries, link Sphinx roles, give derived signatures their ``__init__``."""
+    """Split grouped ``Args:`` entries, read reST markup, give derived signatures their ``__init__``."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         """Apply both conventions to every object of a loaded package (griffe event)."""
@@ -185,7 +194,8 @@ class ProjectConventions(griffe.Extension):
 
     def _visit(self, obj: griffe.Object) -> None:
         if obj.docstring is not None:
-            obj.docstring.value = roles_to_references(split_grouped_args(obj.docstring.value), obj)
+            text = literal_block_markers(split_grouped_args(obj.docstring.value))
+            obj.docstring.value = roles_to_references(text, obj)
         if isinstance(obj, griffe.Class):
             init = _derived_init(obj)
             if init is not None:
