@@ -16,7 +16,8 @@ and gives every agent:
   :meth:`FixedShapeParallelEnv.unflatten` gives the dict back). The fields are the agent's **own sufficient
   statistics**, the **local** facts of the last step, and, when the rule sends messages, the **inbox**:
   ``inbox_<field>`` of shape ``(M, ...)`` whose row ``s`` holds the statistics last received from agent ``s``
-  (zeros until one arrives; unbounded, since DP noise or faults may change a payload);
+  (zeros until one arrives; within the statistics' bounds, or unbounded when the wrapped env has message
+  hooks: DP noise or faults may move a payload out of them);
 * **messages sent by a declared rule** (``messages=``): ``"broadcast"`` sends the agent's own statistics
   (a payload in :meth:`FixedShapeParallelEnv.message_space`, kind :data:`STATISTICS`) to each agent
   neighbour in every slot (with gossip activation, to the announced partner only); ``"none"`` sends
@@ -323,8 +324,12 @@ class FixedShapeParallelEnv(ParallelEnv):
         fields: dict[str, spaces.Space] = {**form.statistics.spaces, **form.local}
         if self.messages == "broadcast":
             m = len(self.possible_agents)
+            hooked = bool(env.message_hooks())  # DP noise or faults may move a payload out of its bounds
             for name, space in form.statistics.spaces.items():
-                fields[f"inbox_{name}"] = _box(-np.inf, np.inf, (m, *space.shape))
+                low, high = (-np.inf, np.inf) if hooked else (space.low, space.high)
+                fields[f"inbox_{name}"] = spaces.Box(
+                    np.broadcast_to(low, (m, *space.shape)), np.broadcast_to(high, (m, *space.shape)), dtype=_FLOAT
+                )
         #: The observation as a ``Dict`` of ``Box`` fields (the flat observation is its ``flatten``).
         self.dict_observation_space = spaces.Dict(fields)
         observation = spaces.flatten_space(self.dict_observation_space) if flatten else self.dict_observation_space
