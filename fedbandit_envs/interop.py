@@ -326,9 +326,11 @@ class FixedShapeParallelEnv(ParallelEnv):
             m = len(self.possible_agents)
             hooked = bool(env.message_hooks())  # DP noise or faults may move a payload out of its bounds
             for name, space in form.statistics.spaces.items():
-                low, high = (-np.inf, np.inf) if hooked else (space.low, space.high)
-                fields[f"inbox_{name}"] = spaces.Box(
-                    np.broadcast_to(low, (m, *space.shape)), np.broadcast_to(high, (m, *space.shape)), dtype=_FLOAT
+                shape = (m, *space.shape)
+                fields[f"inbox_{name}"] = (
+                    _box(-np.inf, np.inf, shape)
+                    if hooked
+                    else spaces.Box(np.broadcast_to(space.low, shape), np.broadcast_to(space.high, shape), dtype=_FLOAT)
                 )
         #: The observation as a ``Dict`` of ``Box`` fields (the flat observation is its ``flatten``).
         self.dict_observation_space = spaces.Dict(fields)

@@ -25,6 +25,13 @@ MULTI_DISCRETE_HINT = "Action space for each agent probably should be gymnasium.
 ALL_ZEROS_HINT = "Observation numpy array is all zeros"
 #: The synthetic linear envs' Gaussian reward noise is unbounded, in the raw env's reward space as in the statistics.
 UNBOUNDED_HINT = "Agent's m(in|ax)imum observation space value is -?infinity"
+#: What api_test says of the raw environments' dict observations and actions (and of procurement's per-agent spaces).
+RAW_HINTS = [
+    "Observation is not a NumPy array",
+    "Observation space for each agent probably should be",
+    MULTI_DISCRETE_HINT,
+    "Agents have different observation space sizes",
+]
 
 
 def make(env_id, **kwargs):
@@ -201,6 +208,31 @@ def test_linear_statistics_are_the_ridge_sums_of_the_client():
             np.testing.assert_allclose(got["gram"], gram[a], rtol=1e-6, atol=1e-6)
             np.testing.assert_allclose(got["moment"], moment[a], rtol=1e-6, atol=1e-6)
     assert env.unwrapped.ledger.totals()["messages"] == 0
+
+
+def test_messages_pass_the_wrapped_fault_hooks():
+    from wrappers import MessageDrops
+
+    kwargs = {**PARALLEL_ENVS["fedbandit/FederatedMAB-v0"].test_kwargs, "topology": "complete"}
+    env = FixedShapeParallelEnv(MessageDrops(pettingzoo.make("parallel", "fedbandit/FederatedMAB-v0", **kwargs), 1.0))
+    inbox = env.dict_observation_space["inbox_counts"]
+    assert np.isneginf(inbox.low).all() and np.isposinf(inbox.high).all()  # hooks may change payloads
+    env.action_space("agent_0").seed(0)
+    env.reset(seed=0)
+    while env.agents:
+        observations, *_ = env.step(random_actions(env))
+    fields = env.unflatten(observations["agent_0"])
+    assert fields["counts"].sum() == kwargs["horizon"] and not fields["inbox_counts"].any()  # every copy lost
+
+
+@pytest.mark.parametrize("env_id", PARALLEL_IDS)
+def test_raw_aec_api(env_id):
+    """The raw environments through parallel_to_aec; their dict observations draw PettingZoo's style hints only."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for hint in RAW_HINTS:
+            warnings.filterwarnings("ignore", hint)
+        api_test(pettingzoo.make("aec", env_id, **PARALLEL_ENVS[env_id].test_kwargs), num_cycles=100)
 
 
 def test_dict_observations_and_pickle():
