@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 import pettingzoo
@@ -85,9 +85,38 @@ def _one_hot(index: int | None, size: int) -> np.ndarray:
     return vector
 
 
+def _top(raw: spaces.Dict, name: str) -> int:
+    """The largest value of the raw ``Discrete`` field ``name`` (a horizon, an arm or an agent index)."""
+    field = raw[name]
+    if not isinstance(field, spaces.Discrete):
+        raise TypeError(f"the raw observation field {name!r} must be a Discrete space, got {field}")
+    return int(field.start + field.n) - 1
+
+
+def _field(raw: spaces.Dict, name: str) -> spaces.Box:
+    """The raw ``Box`` field ``name``."""
+    field = raw[name]
+    if not isinstance(field, spaces.Box):
+        raise TypeError(f"the raw observation field {name!r} must be a Box space, got {field}")
+    return field
+
+
 def _scalar(value: Any) -> np.ndarray:
     """A float32 vector of one element."""
     return np.array([value], _FLOAT)
+
+
+class _Pull(NamedTuple):
+    """One agent's act step, as the fixed form adds it to the agent's statistics."""
+
+    #: The action played (an arm, or the units vector as a list).
+    played: Any
+    #: The act step's reward.
+    reward: float
+    #: The agent's raw observation before the act step (the linear contexts it chose from).
+    before: Mapping[str, Any]
+    #: Its raw observation after the act step (the procurement units and good units).
+    after: Mapping[str, Any]
 
 
 class _FamilyForm(ABC):
@@ -99,7 +128,7 @@ class _FamilyForm(ABC):
     sends_in_act: bool = False
 
     action_space: spaces.Space
-    statistics: spaces.Dict
+    statistics: dict[str, spaces.Box]
     local: dict[str, spaces.Box]
 
     @abstractmethod
@@ -107,15 +136,8 @@ class _FamilyForm(ABC):
         """The wrapped env's act-step action of agent ``j`` (None: leave it out) and extra infos."""
 
     @abstractmethod
-    def update(
-        self,
-        stats: dict[str, np.ndarray],
-        played: Any,
-        reward: float,
-        before: Mapping[str, Any],
-        after: Mapping[str, Any],
-    ) -> None:
-        """Add an act step to an agent's statistics: what it ``played``, its reward, its raw observations."""
+    def update(self, stats: dict[str, np.ndarray], pull: _Pull) -> None:
+        """Add an agent's act step to its statistics."""
 
     @abstractmethod
     def local_values(self, raw: Mapping[str, Any], played: Any, reward: float) -> dict[str, np.ndarray]:
@@ -128,12 +150,13 @@ class _MABForm(_FamilyForm):
     sends_in_act = True
 
     def __init__(self, raw: spaces.Dict) -> None:
-        self.num_arms = k = int(raw["arm"].n) - 1
-        self.horizon = t = int(raw["slot"].n) - 1
-        self.num_agents = int(raw["partner"].n) - 1
-        low, high = float(raw["reward"].low), float(raw["reward"].high)
+        self.num_arms = k = _top(raw, "arm") + 1
+        t = _top(raw, "slot")
+        self.num_agents = _top(raw, "partner") + 1
+        reward = _field(raw, "reward")
+        low, high = float(reward.low), float(reward.high)
         self.action_space = spaces.Discrete(k)
-        self.statistics = spaces.Dict({"counts": _box(0, t, (k,)), "sums": _box(t * low, t * high, (k,))})
+        self.statistics = {"counts": _box(0, t, (k,)), "sums": _box(t * low, t * high, (k,))}
         self.local = {
             "slot": _box(0, t, (1,)),
             "arm": _box(0, 1, (k,)),
@@ -145,17 +168,10 @@ class _MABForm(_FamilyForm):
         """The arm as a Python int."""
         return int(action), {}
 
-    def update(
-        self,
-        stats: dict[str, np.ndarray],
-        played: Any,
-        reward: float,
-        before: Mapping[str, Any],
-        after: Mapping[str, Any],
-    ) -> None:
+    def update(self, stats: dict[str, np.ndarray], pull: _Pull) -> None:
         """One more pull of the arm played."""
-        stats["counts"][played] += 1
-        stats["sums"][played] += reward
+        stats["counts"][pull.played] += 1
+        stats["sums"][pull.played] += pull.reward
 
     def local_values(self, raw: Mapping[str, Any], played: Any, reward: float) -> dict[str, np.ndarray]:
         """The next slot, the last arm and reward, the next gossip partner."""
@@ -173,20 +189,20 @@ class _LinearForm(_FamilyForm):
     peers = False
 
     def __init__(self, raw: spaces.Dict) -> None:
-        contexts = raw["contexts"]
-        self.num_arms, self.dimension = k, d = contexts.shape
-        t = int(raw["slot"].n) - 1
+        contexts = _field(raw, "contexts")
+        k, d = contexts.shape
+        self.num_arms = k
+        t = _top(raw, "slot")
         bound = float(np.abs(contexts.high).max())
-        low, high = float(raw["reward"].low), float(raw["reward"].high)
+        reward = _field(raw, "reward")
+        low, high = float(reward.low), float(reward.high)
         largest = max(abs(low), abs(high))
         self.action_space = spaces.Discrete(k)
-        self.statistics = spaces.Dict(
-            {
-                "gram": _box(-t * bound**2, t * bound**2, (d, d)),
-                "moment": _box(-t * bound * largest, t * bound * largest, (d,)),
-                "pulls": _box(0, t, (1,)),
-            }
-        )
+        self.statistics = {
+            "gram": _box(-t * bound**2, t * bound**2, (d, d)),
+            "moment": _box(-t * bound * largest, t * bound * largest, (d,)),
+            "pulls": _box(0, t, (1,)),
+        }
         self.local = {
             "slot": _box(0, t, (1,)),
             "active": _box(0, 1, (1,)),
@@ -199,18 +215,11 @@ class _LinearForm(_FamilyForm):
         """The arm of an active client; None for the others (the env ignores them)."""
         return (int(action) if raw["active"] else None), {}
 
-    def update(
-        self,
-        stats: dict[str, np.ndarray],
-        played: Any,
-        reward: float,
-        before: Mapping[str, Any],
-        after: Mapping[str, Any],
-    ) -> None:
+    def update(self, stats: dict[str, np.ndarray], pull: _Pull) -> None:
         """Add x x^T, r x and one pull for the context x of the arm played."""
-        x = np.asarray(before["contexts"][played], np.float64)
+        x = np.asarray(pull.before["contexts"][pull.played], np.float64)
         stats["gram"] += np.outer(x, x)
-        stats["moment"] += reward * x
+        stats["moment"] += pull.reward * x
         stats["pulls"] += 1
 
     def local_values(self, raw: Mapping[str, Any], played: Any, reward: float) -> dict[str, np.ndarray]:
@@ -228,13 +237,18 @@ class _ProcurementForm(_FamilyForm):
     """Procurement: units per producer (capped at the agent's capacities), units and good units bought."""
 
     def __init__(self, raw: list[spaces.Dict]) -> None:
-        capacities = np.stack([np.asarray(space["procured"].nvec) - 1 for space in raw])
-        self.capacities = capacities
+        nvecs = []
+        for space in raw:
+            procured = space["procured"]
+            if not isinstance(procured, spaces.MultiDiscrete):
+                raise TypeError(f"the raw observation field 'procured' must be a MultiDiscrete space, got {procured}")
+            nvecs.append(np.asarray(procured.nvec))
+        self.capacities = capacities = np.stack(nvecs) - 1
         m = capacities.shape[1]
-        t = int(raw[0]["t"].n) - 1
+        t = _top(raw[0], "t")
         most = int(capacities.max())
         self.action_space = spaces.MultiDiscrete(capacities.max(axis=0) + 1)
-        self.statistics = spaces.Dict({"units": _box(0, t * most, (m,)), "goods": _box(0, t * most, (m,))})
+        self.statistics = {"units": _box(0, t * most, (m,)), "goods": _box(0, t * most, (m,))}
         self.local = {"round": _box(0, t, (1,)), "procured": _box(0, most, (m,)), "successes": _box(0, most, (m,))}
 
     def env_action(self, j: int, action: Any, raw: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -243,17 +257,10 @@ class _ProcurementForm(_FamilyForm):
         capped = np.minimum(units, self.capacities[j])
         return capped, {"units_capped": int((units - capped).sum())}
 
-    def update(
-        self,
-        stats: dict[str, np.ndarray],
-        played: Any,
-        reward: float,
-        before: Mapping[str, Any],
-        after: Mapping[str, Any],
-    ) -> None:
+    def update(self, stats: dict[str, np.ndarray], pull: _Pull) -> None:
         """Add the round's units and good units."""
-        stats["units"] += after["procured"]
-        stats["goods"] += after["successes"]
+        stats["units"] += pull.after["procured"]
+        stats["goods"] += pull.after["successes"]
 
     def local_values(self, raw: Mapping[str, Any], played: Any, reward: float) -> dict[str, np.ndarray]:
         """The next round, the last round's units and good units."""
@@ -321,11 +328,12 @@ class FixedShapeParallelEnv(ParallelEnv):
         self.agents: list[str] = []
         self.metadata = {**env.metadata, "name": f"{env.metadata.get('name', 'fedbandit')}-fixed-shape"}
         self._index = {a: j for j, a in enumerate(self.possible_agents)}
-        fields: dict[str, spaces.Space] = {**form.statistics.spaces, **form.local}
+        self._message_space = spaces.Dict(dict(form.statistics))
+        fields: dict[str, spaces.Space] = {**form.statistics, **form.local}
         if self.messages == "broadcast":
             m = len(self.possible_agents)
             hooked = bool(env.message_hooks())  # DP noise or faults may move a payload out of its bounds
-            for name, space in form.statistics.spaces.items():
+            for name, space in form.statistics.items():
                 shape = (m, *space.shape)
                 fields[f"inbox_{name}"] = (
                     _box(-np.inf, np.inf, shape)
@@ -357,13 +365,13 @@ class FixedShapeParallelEnv(ParallelEnv):
     def message_space(self, agent: str) -> spaces.Dict:
         """The payload space of the statistics messages ``agent`` sends under the ``"broadcast"`` rule."""
         self._agent_index(agent)
-        return self.form.statistics
+        return self._message_space
 
     def unflatten(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         """The fields of a flat observation (see :attr:`dict_observation_space`)."""
         if not self.flatten:
             raise ValueError("observations are already dicts (flatten=False); there is nothing to unflatten")
-        return spaces.unflatten(self.dict_observation_space, observation)
+        return cast(dict[str, np.ndarray], spaces.unflatten(self.dict_observation_space, observation))
 
     def _agent_index(self, agent: str) -> int:
         if agent not in self._index:
@@ -403,8 +411,8 @@ class FixedShapeParallelEnv(ParallelEnv):
         """Start an episode of the wrapped environment (``seed`` and ``options`` are passed on)."""
         raw, infos = self.env.reset(seed=seed, options=options)
         form, m = self.form, len(self.possible_agents)
-        self._stats = [{k: np.zeros(s.shape) for k, s in form.statistics.spaces.items()} for _ in range(m)]
-        self._inbox = [{k: np.zeros((m, *s.shape)) for k, s in form.statistics.spaces.items()} for _ in range(m)]
+        self._stats = [{k: np.zeros(s.shape) for k, s in form.statistics.items()} for _ in range(m)]
+        self._inbox = [{k: np.zeros((m, *s.shape)) for k, s in form.statistics.items()} for _ in range(m)]
         topology = self.env.unwrapped.context.topologies[0]
         self._recipients = [topology.neighbours(j).tolist() for j in range(m)]
         self._gossip = self.env.unwrapped.core.channel.config.gossip is not None
@@ -425,7 +433,7 @@ class FixedShapeParallelEnv(ParallelEnv):
         for agent, action in played.items():
             j = self._index[agent]
             if action is not None:
-                self.form.update(self._stats[j], action, act_rewards[agent], before[agent], raw[agent])
+                self.form.update(self._stats[j], _Pull(action, act_rewards[agent], before[agent], raw[agent]))
         self._receive(raw)
         totals = dict(act_rewards)
         infos = {a: {**infos.get(a, {}), **extra.get(a, {})} for a in self.agents}
