@@ -91,6 +91,16 @@ def test_max_cycles(env_id):
     max_cycles_test(module)
 
 
+@pytest.mark.parametrize("env_id", ["fedbandit/FederatedMAB-v0", "fedbandit/GossipMAB-v0"])
+def test_raw_mab_max_cycles_is_its_horizon(env_id):
+    """A raw MAB slot is one step (without boundary hops), so its horizon passes for max_cycles."""
+
+    def raw(max_cycles):
+        return pettingzoo.make("parallel", env_id, **{**PARALLEL_ENVS[env_id].test_kwargs, "horizon": max_cycles})
+
+    max_cycles_test(types.SimpleNamespace(parallel_env=raw, env=lambda max_cycles: parallel_to_aec(raw(max_cycles))))
+
+
 @pytest.mark.parametrize("env_id", FAMILY_IDS)
 def test_one_step_per_slot_until_the_horizon(env_id):
     env = make(env_id)
