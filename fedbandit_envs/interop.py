@@ -349,6 +349,7 @@ class FixedShapeParallelEnv(ParallelEnv):
         self._inbox: list[dict[str, np.ndarray]] = []
         self._raw: dict[str, Any] = {}
         self._recipients: list[list[int]] = []
+        self._gossip = False
         self._cycles = 0
 
     # ------------------------------------------------------------------ spaces
