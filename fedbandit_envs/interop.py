@@ -19,8 +19,9 @@ and gives every agent:
   (zeros until one arrives; within the statistics' bounds, or unbounded when the wrapped env has message
   hooks: DP noise or faults may move a payload out of them);
 * **messages sent by a declared rule** (``messages=``): ``"broadcast"`` sends the agent's own statistics
-  (a payload in :meth:`FixedShapeParallelEnv.message_space`, kind :data:`STATISTICS`) to each agent
-  neighbour in every slot (with gossip activation, to the announced partner only); ``"none"`` sends
+  (a payload in :meth:`FixedShapeParallelEnv.message_space`, kind :data:`STATISTICS`) to its agent
+  neighbours in every slot (a ``NEIGHBOURS`` message; explicit copies where the topology also has a server;
+  with gossip activation, to the announced partner only); ``"none"`` sends
   nothing and drops the inbox fields. Messages go through the wrapped environment's channel, so they
   are costed in its ledger and pass its wrappers' hooks (DP noise, faults) like any other.
 
@@ -55,7 +56,7 @@ import pettingzoo
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from fedbandit_envs.channel import Message
+from fedbandit_envs.channel import NEIGHBOURS, Message
 from fedbandit_envs.core import EPISODE_OVER
 from fedbandit_envs.env_base import ACT
 from fedbandit_envs.validation import check_choice, check_int
@@ -415,7 +416,11 @@ class FixedShapeParallelEnv(ParallelEnv):
         self._stats = [{k: np.zeros(s.shape) for k, s in form.statistics.items()} for _ in range(m)]
         self._inbox = [{k: np.zeros((m, *s.shape)) for k, s in form.statistics.items()} for _ in range(m)]
         topology = self.env.unwrapped.context.topologies[0]
-        self._recipients = [topology.neighbours(j).tolist() for j in range(m)]
+        # one NEIGHBOURS broadcast per agent (the channel makes the copies) unless it would reach a server too
+        self._recipients = [
+            ([NEIGHBOURS] if neighbours.size else []) if not topology.server_links.any() else neighbours.tolist()
+            for neighbours in map(topology.neighbours, range(m))
+        ]
         self._gossip = self.env.unwrapped.core.channel.config.gossip is not None
         self._raw = dict(raw)
         self._cycles = 0
@@ -525,7 +530,8 @@ class FixedShapeParallelEnv(ParallelEnv):
             if self.messages == "broadcast":
                 fields.update({f"inbox_{k}": v.astype(_FLOAT) for k, v in self._inbox[j].items()})
             if self.flatten:
-                observations[agent] = spaces.flatten(self.dict_observation_space, fields)
+                # gymnasium's flatten of a Dict of Boxes, without its per-field dispatch
+                observations[agent] = np.concatenate([fields[k].ravel() for k in self.dict_observation_space])
             else:
                 observations[agent] = fields
         return observations

@@ -256,6 +256,21 @@ def test_raw_aec_api(env_id):
         api_test(pettingzoo.make("aec", env_id, **PARALLEL_ENVS[env_id].test_kwargs), num_cycles=100)
 
 
+@pytest.mark.parametrize("env_id", FAMILY_IDS)
+def test_flat_observation_is_gymnasium_flatten_of_the_dict_observation(env_id):
+    flat, nested = make(env_id), make(env_id, flatten=False)
+    flat_observations, _ = flat.reset(seed=4)
+    dict_observations, _ = nested.reset(seed=4)
+    flat.action_space(flat.possible_agents[0]).seed(4)
+    while flat.agents:
+        for agent, observation in flat_observations.items():
+            expected = spaces.flatten(nested.dict_observation_space, dict_observations[agent])
+            assert observation.dtype == expected.dtype and np.array_equal(observation, expected)
+        actions = random_actions(flat)
+        flat_observations, *_ = flat.step(actions)
+        dict_observations, *_ = nested.step(actions)
+
+
 def test_dict_observations_and_pickle():
     env = make("fedbandit/GossipMAB-v0", flatten=False)
     observations, _ = env.reset(seed=2)
