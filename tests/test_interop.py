@@ -146,6 +146,23 @@ def test_mab_statistics_and_rewards_match_the_raw_env_exactly():
     assert env.unwrapped.ledger.totals()["messages"] == kwargs["horizon"] * m * (m - 1)
 
 
+def test_agents_linked_to_a_server_too_send_to_their_agent_neighbours_only():
+    from fedbandit_envs.topology import from_adjacency
+
+    m, horizon = 4, 10
+    ring = np.roll(np.eye(m, dtype=bool), 1, axis=1) | np.roll(np.eye(m, dtype=bool), -1, axis=1)
+    topology = from_adjacency(ring, server_links=np.ones(m, dtype=bool))
+    env = make_fixed_shape("fedbandit/FederatedMAB-v0", num_agents=m, num_arms=3, horizon=horizon, topology=topology)
+    env.reset(seed=0)
+    while env.agents:
+        observations, *_ = env.step(dict.fromkeys(env.agents, 1))
+    assert env.unwrapped.ledger.totals()["messages"] == horizon * 2 * m  # no copy to the (unhosted) server
+    for i in range(m):
+        received = env.unflatten(observations[f"agent_{i}"])["inbox_counts"][:, 1]
+        expected = np.where(ring[i], horizon - 1, 0)  # the neighbours' pulls before the last slot
+        assert np.array_equal(received, expected.astype(np.float32))
+
+
 def test_gossip_sends_to_the_announced_partner_only():
     env = make("fedbandit/GossipMAB-v0")
     env.action_space(env.possible_agents[0]).seed(1)
