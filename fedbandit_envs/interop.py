@@ -522,7 +522,7 @@ class FixedShapeParallelEnv(ParallelEnv):
 
     def _observations(self, played: Mapping[str, Any], rewards: Mapping[str, float]) -> dict[str, Any]:
         """Every live agent's fixed-shape observation after a slot (or at reset)."""
-        observations = {}
+        observations: dict[str, Any] = {}
         for agent in self.agents:
             j = self._index[agent]
             fields = {k: v.astype(_FLOAT) for k, v in self._stats[j].items()}
