@@ -212,28 +212,36 @@ def test_procurement_statistics_broadcast_after_the_round_and_capacities_cap_uni
 
 
 def test_linear_statistics_are_the_ridge_sums_of_the_client():
-    env = make("fedbandit/FederatedLinearHeterogeneous-v0")
+    env_id = "fedbandit/FederatedLinearHeterogeneous-v0"
+    env = make(env_id)
+    raw = pettingzoo.make("parallel", env_id, **PARALLEL_ENVS[env_id].test_kwargs)
     assert env.messages == "none" and not any(k.startswith("inbox") for k in env.dict_observation_space)
-    observations, _ = env.reset(seed=5)
+    env.reset(seed=5)
+    raw_observations, _ = raw.reset(seed=5)
     d = env.dict_observation_space["moment"].shape[0]
     gram = {a: np.zeros((d, d)) for a in env.possible_agents}
     moment = {a: np.zeros(d) for a in env.possible_agents}
+    pulls = dict.fromkeys(env.possible_agents, 0)
     rng = np.random.default_rng(5)
     while env.agents:
-        fields = {a: env.unflatten(o) for a, o in observations.items()}
-        actions = {a: int(rng.integers(0, 3)) for a in env.agents}
+        actions = {a: int(rng.integers(0, env.action_space(a).n)) for a in env.agents}
+        active = [a for a in raw.agents if raw_observations[a]["active"]]
+        chosen = {a: raw_observations[a]["contexts"][actions[a]].copy() for a in active}  # raw float64 contexts
         observations, rewards, *_ = env.step(actions)
-        active = [a for a in fields if fields[a]["active"][0]]
-        assert len(active) == 1
-        assert all(rewards[a] == 0.0 for a in rewards if a not in active)
+        raw_observations, raw_rewards, *_ = raw.step({a: actions[a] for a in active})
+        assert rewards == raw_rewards  # one slot: the act step's rewards (the report step gives 0)
         for a in active:
-            context = fields[a]["contexts"][actions[a]].astype(np.float64)
-            gram[a] += np.outer(context, context)
-            moment[a] += rewards[a] * context
+            gram[a] += np.outer(chosen[a], chosen[a])
+            moment[a] += raw_rewards[a] * chosen[a]
+            pulls[a] += 1
+        while raw.agents and raw_observations["client_0"]["phase"] == 1:  # the report step
+            raw_observations, *_ = raw.step({})
         for a, observation in observations.items():
             got = env.unflatten(observation)
-            np.testing.assert_allclose(got["gram"], gram[a], rtol=1e-6, atol=1e-6)
-            np.testing.assert_allclose(got["moment"], moment[a], rtol=1e-6, atol=1e-6)
+            assert np.array_equal(got["gram"], gram[a].astype(np.float32))
+            assert np.array_equal(got["moment"], moment[a].astype(np.float32))
+            assert got["pulls"][0] == pulls[a]
+    assert sum(pulls.values()) == PARALLEL_ENVS[env_id].test_kwargs["horizon"]  # one active client per slot
     assert env.unwrapped.ledger.totals()["messages"] == 0
 
 
