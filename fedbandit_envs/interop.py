@@ -510,15 +510,17 @@ class FixedShapeParallelEnv(ParallelEnv):
         return out
 
     def _receive(self, raw: Mapping[str, Mapping[str, Any]]) -> None:
-        """Keep the latest statistics each agent received from each sender."""
+        """Keep the latest statistics each agent received from each sender (delivery order: the last one wins)."""
         if self.messages != "broadcast":
             return
-        for agent, observation in raw.items():
-            inbox = self._inbox[self._index[agent]]
-            for message in observation["inbox"]:
-                if message.kind == STATISTICS and message.sender >= 0:
-                    for name, value in message.payload.items():
-                        inbox[name][message.sender] = value
+        for batch in self.unwrapped.inbox_from(raw):
+            if batch.kind != STATISTICS:
+                continue
+            for row, (sender, recipient) in enumerate(zip(batch.sender.tolist(), batch.recipient.tolist())):
+                if sender >= 0:
+                    inbox = self._inbox[recipient]
+                    for name, values in batch.payload.items():
+                        inbox[name][sender] = values[row]
 
     def _observations(self, played: Mapping[str, Any], rewards: Mapping[str, float]) -> dict[str, Any]:
         """Every live agent's fixed-shape observation after a slot (or at reset)."""
