@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import numpy as np
 import pytest
@@ -11,15 +12,17 @@ os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # before flwr is first imp
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 pytest.importorskip("flwr")
 
+from agents.li_song import CDPMAB  # noqa: E402
 from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
-from fedbandit_envs.flower import FederationSpec, run_flower  # noqa: E402
+from fedbandit_envs.flower import FederationSpec, run_flower, run_local  # noqa: E402
 from fedbandit_envs.run import run  # noqa: E402
+from wrappers import LaplaceMessageDP  # noqa: E402
 
 
 class Recording:
     """A population that records the arms and rewards of every slot (for the slot-for-slot comparison)."""
 
-    def __init__(self, algorithm: str) -> None:
+    def __init__(self, algorithm) -> None:
         self.inner = make_algorithm(algorithm)
         self.arms: list[np.ndarray] = []
         self.rewards: list[np.ndarray] = []
@@ -33,7 +36,7 @@ class Recording:
         self.inner.observe(feedback)
 
 
-def simulate(algorithm: str, env_kwargs: dict, seed: int, wrappers=()):
+def simulate(algorithm, env_kwargs: dict, seed: int, wrappers=()):
     """The simulator's PettingZoo path: results at every slot, and the arms and rewards of every slot."""
     made: list[Recording] = []
 
@@ -48,7 +51,7 @@ def simulate(algorithm: str, env_kwargs: dict, seed: int, wrappers=()):
         [seed],
         checkpoints=list(range(1, horizon + 1)),
         batched=False,
-        label=algorithm,
+        label="algorithm",
         wrappers=wrappers,
         reference=None,
     )
@@ -59,16 +62,58 @@ def without_wall_time(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in row.items() if k != "wall_time"} for row in rows]
 
 
-def assert_same_run(algorithm: str, env_kwargs: dict, seed: int, wrappers=()) -> None:
+def assert_same_run(algorithm, env_kwargs: dict, seed: int, wrappers=(), engine=run_local):
     horizon = env_kwargs["horizon"]
     expected, arms, rewards = simulate(algorithm, env_kwargs, seed, wrappers)
-    flower = run_flower(FederationSpec(algorithm, env_kwargs, seed, wrappers), checkpoints=list(range(1, horizon + 1)))
+    flower = engine(
+        FederationSpec(algorithm, env_kwargs, seed, wrappers, label="algorithm"),
+        checkpoints=list(range(1, horizon + 1)),
+    )
+    if isinstance(flower, tuple):
+        flower = flower[0]
     np.testing.assert_array_equal(flower.arms, arms)
     np.testing.assert_array_equal(flower.rewards, rewards)
     np.testing.assert_array_equal(flower.referee_rewards, rewards)
     assert without_wall_time(flower.results.curves) == without_wall_time(expected.curves)
     assert without_wall_time(flower.results.agents) == without_wall_time(expected.agents)
+    return flower, expected
+
+
+def test_full_sharing_ucb_on_the_simulation_engine_matches_the_simulator():
+    assert_same_run("full_sharing_ucb", {"num_agents": 3, "num_arms": 4, "horizon": 8}, seed=3, engine=run_flower)
 
 
 def test_full_sharing_ucb_matches_the_simulator():
-    assert_same_run("full_sharing_ucb", {"num_agents": 3, "num_arms": 4, "horizon": 8}, seed=3)
+    flower, _ = assert_same_run("full_sharing_ucb", {"num_agents": 4, "num_arms": 5, "horizon": 60}, seed=1)
+    assert flower.ledger["messages"] > 0
+
+
+CDP = {"num_agents": 6, "num_arms": 4, "horizon": 400, "instance_seed": 2}
+
+
+def test_cdp_mab_matches_the_simulator():
+    flower, expected = assert_same_run("cdp_mab", {**CDP, "horizon": 300}, seed=4)
+    assert expected.curves[-1]["up_messages"] > 0  # a round was aggregated and broadcast
+
+
+def test_cdp_mab_capped_with_partial_participation_matches_the_simulator():
+    algorithm = partial(CDPMAB, rounds=2, delta_schedule_base=0.5, participation=0.5)
+    _, expected = assert_same_run(algorithm, CDP, seed=4)
+    last = expected.curves[-1]
+    assert last["up_messages"] > 3 and last["down_messages"] > 6  # several rounds of three participants
+
+
+def test_cdp_mab_under_a_dp_wrapper_spends_the_simulators_privacy():
+    algorithm = partial(CDPMAB, rounds=3, delta_schedule_base=0.7, participation=0.5)
+    wrappers = [lambda env: LaplaceMessageDP(env, epsilon=1.0, calibration="paper", n_agg=3)]
+    env = {**CDP, "horizon": 200}
+    flower, expected = assert_same_run(algorithm, env, seed=5, wrappers=wrappers)
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == env["horizon"]]
+    np.testing.assert_array_equal(flower.epsilon_spent, spent)
+    assert max(spent) == 6.0  # two noised epoch means at N epsilon = 3 each
+
+
+def test_full_sharing_ucb_with_drops_matches_the_simulator():
+    env = {"num_agents": 4, "num_arms": 5, "horizon": 80, "drop_prob": 0.3}
+    flower, expected = assert_same_run("full_sharing_ucb", env, seed=2)
+    assert flower.ledger["dropped"] == expected.curves[-1]["dropped"] > 0

@@ -19,6 +19,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from fedbandit_envs.flower.agent import SUPPORTED_FAMILIES, AgentHooks, AgentShard, FederationSpec  # noqa: E402
 from fedbandit_envs.flower.apps import FlowerRun, client_app, drive, privacy_mod, server_app  # noqa: E402
+from fedbandit_envs.flower.local import LocalGrid, run_local  # noqa: E402
 from fedbandit_envs.flower.simulation import run_flower  # noqa: E402
 
 __all__ = [
@@ -27,9 +28,11 @@ __all__ = [
     "AgentShard",
     "FederationSpec",
     "FlowerRun",
+    "LocalGrid",
     "client_app",
     "drive",
     "privacy_mod",
     "run_flower",
+    "run_local",
     "server_app",
 ]
