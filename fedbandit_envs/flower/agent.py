@@ -29,6 +29,7 @@ import numpy as np
 from fedbandit_envs.algorithms import algorithm_name, make_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.core import Feedback, MessageHook, ObservedRecords, Phase, Step, reset_hooks
+from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.families.registry import Family
 from fedbandit_envs.flower.records import rows_of
 from fedbandit_envs.rewards import NOISE_BLOCK, draw_noise
@@ -36,10 +37,18 @@ from fedbandit_envs.run import build_env, privacy_spent
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.validation import check_int
 
-__all__ = ["SUPPORTED_FAMILIES", "AgentHooks", "AgentShard", "FederationSpec"]
+__all__ = ["NOT_SPLITTABLE", "SUPPORTED_FAMILIES", "AgentHooks", "AgentShard", "FederationSpec"]
 
 #: The families a Flower federation runs on in this version.
-SUPPORTED_FAMILIES = ("mab",)
+SUPPORTED_FAMILIES = ("mab", "linear")
+
+#: Populations a client cannot run for its agent alone (by class name), and why.
+NOT_SPLITTABLE = {
+    "SyncLinUCB": (
+        "its synchronisation is a global event every client learns without a message (free in the paper), "
+        "decided by the acting client's statistics, which the other clients do not hold"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,9 @@ class FederationSpec:
         run yet.
         """
         population = make_algorithm(self.algorithm)
+        reason = NOT_SPLITTABLE.get(type(population).__name__)
+        if reason is not None:
+            raise ValueError(f"{type(population).__name__} cannot run as a Flower federation: {reason}")
         env, family = build_env(self.algorithm, population, self.env_kwargs, self.wrappers if wrapped else ())
         if family.name not in SUPPORTED_FAMILIES:
             raise ValueError(
@@ -88,7 +100,7 @@ class FederationSpec:
                 "run this algorithm with fedbandit_envs.run.run instead"
             )
         core = env.unwrapped.core
-        if core.config.reward_tape:
+        if getattr(core.config, "reward_tape", False):
             raise ValueError("the Flower adapter draws rewards from the block stream; use reward_tape=False")
         core.reset([self.seed])
         return population, env, family
@@ -104,7 +116,11 @@ class FederationSpec:
 
 
 class AgentShard:
-    """What the Flower client of agent ``agent`` holds: its learner and its arms' rewards.
+    """What the Flower client of agent ``agent`` holds: its learner and (MAB family) its arms' rewards.
+
+    On the linear family the environment's stream decides who arrives and draws every active client's
+    contexts and reward noise together, so the referee (the server) hands the acting client its contexts
+    and its reward, as the PettingZoo environment hands them to an agent; the client keeps only its learner.
 
     Args:
         spec: the run.
@@ -118,12 +134,15 @@ class AgentShard:
         m = self.context.num_agents
         self.agent = spec.check_agent(agent, m)
         self.population = population
-        self.means = core.means[0, self.agent].copy()
-        self.reward_model = core.reward_model
-        self._reward_rng = SeedStreams.from_seed(spec.seed).generator("rewards")
-        self._noise = np.empty(0)
+        self.linear = isinstance(self.context, LinearContext)
+        if not self.linear:
+            self.means = core.means[0, self.agent].copy()
+            self.reward_model = core.reward_model
+            self._reward_rng = SeedStreams.from_seed(spec.seed).generator("rewards")
+            self._noise = np.empty(0)
         self.observed = np.zeros((1, m, self.context.num_arms), np.int64)
         self.observed_total = np.zeros((1, m), np.int64)
+        self._step = Step(-1)
         self._arms = np.zeros((1, m), np.int64)
         self._reward = 0.0
         population.reset(self.context)
@@ -137,26 +156,44 @@ class AgentShard:
         means = self.means[arm].reshape(1, 1)
         return float(self.reward_model.transform(means, self._noise[offset].reshape(1, 1))[0, 0])
 
-    def _partners(self, partner: int) -> np.ndarray:
-        partners = np.full((1, self.context.num_agents), -1, np.int64)
-        partners[0, self.agent] = partner
-        return partners
+    def own_columns(self, step: Step) -> np.ndarray:
+        """The columns of an action that are this agent's: its own (MAB) or its positions among the active clients."""
+        if step.clients is None:
+            return np.array([self.agent])
+        return np.flatnonzero(step.clients[0] == self.agent)
 
-    def act(self, slot: int, partner: int) -> tuple[int, float, list[MessageBatch]]:
-        """The agent's arm in ``slot``, its reward, and its own rows of the messages sent with the action."""
-        action = self.population.act(Step(slot, partners=self._partners(partner)))
-        self._arms = np.asarray(action.arms, np.int64).reshape(1, -1).copy()
-        arm = int(self._arms[0, self.agent])
-        self._reward = self._draw_reward(slot, arm)
-        return arm, self._reward, rows_of(action.messages, "sender", self.agent)
+    def act(self, step: Step) -> tuple[np.ndarray, float | None, list[MessageBatch]]:
+        """The population's (1, n) arms for ``step``, the agent's reward, its own rows of the messages sent.
 
-    def observe(self, slot: int, inbox: list[MessageBatch], partner: int) -> None:
-        """Learn from the slot: the agent's own arm and reward, the copies addressed to it, its next partner."""
-        rewards = np.zeros((1, self.context.num_agents))
-        rewards[0, self.agent] = self._reward
-        self.population.observe(Feedback(slot, self._arms, rewards, inbox, self._partners(partner)))
-        self.observed[0, self.agent, self._arms[0, self.agent]] += 1
-        self.observed_total[0, self.agent] += 1
+        Only the agent's own columns of the arms count (:meth:`own_columns`); the reward is None on the
+        linear family (the referee hands it out).
+        """
+        action = self.population.act(step)
+        self._step = step
+        self._arms = np.asarray(action.arms, np.int64).copy()
+        out = rows_of(action.messages, "sender", self.agent)
+        if self.linear:
+            return self._arms[0], None, out
+        self._reward = self._draw_reward(step.slot, int(self._arms[0, self.agent]))
+        return self._arms[0], self._reward, out
+
+    def observe(self, slot: int, inbox: list[MessageBatch], facts: dict[str, np.ndarray]) -> None:
+        """Learn from the slot: the agent's own arms and rewards, the copies addressed to it, and ``facts``.
+
+        ``facts`` are the referee's, masked to this agent: the gossip partners of the next slot (MAB
+        family) or the rewards of the agent's positions (linear family).
+        """
+        own = self.own_columns(self._step)
+        if self.linear:
+            feedback: Any = LinearFeedback(slot, self._step.client_ids(), self._arms, facts["rewards"])
+            self.observed_total[0, self.agent] += len(own)
+        else:
+            rewards = np.zeros((1, self.context.num_agents))
+            rewards[0, self.agent] = self._reward
+            feedback = Feedback(slot, self._arms, rewards, inbox, facts["partners"])
+            self.observed[0, self.agent, self._arms[0, self.agent]] += 1
+            self.observed_total[0, self.agent] += 1
+        self.population.observe(feedback)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
         """The agent's own rows of the population's messages in a message-only phase."""
@@ -184,6 +221,7 @@ class AgentHooks:
         _, env, _ = spec.world(wrapped=True)
         context = env.unwrapped.core.context
         self.agent = spec.check_agent(agent, context.num_agents)
+        self.per_arm = not isinstance(context, LinearContext)  # the records the family's core keeps
         shape = (1, context.num_agents)
         records = ObservedRecords(np.zeros(shape, np.int64), np.zeros((*shape, context.num_arms), np.int64))
         streams = [SeedStreams.from_seed(spec.seed)]
@@ -196,7 +234,7 @@ class AgentHooks:
         for hook in self.message_hooks:
             attach = getattr(hook, "attach_records", None)
             if attach is not None:
-                attach(ObservedRecords(agent_counts, arm_counts))
+                attach(ObservedRecords(agent_counts, arm_counts if self.per_arm else None))
             batches = hook(slot, batches)
         return batches
 

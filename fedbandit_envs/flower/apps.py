@@ -28,7 +28,7 @@ from flwr.clientapp import ClientApp
 from flwr.clientapp.typing import ClientAppCallable
 from flwr.serverapp import Grid, ServerApp
 
-from fedbandit_envs.core import Action, Phase
+from fedbandit_envs.core import Action, Feedback, Phase, Step
 from fedbandit_envs.flower.agent import AgentHooks, AgentShard, FederationSpec
 from fedbandit_envs.flower.records import batches_from_records, batches_to_records, merge_batches, rows_of
 from fedbandit_envs.run import Recorder, Results, checkpoint_slots
@@ -49,9 +49,11 @@ class FlowerRun:
 
     Attributes:
         results: the tidy tables of :func:`fedbandit_envs.run.run` (curves and per-agent rows).
-        arms: (T, M) the arm each client pulled in each slot.
-        rewards: (T, M) the reward each client drew from its own stream.
-        referee_rewards: (T, M) the rewards the server's environment drew for the same pulls (equal to
+        arms: (T, n) the arms pulled in each slot: every agent's (n = M, MAB family) or the active clients'
+            (n = m, linear family).
+        rewards: (T, n) the rewards the clients drew from their own streams (MAB family; NaN on the linear
+            family, whose rewards the referee hands out).
+        referee_rewards: (T, n) the rewards the server's environment drew for the same pulls (equal to
             ``rewards`` when the clients' streams are the environment's).
         ledger: the ledger's totals at the end (:meth:`fedbandit_envs.channel.Ledger.totals`).
         epsilon_spent: (M,) epsilon each client's privacy mod accounted, or None without one.
@@ -69,13 +71,15 @@ class FlowerRun:
 
 # ---------------------------------------------------------------------- wire helpers
 def _phase_record(phase: Phase) -> ConfigRecord:
-    return ConfigRecord({"slot": phase.slot, "kind": phase.kind, "round": phase.round, "required": phase.required})
+    record = ConfigRecord({"slot": phase.slot, "kind": phase.kind, "round": phase.round, "required": phase.required})
+    if phase.positions is not None:
+        record["positions"] = [int(p) for p in phase.positions]
+    return record
 
 
 def _phase_from(record: Any) -> Phase:
-    if "positions" in record:
-        raise ValueError("phases with reporting positions (linear family) are not carried by this adapter")
-    return Phase(int(record["slot"]), str(record["kind"]), int(record["round"]), None, bool(record["required"]))
+    positions = np.array(record["positions"], np.int64) if "positions" in record else None
+    return Phase(int(record["slot"]), str(record["kind"]), int(record["round"]), positions, bool(record["required"]))
 
 
 def _clear_batches(content: RecordDict, prefix: str) -> None:
@@ -102,21 +106,26 @@ def _request_slot(op: Any, content: RecordDict) -> int:
 
 
 # ---------------------------------------------------------------------- client side
+def _arrays(content: RecordDict, key: str) -> dict[str, np.ndarray]:
+    return {name: array.numpy() for name, array in content[key].items()} if key in content else {}
+
+
 def _client_round(spec: FederationSpec, content: RecordDict, context: Context) -> RecordDict:
     """One round of a client: deliver, then answer the request; the shard is kept in ``context.state``."""
     op = content["op"]
     agent = _agent_of(context)
     shard = AgentShard(spec, agent) if op["deliver"] == "setup" else _load(context, _SHARD)
     if op["deliver"] == "observe":
-        shard.observe(int(op["observed_slot"]), batches_from_records(content, _INBOX), int(op["partner"]))
+        shard.observe(int(op["observed_slot"]), batches_from_records(content, _INBOX), _arrays(content, "facts"))
     elif op["deliver"] == "receive":
         shard.receive(_phase_from(content["deliver_phase"]), batches_from_records(content, _INBOX))
     reply = RecordDict({"action": ConfigRecord({"agent": agent})})
     out = []
     if op["request"] == "act":
-        arm, reward, out = shard.act(int(op["act_slot"]), int(op["partner"]))
-        reply["action"]["arm"] = arm
-        reply["report"] = MetricRecord({"reward": reward})
+        arms, reward, out = shard.act(Step(int(op["act_slot"]), **_arrays(content, "step")))
+        reply["arms"] = ArrayRecord({"arms": Array(arms)})
+        if reward is not None:
+            reply["report"] = MetricRecord({"reward": reward})
     elif op["request"] == "send":
         out = shard.send(_phase_from(content["request_phase"]))
     batches_to_records(out, _OUT, reply)
@@ -219,6 +228,29 @@ def _exchange(grid: Grid, contents: Mapping[int, RecordDict], timeout: float) ->
     return replies
 
 
+def _agent_step(step: Step, agent: int) -> ArrayRecord:
+    """What ``agent`` may see of an act step: its own gossip partner, the active clients, its own contexts."""
+    arrays = {}
+    if step.partners is not None:
+        partners = np.full_like(step.partners, -1)
+        partners[:, agent] = step.partners[:, agent]
+        arrays["partners"] = partners
+    if step.clients is not None and step.contexts is not None:
+        arrays["clients"] = step.clients
+        arrays["contexts"] = np.where((step.clients == agent)[..., None, None], step.contexts, 0.0)
+    return ArrayRecord({name: Array(np.ascontiguousarray(value)) for name, value in arrays.items()})
+
+
+def _agent_facts(feedback: Any, agent: int) -> ArrayRecord:
+    """What ``agent`` learns from the referee after a pull: its next gossip partner, or its own rewards."""
+    if isinstance(feedback, Feedback):
+        partners = np.full_like(feedback.partners, -1)
+        partners[:, agent] = feedback.partners[:, agent]
+        return ArrayRecord({"partners": Array(partners)})
+    rewards = np.where(feedback.clients == agent, feedback.rewards, 0.0)
+    return ArrayRecord({"rewards": Array(np.ascontiguousarray(rewards))})
+
+
 def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout: float = ROUND_TIMEOUT) -> FlowerRun:
     """Run the federation of ``spec`` over ``grid`` (one client per agent); the ``ServerApp``'s main."""
     population, env, family = spec.world(wrapped=False)
@@ -235,13 +267,15 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
             f"the federation needs one client per agent with partition-ids 0..{m - 1}, got {sorted(agents.values())}"
         )
     node_of = {agent: node for node, agent in agents.items()}
-    arms, rewards, referee = np.zeros((horizon, m), np.int64), np.zeros((horizon, m)), np.zeros((horizon, m))
+    arms: list[np.ndarray] = []
+    rewards: list[np.ndarray] = []
+    referee: list[np.ndarray] = []
     deliver: dict[str, Any] = {"deliver": "none"}
+    extra: dict[int, dict[str, Any]] = {agent: {} for agent in range(m)}  # records delivered with the round
     inbox: list = []
-    deliver_phase: Phase | None = None
     phase: Phase | None = None
     while True:
-        step = core.current_step()  # the next slot, and every agent's gossip partner in it
+        step = core.current_step()
         op = dict(deliver)
         if phase is not None:
             op["request"] = "send"
@@ -251,9 +285,9 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
             op["request"] = "none"
         contents = {}
         for agent in range(m):
-            content = RecordDict({"op": ConfigRecord({**op, "partner": int(step.gossip_partners()[0, agent])})})
-            if deliver_phase is not None:
-                content["deliver_phase"] = _phase_record(deliver_phase)
+            content = RecordDict({"op": ConfigRecord(op), **extra[agent]})
+            if op["request"] == "act":
+                content["step"] = _agent_step(step, agent)
             if phase is not None:
                 content["request_phase"] = _phase_record(phase)
             batches_to_records(rows_of(inbox, "recipient", agent), _INBOX, content)
@@ -267,28 +301,32 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
             break
         batches = merge_batches([batches_from_records(reply, _OUT) for reply in replies])
         if phase is None:
-            slot = step.slot
-            chosen = np.array([[int(reply["action"]["arm"]) for reply in replies]], np.int64)
-            feedback = core.play(Action(chosen, batches))
-            arms[slot], referee[slot] = chosen[0], feedback.rewards[0]
-            rewards[slot] = [float(reply["report"]["reward"]) for reply in replies]
-            inbox, deliver_phase, deliver = feedback.inbox, None, {"deliver": "observe", "observed_slot": slot}
+            owners = step.clients[0] if step.clients is not None else np.arange(m)
+            chosen = np.array([[replies[owner]["arms"]["arms"].numpy()[col] for col, owner in enumerate(owners)]])
+            feedback = core.play(Action(chosen.astype(np.int64), batches))
+            arms.append(chosen[0])
+            referee.append(np.asarray(feedback.rewards[0], float))
+            reported = [replies[owner].get("report") for owner in owners]
+            rewards.append(np.array([r["reward"] if r is not None else np.nan for r in reported]))
+            inbox = getattr(feedback, "inbox", [])
+            deliver = {"deliver": "observe", "observed_slot": step.slot}
+            extra = {agent: {"facts": _agent_facts(feedback, agent)} for agent in range(m)}
             phase = core.first_phase()
         else:
             sent = bool(batches)
+            inbox, deliver, extra = [], {"deliver": "none"}, {agent: {} for agent in range(m)}
             if sent or phase.required:
-                inbox, deliver_phase, deliver = core.exchange(phase, batches), phase, {"deliver": "receive"}
-            else:
-                inbox, deliver_phase, deliver = [], None, {"deliver": "none"}
+                inbox, deliver = core.exchange(phase, batches), {"deliver": "receive"}
+                extra = {agent: {"deliver_phase": _phase_record(phase)} for agent in range(m)}
             phase = core.next_phase(phase, sent)
         if phase is None:
             recorder.record(core.slot)
     epsilon, delta = privacy.epsilon_spent(), privacy.delta_spent()
     return FlowerRun(
         recorder.results,
-        arms,
-        rewards,
-        referee,
+        np.array(arms),
+        np.array(rewards),
+        np.array(referee),
         core.channel.ledger.totals(0),
         None if epsilon is None else epsilon[0],
         None if delta is None else delta[0],
