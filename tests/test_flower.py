@@ -12,7 +12,7 @@ os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # before flwr is first imp
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 pytest.importorskip("flwr")
 
-from agents.li_song import CDPMAB  # noqa: E402
+from agents.li_song import CDPMAB, hybrid_topology  # noqa: E402
 from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
 from fedbandit_envs.flower import FederationSpec, run_flower, run_local  # noqa: E402
 from fedbandit_envs.run import run  # noqa: E402
@@ -128,9 +128,44 @@ def test_async_linucb_matches_the_simulator():
     assert expected.curves[-1]["up_messages"] > 0 and expected.curves[-1]["down_messages"] > 0
 
 
-def test_sync_linucb_is_refused_with_the_reason():
-    with pytest.raises(ValueError, match="SyncLinUCB cannot run as a Flower federation: its synchronisation"):
-        run_local(FederationSpec("sync_linucb", LINEAR, seed=0))
+@pytest.mark.parametrize(
+    ("algorithm", "env", "reason"),
+    [
+        ("sync_linucb", LINEAR, "its synchronisation is a global event"),
+        (
+            "ddp_mab",
+            {"num_agents": 4, "num_arms": 3, "horizon": 10, "topology": "ring"},
+            "its agents check every relayed",
+        ),
+        (
+            "gossip_ucb",
+            {"num_agents": 4, "num_arms": 3, "horizon": 10, "gossip": "uniform_edge"},
+            "its vectorised agents read state beyond",
+        ),
+    ],
+)
+def test_populations_a_client_cannot_split_are_refused_with_the_reason(algorithm, env, reason):
+    with pytest.raises(ValueError, match=f"cannot run as a Flower federation: {reason}"):
+        run_local(FederationSpec(algorithm, env, seed=0))
+
+
+def test_hdp_mab_agent_links_are_relayed_by_the_server_and_charged_as_agent_links():
+    env = {
+        "num_agents": 6,
+        "num_arms": 4,
+        "horizon": 260,
+        "instance_seed": 2,
+        "topology": hybrid_topology(6, [1, 2, 3], "path"),
+    }
+    _, expected = assert_same_run("hdp_mab", env, seed=1)
+    assert expected.curves[-1]["peer_messages"] > 0 and expected.curves[-1]["up_messages"] > 0
+
+
+def test_dubey_flooding_over_a_ring_matches_the_simulator():
+    _, expected = assert_same_run(
+        "dubey_cooperative_ucb", {"num_agents": 5, "num_arms": 4, "horizon": 60, "topology": "ring"}, seed=1
+    )
+    assert expected.curves[-1]["peer_messages"] > 0
 
 
 def test_async_linucb_am_matches_the_simulator():

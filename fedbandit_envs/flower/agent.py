@@ -42,11 +42,24 @@ __all__ = ["NOT_SPLITTABLE", "SUPPORTED_FAMILIES", "AgentHooks", "AgentShard", "
 #: The families a Flower federation runs on in this version.
 SUPPORTED_FAMILIES = ("mab", "linear")
 
-#: Populations a client cannot run for its agent alone (by class name), and why.
+#: Populations a client cannot run for its agent alone (by class name), and why. Found by running them
+#: against the simulator; the reasons were read in their code.
 NOT_SPLITTABLE = {
     "SyncLinUCB": (
         "its synchronisation is a global event every client learns without a message (free in the paper), "
         "decided by the acting client's statistics, which the other clients do not hold"
+    ),
+    "DDPMAB": (
+        "its agents check every relayed vector against the origin agent's row of the population's arrays, "
+        "which a client does not hold"
+    ),
+    "GossipUCB": (
+        "its vectorised agents read state beyond their own row and inbox (the gossip step is played on the "
+        "population's arrays), so a client alone diverges from the simulator"
+    ),
+    "FedUCB": (
+        "its vectorised agents read state beyond their own row and inbox (the gossip step is played on the "
+        "population's arrays), so a client alone diverges from the simulator"
     ),
 }
 
@@ -86,7 +99,7 @@ class FederationSpec:
         """A fresh population, the scenario's environment (wrapped when ``wrapped``) reset with the seed, its family.
 
         The core is reset without message hooks: on Flower they run on the clients
-        (:meth:`AgentShard.hooks`), never on the server. Raises ``ValueError`` for a family Flower does not
+        (:class:`AgentHooks`), never on the server. Raises ``ValueError`` for a family Flower does not
         run yet.
         """
         population = make_algorithm(self.algorithm)
