@@ -14,6 +14,7 @@ pytest.importorskip("flwr")
 
 from agents.li_song import CDPMAB, hybrid_topology  # noqa: E402
 from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
+from fedbandit_envs.cli import main  # noqa: E402
 from fedbandit_envs.flower import FederationSpec, run_flower, run_local  # noqa: E402
 from fedbandit_envs.run import run  # noqa: E402
 from wrappers import LaplaceMessageDP  # noqa: E402
@@ -172,3 +173,18 @@ def test_async_linucb_am_matches_the_simulator():
     env = {**LINEAR, "mode": "heterogeneous", "global_dimension": 2, "local_dimensions": 1}
     _, expected = assert_same_run("async_linucb_am", env, seed=6)
     assert expected.curves[-1]["up_messages"] > 0
+
+
+def test_cli_runs_a_federation_and_writes_the_tables(tmp_path, capsys):
+    args = ["flower", "full_sharing_ucb", "--set", "num_agents=3", "--set", "horizon=20", "--seed", "3"]
+    code = main([*args, "--engine", "local", "--checkpoints", "4", "--out", str(tmp_path)])
+    assert code == 0
+    expected = run("full_sharing_ucb", {"num_agents": 3, "horizon": 20}, [3], checkpoints=4, reference=None)
+    assert f"group regret {expected.curves[-1]['group_regret']:.1f}" in capsys.readouterr().out
+    header, *rows = (tmp_path / "results.csv").read_text().splitlines()
+    assert header.startswith("algorithm,seed,slot,group_regret") and len(rows) == 4
+
+
+def test_cli_names_the_reason_a_federation_cannot_run(capsys):
+    assert main(["flower", "sync_linucb", "--set", "num_clients=3", "--set", "horizon=5", "--engine", "local"]) == 2
+    assert "SyncLinUCB cannot run as a Flower federation" in capsys.readouterr().err

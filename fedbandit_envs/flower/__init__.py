@@ -17,6 +17,11 @@ import os
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+try:
+    import flwr  # noqa: F401
+except ImportError as error:
+    raise ImportError("the Flower adapter needs flwr: pip install 'fedbandit-envs[flower]'") from error
+
 from fedbandit_envs.flower.agent import SUPPORTED_FAMILIES, AgentHooks, AgentShard, FederationSpec  # noqa: E402
 from fedbandit_envs.flower.apps import FlowerRun, client_app, drive, privacy_mod, server_app  # noqa: E402
 from fedbandit_envs.flower.local import LocalGrid, run_local  # noqa: E402
