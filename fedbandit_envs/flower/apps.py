@@ -56,6 +56,8 @@ class FlowerRun:
         referee_rewards: (T, n) the rewards the server's environment drew for the same pulls (equal to
             ``rewards`` when the clients' streams are the environment's).
         ledger: the ledger's totals at the end (:meth:`fedbandit_envs.channel.Ledger.totals`).
+        rounds: the rounds of Flower messages the server sent (one message to every client each), the
+            set-up round included.
         epsilon_spent: (M,) epsilon each client's privacy mod accounted, or None without one.
         delta_spent: (M,) delta likewise, or None.
     """
@@ -65,6 +67,7 @@ class FlowerRun:
     rewards: np.ndarray
     referee_rewards: np.ndarray
     ledger: dict[str, float]
+    rounds: int
     epsilon_spent: np.ndarray | None = None
     delta_spent: np.ndarray | None = None
 
@@ -274,6 +277,7 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
     extra: dict[int, dict[str, Any]] = {agent: {} for agent in range(m)}  # records delivered with the round
     inbox: list = []
     phase: Phase | None = None
+    rounds = 1
     while True:
         step = core.current_step()
         op = dict(deliver)
@@ -293,6 +297,7 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
             batches_to_records(rows_of(inbox, "recipient", agent), _INBOX, content)
             contents[node_of[agent]] = content
         answers = _exchange(grid, contents, timeout)
+        rounds += 1
         replies = [answers[node_of[agent]] for agent in range(m)]
         for agent, reply in enumerate(replies):
             if "privacy" in reply:
@@ -328,6 +333,7 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
         np.array(rewards),
         np.array(referee),
         core.channel.ledger.totals(0),
+        rounds,
         None if epsilon is None else epsilon[0],
         None if delta is None else delta[0],
     )
