@@ -115,6 +115,18 @@ def test_cdp_mab_under_a_dp_wrapper_spends_the_simulators_privacy():
     assert max(spent) == 6.0  # two noised epoch means at N epsilon = 3 each
 
 
+@pytest.mark.parametrize(
+    ("algorithm", "env"),
+    [
+        ("independent_ucb1", {"num_agents": 4, "num_arms": 4, "horizon": 40}),
+        ("random", {"num_agents": 4, "num_arms": 4, "horizon": 20}),
+        ("dubey_ucb1", {"num_agents": 5, "num_arms": 4, "horizon": 40, "topology": "ring"}),
+    ],
+)
+def test_agents_without_a_server_match_the_simulator(algorithm, env):
+    assert_same_run(algorithm, env, seed=1)
+
+
 def test_full_sharing_ucb_with_drops_matches_the_simulator():
     env = {"num_agents": 4, "num_arms": 5, "horizon": 80, "drop_prob": 0.3}
     flower, expected = assert_same_run("full_sharing_ucb", env, seed=2)
@@ -167,6 +179,11 @@ def test_dubey_flooding_over_a_ring_matches_the_simulator():
         "dubey_cooperative_ucb", {"num_agents": 5, "num_arms": 4, "horizon": 60, "topology": "ring"}, seed=1
     )
     assert expected.curves[-1]["peer_messages"] > 0
+
+
+@pytest.mark.parametrize("algorithm", ["one_linucb", "n_linucb"])
+def test_the_li_wang_baselines_match_the_simulator(algorithm):
+    assert_same_run(algorithm, {**LINEAR, "horizon": 60}, seed=6)
 
 
 def test_async_linucb_am_matches_the_simulator():
