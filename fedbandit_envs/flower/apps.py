@@ -20,7 +20,7 @@ import pickle
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast, get_args
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
@@ -28,7 +28,7 @@ from flwr.clientapp import ClientApp
 from flwr.clientapp.typing import ClientAppCallable
 from flwr.serverapp import Grid, ServerApp
 
-from fedbandit_envs.core import Action, Feedback, Phase, Step
+from fedbandit_envs.core import Action, Feedback, Phase, PhaseKind, Step
 from fedbandit_envs.flower.agent import AgentHooks, AgentShard, FederationSpec
 from fedbandit_envs.flower.records import batches_from_records, batches_to_records, merge_batches, rows_of
 from fedbandit_envs.run import Recorder, Results, checkpoint_slots
@@ -81,8 +81,11 @@ def _phase_record(phase: Phase) -> ConfigRecord:
 
 
 def _phase_from(record: Any) -> Phase:
+    kind = str(record["kind"])
+    if kind not in get_args(PhaseKind):
+        raise ValueError(f"a phase's kind must be one of {get_args(PhaseKind)}, got {kind!r}")
     positions = np.array(record["positions"], np.int64) if "positions" in record else None
-    return Phase(int(record["slot"]), str(record["kind"]), int(record["round"]), positions, bool(record["required"]))
+    return Phase(int(record["slot"]), cast(PhaseKind, kind), int(record["round"]), positions, bool(record["required"]))
 
 
 def _clear_batches(content: RecordDict, prefix: str) -> None:

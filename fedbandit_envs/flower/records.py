@@ -70,7 +70,9 @@ def batches_from_records(content: RecordDict, prefix: str) -> list[MessageBatch]
         batches.append(
             MessageBatch(
                 str(meta["kind"]),
-                *(arrays[name] for name in _HEADERS[:3]),
+                arrays["replica"],
+                arrays["sender"],
+                arrays["recipient"],
                 payload,
                 count=arrays["count"],
                 slot=arrays["slot"],
