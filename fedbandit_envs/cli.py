@@ -87,6 +87,19 @@ def _add_sweep_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+def _add_env_settings(parser: argparse.ArgumentParser, example: str = "") -> None:
+    """The ``--set KEY=VALUE`` option of an environment keyword (``args.settings``), shared by run and flower."""
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        type=_parse_setting,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"an environment keyword (repeatable; VALUE is JSON or text){example}",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedbandit", description="Federated multi-armed bandit environments.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -109,15 +122,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="environment name: mab, linear, replay, replay_log, procurement (default: the first algorithm's family)",
     )
-    run_parser.add_argument(
-        "--set",
-        dest="settings",
-        type=_parse_setting,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an environment keyword (repeatable; VALUE is JSON or text)",
-    )
+    _add_env_settings(run_parser)
     run_parser.add_argument("--agents", type=int, default=None, help="mab: number of agents M (default 10)")
     run_parser.add_argument("--arms", type=int, default=None, help="mab: number of arms K (default 20)")
     run_parser.add_argument("--horizon", type=int, default=None, help="number of slots T (mab default 2000)")
@@ -140,15 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     flower.add_argument("algorithm", help="a registered name (see fedbandit list) or module:Class path")
     flower.add_argument("--env", default=None, help="environment name: mab or linear (default: the algorithm's)")
-    flower.add_argument(
-        "--set",
-        dest="settings",
-        type=_parse_setting,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an environment keyword (repeatable; VALUE is JSON or text), e.g. num_agents=10",
-    )
+    _add_env_settings(flower, ", e.g. num_agents=10")
     flower.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
     flower.add_argument(
         "--engine",
