@@ -15,7 +15,7 @@ pytest.importorskip("flwr")
 from agents.li_song import CDPMAB, hybrid_topology  # noqa: E402
 from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
 from fedbandit_envs.cli import main  # noqa: E402
-from fedbandit_envs.flower import FederationSpec, run_flower, run_local  # noqa: E402
+from fedbandit_envs.flower import AgentShard, FederationSpec, run_flower, run_local  # noqa: E402
 from fedbandit_envs.run import run  # noqa: E402
 from wrappers import LaplaceMessageDP  # noqa: E402
 
@@ -205,3 +205,29 @@ def test_cli_runs_a_federation_and_writes_the_tables(tmp_path, capsys):
 def test_cli_names_the_reason_a_federation_cannot_run(capsys):
     assert main(["flower", "sync_linucb", "--set", "num_clients=3", "--set", "horizon=5", "--engine", "local"]) == 2
     assert "SyncLinUCB cannot run as a Flower federation" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"seed": -1}, ValueError, "seed"),
+        ({"env_kwargs": [("num_agents", 3)]}, TypeError, "env_kwargs must be a dict"),
+        ({"wrappers": ["dp"]}, TypeError, "wrappers must be functions env -> wrapped env"),
+    ],
+)
+def test_a_bad_federation_spec_names_the_argument(kwargs, error, match):
+    arguments = {"algorithm": "full_sharing_ucb", "env_kwargs": {"num_agents": 3}, "seed": 0, **kwargs}
+    with pytest.raises(error, match=match):
+        FederationSpec(**arguments)
+
+
+def test_a_client_index_beyond_the_agents_is_refused():
+    with pytest.raises(ValueError, match="partition-id\\) must be below the number of agents 3, got 3"):
+        AgentShard(FederationSpec("full_sharing_ucb", {"num_agents": 3, "horizon": 5}, seed=0), agent=3)
+
+
+def test_the_procurement_family_is_refused():
+    with pytest.raises(
+        ValueError, match="the Flower adapter runs the families \\['mab', 'linear'\\], not 'procurement'"
+    ):
+        FederationSpec("solanki_fcb", {}, seed=0).world(wrapped=False)

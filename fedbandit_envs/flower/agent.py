@@ -89,6 +89,12 @@ class FederationSpec:
             raise TypeError(f"env_kwargs must be a dict of environment keywords, got {type(self.env_kwargs).__name__}")
         object.__setattr__(self, "env_kwargs", dict(self.env_kwargs))
         object.__setattr__(self, "wrappers", tuple(self.wrappers))
+        for wrap in self.wrappers:
+            if not callable(wrap):
+                raise TypeError(
+                    f"wrappers must be functions env -> wrapped env (e.g. lambda env: LaplaceMessageDP(env, 1.0)), "
+                    f"got {type(wrap).__name__}"
+                )
 
     @property
     def name(self) -> str:
