@@ -87,6 +87,19 @@ def _add_sweep_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+def _add_env_settings(parser: argparse.ArgumentParser, example: str = "") -> None:
+    """The ``--set KEY=VALUE`` option of an environment keyword (``args.settings``), shared by run and flower."""
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        type=_parse_setting,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"an environment keyword (repeatable; VALUE is JSON or text){example}",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedbandit", description="Federated multi-armed bandit environments.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -109,15 +122,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="environment name: mab, linear, replay, replay_log, procurement (default: the first algorithm's family)",
     )
-    run_parser.add_argument(
-        "--set",
-        dest="settings",
-        type=_parse_setting,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an environment keyword (repeatable; VALUE is JSON or text)",
-    )
+    _add_env_settings(run_parser)
     run_parser.add_argument("--agents", type=int, default=None, help="mab: number of agents M (default 10)")
     run_parser.add_argument("--arms", type=int, default=None, help="mab: number of arms K (default 20)")
     run_parser.add_argument("--horizon", type=int, default=None, help="number of slots T (mab default 2000)")
@@ -131,6 +136,25 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--out", type=Path, default=Path("results"), help="output directory")
     run_parser.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
     run_parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+    flower = commands.add_parser(
+        "flower",
+        help="run one algorithm as a Flower federation, one client per agent (needs the flower extra)",
+        description="Run a server-based algorithm as a Flower federation: a ServerApp referees and drives the "
+        "slots, one ClientApp per agent (see docs/deploying-with-flower.md). Prints the final regret and costs.",
+    )
+    flower.add_argument("algorithm", help="a registered name (see fedbandit list) or module:Class path")
+    flower.add_argument("--env", default=None, help="environment name: mab or linear (default: the algorithm's)")
+    _add_env_settings(flower, ", e.g. num_agents=10")
+    flower.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
+    flower.add_argument(
+        "--engine",
+        choices=("simulation", "local"),
+        default="simulation",
+        help="simulation: Flower's simulation engine (Ray; default); local: every client in this process",
+    )
+    flower.add_argument("--checkpoints", type=int, default=20, help="number of checkpoints of the tables")
+    flower.add_argument("--out", type=Path, default=None, help="write the result tables (CSV) to this directory")
 
     sweep = commands.add_parser(
         "sweep",
@@ -252,6 +276,21 @@ def _run(args: argparse.Namespace) -> int:
         from fedbandit_envs.bench.plots import plot_regret
 
         print(f"wrote {plot_regret(results, args.out / 'regret.png')}")
+    return 0
+
+
+def _flower(args: argparse.Namespace) -> int:
+    from fedbandit_envs.flower import FederationSpec, run_flower, run_local
+
+    spec = FederationSpec(args.algorithm, ({"env": args.env} if args.env else {}) | dict(args.settings), args.seed)
+    done = run_local(spec, args.checkpoints)[0] if args.engine == "local" else run_flower(spec, args.checkpoints)
+    last = done.results.curves[-1]
+    print(
+        f"{spec.name} on Flower ({args.engine}), seed {args.seed}: group regret {last['group_regret']:.1f}, "
+        f"{last['messages']} messages, cost {last['cost']:.1f}"
+    )
+    for path in done.results.save(args.out) if args.out is not None else []:
+        print(f"wrote {path}")
     return 0
 
 
@@ -403,7 +442,14 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"sweep": _sweep, "plot": _plot, "report": _report, "replicate": _replicate, "compare": _compare}
+COMMANDS = {
+    "sweep": _sweep,
+    "plot": _plot,
+    "report": _report,
+    "replicate": _replicate,
+    "compare": _compare,
+    "flower": _flower,
+}
 
 
 def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:

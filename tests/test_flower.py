@@ -1,0 +1,233 @@
+"""The Flower adapter: a federation on Flower's simulation engine gives the simulator's run, slot for slot."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # before flwr is first imported
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+pytest.importorskip("flwr")
+
+from agents.li_song import CDPMAB, hybrid_topology  # noqa: E402
+from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
+from fedbandit_envs.cli import main  # noqa: E402
+from fedbandit_envs.flower import AgentShard, FederationSpec, run_flower, run_local  # noqa: E402
+from fedbandit_envs.run import run  # noqa: E402
+from wrappers import LaplaceMessageDP  # noqa: E402
+
+
+class Recording:
+    """A population that records the arms and rewards of every slot (for the slot-for-slot comparison)."""
+
+    def __init__(self, algorithm) -> None:
+        self.inner = make_algorithm(algorithm)
+        self.arms: list[np.ndarray] = []
+        self.rewards: list[np.ndarray] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def observe(self, feedback) -> None:
+        self.arms.append(feedback.arms[0].copy())
+        self.rewards.append(feedback.rewards[0].copy())
+        self.inner.observe(feedback)
+
+
+def simulate(algorithm, env_kwargs: dict, seed: int, wrappers=()):
+    """The simulator's PettingZoo path: results at every slot, and the arms and rewards of every slot."""
+    made: list[Recording] = []
+
+    def factory() -> Recording:
+        made.append(Recording(algorithm))
+        return made[-1]
+
+    horizon = env_kwargs["horizon"]
+    results = run(
+        factory,
+        env_kwargs,
+        [seed],
+        checkpoints=list(range(1, horizon + 1)),
+        batched=False,
+        label="algorithm",
+        wrappers=wrappers,
+        reference=None,
+    )
+    return results, np.array(made[-1].arms), np.array(made[-1].rewards)
+
+
+def without_wall_time(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "wall_time"} for row in rows]
+
+
+def assert_same_run(algorithm, env_kwargs: dict, seed: int, wrappers=(), engine=run_local):
+    horizon = env_kwargs["horizon"]
+    expected, arms, rewards = simulate(algorithm, env_kwargs, seed, wrappers)
+    flower = engine(
+        FederationSpec(algorithm, env_kwargs, seed, wrappers, label="algorithm"),
+        checkpoints=list(range(1, horizon + 1)),
+    )
+    if isinstance(flower, tuple):
+        flower = flower[0]
+    np.testing.assert_array_equal(flower.arms, arms)
+    np.testing.assert_array_equal(flower.referee_rewards, rewards)
+    if env_kwargs.get("env") != "linear":  # MAB clients draw their own rewards
+        np.testing.assert_array_equal(flower.rewards, rewards)
+    assert without_wall_time(flower.results.curves) == without_wall_time(expected.curves)
+    assert without_wall_time(flower.results.agents) == without_wall_time(expected.agents)
+    return flower, expected
+
+
+def test_full_sharing_ucb_on_the_simulation_engine_matches_the_simulator():
+    assert_same_run("full_sharing_ucb", {"num_agents": 3, "num_arms": 4, "horizon": 8}, seed=3, engine=run_flower)
+
+
+def test_full_sharing_ucb_matches_the_simulator():
+    flower, _ = assert_same_run("full_sharing_ucb", {"num_agents": 4, "num_arms": 5, "horizon": 60}, seed=1)
+    assert flower.ledger["messages"] > 0
+
+
+CDP = {"num_agents": 6, "num_arms": 4, "horizon": 400, "instance_seed": 2}
+
+
+def test_cdp_mab_matches_the_simulator():
+    flower, expected = assert_same_run("cdp_mab", {**CDP, "horizon": 300}, seed=4)
+    assert expected.curves[-1]["up_messages"] > 0  # a round was aggregated and broadcast
+
+
+def test_cdp_mab_capped_with_partial_participation_matches_the_simulator():
+    algorithm = partial(CDPMAB, rounds=2, delta_schedule_base=0.5, participation=0.5)
+    _, expected = assert_same_run(algorithm, CDP, seed=4)
+    last = expected.curves[-1]
+    assert last["up_messages"] > 3 and last["down_messages"] > 6  # several rounds of three participants
+
+
+def test_cdp_mab_under_a_dp_wrapper_spends_the_simulators_privacy():
+    algorithm = partial(CDPMAB, rounds=3, delta_schedule_base=0.7, participation=0.5)
+    wrappers = [lambda env: LaplaceMessageDP(env, epsilon=1.0, calibration="paper", n_agg=3)]
+    env = {**CDP, "horizon": 200}
+    flower, expected = assert_same_run(algorithm, env, seed=5, wrappers=wrappers)
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == env["horizon"]]
+    np.testing.assert_array_equal(flower.epsilon_spent, spent)
+    assert max(spent) == 6.0  # two noised epoch means at N epsilon = 3 each
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "env"),
+    [
+        ("independent_ucb1", {"num_agents": 4, "num_arms": 4, "horizon": 40}),
+        ("random", {"num_agents": 4, "num_arms": 4, "horizon": 20}),
+        ("dubey_ucb1", {"num_agents": 5, "num_arms": 4, "horizon": 40, "topology": "ring"}),
+    ],
+)
+def test_agents_without_a_server_match_the_simulator(algorithm, env):
+    assert_same_run(algorithm, env, seed=1)
+
+
+def test_full_sharing_ucb_with_drops_matches_the_simulator():
+    env = {"num_agents": 4, "num_arms": 5, "horizon": 80, "drop_prob": 0.3}
+    flower, expected = assert_same_run("full_sharing_ucb", env, seed=2)
+    assert flower.ledger["dropped"] == expected.curves[-1]["dropped"] > 0
+
+
+LINEAR = {"env": "linear", "num_clients": 5, "num_arms": 4, "dimension": 3, "horizon": 120}
+
+
+def test_async_linucb_matches_the_simulator():
+    _, expected = assert_same_run("async_linucb", LINEAR, seed=6)
+    assert expected.curves[-1]["up_messages"] > 0 and expected.curves[-1]["down_messages"] > 0
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "env", "reason"),
+    [
+        ("sync_linucb", LINEAR, "its synchronisation is a global event"),
+        (
+            "ddp_mab",
+            {"num_agents": 4, "num_arms": 3, "horizon": 10, "topology": "ring"},
+            "its agents check every relayed",
+        ),
+        (
+            "gossip_ucb",
+            {"num_agents": 4, "num_arms": 3, "horizon": 10, "gossip": "uniform_edge"},
+            "its vectorised agents read state beyond",
+        ),
+    ],
+)
+def test_populations_a_client_cannot_split_are_refused_with_the_reason(algorithm, env, reason):
+    with pytest.raises(ValueError, match=f"cannot run as a Flower federation: {reason}"):
+        run_local(FederationSpec(algorithm, env, seed=0))
+
+
+def test_hdp_mab_agent_links_are_relayed_by_the_server_and_charged_as_agent_links():
+    env = {
+        "num_agents": 6,
+        "num_arms": 4,
+        "horizon": 260,
+        "instance_seed": 2,
+        "topology": hybrid_topology(6, [1, 2, 3], "path"),
+    }
+    _, expected = assert_same_run("hdp_mab", env, seed=1)
+    assert expected.curves[-1]["peer_messages"] > 0 and expected.curves[-1]["up_messages"] > 0
+
+
+def test_dubey_flooding_over_a_ring_matches_the_simulator():
+    _, expected = assert_same_run(
+        "dubey_cooperative_ucb", {"num_agents": 5, "num_arms": 4, "horizon": 60, "topology": "ring"}, seed=1
+    )
+    assert expected.curves[-1]["peer_messages"] > 0
+
+
+@pytest.mark.parametrize("algorithm", ["one_linucb", "n_linucb"])
+def test_the_li_wang_baselines_match_the_simulator(algorithm):
+    assert_same_run(algorithm, {**LINEAR, "horizon": 60}, seed=6)
+
+
+def test_async_linucb_am_matches_the_simulator():
+    env = {**LINEAR, "mode": "heterogeneous", "global_dimension": 2, "local_dimensions": 1}
+    _, expected = assert_same_run("async_linucb_am", env, seed=6)
+    assert expected.curves[-1]["up_messages"] > 0
+
+
+def test_cli_runs_a_federation_and_writes_the_tables(tmp_path, capsys):
+    args = ["flower", "full_sharing_ucb", "--set", "num_agents=3", "--set", "horizon=20", "--seed", "3"]
+    code = main([*args, "--engine", "local", "--checkpoints", "4", "--out", str(tmp_path)])
+    assert code == 0
+    expected = run("full_sharing_ucb", {"num_agents": 3, "horizon": 20}, [3], checkpoints=4, reference=None)
+    assert f"group regret {expected.curves[-1]['group_regret']:.1f}" in capsys.readouterr().out
+    header, *rows = (tmp_path / "results.csv").read_text().splitlines()
+    assert header.startswith("algorithm,seed,slot,group_regret") and len(rows) == 4
+
+
+def test_cli_names_the_reason_a_federation_cannot_run(capsys):
+    assert main(["flower", "sync_linucb", "--set", "num_clients=3", "--set", "horizon=5", "--engine", "local"]) == 2
+    assert "SyncLinUCB cannot run as a Flower federation" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"seed": -1}, ValueError, "seed"),
+        ({"env_kwargs": [("num_agents", 3)]}, TypeError, "env_kwargs must be a dict"),
+        ({"wrappers": ["dp"]}, TypeError, "wrappers must be functions env -> wrapped env"),
+    ],
+)
+def test_a_bad_federation_spec_names_the_argument(kwargs, error, match):
+    arguments = {"algorithm": "full_sharing_ucb", "env_kwargs": {"num_agents": 3}, "seed": 0, **kwargs}
+    with pytest.raises(error, match=match):
+        FederationSpec(**arguments)
+
+
+def test_a_client_index_beyond_the_agents_is_refused():
+    with pytest.raises(ValueError, match="partition-id\\) must be below the number of agents 3, got 3"):
+        AgentShard(FederationSpec("full_sharing_ucb", {"num_agents": 3, "horizon": 5}, seed=0), agent=3)
+
+
+def test_the_procurement_family_is_refused():
+    with pytest.raises(
+        ValueError, match="the Flower adapter runs the families \\['mab', 'linear'\\], not 'procurement'"
+    ):
+        FederationSpec("solanki_fcb", {}, seed=0).world(wrapped=False)
