@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -14,7 +14,8 @@ __all__ = ["SUMMARY_COLUMNS", "as_frame", "final_checkpoint", "summarize"]
 #: The statistics :func:`summarize` adds to the group columns.
 SUMMARY_COLUMNS = ("n", "mean", "std", "sem", "min", "max", "ci95_low", "ci95_high")
 
-Table = pd.DataFrame | Iterable[Mapping[str, Any]]
+#: What the functions here take: a DataFrame, or rows (dicts).
+Table: TypeAlias = "pd.DataFrame | Iterable[Mapping[str, Any]]"
 
 
 def as_frame(data: Table) -> pd.DataFrame:
