@@ -106,21 +106,23 @@ def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with the dtypes the module docstring lists (as read from Parquet or CSV, with any dtype backend).
 
     Integer and boolean columns without missing cells become ``int64`` and ``bool`` (nullable ``Int64`` and
-    ``boolean`` otherwise), every float column ``float64``, and text columns pandas' ``string`` dtype.
+    ``boolean`` otherwise), every float column ``float64``, text columns pandas' ``string`` dtype, and
+    ``object`` columns are typed from their cells as :func:`frame_from_columns` does.
     """
     columns = {}
     for name, column in frame.items():
         dtype, missing = column.dtype, bool(column.isna().any())
-        if pd.api.types.is_bool_dtype(dtype):
+        if dtype == object:
+            cells = column.astype(object).where(column.notna(), None).tolist()
+            columns[name] = pd.Series(_typed_column(cells, json_text), index=frame.index, name=name)
+        elif pd.api.types.is_bool_dtype(dtype):
             columns[name] = column.astype("boolean" if missing else bool)
         elif pd.api.types.is_integer_dtype(dtype):
             columns[name] = column.astype("Int64" if missing else np.int64)
         elif pd.api.types.is_float_dtype(dtype):
             columns[name] = pd.Series(column.to_numpy(np.float64, na_value=np.nan), index=column.index, name=name)
-        elif pd.api.types.is_string_dtype(dtype) and column.notna().any():
+        else:  # text (pandas' str or string dtypes)
             columns[name] = column.astype("string")
-        else:
-            columns[name] = column.astype(object).where(column.notna(), None)
     return pd.DataFrame(columns, index=frame.index)
 
 
