@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fedbandit_envs.bench.jobs import Job, JobResult, canonical_json, missing_seeds, to_json
@@ -155,10 +156,15 @@ def write_table(rows: Sequence[Mapping[str, Any]] | pd.DataFrame, path: Path, ta
     frame = rows if isinstance(rows, pd.DataFrame) else frame_from_rows(rows, text=canonical_json)
 
     def write_csv(temporary: Path) -> None:
+        # A float column as it is (NaN is written "nan"), any other missing cell as None (an empty cell).
+        cells = [
+            c.tolist() if c.dtype == np.float64 else c.astype(object).where(c.notna(), None).tolist()
+            for _, c in frame.items()
+        ]
         with temporary.open("w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(frame.columns)
-            writer.writerows(row.values() for row in frame.to_dict("records"))
+            writer.writerows(zip(*cells))
 
     def write_parquet(temporary: Path) -> None:
         frame.to_parquet(temporary, index=False)

@@ -112,7 +112,7 @@ def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
     columns = {}
     for name, column in frame.items():
         dtype, missing = column.dtype, bool(column.isna().any())
-        if dtype == object:
+        if pd.api.types.is_object_dtype(dtype):
             cells = column.astype(object).where(column.notna(), None).tolist()
             columns[name] = pd.Series(_typed_column(cells, json_text), index=frame.index, name=name)
         elif pd.api.types.is_bool_dtype(dtype):
