@@ -102,26 +102,27 @@ def leaderboard(
     groups = [*params, "algorithm"]
     final = final_checkpoint(frame, [*groups, "seed"])
     # One row per (point, algorithm), in the order groups first appear: the metric's summary, its per-seed
-    # values, and the mean final cost and epsilon (NaN-free None when the results lack the column).
+    # values, and the mean final cost and epsilon (None when the results lack the column); the added
+    # columns start with "_" so that no parameter column is overwritten.
     table = summarize(final, metric, by=groups)
-    table["samples"] = final.groupby(groups, sort=False, dropna=False)[metric].agg(list).tolist()
-    for name, column in (("mean_cost", cost), ("mean_epsilon", "epsilon_max")):
+    table["_samples"] = final.groupby(groups, sort=False, dropna=False)[metric].agg(list).tolist()
+    for name, column in (("_cost", cost), ("_epsilon", "epsilon_max")):
         table[name] = summarize(final, column, by=groups)["mean"].to_numpy() if column in frame else None
     points = table.groupby(list(params), sort=False, dropna=False) if params else [((), table)]
     entries: list[dict[str, Any]] = []
     for _, members in points:
         rows = members.sort_values("mean", kind="stable").to_dict("records")
         for row in rows:
-            row["note"] = "; ".join(_budget_notes(row["mean_cost"], row["mean_epsilon"], max_cost, max_epsilon))
-        ranked = {row["algorithm"]: row for row in rows if not row["note"]}
-        apart = separated({name: row["samples"] for name, row in ranked.items()}, alpha)
+            row["_note"] = "; ".join(_budget_notes(row["_cost"], row["_epsilon"], max_cost, max_epsilon))
+        ranked = {row["algorithm"]: row for row in rows if not row["_note"]}
+        apart = separated({name: row["_samples"] for name, row in ranked.items()}, alpha)
         ranks = {
             name: 1 + sum(other["mean"] < row["mean"] and frozenset((o, name)) in apart for o, other in ranked.items())
             for name, row in ranked.items()
         }
         shared = list(ranks.values())
         unseparated = {name: [o for o in ranks if o != name and frozenset((o, name)) not in apart] for name in ranks}
-        for row in sorted(ranked.values(), key=lambda r: ranks[r["algorithm"]]) + [r for r in rows if r["note"]]:
+        for row in sorted(ranked.values(), key=lambda r: ranks[r["algorithm"]]) + [r for r in rows if r["_note"]]:
             name = row["algorithm"]
             entries.append(
                 {
@@ -133,10 +134,10 @@ def leaderboard(
                     "mean": row["mean"],
                     "ci95": row["ci95_high"] - row["mean"],
                     "summary": mean_ci(row),
-                    "cost": row["mean_cost"],
-                    "epsilon_spent": row["mean_epsilon"],
+                    "cost": row["_cost"],
+                    "epsilon_spent": row["_epsilon"],
                     "unseparated": unseparated.get(name, []),
-                    "note": row["note"],
+                    "note": row["_note"],
                 }
             )
     return entries

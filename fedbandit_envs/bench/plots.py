@@ -144,12 +144,13 @@ def plot_figure(
         summary = summarize(subset, spec.y, by=(*hue, spec.x))
         categories = list(dict.fromkeys(summary[spec.x].tolist()))
         numeric = _numeric(categories)
-        summary["x"] = summary[spec.x] if numeric else summary[spec.x].map({c: i for i, c in enumerate(categories)})
+        position = summary[spec.x] if numeric else summary[spec.x].map({c: i for i, c in enumerate(categories)})
+        summary["_x"] = position  # "_": no parameter column is overwritten
         for key, points in _groups(summary, hue):
-            points = points.sort_values("x", kind="stable")
+            points = points.sort_values("_x", kind="stable")
             label = f"{_key_text(hue, key)} (n={points['n'].iloc[0]})"
-            line = axes.plot(points["x"], points["mean"], marker=None if spec.x == "slot" else "o", label=label)[0]
-            axes.fill_between(points["x"], points[low], points[high], alpha=0.2, color=line.get_color())
+            line = axes.plot(points["_x"], points["mean"], marker=None if spec.x == "slot" else "o", label=label)[0]
+            axes.fill_between(points["_x"], points[low], points[high], alpha=0.2, color=line.get_color())
         axes.set_xscale("log" if spec.logx and numeric else "linear")
         if not numeric:
             axes.set_xticks(range(len(categories)), [str(c) for c in categories])
@@ -201,17 +202,18 @@ def plot_tradeoff(
     groups = list(dict.fromkeys([*hue, *runs]))
     final = final_checkpoint(frame, [*groups, "seed"])
     xs = summarize(final, x, by=groups)
-    table = summarize(final, y, by=groups).assign(x=xs["mean"], x_error=xs["mean"] - xs["ci95_low"])
+    # The x statistics as columns starting with "_", so that no parameter column is overwritten.
+    table = summarize(final, y, by=groups).assign(_x=xs["mean"], _x_error=xs["mean"] - xs["ci95_low"])
     figure, axes = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     for key, members in _groups(table, hue):
         label = f"{_key_text(hue, key)} (n={members['n'].iloc[0]})"
-        errors = {"xerr": members["x_error"], "yerr": members["mean"] - members["ci95_low"]}
-        axes.errorbar(members["x"], members["mean"], **errors, fmt="o", capsize=3, label=label)
+        errors = {"xerr": members["_x_error"], "yerr": members["mean"] - members["ci95_low"]}
+        axes.errorbar(members["_x"], members["mean"], **errors, fmt="o", capsize=3, label=label)
         if len(groups) > len(hue):
             for point in members.to_dict("records"):
                 axes.annotate(
                     _key_text(groups[len(hue) :], tuple(point[c] for c in groups[len(hue) :])),
-                    (point["x"], point["mean"]),
+                    (point["_x"], point["mean"]),
                     fontsize=7,
                     xytext=(4, 4),
                     textcoords="offset points",
