@@ -16,12 +16,12 @@ results = Results()
 for algorithm in ("random", "independent_ucb1", "full_sharing_ucb"):
     results.extend(run(algorithm, ENV, SEEDS, checkpoints=10))
 
-regret = {r["algorithm"]: r for r in summarize(results.curves, "group_regret") if r["slot"] == ENV["horizon"]}
-cost = {r["algorithm"]: r for r in summarize(results.curves, "cost") if r["slot"] == ENV["horizon"]}
-for name in regret:
-    print(
-        f"{name:18s} regret {regret[name]['mean']:8.1f} +- {regret[name]['sem']:5.1f}   cost {cost[name]['mean']:8.0f}"
-    )
+curves = results.to_frame()
+final = curves[curves["slot"] == ENV["horizon"]]
+regret = summarize(final, "group_regret").set_index("algorithm")
+cost = summarize(final, "cost").set_index("algorithm")
+for name, row in regret.iterrows():
+    print(f"{name:18s} regret {row['mean']:8.1f} +- {row['sem']:5.1f}   cost {cost.loc[name, 'mean']:8.0f}")
 
 results.save(".", "compare_baselines")
 try:

@@ -166,7 +166,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", type=Path, default=None, help="results directory (default: results/<scenario>)")
     _add_sweep_options(sweep)
     sweep.add_argument("--seeds-per-job", type=int, default=None, help="split each cell's seeds into jobs of this size")
-    sweep.add_argument("--format", choices=("auto", "csv", "parquet"), default="auto", help="auto: Parquet if pyarrow")
+    sweep.add_argument(
+        "--format", choices=("parquet", "csv"), default="parquet", help="format of the results tables (default parquet)"
+    )
     sweep.add_argument("--dry-run", action="store_true", help="show the jobs and their count; run nothing")
     sweep.add_argument("--report", action="store_true", help="also write the figures and report")
     sweep.add_argument(
@@ -265,11 +267,12 @@ def _run(args: argparse.Namespace) -> int:
     (args.out / "config.json").write_text(
         json.dumps({"env": env_kwargs, "algorithms": args.algorithms, "seeds": seeds}, indent=2)
     )
-    final = [r for r in summarize(results.curves, "group_regret") if r["slot"] == horizon]
-    costs = {r["algorithm"]: r["mean"] for r in summarize(results.curves, "cost") if r["slot"] == horizon}
+    curves = results.to_frame()
+    final = curves[curves["slot"] == horizon]
+    regret, cost = summarize(final, "group_regret"), summarize(final, "cost")
     print(f"{'algorithm':28s} {'group regret (mean +- sem)':>28s} {'cost (price units)':>18s}")
-    for row in final:
-        print(f"{row['algorithm']:28s} {row['mean']:18.1f} +- {row['sem']:6.1f} {costs[row['algorithm']]:18.1f}")
+    for row, row_cost in zip(regret.to_dict("records"), cost["mean"]):
+        print(f"{row['algorithm']:28s} {row['mean']:18.1f} +- {row['sem']:6.1f} {row_cost:18.1f}")
     for path in paths:
         print(f"wrote {path}")
     if not args.no_plot:

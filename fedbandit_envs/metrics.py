@@ -1,44 +1,58 @@
-"""Aggregate tidy result rows across seeds: mean, spread and a 95% confidence interval."""
+"""Aggregate tidy results across seeds (mean, spread and a 95% confidence interval), and pick final checkpoints."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
+__all__ = ["SUMMARY_COLUMNS", "as_frame", "final_checkpoint", "summarize"]
 
-def summarize(
-    rows: Iterable[Mapping[str, Any]], value: str, by: Sequence[str] = ("algorithm", "slot")
-) -> list[dict[str, Any]]:
-    """Group rows by the ``by`` columns and summarise ``value`` over the group (usually the seeds).
+#: The statistics :func:`summarize` adds to the group columns.
+SUMMARY_COLUMNS = ("n", "mean", "std", "sem", "min", "max", "ci95_low", "ci95_high")
 
-    Returns one dict per group with the ``by`` columns and ``n``, ``mean``, ``std``, ``sem``, ``min``,
-    ``max``, ``ci95_low`` and ``ci95_high`` (Student-t interval of the mean; equal to the mean for n = 1).
+#: What the functions here take: a DataFrame, or rows (dicts).
+Table: TypeAlias = "pd.DataFrame | Iterable[Mapping[str, Any]]"
+
+
+def as_frame(data: Table) -> pd.DataFrame:
+    """``data`` as a DataFrame: a frame as it is, rows (dicts) as one column per key."""
+    return data if isinstance(data, pd.DataFrame) else pd.DataFrame(list(data))
+
+
+def summarize(data: Table, value: str, by: Sequence[str] = ("algorithm", "slot")) -> pd.DataFrame:
+    """Group ``data`` (a frame or rows) by the ``by`` columns and summarise ``value`` over each group (the seeds).
+
+    Returns one row per group, in the order groups first appear, with the ``by`` columns and ``n`` (int64),
+    ``mean``, ``std``, ``sem``, ``min``, ``max``, ``ci95_low`` and ``ci95_high`` (float64; a Student-t
+    interval of the mean, equal to the mean for n = 1). A group with a NaN value has NaN statistics.
     """
-    groups: dict[tuple, list[float]] = {}
-    for row in rows:
-        groups.setdefault(tuple(row[k] for k in by), []).append(float(row[value]))
-    summary = []
-    for key, values in groups.items():
-        data = np.asarray(values)
-        n = len(data)
-        std = float(data.std(ddof=1)) if n > 1 else 0.0
-        sem = std / np.sqrt(n)
-        half = float(stats.t.ppf(0.975, n - 1) * sem) if n > 1 else 0.0
-        mean = float(data.mean())
-        summary.append(
-            {
-                **dict(zip(by, key)),
-                "n": n,
-                "mean": mean,
-                "std": std,
-                "sem": sem,
-                "min": float(data.min()),
-                "max": float(data.max()),
-                "ci95_low": mean - half,
-                "ci95_high": mean + half,
-            }
-        )
-    return summary
+    frame = as_frame(data)
+    by = list(by)
+    values = frame[value].astype(np.float64)
+    keys = [frame[column] for column in by]
+    summary = values.groupby(keys, sort=False, dropna=False).agg(["size", "mean", "std", "min", "max"])
+    summary = summary.rename(columns={"size": "n"})
+    with_nan = values.isna().groupby(keys, sort=False, dropna=False).any()
+    summary.loc[with_nan, ["mean", "std", "min", "max"]] = np.nan
+    n = summary["n"].to_numpy(np.int64)
+    summary["std"] = summary["std"].where(n > 1, 0.0)
+    summary["sem"] = summary["std"] / np.sqrt(n)
+    half = np.where(n > 1, stats.t.ppf(0.975, np.maximum(n - 1, 1)) * summary["sem"], 0.0)
+    summary["ci95_low"], summary["ci95_high"] = summary["mean"] - half, summary["mean"] + half
+    summary["n"] = n
+    return summary.reset_index()[[*by, *SUMMARY_COLUMNS]]
+
+
+def final_checkpoint(data: Table, runs: Sequence[str] = ("algorithm", "seed")) -> pd.DataFrame:
+    """The rows of ``data`` at each run's last checkpoint (largest ``slot``); a run is identified by ``runs``.
+
+    Rows keep their order and index; a ``runs`` column the data lacks counts as missing (one value).
+    """
+    frame = as_frame(data)
+    keys = [frame[column] if column in frame else pd.Series(None, index=frame.index, dtype=object) for column in runs]
+    last = frame["slot"].groupby(keys, sort=False, dropna=False).transform("max")
+    return frame[frame["slot"] == last]

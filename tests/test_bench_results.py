@@ -42,8 +42,6 @@ EXPECTED_COLUMNS = {
 
 @pytest.mark.parametrize("table_format", ["csv", "parquet"])
 def test_table_round_trip_keeps_one_type_per_column(tmp_path, table_format):
-    if table_format == "parquet":
-        pytest.importorskip("pyarrow")
     rows = [{**row, "z": z} for row, z in zip(ROWS, NUMPY)]
     rows = read_table(write_table(rows, tmp_path / f"t.{table_format}", table_format))
     assert {column: [row[column] for row in rows] for column in rows[0]} == EXPECTED_COLUMNS

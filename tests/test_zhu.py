@@ -611,7 +611,7 @@ def test_rc9_reporting_format() -> None:
         assert len(agents) == SMALL["num_agents"] and row["mean_regret"] == pytest.approx(np.mean(agents), rel=1e-12)
     summary = summarize(results.curves, "mean_regret", by=("algorithm", "slot"))
     assert len(summary) == 4
-    for point in summary:
+    for point in summary.to_dict("records"):
         trials = [r["mean_regret"] for r in results.curves if r["slot"] == point["slot"]]
         assert point["n"] == 3 and point["mean"] == pytest.approx(np.mean(trials), rel=1e-12)
         assert (point["min"], point["max"]) == (min(trials), max(trials))

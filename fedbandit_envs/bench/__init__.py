@@ -13,6 +13,7 @@ from fedbandit_envs.bench.scenarios import (
     names,
     register,
 )
+from fedbandit_envs.bench.store import load_frame, load_results
 from fedbandit_envs.bench.sweep import run_sweep
 
 __all__ = [
@@ -24,6 +25,8 @@ __all__ = [
     "WrapperSpec",
     "compare",
     "get",
+    "load_frame",
+    "load_results",
     "names",
     "register",
     "run_sweep",

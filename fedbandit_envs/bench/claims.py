@@ -11,21 +11,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from fedbandit_envs.bench.scenarios import Claim, ClaimVerdict
+from fedbandit_envs.metrics import final_checkpoint
 from fedbandit_envs.run import Results
 
 
 def final_rows(
     rows: Iterable[Mapping[str, Any]], runs: Sequence[str] = ("algorithm", "seed")
 ) -> list[Mapping[str, Any]]:
-    """The rows at each run's last checkpoint (largest ``slot``); a run is identified by the ``runs`` columns."""
+    """The rows at each run's last checkpoint (largest ``slot``); a run is identified by the ``runs`` columns.
+
+    The rows themselves, in their order (:func:`~fedbandit_envs.metrics.final_checkpoint` picks them).
+    """
     rows = list(rows)
-    last: dict[tuple, int] = {}
-    for row in rows:
-        key = tuple(row.get(k) for k in runs)
-        last[key] = max(last.get(key, 0), row["slot"])
-    return [row for row in rows if row["slot"] == last[tuple(row.get(k) for k in runs)]]
+    if not rows:
+        return []
+    keys = pd.DataFrame([{column: row.get(column) for column in (*runs, "slot")} for row in rows])
+    return [rows[i] for i in final_checkpoint(keys, runs).index]
 
 
 def final_means(results: Results, metric: str, by: Sequence[str] = ("algorithm",)) -> dict[tuple, float]:

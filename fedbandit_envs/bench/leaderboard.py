@@ -24,9 +24,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from fedbandit_envs.bench.claims import final_rows
 from fedbandit_envs.bench.tables import PLUS_MINUS, mean_ci, number, unit_heading, units_legend
-from fedbandit_envs.metrics import summarize
+from fedbandit_envs.metrics import final_checkpoint, summarize
 from fedbandit_envs.run import Results
 
 #: Family-wise error rate of the pairwise tests at one point.
@@ -94,68 +93,67 @@ def leaderboard(
         text), ``cost``, ``epsilon_spent`` (None without accounting), ``unseparated`` (the ranked
         algorithms of the point the tests cannot tell it apart from) and ``note`` (why an entry has no rank).
     """
-    rows = results.curves
-    if not rows:
+    if not results.curves:
         return []
+    frame = results.to_frame()
     for column in (metric, *params):
-        if column not in rows[0]:
-            raise ValueError(f"results have no column {column!r}; available: {sorted(rows[0])}")
+        if column not in frame:
+            raise ValueError(f"results have no column {column!r}; available: {sorted(frame.columns)}")
     groups = [*params, "algorithm"]
-    final = final_rows(rows, [*groups, "seed"])
-    samples: dict[tuple, list[float]] = {}
-    for row in final:
-        samples.setdefault(tuple(row[c] for c in groups), []).append(float(row[metric]))
-
-    def means(column: str) -> dict[tuple, dict[str, Any]]:
-        if column not in rows[0]:
-            return {}
-        return {tuple(r[c] for c in groups): r for r in summarize(final, column, by=groups)}
-
-    scores, costs, epsilons = means(metric), means(cost), means("epsilon_max")
+    final = final_checkpoint(frame, [*groups, "seed"])
+    # One row per (point, algorithm), in the order groups first appear: the metric's summary, its per-seed
+    # values, and the mean final cost and epsilon (None when the results lack the column); the added
+    # columns start with "_" so that no parameter column is overwritten.
+    table = summarize(final, metric, by=groups)
+    table["_samples"] = final.groupby(groups, sort=False, dropna=False)[metric].agg(list).tolist()
+    for name, column in (("_cost", cost), ("_epsilon", "epsilon_max")):
+        table[name] = summarize(final, column, by=groups)["mean"].to_numpy() if column in frame else None
+    points = table.groupby(list(params), sort=False, dropna=False) if params else [((), table)]
     entries: list[dict[str, Any]] = []
-    for point in dict.fromkeys(key[:-1] for key in scores):
-        keys = sorted((k for k in scores if k[:-1] == point), key=lambda k: scores[k]["mean"])
-        notes = {key: _budget_notes(costs.get(key), epsilons.get(key), max_cost, max_epsilon) for key in keys}
-        ranked = [key for key in keys if not notes[key]]
-        apart = separated({key: samples[key] for key in ranked}, alpha)
+    for _, members in points:
+        rows = members.sort_values("mean", kind="stable").to_dict("records")
+        for row in rows:
+            row["_note"] = "; ".join(_budget_notes(row["_cost"], row["_epsilon"], max_cost, max_epsilon))
+        ranked = {row["algorithm"]: row for row in rows if not row["_note"]}
+        apart = separated({name: row["_samples"] for name, row in ranked.items()}, alpha)
         ranks = {
-            key: 1 + sum(scores[o]["mean"] < scores[key]["mean"] and frozenset((o, key)) in apart for o in ranked)
-            for key in ranked
+            name: 1 + sum(other["mean"] < row["mean"] and frozenset((o, name)) in apart for o, other in ranked.items())
+            for name, row in ranked.items()
         }
-        shared = [ranks[key] for key in ranked]
-        for key in sorted(ranked, key=lambda k: ranks[k]) + [k for k in keys if notes[k]]:
+        shared = list(ranks.values())
+        unseparated = {name: [o for o in ranks if o != name and frozenset((o, name)) not in apart] for name in ranks}
+        for row in sorted(ranked.values(), key=lambda r: ranks[r["algorithm"]]) + [r for r in rows if r["_note"]]:
+            name = row["algorithm"]
             entries.append(
                 {
-                    "point": dict(zip(params, point)),
-                    "rank": ranks.get(key),
-                    "tied": key in ranks and shared.count(ranks[key]) > 1,
-                    "algorithm": key[-1],
-                    "n": scores[key]["n"],
-                    "mean": scores[key]["mean"],
-                    "ci95": scores[key]["ci95_high"] - scores[key]["mean"],
-                    "summary": mean_ci(scores[key]),
-                    "cost": costs[key]["mean"] if key in costs else None,
-                    "epsilon_spent": epsilons[key]["mean"] if key in epsilons else None,
-                    "unseparated": [
-                        o[-1] for o in ranked if key in ranks and o != key and frozenset((o, key)) not in apart
-                    ],
-                    "note": "; ".join(notes[key]),
+                    "point": {p: row[p] for p in params},
+                    "rank": ranks.get(name),
+                    "tied": name in ranks and shared.count(ranks[name]) > 1,
+                    "algorithm": name,
+                    "n": row["n"],
+                    "mean": row["mean"],
+                    "ci95": row["ci95_high"] - row["mean"],
+                    "summary": mean_ci(row),
+                    "cost": row["_cost"],
+                    "epsilon_spent": row["_epsilon"],
+                    "unseparated": unseparated.get(name, []),
+                    "note": row["_note"],
                 }
             )
     return entries
 
 
 def _budget_notes(
-    cost: dict[str, Any] | None, epsilon: dict[str, Any] | None, max_cost: float | None, max_epsilon: float | None
+    cost: float | None, epsilon: float | None, max_cost: float | None, max_epsilon: float | None
 ) -> list[str]:
-    """Why an entry with these cost and epsilon summaries is over the budgets (empty when within them)."""
+    """Why an entry with these mean final cost and epsilon is over the budgets (empty when within them)."""
     notes = []
-    for name, summary, budget, missing in (
+    for name, mean, budget, missing in (
         ("cost", cost, max_cost, "no cost column"),
         ("epsilon", epsilon, max_epsilon, "no privacy accounting"),
     ):
-        if budget is not None and (summary is None or summary["mean"] > budget):
-            notes.append(f"{name} {summary['mean']:.4g} > {budget:g}" if summary is not None else missing)
+        if budget is not None and (mean is None or mean > budget):
+            notes.append(f"{name} {mean:.4g} > {budget:g}" if mean is not None else missing)
     return notes
 
 

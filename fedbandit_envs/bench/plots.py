@@ -14,16 +14,17 @@ the paths.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fedbandit_envs.bench.claims import final_rows
+import pandas as pd
+
 from fedbandit_envs.bench.scenarios import FigureSpec
 from fedbandit_envs.bench.store import atomic_write
 from fedbandit_envs.bench.tables import UNITS, unit_heading
-from fedbandit_envs.metrics import summarize
+from fedbandit_envs.metrics import final_checkpoint, summarize
 from fedbandit_envs.run import Results
 
 PathLike = str | Path
@@ -73,12 +74,20 @@ def save_figure(figure: Any, paths: PathLike | Sequence[PathLike], dpi: int = 12
     return written
 
 
-def _check_columns(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
-    if not rows:
+def _curves(results: Results, columns: Sequence[str]) -> pd.DataFrame:
+    """The curves table as a frame, checked to have rows and ``columns``."""
+    if not results.curves:
         raise ValueError("no result rows to plot; run a sweep first")
-    missing = [c for c in columns if c not in rows[0]]
+    frame = results.to_frame()
+    missing = [c for c in columns if c not in frame]
     if missing:
-        raise ValueError(f"results have no column(s) {missing}; available: {sorted(rows[0])}")
+        raise ValueError(f"results have no column(s) {missing}; available: {sorted(frame.columns)}")
+    return frame
+
+
+def _groups(frame: pd.DataFrame, columns: Sequence[str]) -> Any:
+    """(key tuple, sub-frame) per value of ``columns`` in order of first appearance; one group for no columns."""
+    return frame.groupby(list(columns), sort=False, dropna=False) if columns else [((), frame)]
 
 
 def _label(column: str) -> str:
@@ -123,29 +132,25 @@ def plot_figure(
     """
     if spec.band not in BANDS:
         raise ValueError(f"band must be one of {BANDS}, got {spec.band!r}")
-    rows = results.curves
     hue, facet = list(spec.hue), list(spec.facet)
-    _check_columns(rows, [spec.x, spec.y, "seed", "slot", *hue, *facet])
+    frame = _curves(results, [spec.x, spec.y, "seed", "slot", *hue, *facet])
     plt = _pyplot()
-    panels = list(dict.fromkeys(tuple(r[c] for c in facet) for r in rows))
+    panels = list(_groups(frame, facet))
     figure, axes_list = _grid(plt, len(panels))
     low, high = ("min", "max") if spec.band == "minmax" else ("ci95_low", "ci95_high")
-    for axes, panel in zip(axes_list, panels):
-        subset = [r for r in rows if tuple(r[c] for c in facet) == panel]
+    for axes, (panel, subset) in zip(axes_list, panels):
         if spec.x != "slot":
-            subset = final_rows(subset, list(dict.fromkeys([*hue, *facet, spec.x, *runs, "seed"])))
+            subset = final_checkpoint(subset, list(dict.fromkeys([*hue, *facet, spec.x, *runs, "seed"])))
         summary = summarize(subset, spec.y, by=(*hue, spec.x))
-        categories = list(dict.fromkeys(r[spec.x] for r in summary))
+        categories = list(dict.fromkeys(summary[spec.x].tolist()))
         numeric = _numeric(categories)
-        for key in dict.fromkeys(tuple(r[c] for c in hue) for r in summary):
-            points = [r for r in summary if tuple(r[c] for c in hue) == key]
-            points.sort(key=lambda r: r[spec.x] if numeric else categories.index(r[spec.x]))
-            xs = [r[spec.x] if numeric else categories.index(r[spec.x]) for r in points]
-            label = f"{_key_text(hue, key)} (n={points[0]['n']})"
-            line = axes.plot(xs, [r["mean"] for r in points], marker=None if spec.x == "slot" else "o", label=label)[0]
-            axes.fill_between(
-                xs, [r[low] for r in points], [r[high] for r in points], alpha=0.2, color=line.get_color()
-            )
+        position = summary[spec.x] if numeric else summary[spec.x].map({c: i for i, c in enumerate(categories)})
+        summary["_x"] = position  # "_": no parameter column is overwritten
+        for key, points in _groups(summary, hue):
+            points = points.sort_values("_x", kind="stable")
+            label = f"{_key_text(hue, key)} (n={points['n'].iloc[0]})"
+            line = axes.plot(points["_x"], points["mean"], marker=None if spec.x == "slot" else "o", label=label)[0]
+            axes.fill_between(points["_x"], points[low], points[high], alpha=0.2, color=line.get_color())
         axes.set_xscale("log" if spec.logx and numeric else "linear")
         if not numeric:
             axes.set_xticks(range(len(categories)), [str(c) for c in categories])
@@ -192,32 +197,28 @@ def plot_tradeoff(
         title: the figure title.
         logx: logarithmic x axis.
     """
-    rows = results.curves
-    _check_columns(rows, [x, y, "seed", "slot", *hue, *runs])
+    frame = _curves(results, [x, y, "seed", "slot", *hue, *runs])
     plt = _pyplot()
     groups = list(dict.fromkeys([*hue, *runs]))
-    final = final_rows(rows, [*groups, "seed"])
-    xs = {tuple(r[c] for c in groups): r for r in summarize(final, x, by=groups)}
-    ys = {tuple(r[c] for c in groups): r for r in summarize(final, y, by=groups)}
+    final = final_checkpoint(frame, [*groups, "seed"])
+    xs = summarize(final, x, by=groups)
+    # The x statistics as columns starting with "_", so that no parameter column is overwritten.
+    table = summarize(final, y, by=groups).assign(_x=xs["mean"], _x_error=xs["mean"] - xs["ci95_low"])
     figure, axes = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
-    for key in dict.fromkeys(k[: len(hue)] for k in ys):
-        members = [k for k in ys if k[: len(hue)] == key]
-        mx = [xs[k]["mean"] for k in members]
-        my = [ys[k]["mean"] for k in members]
-        ex = [xs[k]["mean"] - xs[k]["ci95_low"] for k in members]
-        ey = [ys[k]["mean"] - ys[k]["ci95_low"] for k in members]
-        label = f"{_key_text(hue, key)} (n={ys[members[0]]['n']})"
-        axes.errorbar(mx, my, xerr=ex, yerr=ey, fmt="o", capsize=3, label=label)
-        for k, px, py in zip(members, mx, my):
-            if len(groups) > len(hue):
+    for key, members in _groups(table, hue):
+        label = f"{_key_text(hue, key)} (n={members['n'].iloc[0]})"
+        errors = {"xerr": members["_x_error"], "yerr": members["mean"] - members["ci95_low"]}
+        axes.errorbar(members["_x"], members["mean"], **errors, fmt="o", capsize=3, label=label)
+        if len(groups) > len(hue):
+            for point in members.to_dict("records"):
                 axes.annotate(
-                    _key_text(groups[len(hue) :], k[len(hue) :]),
-                    (px, py),
+                    _key_text(groups[len(hue) :], tuple(point[c] for c in groups[len(hue) :])),
+                    (point["_x"], point["mean"]),
                     fontsize=7,
                     xytext=(4, 4),
                     textcoords="offset points",
                 )
-    axes.set_xscale("log" if logx and all(r["mean"] > 0 for r in xs.values()) else "linear")
+    axes.set_xscale("log" if logx and bool((xs["mean"] > 0).all()) else "linear")
     axes.set_xlabel(f"final {_label(x)}")
     axes.set_ylabel(f"final {_label(y)}")
     axes.set_title(title or f"{_label(y)} vs {_label(x)} (95% CI)", fontsize=11)

@@ -5,8 +5,8 @@ Layout of a results directory::
     config.json             the resolved scenario, scale, overrides, seeds, backend, package versions
     parts/<cell>-<h>.jsonl.gz  one file per finished job: a header line (the job's cell and seeds and a
                             manifest: rows and sha256 of each table), then one line per table
-    results.parquet         the tidy table (one row per run and checkpoint), Parquet when pyarrow is
-    results_agents.parquet  importable, else results.csv / results_agents.csv (one row per run, checkpoint, agent)
+    results.parquet         the tidy table (one row per run and checkpoint); results.csv with table_format="csv"
+    results_agents.parquet  one row per run, checkpoint and agent (results_agents.csv with "csv")
     tables.json             whether the tables are complete, their row counts and sha256 checksums
     damaged/                part files that failed verification, moved aside (their jobs run again)
 
@@ -19,6 +19,12 @@ all parts, in the canonical job order, so the tables equal those of an uninterru
 aside). :meth:`ResultStore.collect` refuses (:class:`IncompleteResults`) when any job lacks a seed.
 Parts written before manifests existed still load: every table must be present with rows for every
 seed, but there is no checksum to compare.
+
+The tables are Parquet (:data:`DEFAULT_FORMAT`) unless a sweep asks for CSV; both read back into the same
+typed DataFrame (:func:`read_frame`, :func:`load_frame`; dtypes: :mod:`fedbandit_envs.run.results`), and
+a Parquet table reads with one line of pandas, ``pandas.read_parquet("results.parquet")``. CSV keeps no
+types, so its reader types each column from its cells (int, float, bool, else text); text that looks like a
+number comes back as one, which only Parquet avoids.
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -40,11 +45,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from fedbandit_envs.bench.jobs import Job, JobResult, canonical_json, missing_seeds, to_json
 from fedbandit_envs.run import Results
+from fedbandit_envs.run.results import frame_from_columns, frame_from_rows, typed_frame
 
-FORMATS = ("auto", "csv", "parquet")
+#: The table formats, the default first: Parquet keeps every column's dtype; CSV is plain text.
+FORMATS = ("parquet", "csv")
+DEFAULT_FORMAT = FORMATS[0]
+#: File suffix of each format.
+SUFFIXES = {"parquet": ".parquet", "csv": ".csv"}
 TABLES = {"curves": "results", "agents": "results_agents"}
 PART_SUFFIX = ".jsonl.gz"
 #: Version of the part file layout written now (parts without a ``format`` key predate manifests).
@@ -74,9 +85,18 @@ class DamagedPartError(ValueError):
         self.reason = reason
 
 
-def has_pyarrow() -> bool:
-    """Whether pyarrow is importable (then tables are written as Parquet by default)."""
-    return importlib.util.find_spec("pyarrow") is not None
+def check_format(table_format: str) -> str:
+    """``table_format`` if it is one of :data:`FORMATS`, else a ValueError naming the choices."""
+    if table_format not in FORMATS:
+        hint = " ('auto' was removed: tables are Parquet unless you ask for CSV)" if table_format == "auto" else ""
+        raise ValueError(f"table_format must be one of {FORMATS}, got {table_format!r}{hint}")
+    return table_format
+
+
+def recorded_format(config: Mapping[str, Any]) -> str:
+    """The table format a sweep's ``config.json`` records; :data:`DEFAULT_FORMAT` for the old ``"auto"`` or none."""
+    table_format = config.get("format", DEFAULT_FORMAT)
+    return DEFAULT_FORMAT if table_format == "auto" else table_format
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
@@ -108,41 +128,6 @@ def check_writable(directory: str | Path) -> Path:
     return directory
 
 
-def _kind(value: Any) -> type:
-    """The table type of a cell value: bool, int, float, str (numpy scalars included), else object."""
-    for kind, types in ((bool, (bool, np.bool_)), (int, (int, np.integer)), (float, (float, np.floating)), (str, str)):
-        if isinstance(value, types):
-            return kind
-    return object
-
-
-def _as_text(value: Any) -> str:
-    """A cell of a mixed or structured column: strings as they are, anything else as canonical JSON."""
-    return value if isinstance(value, str) else canonical_json(value)
-
-
-def _columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Column name (first-seen order) -> values, with one type per column: bool, int, float, str or JSON text.
-
-    Missing cells are None. Integers mixed with floats become floats; numpy scalars Python numbers; any
-    other mixture, and lists or dicts, JSON text.
-    """
-    names = list(dict.fromkeys(key for row in rows for key in row))
-    table: dict[str, list[Any]] = {}
-    for name in names:
-        values = [row.get(name) for row in rows]
-        types = {type(value) for value in values if value is not None}
-        if any(types <= {python} for python in (bool, int, float, str)):
-            table[name] = values  # already one plain Python type
-            continue
-        kinds = {_kind(value) for value in values if value is not None}
-        convert: Callable[[Any], Any] = next((kind for kind in (bool, int, str) if kinds <= {kind}), _as_text)
-        if convert is _as_text and kinds <= {int, float}:
-            convert = float
-        table[name] = [None if value is None else convert(value) for value in values]
-    return table
-
-
 def _parse_column(values: list[str]) -> list[Any]:
     """Typed values of one CSV column: int, float or bool when every non-empty cell parses, else str."""
     present = [value for value in values if value != ""]
@@ -161,38 +146,51 @@ def _parse_bool(text: str) -> bool:
     return text == "True"
 
 
-def write_table(rows: Sequence[Mapping[str, Any]], path: Path, table_format: str) -> Path:
-    """Write ``rows`` atomically as CSV or Parquet (``table_format``) at ``path``."""
-    table = _columns(rows)
+def write_table(rows: Sequence[Mapping[str, Any]] | pd.DataFrame, path: Path, table_format: str) -> Path:
+    """Write ``rows`` (or a frame) atomically as Parquet or CSV (``table_format``) at ``path``.
+
+    Rows are typed first (:func:`~fedbandit_envs.run.results.frame_from_rows`, structured cells as
+    canonical JSON text). In CSV a NaN is written ``nan`` and a missing cell left empty.
+    """
+    check_format(table_format)
+    frame = rows if isinstance(rows, pd.DataFrame) else frame_from_rows(rows, text=canonical_json)
 
     def write_csv(temporary: Path) -> None:
+        # A float column as it is (NaN is written "nan"), any other missing cell as None (an empty cell).
+        cells = [
+            c.tolist() if c.dtype == np.float64 else c.astype(object).where(c.notna(), None).tolist()
+            for _, c in frame.items()
+        ]
         with temporary.open("w", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow(table)
-            writer.writerows(zip(*table.values()))
+            writer.writerow(frame.columns)
+            writer.writerows(zip(*cells))
 
     def write_parquet(temporary: Path) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        pq.write_table(pa.table(table), temporary)
+        frame.to_parquet(temporary, index=False)
 
     return atomic_write(path, write_parquet if table_format == "parquet" else write_csv)
 
 
-def read_table(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a table written by :func:`write_table` (CSV cells typed per column)."""
+def read_frame(path: str | Path) -> pd.DataFrame:
+    """A table written by :func:`write_table` (or by an older version) as a typed DataFrame.
+
+    Parquet keeps its types (older files without pandas metadata are typed the same way); CSV cells are
+    typed per column (int, float or bool when every non-empty cell parses, else text).
+    """
     path = Path(path)
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path).to_pylist()
+        return typed_frame(pd.read_parquet(path, dtype_backend="numpy_nullable"))
     with path.open(newline="") as handle:
         reader = csv.reader(handle)
         header = next(reader, [])
         raw = list(reader)
-    columns = [_parse_column([row[i] for row in raw]) for i in range(len(header))]
-    return [dict(zip(header, values)) for values in zip(*columns)] if raw else []
+    return frame_from_columns({name: _parse_column([row[i] for row in raw]) for i, name in enumerate(header)})
+
+
+def read_table(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a table written by :func:`write_table` (see :func:`read_frame`; NA cells are None)."""
+    return read_frame(path).to_dict("records")
 
 
 def table_paths(directory: str | Path) -> dict[str, Path]:
@@ -200,9 +198,9 @@ def table_paths(directory: str | Path) -> dict[str, Path]:
     directory = Path(directory)
     found = {}
     for table, stem in TABLES.items():
-        for suffix in (".parquet", ".csv"):
+        for suffix in SUFFIXES.values():
             path = directory / f"{stem}{suffix}"
-            if path.exists() and (suffix == ".csv" or has_pyarrow()):
+            if path.exists():
                 found[table] = path
                 break
     return found
@@ -250,11 +248,12 @@ def table_status(directory: str | Path) -> tuple[bool, str]:
     return True, ""
 
 
-def read_results(directory: str | Path, allow_incomplete: bool = False) -> tuple[Results, str]:
-    """The results tables of a sweep directory and a note on their completeness ("" when verified complete).
+def read_frames(directory: str | Path, allow_incomplete: bool = False) -> tuple[dict[str, pd.DataFrame], str]:
+    """The results tables of a sweep directory as typed DataFrames (table name -> frame) and a completeness note.
 
-    Raises :class:`IncompleteResults` when the tables are incomplete or changed (see :func:`table_status`)
-    unless ``allow_incomplete``; then the note says what is wrong, for the top of a report.
+    The note is "" when the tables are verified complete. Raises :class:`IncompleteResults` when they are
+    incomplete or changed (see :func:`table_status`) unless ``allow_incomplete``; then the note says what
+    is wrong, for the top of a report.
     """
     paths = table_paths(directory)
     if "curves" not in paths:
@@ -265,15 +264,26 @@ def read_results(directory: str | Path, allow_incomplete: bool = False) -> tuple
     complete, note = table_status(directory)
     if not complete and not allow_incomplete:
         raise IncompleteResults(f"incomplete results: {note} (or pass --allow-incomplete to use them anyway)")
-    tables = {}
+    frames = {}
     for table, path in paths.items():
         try:
-            tables[table] = read_table(path)
+            frames[table] = read_frame(path)
         except Exception as error:  # any reader error of a damaged file; the message names the file
             raise ValueError(
                 f"cannot read table {str(path)!r} ({type(error).__name__}: {error}); {_repair_hint(directory)}"
             ) from error
-    return Results(**tables), note
+    return frames, note
+
+
+def read_results(directory: str | Path, allow_incomplete: bool = False) -> tuple[Results, str]:
+    """The results tables of a sweep directory as rows, and a note on their completeness (see :func:`read_frames`)."""
+    frames, note = read_frames(directory, allow_incomplete)
+    return Results.from_frames(**frames), note
+
+
+def _warn_note(note: str) -> None:
+    if note:
+        warnings.warn(note, stacklevel=3)
 
 
 def load_results(directory: str | Path, allow_incomplete: bool = False) -> Results:
@@ -282,9 +292,23 @@ def load_results(directory: str | Path, allow_incomplete: bool = False) -> Resul
     A note on unverifiable or (with ``allow_incomplete``) incomplete tables is issued as a warning.
     """
     results, note = read_results(directory, allow_incomplete)
-    if note:
-        warnings.warn(note, stacklevel=2)
+    _warn_note(note)
     return results
+
+
+def load_frame(directory: str | Path, table: str = "curves", allow_incomplete: bool = False) -> pd.DataFrame:
+    """One results table (``"curves"`` or ``"agents"``) of a sweep directory as a typed DataFrame.
+
+    Checked and warned about as :func:`load_results` does. For a Parquet table this equals
+    ``pandas.read_parquet(directory / "results.parquet")`` (``results_agents.parquet`` for the agents).
+    """
+    if table not in TABLES:
+        raise ValueError(f"table must be one of {tuple(TABLES)}, got {table!r}")
+    frames, note = read_frames(directory, allow_incomplete)
+    _warn_note(note)
+    if table not in frames:
+        raise ValueError(f"no {table} table in {str(directory)!r}; its sweep's runner returned none")
+    return frames[table]
 
 
 def load_config(directory: str | Path) -> dict[str, Any]:
@@ -424,17 +448,13 @@ class ResultStore:
 
     Args:
         directory: where config, parts and tables go (created if needed).
-        table_format: ``"auto"`` (Parquet when pyarrow is importable, else CSV), ``"csv"`` or ``"parquet"``.
+        table_format: ``"parquet"`` (the default) or ``"csv"`` (see :data:`FORMATS`).
     """
 
-    def __init__(self, directory: str | Path, table_format: str = "auto") -> None:
-        if table_format not in FORMATS:
-            raise ValueError(f"table_format must be one of {FORMATS}, got {table_format!r}")
-        if table_format == "parquet" and not has_pyarrow():
-            raise ValueError("table_format='parquet' needs pyarrow: pip install pyarrow (or use 'csv')")
+    def __init__(self, directory: str | Path, table_format: str = DEFAULT_FORMAT) -> None:
+        self.format = check_format(table_format)
         self.directory = Path(directory)
         self.parts = self.directory / "parts"
-        self.format = "parquet" if table_format == "parquet" or (table_format == "auto" and has_pyarrow()) else "csv"
         self._verified: dict[Path, StoredPart] | None = None  # read by scan(), plus parts saved since
         self.damaged: list[DamagedPartError] = []
 
@@ -557,15 +577,16 @@ class ResultStore:
         return atomic_write(self.directory / STATUS, lambda temporary: temporary.write_text(text + "\n"))
 
     def write_tables(self, results: Results) -> list[Path]:
-        """Write the curves and agents tables atomically (removing a stale table of the other format).
+        """Write the curves and agents tables atomically (removing a stale table of another format).
 
         Then ``tables.json`` records them complete, with their row counts and sha256 checksums.
         """
         paths = []
-        suffix = ".parquet" if self.format == "parquet" else ".csv"
         for table, stem in TABLES.items():
-            paths.append(write_table(getattr(results, table), self.directory / f"{stem}{suffix}", self.format))
-            (self.directory / f"{stem}{'.csv' if suffix == '.parquet' else '.parquet'}").unlink(missing_ok=True)
+            path = self.directory / f"{stem}{SUFFIXES[self.format]}"
+            paths.append(write_table(getattr(results, table), path, self.format))
+            for other in set(SUFFIXES.values()) - {SUFFIXES[self.format]}:
+                (self.directory / f"{stem}{other}").unlink(missing_ok=True)
         self._write_status(
             {
                 "complete": True,

@@ -44,7 +44,14 @@ from fedbandit_envs.bench.jobs import (
     resolve_scenario,
 )
 from fedbandit_envs.bench.scenarios import Scenario
-from fedbandit_envs.bench.store import DAMAGED, DamagedPartWarning, ResultStore, load_config
+from fedbandit_envs.bench.store import (
+    DAMAGED,
+    DEFAULT_FORMAT,
+    DamagedPartWarning,
+    ResultStore,
+    load_config,
+    recorded_format,
+)
 from fedbandit_envs.seeding import SeedsLike
 
 
@@ -142,7 +149,7 @@ def run_sweep(
     workers: int | None = None,
     address: str | None = None,
     seeds_per_job: int | None = None,
-    table_format: str = "auto",
+    table_format: str = DEFAULT_FORMAT,
     progress: bool = False,
     dry_run: bool = False,
 ) -> SweepSummary:
@@ -159,7 +166,8 @@ def run_sweep(
         workers: pool size (pool backend).
         address: Ray cluster address (ray backend).
         seeds_per_job: split each cell's seeds into jobs of this many (default: one job per cell).
-        table_format: ``"auto"``, ``"csv"`` or ``"parquet"``.
+        table_format: ``"parquet"`` (default) or ``"csv"``: the format of the results tables (see
+            :mod:`fedbandit_envs.bench.store`).
         progress: show the backend's bar of jobs done / total with elapsed time and time left (and per-job
             bars in process; see :mod:`fedbandit_envs.bench.backends`).
         dry_run: expand and count the jobs only; nothing is run or written.
@@ -230,7 +238,7 @@ def repair_sweep(
     except KeyError as error:
         raise ValueError(f"config.json in {str(out)!r} lacks {error}; run the sweep command again instead") from error
     scenario = resolve_scenario(name, scale, overrides, len(seeds))
-    recorded = sweep_config(scenario, scale, overrides, "", config.get("format", "auto"))
+    recorded = sweep_config(scenario, scale, overrides, "", recorded_format(config))
     for key in ("algorithms", "env_kwargs", "sweep", "seeds", "checkpoints", "wrappers"):
         if canonical_json(recorded[key]) != canonical_json(config.get(key)):
             raise ValueError(
@@ -248,7 +256,7 @@ def repair_sweep(
         workers=workers,
         address=address,
         seeds_per_job=seeds_per_job,
-        table_format=config.get("format", "auto"),
+        table_format=recorded_format(config),
         progress=progress,
         dry_run=dry_run,
     )

@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedbandit_envs.bench.claims import final_rows
-from fedbandit_envs.metrics import summarize
+from fedbandit_envs.metrics import final_checkpoint, summarize
 from fedbandit_envs.run import Results
 
 #: Units of the ledger's columns (:class:`~fedbandit_envs.channel.ledger.Ledger`): column -> (short unit for a
@@ -113,22 +112,21 @@ def final_summary(
         params: the swept parameter columns (identify a point).
         metrics: metric columns to show (default: those of :data:`FINAL_METRICS` present in the results).
     """
-    rows = results.curves
-    if not rows:
+    if not results.curves:
         return ["algorithm"], []
-    metrics = [m for m in (metrics or FINAL_METRICS) if m in rows[0]]
+    metrics = [m for m in (metrics or FINAL_METRICS) if m in results.curves[0]]
     groups = [*params, "algorithm"]
-    final = final_rows(rows, [*groups, "seed"])
-    stats = {m: {tuple(r[c] for c in groups): r for r in summarize(final, m, by=groups)} for m in metrics}
-    keys = list(dict.fromkeys(tuple(r[c] for c in groups) for r in final))
-    slots = {tuple(r[c] for c in groups): r["slot"] for r in final}
+    final = final_checkpoint(results.to_frame(), [*groups, "seed"])
+    # Every summary lists the groups as the groupby of the slots does: in the order they first appear.
+    summaries = {m: summarize(final, m, by=groups) for m in metrics}
+    table = final.groupby(groups, sort=False, dropna=False)["slot"].last().reset_index()
+    table = table[groups].assign(
+        seeds=summaries[metrics[0]]["n"] if metrics else "",
+        slot=table["slot"],
+        **{f"metric {m}": [mean_ci(row) for row in summaries[m].to_dict("records")] for m in metrics},
+    )
     header = [*params, "algorithm", "seeds", "slot", *(f"{FINAL_METRICS.get(m, m)}: mean ± 95% CI" for m in metrics)]
-    body = [
-        [*map(str, key), str(stats[metrics[0]][key]["n"]) if metrics else "", str(slots[key])]
-        + [mean_ci(stats[m][key]) for m in metrics]
-        for key in keys
-    ]
-    return header, body
+    return header, [list(map(str, row.values())) for row in table.to_dict("records")]
 
 
 def final_legend(results: Results, metrics: Sequence[str] | None = None) -> str:
