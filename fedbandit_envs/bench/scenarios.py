@@ -169,7 +169,8 @@ class Scenario:
         claims: what the results must show.
         scales: ``{"ci": {...}, "paper": {...}}`` overrides of ``env_kwargs`` keys and of ``seeds`` /
             ``checkpoints`` / ``sweep`` (a dict replacing the sweep).
-        runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.run.run`.
+        runner: ``"module:function"`` called like :func:`fedbandit_envs.run.run` (a runner passes the keywords
+            it does not use on to ``run``).
         figures: figures mirroring the paper's (optional; reports always draw regret vs slot, regret
             vs cost and, with privacy, regret vs epsilon).
     """

@@ -43,7 +43,7 @@ from fedbandit_envs.bench.scenarios import (
     register,
     with_pass_rates,
 )
-from fedbandit_envs.run import Results, checkpoint_slots, run
+from fedbandit_envs.run import DEFAULT_CHECKPOINTS, Results, checkpoint_slots, run
 from fedbandit_envs.topology import Topology
 
 __all__ = [
@@ -120,15 +120,13 @@ def run_dubey(
     algorithm: Any,
     env_kwargs: Mapping[str, Any],
     seeds: Sequence[int],
-    checkpoints: int | Sequence[int] = 20,
-    batched: bool | None = None,
-    progress: bool = False,
-    label: str | None = None,
-    wrappers: Sequence[Callable[[Any], Any]] = (),
+    checkpoints: int | Sequence[int] = DEFAULT_CHECKPOINTS,
+    **options: Any,
 ) -> Results:
     """:func:`fedbandit_envs.run.run` for the Dubey-Pentland scenarios (see the module docstring).
 
     The extra environment keyword ``graph`` is ``"erdos_renyi"`` (the ``topology_params`` apply) or ``"complete"``.
+    ``options``: ``batched``, ``progress``, ``label``, ``wrappers`` as in :func:`fedbandit_envs.run.run`.
     """
     env = dict(env_kwargs)
     graph = env.pop("graph", None)
@@ -152,10 +150,10 @@ def run_dubey(
     chunk = max(1, int(COPIES_PER_BATCH // _copies_per_replica(env, gamma))) if gamma else len(seeds)
     results = Results()
     captured: list = []
-    hooked = _with_byzantine_capture(wrappers, captured)
+    hooked = _with_byzantine_capture(options.pop("wrappers", ()), captured)
     for start in range(0, len(seeds), chunk):
         part = list(seeds[start : start + chunk])
-        results.extend(run(algorithm, env, part, slots, batched, progress, label, hooked))
+        results.extend(run(algorithm, env, part, slots, wrappers=hooked, **options))
     masks = np.concatenate([adversary.byzantine for adversary in captured]) if captured else None
     _add_honest_columns(results, {} if masks is None else dict(zip(seeds, masks)))
     return results
