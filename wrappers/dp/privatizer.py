@@ -35,6 +35,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
 
@@ -153,6 +154,22 @@ class NoiseSpec:
         if self.mechanism == "laplace":
             return LaplaceEvent(epsilon)
         return GaussianEvent(epsilon, self.delta, float(self.scale(np.float64(1.0), epsilon)))
+
+
+class PrivatizerOptions(TypedDict, total=False):
+    """The keywords a DP wrapper passes to its :class:`MessagePrivatizer` unchanged.
+
+    ``calibration``, ``n_agg``, ``budget``, ``on_exhausted``, ``strict``, ``budget_delta`` and ``kinds``: see
+    :class:`MessagePrivatizer` (their defaults are its own).
+    """
+
+    calibration: str
+    n_agg: int
+    budget: float | None
+    on_exhausted: str
+    strict: bool
+    budget_delta: float | None
+    kinds: Iterable[str]
 
 
 @dataclass
