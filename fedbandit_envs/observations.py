@@ -78,17 +78,7 @@ def inboxes_by_agent(batches: Sequence[MessageBatch], num_agents: int, replica: 
     for batch in batches:
         rows = np.flatnonzero(batch.replica == replica)
         for r in rows:
-            inboxes[int(batch.recipient[r])].append(
-                Message.trusted(
-                    sender=int(batch.sender[r]),
-                    recipient=int(batch.recipient[r]),
-                    kind=batch.kind,
-                    payload={k: v[r] for k, v in batch.payload.items()},
-                    slot=int(batch.slot[r]),
-                    count=int(batch.count[r]),
-                    privacy=batch.privacy,
-                )
-            )
+            inboxes[int(batch.recipient[r])].append(batch.message(r))
     return inboxes
 
 
