@@ -562,14 +562,13 @@ class LinearCore:
 
     # ------------------------------------------------------------------ episode
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> Step:
-        """Start B = len(seeds) replicas; returns the act phase of slot 0.
+        """Start B = len(seeds) replicas with the message hooks on client messages; returns the act phase of slot 0.
 
-        ``hooks``: the episode's message hooks on outgoing client messages, in order; a wrapped env's are
-        ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
+        ``hooks``: as in :func:`~fedbandit_envs.core.start_episode`.
         """
         src = self.config
         hooks, streams = start_episode(seeds, hooks, f"{src.num_agents} clients", src.memory_parts)
-        fixed = SeedStreams.from_seed(src.instance_seed) if src.instance_seed is not None else None
+        fixed = SeedStreams.fixed(src.instance_seed)
         self.replicas = [src.replica(s, fixed or s) for s in streams]
         b, n, m = len(streams), src.num_agents, src.active_per_slot
         self.num_replicas = b
