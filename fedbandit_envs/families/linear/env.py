@@ -53,6 +53,7 @@ from fedbandit_envs.core import (
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
+from fedbandit_envs.families.registry import CoreMetrics
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
@@ -1030,14 +1031,10 @@ class FederatedLinear(ProtocolParallelEnv):
         )
 
 
-class LinearMetrics:
+class LinearMetrics(CoreMetrics):
     """The linear columns of a run: realised reward (and the replay baseline), and arrivals per client."""
 
-    def __init__(self, core: LinearCore, population: Any) -> None:
-        self.core = core
-
-    def after_slot(self, slot: int) -> None:
-        """Nothing to keep between checkpoints."""
+    core: LinearCore
 
     def curve(self, replica: int, slot: int) -> dict[str, float]:
         """``reward`` (and ``random_reward`` and ``normalised_reward`` on replay data)."""
