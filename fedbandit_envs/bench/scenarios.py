@@ -253,6 +253,29 @@ def register(scenario: Scenario) -> Scenario:
     return scenario
 
 
+def paper_registrar(paper: str, prefix: str, **defaults: Any) -> Callable[..., Scenario]:
+    """The registration of one paper's scenarios: ``add(name, description, env_kwargs, algorithms, claims)``.
+
+    ``add`` registers a :class:`Scenario` named ``<prefix>/<name>`` of ``paper`` with the ``defaults`` fields
+    (e.g. ``runner``, ``seeds``); its own keyword fields override them.
+    """
+
+    def add(
+        name: str,
+        description: str,
+        env_kwargs: Mapping[str, Any],
+        algorithms: Mapping[str, AlgorithmSpec],
+        claims: tuple[Claim, ...],
+        **fields: Any,
+    ) -> Scenario:
+        merged = {**defaults, **fields}
+        return register(
+            Scenario(f"{prefix}/{name}", paper, description, env_kwargs, algorithms, claims=claims, **merged)
+        )
+
+    return add
+
+
 def _load_catalogue() -> None:
     import importlib
     import pkgutil

@@ -43,7 +43,7 @@ from fedbandit_envs.bench.scenarios import (
     FigureSpec,
     Scenario,
     WrapperSpec,
-    register,
+    paper_registrar,
     with_pass_rates,
 )
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
@@ -78,6 +78,9 @@ def laplace(n_agg: int | None = None, epsilon: float = 1.0) -> WrapperSpec:
     return WrapperSpec("wrappers.dp:LaplaceMessageDP", {"epsilon": epsilon, "calibration": "paper", "n_agg": n_agg})
 
 
+_register = paper_registrar("li_song", "li_song", runner=RUNNER, seeds=20)
+
+
 def li_song_scenario(
     name: str,
     description: str,
@@ -87,28 +90,23 @@ def li_song_scenario(
     n_agg: int | None,
     claims: tuple[Claim, ...],
     ci: Mapping[str, Any],
-    seeds: int = 20,
-    **extra: Any,
+    **fields: Any,
 ) -> Scenario:
-    """Register ``li_song/<name>``, run by :data:`RUNNER` under ``laplace(n_agg)``; ci scale ``ci``, paper as given.
+    """Register ``li_song/<name>`` swept over ``sweep`` under ``laplace(n_agg)``; ci scale ``ci``, paper as given.
 
-    ``extra``: further :class:`~fedbandit_envs.bench.scenarios.Scenario` fields (``figures``).
+    ``fields``: further :class:`~fedbandit_envs.bench.scenarios.Scenario` fields (``seeds``: 20 by default).
     """
-    return register(
-        Scenario(
-            name=f"li_song/{name}",
-            paper="li_song",
-            description=description,
-            env_kwargs=env_kwargs,
-            algorithms=algorithms,
-            sweep=sweep,
-            wrappers=(laplace(n_agg),),
-            seeds=seeds,
-            runner=RUNNER,
-            claims=claims,
-            scales={"ci": ci, "paper": {}},
-            **extra,
-        )
+    scales = {"ci": ci, "paper": {}}
+    return _register(
+        name,
+        description,
+        env_kwargs,
+        algorithms,
+        claims,
+        sweep=sweep,
+        wrappers=(laplace(n_agg),),
+        scales=scales,
+        **fields,
     )
 
 
@@ -571,7 +569,7 @@ def graph_scenario(
     """Register a scenario of the structured algorithm with Laplace noise, swept over ``topologies``."""
     sweep = {"env.topology": topologies}
     return li_song_scenario(
-        name, description, env_kwargs, {"li_song": STRUCTURE}, sweep, None, claims, ci, seeds, **extra
+        name, description, env_kwargs, {"li_song": STRUCTURE}, sweep, None, claims, ci, seeds=seeds, **extra
     )
 
 
@@ -777,13 +775,27 @@ HYBRID_ENV = {
     "reward_tape": True,
     "instance_seed": STRUCTURE_INSTANCE_SEED,
 }
-FIG11 = li_song_scenario(
+
+
+def hybrid_scenario(
+    name: str,
+    description: str,
+    env_kwargs: Mapping[str, Any],
+    claims: tuple[Claim, ...],
+    ci: Mapping[str, Any],
+    **extra: Any,
+) -> Scenario:
+    """Register an HDP-MAB scenario over the six Table II layouts (the wrapper adds the noise, ``n_agg = M``)."""
+    sweep = {"env.topology": tuple(TABLE2.values())}
+    algorithms = {"hdp_mab": AlgorithmSpec("hdp_mab")}
+    n_agg = env_kwargs["num_agents"]
+    return li_song_scenario(name, description, env_kwargs, algorithms, sweep, n_agg, claims, ci, **extra)
+
+
+FIG11 = hybrid_scenario(
     "fig11_hybrid",
     "HDP-MAB on the six Table II layouts, M = 100, K = 100, c1 = 50, c2 = 1, graph_edges (Fig. 11).",
     HYBRID_ENV,
-    {"hdp_mab": AlgorithmSpec("hdp_mab")},
-    {"env.topology": tuple(TABLE2.values())},
-    100,
     with_pass_rates(
         (
             per_round_cost_claim(
@@ -802,14 +814,11 @@ FIG11 = li_song_scenario(
 )
 
 TABLE2_ENV = {**HYBRID_ENV, "link_accounting": "used_links", "num_arms": 20, "horizon": 20_000}
-TABLE2_USED = li_song_scenario(
+TABLE2_USED = hybrid_scenario(
     "table2_used_links",
     "The Table II layouts under used_links with the tree convergecast: per-round cost c1 Q + "
     "sum_v (1 + height(v)) (RC-Y3: 345, 345, 149, case 4, 345, 5000; the paper's case 1 < 2 < 3 fails here).",
     TABLE2_ENV,
-    {"hdp_mab": AlgorithmSpec("hdp_mab")},
-    {"env.topology": tuple(TABLE2.values())},
-    100,
     (
         per_round_cost_claim(
             "per_round_cost",
