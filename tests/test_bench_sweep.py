@@ -302,7 +302,8 @@ def test_paper_registrar_names_registers_and_lets_fields_override_its_defaults(m
     monkeypatch.setattr("fedbandit_envs.bench.scenarios._CATALOGUE", dict(_CATALOGUE))
     add = paper_registrar("some_paper", "some", runner="some.module:run", seeds=7)
     env = {"num_agents": 2, "num_arms": 3, "horizon": 10}
-    plain = add("plain", "a scenario", env, {"ucb": AlgorithmSpec("independent_ucb1")}, ())
+    algorithms = {"ucb": AlgorithmSpec("independent_ucb1")}
+    plain = add("plain", "a scenario", env, algorithms, ())
     assert plain == Scenario(
         "some/plain",
         "some_paper",
@@ -313,6 +314,6 @@ def test_paper_registrar_names_registers_and_lets_fields_override_its_defaults(m
         runner="some.module:run",
     )
     assert get("some/plain") is plain
-    assert add("more", "another", env, {}, (), seeds=3, checkpoints=4).seeds == 3
+    assert add("more", "another", env, algorithms, (), seeds=3, checkpoints=4).seeds == 3
     with pytest.raises(ValueError, match="already registered"):
-        add("plain", "again", env, {}, ())
+        add("plain", "again", env, algorithms, ())
