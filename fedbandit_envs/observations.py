@@ -77,7 +77,7 @@ def inboxes_by_agent(batches: Sequence[MessageBatch], num_agents: int, replica: 
     inboxes: list[list[Message]] = [[] for _ in range(num_agents)]
     for batch in batches:
         rows = np.flatnonzero(batch.replica == replica)
-        for r in rows:
+        for r in rows.tolist():
             inboxes[int(batch.recipient[r])].append(batch.message(r))
     return inboxes
 

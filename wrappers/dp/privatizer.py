@@ -157,19 +157,24 @@ class NoiseSpec:
 
 
 class PrivatizerOptions(TypedDict, total=False):
-    """The keywords a DP wrapper passes to its :class:`MessagePrivatizer` unchanged.
+    """The budget and vocabulary keywords a DP wrapper passes to its :class:`MessagePrivatizer` unchanged.
 
-    ``calibration``, ``n_agg``, ``budget``, ``on_exhausted``, ``strict``, ``budget_delta`` and ``kinds``: see
-    :class:`MessagePrivatizer` (their defaults are its own).
+    ``budget``, ``on_exhausted``, ``strict``, ``budget_delta`` and ``kinds``: see :class:`MessagePrivatizer`
+    (their defaults are its own).
     """
 
-    calibration: str
-    n_agg: int
     budget: float | None
     on_exhausted: str
     strict: bool
     budget_delta: float | None
     kinds: Iterable[str]
+
+
+class CalibratedOptions(PrivatizerOptions, total=False):
+    """:class:`PrivatizerOptions` and the calibration keywords ``calibration`` and ``n_agg`` (Laplace, Gaussian)."""
+
+    calibration: str
+    n_agg: int
 
 
 @dataclass

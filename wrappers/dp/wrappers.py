@@ -23,7 +23,7 @@ import numpy as np
 from typing_extensions import Unpack
 
 from wrappers.chain import HookClassWrapper, HookWrapper
-from wrappers.dp.privatizer import EpsilonSpec, MessagePrivatizer, NoiseSpec, PrivatizerOptions
+from wrappers.dp.privatizer import CalibratedOptions, EpsilonSpec, MessagePrivatizer, NoiseSpec
 from wrappers.dp.tree import TreePrivatizer
 
 
@@ -97,7 +97,7 @@ class LaplaceMessageDP(MessageDP):
         env: Any,
         epsilon: EpsilonSpec,
         secure: bool = False,
-        **options: Unpack[PrivatizerOptions],
+        **options: Unpack[CalibratedOptions],
     ) -> None:
         super().__init__(env, MessagePrivatizer(NoiseSpec("laplace", secure=secure), epsilon, **options))
 
@@ -126,7 +126,7 @@ class GaussianMessageDP(MessageDP):
         gaussian_calibration: str = "classical",
         allow_large_epsilon: bool = False,
         secure: bool = False,
-        **options: Unpack[PrivatizerOptions],
+        **options: Unpack[CalibratedOptions],
     ) -> None:
         noise = NoiseSpec("gaussian", delta, gaussian_calibration, allow_large_epsilon, secure)
         super().__init__(env, MessagePrivatizer(noise, epsilon, **options))

@@ -366,7 +366,7 @@ def cdp_scenario(
     it and the wrapper only accounts.
     """
     algorithm = AlgorithmSpec("cdp_mab", {"noise": "agent"} if agent_noise else {})
-    n_agg = None if agent_noise else CDP_ENV["num_agents"]
+    n_agg = None if agent_noise else int(CDP_ENV["num_agents"])
     return li_song_scenario(
         name, description, CDP_ENV, {"cdp_mab": algorithm}, sweep, n_agg, claims, ci, figures=figures
     )
