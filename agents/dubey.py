@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from fedbandit_envs.core import Action, AgentContext, Feedback, Step
 from fedbandit_envs.privacy.accountant import LaplaceEvent, PrivacyAccountant
 from fedbandit_envs.privacy.mechanisms import FixedInterval, IntervalRelease, laplace_noise
 from fedbandit_envs.protocol import Population
+from fedbandit_envs.validation import check_int
 
 declare_message_kinds("dubey_release", "dubey_exact", "dubey_sample")  # public vocabulary under a DP wrapper
 
@@ -67,14 +68,6 @@ BACKENDS: tuple[str, ...] = ("auto", "histogram", "sorted")
 
 
 # ---------------------------------------------------------------------------------------------------- validation
-def _int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def _real(name: str, value: Any, low: float, high: float, *, closed_high: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
@@ -342,7 +335,7 @@ class PrivateMultiAgentUCB(_UCBPopulation):
         max_age: int | None = None,
     ) -> None:
         super().__init__(tie_break)
-        self.gamma = _int("gamma", gamma, 0)
+        self.gamma = check_int("gamma", gamma, 0)
         self.dp_eps, self.v, self.interval = _check_private(dp_eps, v, schedule)
         self.schedule = schedule
         self.count_field = _choice("count_field", count_field, COUNT_FIELDS)
@@ -560,7 +553,7 @@ def _kept_counts(half: np.ndarray, eps: float, delta: float) -> np.ndarray:
 def kept_count(half: int, eps: float, delta: float) -> int:
     """The number ``c`` of Y points the trimming interval must contain, for ``N = half`` (§2.3, D10; may be < 1)."""
     eps, delta = _check_eps_delta(eps, delta)
-    return int(_kept_counts(np.array([_int("half", half, 1)]), eps, delta)[0])
+    return int(_kept_counts(np.array([check_int("half", half, 1)]), eps, delta)[0])
 
 
 def trimmed_mean(samples: Sequence[float] | np.ndarray, eps: float, delta: float) -> float | None:
@@ -795,7 +788,7 @@ class ByzantineProofUCB(_UCBPopulation):
         max_age: int | None = None,
     ) -> None:
         super().__init__(tie_break)
-        self.gamma = _int("gamma", gamma, 0)
+        self.gamma = check_int("gamma", gamma, 0)
         self.eps_alg = _real("eps_alg", eps_alg, 0.0, 0.5, closed_high=False)
         self.sigma = _real("sigma", sigma, 0.0, math.inf)
         if self.sigma == 0.0:
@@ -803,7 +796,7 @@ class ByzantineProofUCB(_UCBPopulation):
         self.estimator = _choice("estimator", estimator, ESTIMATORS)
         self.bonus_form = _choice("bonus_form", bonus_form, BONUS_FORMS)
         self.backend = _choice("backend", backend, BACKENDS)
-        self.max_distinct = _int("max_distinct", max_distinct, 2)
+        self.max_distinct = check_int("max_distinct", max_distinct, 2)
         self.flood = TTLFlooding(self.gamma, self.kind, max_age)
 
     def reset(self, context: AgentContext) -> None:

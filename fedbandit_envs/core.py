@@ -252,6 +252,9 @@ def start_episode(
 
     Checks the hooks (:func:`check_hooks`), that there is a seed, and (with ``memory_parts(replicas)``)
     that ``len(seeds)`` replicas of ``what`` fit in memory; returns the hooks and the replicas' streams.
+
+    ``hooks`` are the episode's message hooks (DP noise, faults) on the agents' outgoing messages, in order; a
+    wrapped env's are ``env.message_hooks()``. The core keeps them as its ``message_hooks`` until the next reset.
     """
     hooks = check_hooks(hooks)
     if len(seeds) == 0:

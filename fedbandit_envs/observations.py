@@ -77,18 +77,8 @@ def inboxes_by_agent(batches: Sequence[MessageBatch], num_agents: int, replica: 
     inboxes: list[list[Message]] = [[] for _ in range(num_agents)]
     for batch in batches:
         rows = np.flatnonzero(batch.replica == replica)
-        for r in rows:
-            inboxes[int(batch.recipient[r])].append(
-                Message.trusted(
-                    sender=int(batch.sender[r]),
-                    recipient=int(batch.recipient[r]),
-                    kind=batch.kind,
-                    payload={k: v[r] for k, v in batch.payload.items()},
-                    slot=int(batch.slot[r]),
-                    count=int(batch.count[r]),
-                    privacy=batch.privacy,
-                )
-            )
+        for r in rows.tolist():
+            inboxes[int(batch.recipient[r])].append(batch.message(r))
     return inboxes
 
 

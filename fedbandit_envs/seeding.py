@@ -59,6 +59,11 @@ class SeedStreams:
         """Build the streams of a run from an int seed (or a SeedSequence, or None for fresh entropy)."""
         return cls(_as_seed_sequence(seed))
 
+    @classmethod
+    def fixed(cls, seed: int | None) -> SeedStreams | None:
+        """The streams of an optional fixed seed (``instance_seed``, ``topology_seed``): None when it is not set."""
+        return None if seed is None else cls.from_seed(seed)
+
     def sequence(self, name: str) -> np.random.SeedSequence:
         """The SeedSequence of the named stream."""
         try:

@@ -10,7 +10,7 @@ import pytest
 from agents.baselines import IndependentUCB1
 from fedbandit_envs.bench.backends import JobFailed, PoolBackend, make_backend
 from fedbandit_envs.bench.jobs import cell_id, expand, param_columns, pending, resolve_scenario
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get, names
+from fedbandit_envs.bench.scenarios import _CATALOGUE, AlgorithmSpec, Scenario, get, names, paper_registrar
 from fedbandit_envs.bench.store import atomic_write, load_config, load_results
 from fedbandit_envs.bench.sweep import run_sweep
 
@@ -296,3 +296,24 @@ def test_seeds_in_overrides_and_scenarios_may_be_explicit():
     for bad, message in (([1, 1], "distinct"), ("3:1", "empty or negative"), (0, "positive number of runs")):
         with pytest.raises(ValueError, match=message):
             resolve_scenario("suite/baselines", "ci", {"seeds": bad})
+
+
+def test_paper_registrar_names_registers_and_lets_fields_override_its_defaults(monkeypatch):
+    monkeypatch.setattr("fedbandit_envs.bench.scenarios._CATALOGUE", dict(_CATALOGUE))
+    add = paper_registrar("some_paper", "some", runner="some.module:run", seeds=7)
+    env = {"num_agents": 2, "num_arms": 3, "horizon": 10}
+    algorithms = {"ucb": AlgorithmSpec("independent_ucb1")}
+    plain = add("plain", "a scenario", env, algorithms, ())
+    assert plain == Scenario(
+        "some/plain",
+        "some_paper",
+        "a scenario",
+        env,
+        {"ucb": AlgorithmSpec("independent_ucb1")},
+        seeds=7,
+        runner="some.module:run",
+    )
+    assert get("some/plain") is plain
+    assert add("more", "another", env, algorithms, (), seeds=3, checkpoints=4).seeds == 3
+    with pytest.raises(ValueError, match="already registered"):
+        add("plain", "again", env, algorithms, ())

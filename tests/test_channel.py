@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pytest
@@ -110,19 +111,24 @@ def test_two_uploads_by_one_agent_in_one_slot_open_one_link() -> None:
     assert totals["links"] == 1
 
 
+def broadcast_star(
+    m: int, arms: int, slots: int, c1: float, free: bool, coordinator: Any = None, **channel: Any
+) -> FederatedMAB:
+    """A server star of ``m`` agents whose coordinator (default: a fresh one) replies to every agent each slot.
+
+    ``free``: the server's downlink is free on links the slot's uploads opened; ``channel``: more keywords.
+    """
+    coordinator = BroadcastCoordinator() if coordinator is None else coordinator
+    return FederatedMAB(
+        m, arms, slots, topology="server", c1=c1, free_server_downlink=free, coordinator=coordinator, **channel
+    )
+
+
 @pytest.mark.parametrize("free", [True, False])
 def test_broadcast_reply_to_uploaders_adds_no_cost(free: bool) -> None:
     m, s, c1 = 4, 5, 2.5
     coordinator = BroadcastCoordinator()
-    env = FederatedMAB(
-        num_agents=m,
-        num_arms=3,
-        horizon=s,
-        topology="server",
-        c1=c1,
-        free_server_downlink=free,
-        coordinator=coordinator,
-    )
+    env = broadcast_star(m, 3, s, c1, free, coordinator)
     env.reset(seed=0)
     for t in range(s):
         obs, *_ = env.step(act(env, {i: [up(i)] for i in range(m)}))
@@ -143,15 +149,7 @@ def test_broadcast_reply_to_uploaders_adds_no_cost(free: bool) -> None:
 @pytest.mark.parametrize(("free", "expected_cost"), [(True, 2.5 * 3 * 5), (False, 2.5 * 4 * 5)])
 def test_reply_to_an_agent_that_did_not_upload(free: bool, expected_cost: float) -> None:
     m, s, c1 = 4, 5, 2.5
-    env = FederatedMAB(
-        num_agents=m,
-        num_arms=3,
-        horizon=s,
-        topology="server",
-        c1=c1,
-        free_server_downlink=free,
-        coordinator=BroadcastCoordinator(),
-    )
+    env = broadcast_star(m, 3, s, c1, free)
     env.reset(seed=0)
     for _ in range(s):
         # agent 0 stays silent but still receives the broadcast
@@ -273,17 +271,15 @@ def test_hybrid_sink_upload_costs_c1_and_no_edges() -> None:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_prices_sizes_and_logical_counts() -> None:
-    env = FederatedMAB(
-        num_agents=3,
-        num_arms=3,
-        horizon=2,
-        topology="ring",
-        c2=1.5,
-        price_per_message=2.0,
-        price_per_byte=0.25,
-    )
+def priced_ring(num_agents: int, c2: float, per_message: float, per_byte: float) -> FederatedMAB:
+    """A reset ring (3 arms, 2 slots) with the given link, per-message and per-byte prices."""
+    env = FederatedMAB(num_agents, 3, 2, topology="ring", c2=c2, price_per_message=per_message, price_per_byte=per_byte)
     env.reset(seed=0)
+    return env
+
+
+def test_prices_sizes_and_logical_counts() -> None:
+    env = priced_ring(3, c2=1.5, per_message=2.0, per_byte=0.25)
     payload = {
         "a": np.zeros(4),  # float64: 4 scalars, 32 B
         "b": np.arange(2, dtype=np.int64),  # int64: 2 scalars, 16 B
@@ -312,16 +308,7 @@ def test_prices_sizes_and_logical_counts() -> None:
 
 
 def test_prices_apply_per_copy_of_a_broadcast() -> None:
-    env = FederatedMAB(
-        num_agents=4,
-        num_arms=3,
-        horizon=2,
-        topology="ring",
-        c2=1.0,
-        price_per_message=0.5,
-        price_per_byte=0.125,
-    )
-    env.reset(seed=0)
+    env = priced_ring(4, c2=1.0, per_message=0.5, per_byte=0.125)
     env.step(act(env, {2: [Message(2, NEIGHBOURS, "b", {"v": np.zeros(2)}, count=2)]}))
     totals = env.ledger.totals()
     # two copies (to agents 1 and 3), each 2 logical messages and 16 B
@@ -613,17 +600,7 @@ def test_drop_prob_one_is_rejected() -> None:
 
 def test_records_match_totals() -> None:
     slots = 30
-    env = FederatedMAB(
-        num_agents=4,
-        num_arms=2,
-        horizon=slots,
-        topology="server",
-        c1=3.0,
-        free_server_downlink=False,
-        drop_prob=0.2,
-        record_messages=True,
-        coordinator=BroadcastCoordinator(),
-    )
+    env = broadcast_star(4, 2, slots, 3.0, False, drop_prob=0.2, record_messages=True)
     env.reset(seed=2)
     for t in range(slots):
         env.step(act(env, {i: [up(i)] for i in range(4) if (i + t) % 3 != 0}))

@@ -990,3 +990,26 @@ def test_classical_gaussian_accepts_large_epsilon_only_when_allowed():
     assert env.privatizer.noise.scale(np.float64(2.0), 1.5) == pytest.approx(
         2.0 * math.sqrt(2 * math.log(1.25e5)) / 1.5
     )
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda env, **kw: LaplaceMessageDP(env, 0.5, **kw),
+        lambda env, **kw: GaussianMessageDP(env, 0.5, 1e-3, **kw),
+        lambda env, **kw: TreeMessageDP(env, 0.5, **kw),
+    ],
+)
+def test_wrappers_hand_their_keywords_to_the_privatizer(wrap):
+    options = {"budget": 4.0, "on_exhausted": "block", "strict": False, "budget_delta": 0.5, "kinds": ("k",)}
+    privatizer = wrap(make_env(), **options).privatizer
+    assert (privatizer.budget, privatizer.on_exhausted, privatizer.strict) == (4.0, "block", False)
+    assert (privatizer.budget_delta, privatizer.kinds) == (0.5, frozenset({"k"}))
+    with pytest.raises(TypeError, match="budgt"):
+        wrap(make_env(), budgt=1.0)
+
+
+def test_laplace_and_gaussian_wrappers_take_the_paper_calibration():
+    laplace = LaplaceMessageDP(make_env(), 0.5, calibration="paper", n_agg=3).privatizer
+    gaussian = GaussianMessageDP(make_env(), 0.2, 1e-3, calibration="paper", n_agg=3).privatizer
+    assert (laplace.calibration, laplace.n_agg) == (gaussian.calibration, gaussian.n_agg) == ("paper", 3)

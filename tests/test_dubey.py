@@ -57,6 +57,13 @@ class Driver:
             counts[rows, cols, self.feedback.arms] += 1
             self.pulls.append(counts.copy())
 
+    def released(self, interval):
+        """Arms whose own count reached a new multiple of ``interval`` in the last slot (None before two slots)."""
+        if len(self.pulls) < 2:
+            return None
+        now, before = self.pulls[-1], self.pulls[-2]
+        return (now != before) & (now % interval == 0)
+
 
 def delayed_views(topology, gamma, slot, lag=1):
     """Per agent m: the (origin, slot) pairs such that m knows origin's state after that slot, when deciding.
@@ -221,10 +228,9 @@ def test_noise_is_drawn_only_at_release_points():
     population = DPUCBInt(dp_eps=0.25)  # f = 4
     driver = Driver(population, topo.server(20), 120)
     previous = None
-    for slot in driver.slots():
-        if slot >= 2:
-            now, before = driver.pulls[-1], driver.pulls[-2]
-            released = (now != before) & (now % 4 == 0)
+    for _ in driver.slots():
+        released = driver.released(4)
+        if released is not None:
             assert np.array_equal(population.releases.means != previous, released)
         previous = population.releases.means.copy()
     assert (population.releases.releases == population.own_counts // 4).all()  # one draw per release
@@ -237,9 +243,9 @@ def test_frozen_index_option_holds_the_whole_index_between_releases():
     driver = Driver(population, topo.server(10), 80)
     previous = None
     for slot in driver.slots():
-        if slot >= 2:
-            now, before = driver.pulls[-1], driver.pulls[-2]
-            released = (now != before) & (now % 4 == 0)
+        released = driver.released(4)
+        if released is not None:
+            now = driver.pulls[-1]
             expected = population.releases.means + np.sqrt(2 * math.log(slot) / np.maximum(now, 1))
             np.testing.assert_allclose(population._frozen[released], expected[released], rtol=1e-15)
             assert np.array_equal(population._frozen[~released], previous[~released])

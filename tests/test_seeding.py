@@ -100,3 +100,11 @@ def test_explicit_seeds_refuses_a_bare_count():
         explicit_seeds(5)
     with pytest.raises(TypeError, match="sequence of seeds"):
         explicit_seeds("0:5")
+
+
+def test_fixed_streams_are_none_without_a_seed_and_the_seed_s_streams_with_one():
+    assert SeedStreams.fixed(None) is None
+    fixed = SeedStreams.fixed(7)
+    assert np.array_equal(
+        fixed.generator("instance").random(4), SeedStreams.from_seed(7).generator("instance").random(4)
+    )

@@ -27,6 +27,11 @@ VIEW_IDS = ["fedbandit/LocalBandit-v0", "fedbandit/FederatedClient-v0"]
 SMALL = {"num_arms": 4, "horizon": 30}
 
 
+def _long_view(env_id: str) -> gymnasium.Env:
+    """The view ``env_id`` with 4 arms and 100 slots (room for every rollout of the determinism tests)."""
+    return gymnasium.make(env_id, num_arms=4, horizon=100)
+
+
 def _rollout(env: gymnasium.Env, actions: np.ndarray) -> tuple[list[np.ndarray], list[float], list[dict]]:
     observations, rewards, infos = [], [], []
     for action in actions:
@@ -82,12 +87,12 @@ def test_same_seed_same_rollout(env_id):
     actions = np.random.default_rng(7).integers(4, size=50)
     runs = []
     for _ in range(2):
-        env = gymnasium.make(env_id, num_arms=4, horizon=100)
+        env = _long_view(env_id)
         obs, _ = env.reset(seed=123)
         observations, rewards, infos = _rollout(env, actions)
         runs.append(([obs, *observations], rewards, infos))
     _assert_same_rollout(runs[0], runs[1])
-    other = gymnasium.make(env_id, num_arms=4, horizon=100)
+    other = _long_view(env_id)
     other.reset(seed=124)
     assert _rollout(other, actions)[1] != runs[0][1]
 
@@ -97,7 +102,7 @@ def test_unseeded_reset_continues_the_seeded_stream(env_id):
     actions = np.random.default_rng(3).integers(4, size=20)
     runs = []
     for _ in range(2):
-        env = gymnasium.make(env_id, num_arms=4, horizon=100)
+        env = _long_view(env_id)
         env.reset(seed=5)
         env.reset()
         first = _rollout(env, actions)
@@ -111,7 +116,7 @@ def test_unseeded_reset_continues_the_seeded_stream(env_id):
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_pickle_round_trip_continues_identically(env_id):
     actions = np.random.default_rng(11).integers(4, size=40)
-    env = gymnasium.make(env_id, num_arms=4, horizon=100)
+    env = _long_view(env_id)
     env.reset(seed=9)
     _rollout(env, actions[:10])
     clone = pickle.loads(pickle.dumps(env))

@@ -22,17 +22,16 @@ from __future__ import annotations
 import numpy as np
 
 from agents.li_song.engine import (
-    EliminationState,
     LiSongConfig,
     LiSongPopulation,
+    LiSongServer,
     aggregate_values,
     epoch_mean_privacy,
 )
-from agents.li_song.schedules import algorithm_epsilon, participants
+from agents.li_song.schedules import participants
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import AgentContext
-from fedbandit_envs.protocol import Coordinator
 from fedbandit_envs.topology import SERVER, Topology
 
 declare_message_kinds("pooled", "upload")  # public vocabulary under a DP wrapper
@@ -77,36 +76,15 @@ def first_rows(batch: MessageBatch) -> dict[int, int]:
     return dict(zip(replicas.tolist(), rows.tolist()))
 
 
-class CDPServer(Coordinator):
-    """The CDP-MAB server: aggregates the participants' uploads, eliminates, broadcasts I_r (D9, D12).
-
-    Args:
-        config: the population's hyper-parameters (the server computes the same public schedule).
-    """
-
-    def __init__(self, config: LiSongConfig) -> None:
-        self.config = config
+class CDPServer(LiSongServer):
+    """The CDP-MAB server: aggregates the participants' uploads, eliminates, broadcasts I_r (D9, D12)."""
 
     def reset(self, context: AgentContext, rngs: list[np.random.Generator]) -> None:
         """Round 1 for every replica; draw P_1 from the server stream when N < M."""
-        cfg = self.config
-        b, m, k = context.num_replicas, context.num_agents, context.num_arms
-        self.num_agg = participants(cfg.participation, m)
-        epsilon = algorithm_epsilon(cfg.epsilon, cfg.privacy_calibration, self.num_agg)
-        delta = cfg.gap_base()
-        self.states = [
-            EliminationState(k, context.horizon, self.num_agg, epsilon, cfg.rounds, delta, cfg.after_cap)
-            for _ in range(b)
-        ]
-        for state in self.states:
-            state.begin_epoch()
+        b, m = context.num_replicas, context.num_agents
+        self.num_agg = participants(self.config.participation, m)
+        self.start_rounds(context, self.num_agg, m)
         self.rngs = rngs
-        self.totals = np.zeros((b, m, k))
-        self.latest = np.zeros((b, m, k))
-        self.received = np.zeros((b, m), bool)
-        self.selected = np.ones((b, m), bool)
-        self.counts = np.zeros((b, k), np.int64)
-        self.sums = np.zeros((b, k))
         self._announce = self.num_agg < m
         if self._announce:
             self.selected = np.stack([self._draw(replica) for replica in range(b)])

@@ -49,10 +49,11 @@ from agents.li_song.schedules import (
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
 from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
-from fedbandit_envs.protocol import Population
+from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.topology import Topology
 
 __all__ = [
+    "LiSongServer",
     "AFTER_CAP",
     "AGGREGATES",
     "EXPLOIT_SOURCES",
@@ -273,6 +274,40 @@ def epoch_mean_privacy(noised: bool, epsilon: float | None, extra: dict[str, Any
     else:
         mean = Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="n", partition_field="epoch")
     return {"mean": mean, "n": Public(), "epoch": Public(), **(extra or {})}
+
+
+class LiSongServer(Coordinator):
+    """Base class of the Li-Song servers: they compute the same public schedule as the agents from the config.
+
+    Args:
+        config: the population's hyper-parameters.
+    """
+
+    def __init__(self, config: LiSongConfig) -> None:
+        self.config = config
+
+    def start_rounds(self, context: AgentContext, n_agg: int, uploaders: int) -> None:
+        """Round 1 of every replica, and empty upload tables for ``uploaders`` senders per replica.
+
+        Sets :attr:`states` (one :class:`EliminationState` per replica, its first epoch begun, with ``n_agg``
+        agents averaged), ``totals`` / ``latest`` / ``received`` (B, uploaders, ...), ``counts`` / ``sums``
+        (B, K) and ``selected`` (B, M; every agent).
+        """
+        cfg = self.config
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        epsilon = algorithm_epsilon(cfg.epsilon, cfg.privacy_calibration, n_agg)
+        self.states = [
+            EliminationState(k, context.horizon, n_agg, epsilon, cfg.rounds, cfg.gap_base(), cfg.after_cap)
+            for _ in range(b)
+        ]
+        for state in self.states:
+            state.begin_epoch()
+        self.totals = np.zeros((b, uploaders, k))
+        self.latest = np.zeros((b, uploaders, k))
+        self.received = np.zeros((b, uploaders), bool)
+        self.counts = np.zeros((b, k), np.int64)
+        self.sums = np.zeros((b, k))
+        self.selected = np.ones((b, m), bool)
 
 
 class LiSongPopulation(Configured, Population):

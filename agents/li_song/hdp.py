@@ -28,18 +28,16 @@ import numpy as np
 
 from agents.li_song.cdp import first_rows, pooled_broadcast
 from agents.li_song.engine import (
-    EliminationState,
     LiSongConfig,
     LiSongPopulation,
+    LiSongServer,
     aggregate_values,
     epoch_mean_privacy,
 )
-from agents.li_song.schedules import algorithm_epsilon
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext, Phase
 from fedbandit_envs.hybrid import COMPONENT_GRAPHS, SinkPlan, find_sink_agents, hybrid_topology, sink_plan
-from fedbandit_envs.protocol import Coordinator
 from fedbandit_envs.topology import SERVER, Topology
 
 declare_message_kinds("forward", "sink_upload")  # public vocabulary under a DP wrapper
@@ -52,37 +50,15 @@ RELAY_PRIVACY: dict[str, FieldPrivacy] = {
 }
 
 
-class HDPServer(Coordinator):
-    """The HDP-MAB server: waits for every sink's upload, aggregates (D5), eliminates, broadcasts to the sinks.
-
-    Args:
-        config: the population's hyper-parameters.
-    """
-
-    def __init__(self, config: LiSongConfig) -> None:
-        self.config = config
+class HDPServer(LiSongServer):
+    """The HDP-MAB server: waits for every sink's upload, aggregates (D5), eliminates, broadcasts to the sinks."""
 
     def reset(self, context: AgentContext, rngs: list[np.random.Generator]) -> None:
         """Read each replica's components and sinks; start round 1."""
-        cfg = self.config
-        m, k = context.num_agents, context.num_arms
-        epsilon = algorithm_epsilon(cfg.epsilon, cfg.privacy_calibration, m)
         self.plans = [sink_plan(t, np.flatnonzero(t.server_links)) for t in context.topologies]
-        self.states = []
-        for _ in context.topologies:
-            state = EliminationState(k, context.horizon, m, epsilon, cfg.rounds, cfg.gap_base(), cfg.after_cap)
-            state.begin_epoch()
-            self.states.append(state)
         self.component = [{int(s): q for q, s in enumerate(plan.sinks)} for plan in self.plans]
         self.sizes = [np.array([len(c) for c in plan.components], np.float64) for plan in self.plans]
-        q_max = max(len(plan.sinks) for plan in self.plans)
-        b = context.num_replicas
-        self.totals = np.zeros((b, q_max, k))
-        self.latest = np.zeros((b, q_max, k))
-        self.received = np.zeros((b, q_max), bool)
-        self.counts = np.zeros((b, k), np.int64)
-        self.sums = np.zeros((b, k))
-        self.selected = np.ones((b, m), bool)
+        self.start_rounds(context, context.num_agents, max(len(plan.sinks) for plan in self.plans))
 
     def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
         """Add the sinks' uploads; close every replica whose sinks have all uploaded."""

@@ -14,7 +14,7 @@ from typing import Any
 from agents.li_song.engine import LiSongPopulation
 from fedbandit_envs.algorithms import algorithm_name, make_algorithm
 from fedbandit_envs.families.mab.core import FederatedMABCore
-from fedbandit_envs.run import Results, Wrapper, build_env
+from fedbandit_envs.run import DEFAULT_CHECKPOINTS, Results, build_env
 from fedbandit_envs.run import run as run_algorithm
 
 __all__ = ["add_round_columns", "dp_privatizer", "oracle_gap", "run"]
@@ -48,22 +48,20 @@ def run(
     algorithm: Any,
     env_kwargs: Mapping[str, Any],
     seeds: Sequence[int],
-    checkpoints: int | Sequence[int] = 20,
-    progress: bool = False,
-    label: str | None = None,
-    wrappers: Sequence[Wrapper] = (),
-    batched: bool | None = None,
+    checkpoints: int | Sequence[int] = DEFAULT_CHECKPOINTS,
+    **options: Any,
 ) -> Results:
     """:func:`fedbandit_envs.run.run` with Li-Song agents bound to the DP wrapper and the instance.
 
     A population with ``noise="wrapper"`` takes the wrapper's epsilon and calibration (the wrapper's
     ``n_agg`` must be the agents averaged per round under the paper calibration); a capped schedule
     with ``delta_schedule_base="oracle"`` takes the instance's minimum gap. Other algorithms run unchanged.
+    ``options``: ``batched``, ``progress``, ``label``, ``wrappers`` as in :func:`fedbandit_envs.run.run`.
     """
     probe = make_algorithm(algorithm)
     if not isinstance(probe, LiSongPopulation):
-        return run_algorithm(algorithm, env_kwargs, seeds, checkpoints, batched, progress, label, wrappers)
-    env, _ = build_env(algorithm, probe, env_kwargs, wrappers)
+        return run_algorithm(algorithm, env_kwargs, seeds, checkpoints, **options)
+    env, _ = build_env(algorithm, probe, env_kwargs, options.get("wrappers", ()))
     privatizer = dp_privatizer(env)
     needs_gap = probe.config.rounds is not None and probe.config.delta_schedule_base == "oracle"
     binding = {
@@ -81,9 +79,8 @@ def run(
         created.append(population)
         return population
 
-    results = run_algorithm(
-        factory, env_kwargs, seeds, checkpoints, batched, progress, label or algorithm_name(algorithm), wrappers
-    )
+    options["label"] = options.get("label") or algorithm_name(algorithm)
+    results = run_algorithm(factory, env_kwargs, seeds, checkpoints, **options)
     add_round_columns(results, [p for p in created if hasattr(p, "context")], seeds)
     return results
 

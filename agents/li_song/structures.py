@@ -16,12 +16,11 @@ import numpy as np
 
 from agents.li_song.cdp import CDPMAB, CDPServer
 from agents.li_song.ddp import DDPMAB
-from agents.li_song.engine import LiSongConfig, LiSongPopulation
+from agents.li_song.engine import LiSongConfig, LiSongPopulation, LiSongServer
 from agents.li_song.hdp import HDPMAB, HDPServer
 from agents.li_song.schedules import participants
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
-from fedbandit_envs.protocol import Coordinator
 from fedbandit_envs.topology import Topology
 
 __all__ = ["STRUCTURES", "LiSongMAB", "StructureServer", "structure_of"]
@@ -47,15 +46,8 @@ def _population(structure: str, config: LiSongConfig) -> LiSongPopulation:
     return HDPMAB.from_config(config)
 
 
-class StructureServer(Coordinator):
-    """The server of :class:`LiSongMAB`: CDP-MAB's or HDP-MAB's, or none for DDP-MAB.
-
-    Args:
-        config: the population's hyper-parameters.
-    """
-
-    def __init__(self, config: LiSongConfig) -> None:
-        self.config = config
+class StructureServer(LiSongServer):
+    """The server of :class:`LiSongMAB`: CDP-MAB's or HDP-MAB's, or none for DDP-MAB."""
 
     def reset(self, context: AgentContext, rngs: list[np.random.Generator]) -> None:
         """Pick the server of the topology's structure."""

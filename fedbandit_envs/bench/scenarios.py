@@ -169,7 +169,8 @@ class Scenario:
         claims: what the results must show.
         scales: ``{"ci": {...}, "paper": {...}}`` overrides of ``env_kwargs`` keys and of ``seeds`` /
             ``checkpoints`` / ``sweep`` (a dict replacing the sweep).
-        runner: ``"module:function"`` with the signature of :func:`fedbandit_envs.run.run`.
+        runner: ``"module:function"`` called like :func:`fedbandit_envs.run.run` (a runner passes the keywords
+            it does not use on to ``run``).
         figures: figures mirroring the paper's (optional; reports always draw regret vs slot, regret
             vs cost and, with privacy, regret vs epsilon).
     """
@@ -250,6 +251,29 @@ def register(scenario: Scenario) -> Scenario:
         raise ValueError(f"scenario {scenario.name!r} is already registered")
     _CATALOGUE[scenario.name] = scenario
     return scenario
+
+
+def paper_registrar(paper: str, prefix: str, **defaults: Any) -> Callable[..., Scenario]:
+    """The registration of one paper's scenarios: ``add(name, description, env_kwargs, algorithms, claims)``.
+
+    ``add`` registers a :class:`Scenario` named ``<prefix>/<name>`` of ``paper`` with the ``defaults`` fields
+    (e.g. ``runner``, ``seeds``); its own keyword fields override them.
+    """
+
+    def add(
+        name: str,
+        description: str,
+        env_kwargs: Mapping[str, Any],
+        algorithms: Mapping[str, AlgorithmSpec],
+        claims: tuple[Claim, ...],
+        **fields: Any,
+    ) -> Scenario:
+        merged = {**defaults, **fields}
+        return register(
+            Scenario(f"{prefix}/{name}", paper, description, env_kwargs, algorithms, claims=claims, **merged)
+        )
+
+    return add
 
 
 def _load_catalogue() -> None:

@@ -37,13 +37,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Integral
-from typing import Any
 
 import numpy as np
 
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import PrivacySchema, Public
+from fedbandit_envs.validation import check_int
 
 __all__ = ["HEADER_FIELDS", "FloodRecords", "TTLFlooding"]
 
@@ -51,14 +50,6 @@ __all__ = ["HEADER_FIELDS", "FloodRecords", "TTLFlooding"]
 HEADER_FIELDS: tuple[str, ...] = ("origin", "created", "ttl")
 #: The per-record array fields of :class:`FloodRecords`, in order.
 _RECORD_ARRAYS: tuple[str, ...] = ("replica", "holder", "sender", "origin", "created", "ttl")
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -125,11 +116,11 @@ class TTLFlooding:
     def __init__(
         self, gamma: int, kind: str = "flood", max_age: int | None = None, privacy: PrivacySchema | None = None
     ) -> None:
-        self.gamma = _check_int("gamma", gamma, 0)
+        self.gamma = check_int("gamma", gamma, 0)
         if not isinstance(kind, str) or not kind:
             raise TypeError(f"kind must be a non-empty str, got {kind!r}")
         self.kind = kind
-        self.max_age = max(self.gamma - 1, 0) if max_age is None else _check_int("max_age", max_age, 0)
+        self.max_age = max(self.gamma - 1, 0) if max_age is None else check_int("max_age", max_age, 0)
         if privacy is not None:
             privacy = {**{name: Public() for name in HEADER_FIELDS}, **privacy}
         self.privacy = privacy
@@ -137,8 +128,8 @@ class TTLFlooding:
     # ------------------------------------------------------------------ episode
     def reset(self, num_replicas: int, num_agents: int) -> None:
         """Forget every record; zero the statistics."""
-        b = _check_int("num_replicas", num_replicas, 1)
-        m = _check_int("num_agents", num_agents, 1)
+        b = check_int("num_replicas", num_replicas, 1)
+        m = check_int("num_agents", num_agents, 1)
         self.num_replicas, self.num_agents = b, m
         self._window = self.max_age + 1
         self._seen = np.full(b * m * m * self._window, -1, np.int64)

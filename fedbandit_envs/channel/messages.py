@@ -292,20 +292,21 @@ class MessageBatch:
             self.kind, self.replica, self.sender, self.recipient, payload, self.count, self.slot, privacy
         )
 
+    def message(self, row: int) -> Message:
+        """Row ``row`` as a :class:`Message` (replica index dropped)."""
+        return Message.trusted(
+            sender=int(self.sender[row]),
+            recipient=int(self.recipient[row]),
+            kind=self.kind,
+            payload={k: v[row] for k, v in self.payload.items()},
+            slot=int(self.slot[row]),
+            count=int(self.count[row]),
+            privacy=self.privacy,
+        )
+
     def messages(self) -> list[Message]:
         """The rows as :class:`Message` objects (replica index dropped)."""
-        return [
-            Message.trusted(
-                sender=int(self.sender[r]),
-                recipient=int(self.recipient[r]),
-                kind=self.kind,
-                payload={k: v[r] for k, v in self.payload.items()},
-                slot=int(self.slot[r]),
-                count=int(self.count[r]),
-                privacy=self.privacy,
-            )
-            for r in range(len(self))
-        ]
+        return [self.message(r) for r in range(len(self))]
 
 
 def _layout_key(message: Message) -> tuple:

@@ -16,7 +16,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["Family", "FamilyMetrics", "Reference", "family_of_env", "find_family", "register_family"]
+__all__ = [
+    "CoreMetrics",
+    "Family",
+    "FamilyMetrics",
+    "Reference",
+    "family_of_env",
+    "find_family",
+    "register_family",
+    "without_coordinator",
+]
 
 
 class FamilyMetrics(Protocol):
@@ -30,6 +39,27 @@ class FamilyMetrics(Protocol):
 
     def agents(self, replica: int) -> dict[str, list[Any]]:
         """Extra ``agents`` columns of ``replica``: one value per agent for each column."""
+
+
+class CoreMetrics:
+    """A :class:`FamilyMetrics` base reading the run's core; it keeps nothing between checkpoints unless overridden.
+
+    Args:
+        core: the core of the run.
+        population: the population of the run (unused here; subclasses may read its parameters).
+    """
+
+    def __init__(self, core: Any, population: Any) -> None:
+        self.core = core
+
+    def after_slot(self, slot: int) -> None:
+        """Nothing to keep between checkpoints."""
+
+
+def without_coordinator(population: Any, env_name: str) -> None:
+    """Refuse a population that brings a coordinator to an environment that hosts no server."""
+    if population.make_coordinator() is not None:
+        raise ValueError(f"the {env_name} environment hosts no server; the algorithm must not bring a coordinator")
 
 
 @dataclass(frozen=True)

@@ -124,8 +124,17 @@ class PrivacyBudgetExceeded(RuntimeError):
         )
 
 
+class _PureEvent:
+    """An event of a pure-DP mechanism (Laplace noise, alone or in a tree): its delta is 0."""
+
+    @property
+    def delta(self) -> float:
+        """A pure-DP release: always 0."""
+        return 0.0
+
+
 @dataclass(frozen=True)
-class LaplaceEvent:
+class LaplaceEvent(_PureEvent):
     """One release of a Laplace mechanism: pure ``epsilon``-DP (``epsilon`` = sensitivity / scale).
 
     Attributes:
@@ -136,11 +145,6 @@ class LaplaceEvent:
 
     def __post_init__(self):
         object.__setattr__(self, "epsilon", _check_event_epsilon(self.epsilon))
-
-    @property
-    def delta(self) -> float:
-        """A Laplace release is pure DP: always 0."""
-        return 0.0
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,7 @@ class GaussianEvent:
 
 
 @dataclass(frozen=True)
-class TreeEvent:
+class TreeEvent(_PureEvent):
     """A whole binary-tree (continual-release) mechanism over one stream: pure ``epsilon``-DP for the stream.
 
     Attributes:
@@ -183,11 +187,6 @@ class TreeEvent:
         if isinstance(self.levels, bool) or not isinstance(self.levels, Integral) or self.levels < 1:
             raise ValueError(f"levels must be an int >= 1, got {self.levels!r}")
         object.__setattr__(self, "levels", int(self.levels))
-
-    @property
-    def delta(self) -> float:
-        """A tree of Laplace nodes is pure DP: always 0."""
-        return 0.0
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The run layer: one run loop for every family, its recorder and the tidy results tables."""
 
 from fedbandit_envs.run.loop import (
+    DEFAULT_CHECKPOINTS,
     Wrapper,
     build_env,
     clear_reference_cache,
@@ -13,6 +14,7 @@ from fedbandit_envs.run.recorder import Recorder, privacy_spent
 from fedbandit_envs.run.results import LEDGER_COLUMNS, Results, checkpoint_slots
 
 __all__ = [
+    "DEFAULT_CHECKPOINTS",
     "LEDGER_COLUMNS",
     "Recorder",
     "Results",

@@ -14,7 +14,9 @@ epsilon=1.0)``) apply on both paths; when they account privacy, the tables get p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -26,10 +28,22 @@ from fedbandit_envs.run.recorder import Recorder
 from fedbandit_envs.run.results import Results, checkpoint_slots
 from fedbandit_envs.seeding import explicit_seeds
 
-__all__ = ["Wrapper", "build_env", "clear_reference_cache", "family_of", "run", "run_batched", "run_pettingzoo"]
+__all__ = [
+    "DEFAULT_CHECKPOINTS",
+    "Wrapper",
+    "build_env",
+    "clear_reference_cache",
+    "family_of",
+    "run",
+    "run_batched",
+    "run_pettingzoo",
+]
 
 #: A function ``env -> wrapped env`` (DP, faults), applied in order.
 Wrapper = Callable[[Any], Any]
+
+#: Evenly spaced checkpoints of a run unless told otherwise.
+DEFAULT_CHECKPOINTS = 20
 
 #: The family played when neither ``env_kwargs["env"]`` nor the algorithm names one.
 DEFAULT_FAMILY = "mab"
@@ -63,55 +77,54 @@ def build_env(
     return env, family
 
 
-def run_batched(
-    algorithm: Any,
-    env_kwargs: Mapping[str, Any],
-    seeds: Sequence[int],
-    checkpoints: int | Sequence[int] = 20,
-    progress: bool = False,
-    label: str | None = None,
-    wrappers: Sequence[Wrapper] = (),
-) -> Results:
-    """Run all ``seeds`` as replicas of one batched core."""
-    population = make_algorithm(algorithm)
-    env, family = build_env(algorithm, population, env_kwargs, wrappers)
+@dataclass(frozen=True)
+class _Plan:
+    """What both paths play: the arguments of :func:`run` that reach the loop."""
+
+    algorithm: Any
+    env_kwargs: Mapping[str, Any]
+    seeds: Sequence[int]
+    checkpoints: int | Sequence[int]
+    progress: bool
+    label: str | None
+    wrappers: Sequence[Wrapper]
+
+    def build(self) -> tuple[Any, Any, Recorder]:
+        """A fresh population, its wrapped environment and a recorder of the environment's horizon."""
+        population = make_algorithm(self.algorithm)
+        env, family = build_env(self.algorithm, population, self.env_kwargs, self.wrappers)
+        slots = checkpoint_slots(env.unwrapped.core.horizon, self.checkpoints)
+        return population, env, Recorder(family, self.label or algorithm_name(self.algorithm), self.seeds, slots)
+
+
+def _play_batched(plan: _Plan) -> Results:
+    """Play all seeds as replicas of one batched core."""
+    population, env, recorder = plan.build()
     core = env.unwrapped.core
-    recorder = Recorder(family, label or algorithm_name(algorithm), seeds, checkpoint_slots(core.horizon, checkpoints))
-    core.reset(list(seeds), hooks=env.message_hooks())
+    core.reset(list(plan.seeds), hooks=env.message_hooks())
     population.reset(core.context)
     recorder.attach(core, population)
-    for t in tqdm(range(core.horizon), disable=not progress, desc=recorder.label, mininterval=0.5):
+    for t in tqdm(range(core.horizon), disable=not plan.progress, desc=recorder.label, mininterval=0.5):
         play_slot(core, population)
         recorder.record(t + 1)
     return recorder.results
 
 
-def run_pettingzoo(
-    algorithm: Any,
-    env_kwargs: Mapping[str, Any],
-    seeds: Sequence[int],
-    checkpoints: int | Sequence[int] = 20,
-    progress: bool = False,
-    label: str | None = None,
-    wrappers: Sequence[Wrapper] = (),
-) -> Results:
-    """Run each seed through the public PettingZoo API of the environment (act and message-only steps).
+def _play_pettingzoo(plan: _Plan) -> Results:
+    """Play each seed through the public PettingZoo API of the environment (act and message-only steps).
 
     The environment translates between its observations and the protocol's data (``step_from``,
     ``actions_from``, ``feedback_from``, ``phase_from``, ``message_actions``, ``inbox_from``; see
     :mod:`fedbandit_envs.env_base`); the run reads the core only to record results.
     """
     results = Results()
-    for index, seed in enumerate(seeds):
-        population = make_algorithm(algorithm)
-        env, family = build_env(algorithm, population, env_kwargs, wrappers)
+    for index, seed in enumerate(plan.seeds):
+        population, env, recorder = plan.build()
         base = env.unwrapped
-        horizon = base.core.horizon
-        recorder = Recorder(family, label or algorithm_name(algorithm), seeds, checkpoint_slots(horizon, checkpoints))
         observations, _ = env.reset(seed=seed)
         population.reset(base.context)
         recorder.attach(base.core, population)
-        with tqdm(total=horizon, disable=not progress, desc=f"seed {seed}", mininterval=0.5) as bar:
+        with tqdm(total=base.core.horizon, disable=not plan.progress, desc=f"seed {seed}", mininterval=0.5) as bar:
             step = None
             while env.agents:
                 phase = base.phase_from(step, observations)
@@ -198,7 +211,7 @@ def run(
     algorithm: Any,
     env_kwargs: Mapping[str, Any],
     seeds: Sequence[int],
-    checkpoints: int | Sequence[int] = 20,
+    checkpoints: int | Sequence[int] = DEFAULT_CHECKPOINTS,
     batched: bool | None = None,
     progress: bool = False,
     label: str | None = None,
@@ -231,11 +244,17 @@ def run(
     probe = make_algorithm(algorithm)
     if batched is None:
         batched = bool(getattr(probe, "supports_batching", False))
-    runner = run_batched if batched else run_pettingzoo
-    results = runner(algorithm, env_kwargs, seeds, checkpoints, progress, label, wrappers)
+    play = _play_batched if batched else _play_pettingzoo
+    results = play(_Plan(algorithm, env_kwargs, seeds, checkpoints, progress, label, wrappers))
     if reference is not None:
         _with_reference(results, family_of(algorithm, probe, env_kwargs), env_kwargs, seeds, checkpoints)
     return results
+
+
+#: :func:`run` on the batched path (all seeds replicas of one core), without reference columns.
+run_batched = functools.partial(run, batched=True, reference=None)
+#: :func:`run` through the public PettingZoo API (one environment per seed), without reference columns.
+run_pettingzoo = functools.partial(run, batched=False, reference=None)
 
 
 def family_of(algorithm: Any, population: Any, env_kwargs: Mapping[str, Any]) -> Family:

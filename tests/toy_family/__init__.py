@@ -10,19 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedbandit_envs.families.registry import Family, register_family
+from fedbandit_envs.families.registry import CoreMetrics, Family, register_family, without_coordinator
 from toy_family.core import GuessCore
 from toy_family.env import GuessEnv
 
 
-class GuessMetrics:
+class GuessMetrics(CoreMetrics):
     """The family's extra columns: how many agents hit the hidden number in the last slot."""
 
-    def __init__(self, core: GuessCore, population: Any) -> None:
-        self.core = core
-
-    def after_slot(self, slot: int) -> None:
-        """Nothing to keep between checkpoints."""
+    core: GuessCore
 
     def curve(self, replica: int, slot: int) -> dict[str, Any]:
         """``agents_found``: the agents whose last guess was the hidden number."""
@@ -35,8 +31,7 @@ class GuessMetrics:
 
 def build_guess_env(env_kwargs: dict[str, Any], population: Any) -> GuessEnv:
     """The guess environment of ``env_kwargs`` (it hosts no server)."""
-    if population.make_coordinator() is not None:
-        raise ValueError("the guess environment hosts no server; the algorithm must not bring a coordinator")
+    without_coordinator(population, "guess")
     return GuessEnv(**env_kwargs)
 
 

@@ -35,6 +35,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
 
@@ -153,6 +154,27 @@ class NoiseSpec:
         if self.mechanism == "laplace":
             return LaplaceEvent(epsilon)
         return GaussianEvent(epsilon, self.delta, float(self.scale(np.float64(1.0), epsilon)))
+
+
+class PrivatizerOptions(TypedDict, total=False):
+    """The budget and vocabulary keywords a DP wrapper passes to its :class:`MessagePrivatizer` unchanged.
+
+    ``budget``, ``on_exhausted``, ``strict``, ``budget_delta`` and ``kinds``: see :class:`MessagePrivatizer`
+    (their defaults are its own).
+    """
+
+    budget: float | None
+    on_exhausted: str
+    strict: bool
+    budget_delta: float | None
+    kinds: Iterable[str]
+
+
+class CalibratedOptions(PrivatizerOptions, total=False):
+    """:class:`PrivatizerOptions` and the calibration keywords ``calibration`` and ``n_agg`` (Laplace, Gaussian)."""
+
+    calibration: str
+    n_agg: int
 
 
 @dataclass

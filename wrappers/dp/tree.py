@@ -12,9 +12,10 @@ tree's guarantee once, charged at its first release under the default key (it co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
+from typing_extensions import Unpack
 
 from fedbandit_envs.channel.messages import MessageBatch
 from fedbandit_envs.channel.privacy import Sensitive
@@ -23,7 +24,7 @@ from fedbandit_envs.privacy.accountant import TreeEvent
 from fedbandit_envs.privacy.mechanisms import BinaryTreeMechanism, _TreeParameters
 from fedbandit_envs.privacy.secure import SecureTreeSums
 from fedbandit_envs.seeding import SeedStreams
-from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec
+from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec, PrivatizerOptions
 
 
 class _SeededTrees:
@@ -54,18 +55,8 @@ class TreePrivatizer(MessagePrivatizer):
             :class:`~fedbandit_envs.privacy.mechanisms.BinaryTreeMechanism`.
     """
 
-    def __init__(
-        self,
-        epsilon: float,
-        budget: float | None = None,
-        on_exhausted: str = "raise",
-        strict: bool = True,
-        budget_delta: float | None = None,
-        kinds: Iterable[str] = (),
-        secure: bool = False,
-    ):
-        noise = NoiseSpec("laplace", secure=secure)
-        super().__init__(noise, epsilon, "strict", 1, budget, on_exhausted, strict, budget_delta, kinds)
+    def __init__(self, epsilon: float, secure: bool = False, **options: Unpack[PrivatizerOptions]) -> None:
+        super().__init__(NoiseSpec("laplace", secure=secure), epsilon, "strict", 1, **options)
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Fresh trees; the stream length is the horizon (at most one message per slot per stream)."""

@@ -17,13 +17,13 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from typing_extensions import Unpack
 
 from wrappers.chain import HookClassWrapper, HookWrapper
-from wrappers.dp.privatizer import EpsilonSpec, MessagePrivatizer, NoiseSpec
+from wrappers.dp.privatizer import CalibratedOptions, EpsilonSpec, MessagePrivatizer, NoiseSpec
 from wrappers.dp.tree import TreePrivatizer
 
 
@@ -96,27 +96,10 @@ class LaplaceMessageDP(MessageDP):
         self,
         env: Any,
         epsilon: EpsilonSpec,
-        calibration: str = "strict",
-        n_agg: int = 1,
-        budget: float | None = None,
-        on_exhausted: str = "raise",
-        strict: bool = True,
-        budget_delta: float | None = None,
-        kinds: Iterable[str] = (),
         secure: bool = False,
+        **options: Unpack[CalibratedOptions],
     ) -> None:
-        privatizer = MessagePrivatizer(
-            NoiseSpec("laplace", secure=secure),
-            epsilon,
-            calibration,
-            n_agg,
-            budget,
-            on_exhausted,
-            strict,
-            budget_delta,
-            kinds,
-        )
-        super().__init__(env, privatizer)
+        super().__init__(env, MessagePrivatizer(NoiseSpec("laplace", secure=secure), epsilon, **options))
 
 
 class GaussianMessageDP(MessageDP):
@@ -131,7 +114,7 @@ class GaussianMessageDP(MessageDP):
             sensitivity) or ``"analytic"`` (Balle and Wang's tight sigma).
         allow_large_epsilon: accept epsilon >= 1 with the classical calibration (outside its proof;
             Solanki et al.'s schedule reaches it for large budgets).
-        calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds, secure: as in
+        secure, calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds: as in
             :class:`LaplaceMessageDP` (secure: OpenDP's Gaussian noise of the same sigma).
     """
 
@@ -142,20 +125,11 @@ class GaussianMessageDP(MessageDP):
         delta: float,
         gaussian_calibration: str = "classical",
         allow_large_epsilon: bool = False,
-        calibration: str = "strict",
-        n_agg: int = 1,
-        budget: float | None = None,
-        on_exhausted: str = "raise",
-        strict: bool = True,
-        budget_delta: float | None = None,
-        kinds: Iterable[str] = (),
         secure: bool = False,
+        **options: Unpack[CalibratedOptions],
     ) -> None:
         noise = NoiseSpec("gaussian", delta, gaussian_calibration, allow_large_epsilon, secure)
-        privatizer = MessagePrivatizer(
-            noise, epsilon, calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds
-        )
-        super().__init__(env, privatizer)
+        super().__init__(env, MessagePrivatizer(noise, epsilon, **options))
 
 
 class TreeMessageDP(HookClassWrapper, MessageDP):

@@ -40,10 +40,10 @@ from fedbandit_envs.bench.scenarios import (
     FigureSpec,
     Scenario,
     WrapperSpec,
-    register,
+    paper_registrar,
     with_pass_rates,
 )
-from fedbandit_envs.run import Results, checkpoint_slots, run
+from fedbandit_envs.run import DEFAULT_CHECKPOINTS, Results, checkpoint_slots, run
 from fedbandit_envs.topology import Topology
 
 __all__ = [
@@ -120,15 +120,13 @@ def run_dubey(
     algorithm: Any,
     env_kwargs: Mapping[str, Any],
     seeds: Sequence[int],
-    checkpoints: int | Sequence[int] = 20,
-    batched: bool | None = None,
-    progress: bool = False,
-    label: str | None = None,
-    wrappers: Sequence[Callable[[Any], Any]] = (),
+    checkpoints: int | Sequence[int] = DEFAULT_CHECKPOINTS,
+    **options: Any,
 ) -> Results:
     """:func:`fedbandit_envs.run.run` for the Dubey-Pentland scenarios (see the module docstring).
 
     The extra environment keyword ``graph`` is ``"erdos_renyi"`` (the ``topology_params`` apply) or ``"complete"``.
+    ``options``: ``batched``, ``progress``, ``label``, ``wrappers`` as in :func:`fedbandit_envs.run.run`.
     """
     env = dict(env_kwargs)
     graph = env.pop("graph", None)
@@ -152,10 +150,10 @@ def run_dubey(
     chunk = max(1, int(COPIES_PER_BATCH // _copies_per_replica(env, gamma))) if gamma else len(seeds)
     results = Results()
     captured: list = []
-    hooked = _with_byzantine_capture(wrappers, captured)
+    hooked = _with_byzantine_capture(options.pop("wrappers", ()), captured)
     for start in range(0, len(seeds), chunk):
         part = list(seeds[start : start + chunk])
-        results.extend(run(algorithm, env, part, slots, batched, progress, label, hooked))
+        results.extend(run(algorithm, env, part, slots, wrappers=hooked, **options))
     masks = np.concatenate([adversary.byzantine for adversary in captured]) if captured else None
     _add_honest_columns(results, {} if masks is None else dict(zip(seeds, masks)))
     return results
@@ -286,6 +284,22 @@ def _spec(path: str, **kwargs: Any) -> AlgorithmSpec:
 
 RUNNER = "fedbandit_envs.bench.catalogue.dubey:run_dubey"
 
+
+_register = paper_registrar("dubey_pentland", "dubey", runner=RUNNER)
+
+
+def dubey_scenario(
+    name: str, description: str, instance: Any, *args: Any, ci_seeds: int = CI_SCALE["seeds"], **fields: Any
+) -> Scenario:
+    """Register ``dubey/<name>`` on §4.1's setting with means drawn by ``instance``, run by :func:`run_dubey`.
+
+    ``args``: algorithms and claims; the ci twin is :data:`CI_SCALE` with ``ci_seeds`` trials; ``fields``: further
+    :class:`~fedbandit_envs.bench.scenarios.Scenario` fields.
+    """
+    scales = {"ci": {**CI_SCALE, "seeds": ci_seeds}, "paper": PAPER_SCALE}
+    return _register(name, description, {**PAPER_ENV, "instance": instance}, *args, scales=scales, **fields)
+
+
 # Pass rates of the CI claims over 10 disjoint blocks of seeds (benchmarks/claim_pass_rates.py; claim -> (passed,
 # blocks)). RC-3 at dp_eps = 1 failed on block 8 (seeds 96-107, p = 0.077); RC-5 strict at 0.05 on block 7 (p = 0.16).
 FIG1A_PASS_RATES = {
@@ -305,116 +319,107 @@ FIG1B_PASS_RATES = {
 FIG1C_LABELS = ("private_ucb_eps1", "byzantine_ucb")
 RC5_STRICT_PASS_RATES = {"rc5_strict_eps0.05": (9, 10), "rc5_strict_eps0.1": (10, 10)}
 
-FIG1A = register(
-    Scenario(
-        name="dubey/fig1a_private",
-        paper="dubey_pentland",
-        description="Fig. 1(a): group regret of Private MA-UCB vs individual UCB1 / DP-UCB-INT and the non-private "
-        "cooperative UCB; ER(200, 0.1), gamma = 1 (D20), means ~ U(0, 1).",
-        env_kwargs={**PAPER_ENV, "instance": "uniform"},
-        algorithms={
-            "private_ucb_eps0.1": _spec("dubey_private_ucb", gamma=1, dp_eps=0.1),
-            "private_ucb_eps1": _spec("dubey_private_ucb", gamma=1, dp_eps=1.0),
-            "ucb1": _spec("dubey_ucb1"),
-            "dp_ucb_int_eps0.1": _spec("dubey_dp_ucb_int", dp_eps=0.1),
-            "dp_ucb_int_eps1": _spec("dubey_dp_ucb_int", dp_eps=1.0),
-            "cooperative_ucb": _spec("dubey_cooperative_ucb", gamma=1),
-        },
-        claims=with_pass_rates(
-            (
-                *(
-                    at_most(
-                        f"rc1_beats_{base}_eps{e}",
-                        f"RC-1: Private MA-UCB (dp_eps={e}) beats individual {base}.",
-                        {"algorithm": f"private_ucb_eps{e}"},
-                        {"algorithm": ref},
-                    )
-                    for e in ("0.1", "1")
-                    for base, ref in (("ucb1", "ucb1"), ("dp_ucb_int", f"dp_ucb_int_eps{e}"))
-                ),
-                *(
-                    at_most(
-                        f"rc2_price_of_privacy_eps{e}",
-                        f"RC-2: the non-private version beats Private MA-UCB (dp_eps={e}).",
-                        {"algorithm": "cooperative_ucb"},
-                        {"algorithm": f"private_ucb_eps{e}"},
-                    )
-                    for e in ("0.1", "1")
-                ),
-                *(
-                    at_most(
-                        f"rc3_dp_ucb_int_worst_eps{e}",
-                        f"RC-3: individual UCB1 beats DP-UCB-INT (dp_eps={e}).",
-                        {"algorithm": "ucb1"},
-                        {"algorithm": f"dp_ucb_int_eps{e}"},
-                    )
-                    for e in ("0.1", "1")
-                ),
-                *(
-                    exploration_identity(
-                        f"rc8_exploration_eps{e}",
-                        f"RC-8: R_G(K f) = M f sum(gaps), f = {f}.",
-                        f"private_ucb_eps{e}",
-                        f,
-                        "ucb1",
-                    )
-                    for e, f in (("0.1", 10), ("1", 1))
-                ),
+FIG1A = dubey_scenario(
+    "fig1a_private",
+    "Fig. 1(a): group regret of Private MA-UCB vs individual UCB1 / DP-UCB-INT and the non-private "
+    "cooperative UCB; ER(200, 0.1), gamma = 1 (D20), means ~ U(0, 1).",
+    "uniform",
+    {
+        "private_ucb_eps0.1": _spec("dubey_private_ucb", gamma=1, dp_eps=0.1),
+        "private_ucb_eps1": _spec("dubey_private_ucb", gamma=1, dp_eps=1.0),
+        "ucb1": _spec("dubey_ucb1"),
+        "dp_ucb_int_eps0.1": _spec("dubey_dp_ucb_int", dp_eps=0.1),
+        "dp_ucb_int_eps1": _spec("dubey_dp_ucb_int", dp_eps=1.0),
+        "cooperative_ucb": _spec("dubey_cooperative_ucb", gamma=1),
+    },
+    with_pass_rates(
+        (
+            *(
+                at_most(
+                    f"rc1_beats_{base}_eps{e}",
+                    f"RC-1: Private MA-UCB (dp_eps={e}) beats individual {base}.",
+                    {"algorithm": f"private_ucb_eps{e}"},
+                    {"algorithm": ref},
+                )
+                for e in ("0.1", "1")
+                for base, ref in (("ucb1", "ucb1"), ("dp_ucb_int", f"dp_ucb_int_eps{e}"))
             ),
-            FIG1A_PASS_RATES,
-            "0:120 in blocks of 12",
+            *(
+                at_most(
+                    f"rc2_price_of_privacy_eps{e}",
+                    f"RC-2: the non-private version beats Private MA-UCB (dp_eps={e}).",
+                    {"algorithm": "cooperative_ucb"},
+                    {"algorithm": f"private_ucb_eps{e}"},
+                )
+                for e in ("0.1", "1")
+            ),
+            *(
+                at_most(
+                    f"rc3_dp_ucb_int_worst_eps{e}",
+                    f"RC-3: individual UCB1 beats DP-UCB-INT (dp_eps={e}).",
+                    {"algorithm": "ucb1"},
+                    {"algorithm": f"dp_ucb_int_eps{e}"},
+                )
+                for e in ("0.1", "1")
+            ),
+            *(
+                exploration_identity(
+                    f"rc8_exploration_eps{e}",
+                    f"RC-8: R_G(K f) = M f sum(gaps), f = {f}.",
+                    f"private_ucb_eps{e}",
+                    f,
+                    "ucb1",
+                )
+                for e, f in (("0.1", 10), ("1", 1))
+            ),
         ),
-        scales={"ci": {**CI_SCALE, "seeds": 12}, "paper": PAPER_SCALE},
-        runner=RUNNER,
-    )
+        FIG1A_PASS_RATES,
+        "0:120 in blocks of 12",
+    ),
+    ci_seeds=12,
 )
 
-FIG1B = register(
-    Scenario(
-        name="dubey/fig1b_byzantine",
-        paper="dubey_pentland",
-        description="Fig. 1(b): group regret of Byzantine-Proof MA-UCB (eps_alg = 1e-3) vs individual UCB1 and vs "
-        "itself with eps_alg = 0; every agent byzantine, Q = point mass at 10, means ~ U(0.3, 0.7).",
-        env_kwargs={**PAPER_ENV, "instance": means_03_07},
-        algorithms={
-            "byzantine_ucb": _spec("dubey_byzantine_ucb", gamma=1, eps_alg=1e-3),
-            "byzantine_ucb_eps0": _spec("dubey_byzantine_ucb", gamma=1, eps_alg=0.0),
-            "ucb1": _spec("dubey_ucb1"),
-        },
-        sweep={"wrapper.contam_eps": [1e-3, 0.0]},
-        wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
-        claims=with_pass_rates(
-            (
-                at_most(
-                    "rc4_cooperation_helps",
-                    "RC-4: Byzantine-proof MA-UCB <= 0.5 x individual UCB1 under contamination.",
-                    {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
-                    {"algorithm": "ucb1", "contam_eps": 1e-3},
-                    0.5,
-                ),
-                at_most(
-                    "rc5_contamination_costs_little",
-                    "RC-5: eps = 0 in a clean environment is within 1.10 x of eps = 1e-3 under contamination.",
-                    {"algorithm": "byzantine_ucb_eps0", "contam_eps": 0.0},
-                    {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
-                    1.10,
-                    paired_test=False,
-                ),
-                exploration_identity(
-                    "rc8_exploration",
-                    "RC-8: R_G(K) = M sum(gaps) for Byzantine-proof MA-UCB.",
-                    "byzantine_ucb",
-                    1,
-                    "ucb1",
-                ),
+FIG1B = dubey_scenario(
+    "fig1b_byzantine",
+    "Fig. 1(b): group regret of Byzantine-Proof MA-UCB (eps_alg = 1e-3) vs individual UCB1 and vs "
+    "itself with eps_alg = 0; every agent byzantine, Q = point mass at 10, means ~ U(0.3, 0.7).",
+    means_03_07,
+    {
+        "byzantine_ucb": _spec("dubey_byzantine_ucb", gamma=1, eps_alg=1e-3),
+        "byzantine_ucb_eps0": _spec("dubey_byzantine_ucb", gamma=1, eps_alg=0.0),
+        "ucb1": _spec("dubey_ucb1"),
+    },
+    with_pass_rates(
+        (
+            at_most(
+                "rc4_cooperation_helps",
+                "RC-4: Byzantine-proof MA-UCB <= 0.5 x individual UCB1 under contamination.",
+                {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
+                {"algorithm": "ucb1", "contam_eps": 1e-3},
+                0.5,
             ),
-            FIG1B_PASS_RATES,
-            "0:80 in blocks of 8",
+            at_most(
+                "rc5_contamination_costs_little",
+                "RC-5: eps = 0 in a clean environment is within 1.10 x of eps = 1e-3 under contamination.",
+                {"algorithm": "byzantine_ucb_eps0", "contam_eps": 0.0},
+                {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
+                1.10,
+                paired_test=False,
+            ),
+            exploration_identity(
+                "rc8_exploration",
+                "RC-8: R_G(K) = M sum(gaps) for Byzantine-proof MA-UCB.",
+                "byzantine_ucb",
+                1,
+                "ucb1",
+            ),
         ),
-        scales={"ci": CI_SCALE, "paper": PAPER_SCALE},
-        runner=RUNNER,
-        figures=(FigureSpec("fig1b", hue=("algorithm", "contam_eps"), title="Fig. 1(b): group regret vs t"),),
-    )
+        FIG1B_PASS_RATES,
+        "0:80 in blocks of 8",
+    ),
+    sweep={"wrapper.contam_eps": [1e-3, 0.0]},
+    wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
+    figures=(FigureSpec("fig1b", hue=("algorithm", "contam_eps"), title="Fig. 1(b): group regret vs t"),),
 )
 
 
@@ -435,44 +440,40 @@ STRICT_CONTAMINATION = (0.05, 0.1)
 #: Q = 1 gives 375 (contam_eps 0.05) and 476 (0.1).
 STRICT_Q = 1.0
 
-RC5_STRICT = register(
-    Scenario(
-        name="dubey/rc5_strict",
-        paper="dubey_pentland",
-        description="RC-5's strict-ordering variant (spec 4.2): Byzantine-Proof MA-UCB with eps_alg = contam_eps in "
-        "{0.05, 0.1} under contamination by an in-range Q (point mass at 1) against eps_alg = 0 in a clean "
-        "environment; every agent byzantine, means ~ U(0.3, 0.7).",
-        env_kwargs={**PAPER_ENV, "instance": means_03_07},
-        algorithms={"byzantine_ucb": _spec("dubey_byzantine_ucb", gamma=1)},
-        sweep={"alg.eps_alg": [0.0, *STRICT_CONTAMINATION], "wrapper.contam_eps": [0.0, *STRICT_CONTAMINATION]},
-        exclude=tuple(
-            {"alg.eps_alg": a, "wrapper.contam_eps": c}
-            for a in (0.0, *STRICT_CONTAMINATION)
-            for c in (0.0, *STRICT_CONTAMINATION)
-            if a != c
+RC5_STRICT = dubey_scenario(
+    "rc5_strict",
+    "RC-5's strict-ordering variant (spec 4.2): Byzantine-Proof MA-UCB with eps_alg = contam_eps in "
+    "{0.05, 0.1} under contamination by an in-range Q (point mass at 1) against eps_alg = 0 in a clean "
+    "environment; every agent byzantine, means ~ U(0.3, 0.7).",
+    means_03_07,
+    {"byzantine_ucb": _spec("dubey_byzantine_ucb", gamma=1)},
+    with_pass_rates(
+        tuple(
+            at_most(
+                f"rc5_strict_eps{e:g}",
+                f"RC-5 strict: eps = 0 in a clean environment has lower regret than eps_alg = contam_eps = {e:g} "
+                "under in-range contamination (paired one-sided t-test, p < 0.05).",
+                {"eps_alg": 0.0, "contam_eps": 0.0},
+                {"eps_alg": e, "contam_eps": e},
+            )
+            for e in STRICT_CONTAMINATION
         ),
-        wrappers=(
-            WrapperSpec(f"{__name__}:byzantine_point_mass", {"value": STRICT_Q, "contam_eps": 0.0, "fraction": 1.0}),
-        ),
-        claims=with_pass_rates(
-            tuple(
-                at_most(
-                    f"rc5_strict_eps{e:g}",
-                    f"RC-5 strict: eps = 0 in a clean environment has lower regret than eps_alg = contam_eps = {e:g} "
-                    "under in-range contamination (paired one-sided t-test, p < 0.05).",
-                    {"eps_alg": 0.0, "contam_eps": 0.0},
-                    {"eps_alg": e, "contam_eps": e},
-                )
-                for e in STRICT_CONTAMINATION
-            ),
-            RC5_STRICT_PASS_RATES,
-            "0:240 in blocks of 24",
-        ),
-        # 8 trials give p = 0.047 at contam_eps = 0.05 (seeds 0-7): the CI twin runs 24
-        scales={"ci": {**CI_SCALE, "seeds": 24}, "paper": PAPER_SCALE},
-        runner=RUNNER,
-        figures=(FigureSpec("rc5_strict", hue=("algorithm", "eps_alg", "contam_eps"), title="RC-5 strict variant"),),
-    )
+        RC5_STRICT_PASS_RATES,
+        "0:240 in blocks of 24",
+    ),
+    # 8 trials give p = 0.047 at contam_eps = 0.05 (seeds 0-7): the CI twin runs 24
+    ci_seeds=24,
+    sweep={"alg.eps_alg": [0.0, *STRICT_CONTAMINATION], "wrapper.contam_eps": [0.0, *STRICT_CONTAMINATION]},
+    exclude=tuple(
+        {"alg.eps_alg": a, "wrapper.contam_eps": c}
+        for a in (0.0, *STRICT_CONTAMINATION)
+        for c in (0.0, *STRICT_CONTAMINATION)
+        if a != c
+    ),
+    wrappers=(
+        WrapperSpec(f"{__name__}:byzantine_point_mass", {"value": STRICT_Q, "contam_eps": 0.0, "fraction": 1.0}),
+    ),
+    figures=(FigureSpec("rc5_strict", hue=("algorithm", "eps_alg", "contam_eps"), title="RC-5 strict variant"),),
 )
 
 
@@ -505,27 +506,23 @@ def _gamma_claims(label: str, drop: float) -> tuple[Claim, ...]:
     )
 
 
-FIG1C = register(
-    Scenario(
-        name="dubey/fig1c_gamma",
-        paper="dubey_pentland",
-        description="Fig. 1(c): group regret at T vs gamma on ER(200, 0.1) (diameter 3), and on the complete graph.",
-        env_kwargs={**PAPER_ENV, "instance": "uniform"},
-        algorithms={
-            "private_ucb_eps1": _spec("dubey_private_ucb", dp_eps=1.0),
-            "byzantine_ucb": _spec("dubey_byzantine_ucb", eps_alg=1e-3),
-        },
-        sweep={"env.graph": ["erdos_renyi", "complete"], "alg.gamma": [1, 2, 3]},
-        exclude=({"env.graph": "complete", "alg.gamma": 2}, {"env.graph": "complete", "alg.gamma": 3}),
-        wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
-        claims=with_pass_rates(
-            (*_gamma_claims("private_ucb_eps1", 2.0), *_gamma_claims("byzantine_ucb", 2.0)),
-            {f"rc{n}_{label}": (10, 10) for n in ("6_sharp_drop", "6_no_rise", "7_optimal") for label in FIG1C_LABELS},
-            "0:160 in blocks of 16",
-        ),
-        # 8 trials (seeds 0-7 then 8-15, ...) passed RC-6/RC-7 on only 8 of 10 blocks; the CI twin runs 16
-        scales={"ci": {**CI_SCALE, "seeds": 16}, "paper": PAPER_SCALE},
-        runner=RUNNER,
-        figures=(FigureSpec("fig1c", x="gamma", facet=("graph",), title="Fig. 1(c): group regret at T vs gamma"),),
-    )
+FIG1C = dubey_scenario(
+    "fig1c_gamma",
+    "Fig. 1(c): group regret at T vs gamma on ER(200, 0.1) (diameter 3), and on the complete graph.",
+    "uniform",
+    {
+        "private_ucb_eps1": _spec("dubey_private_ucb", dp_eps=1.0),
+        "byzantine_ucb": _spec("dubey_byzantine_ucb", eps_alg=1e-3),
+    },
+    with_pass_rates(
+        (*_gamma_claims("private_ucb_eps1", 2.0), *_gamma_claims("byzantine_ucb", 2.0)),
+        {f"rc{n}_{label}": (10, 10) for n in ("6_sharp_drop", "6_no_rise", "7_optimal") for label in FIG1C_LABELS},
+        "0:160 in blocks of 16",
+    ),
+    # 8 trials (seeds 0-7 then 8-15, ...) passed RC-6/RC-7 on only 8 of 10 blocks; the CI twin runs 16
+    ci_seeds=16,
+    sweep={"env.graph": ["erdos_renyi", "complete"], "alg.gamma": [1, 2, 3]},
+    exclude=({"env.graph": "complete", "alg.gamma": 2}, {"env.graph": "complete", "alg.gamma": 3}),
+    wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
+    figures=(FigureSpec("fig1c", x="gamma", facet=("graph",), title="Fig. 1(c): group regret at T vs gamma"),),
 )

@@ -43,7 +43,7 @@ from fedbandit_envs.bench.scenarios import (
     FigureSpec,
     Scenario,
     WrapperSpec,
-    register,
+    paper_registrar,
     with_pass_rates,
 )
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
@@ -76,6 +76,38 @@ def laplace(n_agg: int | None = None, epsilon: float = 1.0) -> WrapperSpec:
     if n_agg is None:  # the agents draw their noise and declare it; the wrapper only accounts it
         return WrapperSpec("wrappers.dp:LaplaceMessageDP", {"epsilon": epsilon})
     return WrapperSpec("wrappers.dp:LaplaceMessageDP", {"epsilon": epsilon, "calibration": "paper", "n_agg": n_agg})
+
+
+_register = paper_registrar("li_song", "li_song", runner=RUNNER, seeds=20)
+
+
+def li_song_scenario(
+    name: str,
+    description: str,
+    env_kwargs: Mapping[str, Any],
+    algorithms: Mapping[str, AlgorithmSpec],
+    sweep: Mapping[str, Sequence[Any]],
+    n_agg: int | None,
+    claims: tuple[Claim, ...],
+    ci: Mapping[str, Any],
+    **fields: Any,
+) -> Scenario:
+    """Register ``li_song/<name>`` swept over ``sweep`` under ``laplace(n_agg)``; ci scale ``ci``, paper as given.
+
+    ``fields``: further :class:`~fedbandit_envs.bench.scenarios.Scenario` fields (``seeds``: 20 by default).
+    """
+    scales = {"ci": ci, "paper": {}}
+    return _register(
+        name,
+        description,
+        env_kwargs,
+        algorithms,
+        claims,
+        sweep=sweep,
+        wrappers=(laplace(n_agg),),
+        scales=scales,
+        **fields,
+    )
 
 
 def participants(p: float, num_agents: int) -> int:
@@ -319,119 +351,107 @@ def tradeoff_claim() -> Claim:
     )
 
 
+def cdp_scenario(
+    name: str,
+    description: str,
+    sweep: Mapping[str, Sequence[Any]],
+    claims: tuple[Claim, ...],
+    ci: Mapping[str, Any],
+    figures: tuple[FigureSpec, ...],
+    agent_noise: bool = False,
+) -> Scenario:
+    """Register a CDP-MAB scenario on :data:`CDP_ENV` (Figs. 4-7).
+
+    The wrapper adds the noise with the paper calibration (``n_agg = M``), or with ``agent_noise`` the agents draw
+    it and the wrapper only accounts.
+    """
+    algorithm = AlgorithmSpec("cdp_mab", {"noise": "agent"} if agent_noise else {})
+    n_agg = None if agent_noise else int(CDP_ENV["num_agents"])
+    return li_song_scenario(
+        name, description, CDP_ENV, {"cdp_mab": algorithm}, sweep, n_agg, claims, ci, figures=figures
+    )
+
+
 # --------------------------------------------------------------------------------------------- Figs. 4-7
-FIG4 = register(
-    Scenario(
-        name="li_song/fig4_epsilon",
-        paper="li_song",
-        description="CDP-MAB, M = 50, K = 100, c1 = 25, p = 1, no cap, epsilon in {0.1, 0.3, 0.5, 1} (Fig. 4).",
-        env_kwargs=CDP_ENV,
-        algorithms={"cdp_mab": AlgorithmSpec("cdp_mab")},
-        sweep={"wrapper.epsilon": EPSILONS},
-        wrappers=(laplace(50),),
-        seeds=20,
-        runner=RUNNER,
-        claims=with_pass_rates(
-            (
-                trend_claim(
-                    "regret_falls_with_epsilon",
-                    "Regret rises as epsilon falls: adjacent pairs within max(2 SE, 2%), Reg(0.1) >= 1.05 Reg(1) "
-                    "(RC-C2).",
-                    "epsilon",
-                    _epsilon_trend,
-                    "each adjacent step may go the wrong way by max(2 SE of the difference, 2% of the mean); "
-                    "Reg(0.1) / Reg(1) >= 1.05",
-                ),
-                per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per round (RC-C1).", lambda r: 25.0 * 50),
-                epsilon_claim(lambda r: 50 * r["epsilon"]),
-            ),
-            {"regret_falls_with_epsilon": (10, 10), "cost_c1_M_rounds": (10, 10), "epsilon_effective": (10, 10)},
-            "0:60 in blocks of 6",
-        ),
-        scales={"ci": {"horizon": 10_000, "seeds": 6}, "paper": {}},
-        figures=(FigureSpec("fig4_regret", hue=("epsilon",), title="CDP-MAB: regret vs slot by epsilon (Fig. 4)"),),
-    )
-)
-
-FIG5 = register(
-    Scenario(
-        name="li_song/fig5_participation",
-        paper="li_song",
-        description="CDP-MAB, epsilon = 1, participation p in {0.2, ..., 1}, no cap (Fig. 5, D27); agents draw the "
-        "Lap(1/(N eps n_r)) noise, the wrapper accounts N epsilon.",
-        env_kwargs=CDP_ENV,
-        algorithms={"cdp_mab": AlgorithmSpec("cdp_mab", {"noise": "agent"})},
-        sweep={"alg.participation": PARTICIPATIONS},
-        wrappers=(laplace(),),
-        seeds=20,
-        runner=RUNNER,
-        claims=(
+FIG4 = cdp_scenario(
+    "fig4_epsilon",
+    "CDP-MAB, M = 50, K = 100, c1 = 25, p = 1, no cap, epsilon in {0.1, 0.3, 0.5, 1} (Fig. 4).",
+    {"wrapper.epsilon": EPSILONS},
+    with_pass_rates(
+        (
             trend_claim(
-                "regret_falls_with_p",
-                "Regret strictly decreases in p, Reg(0.2)/Reg(1) >= 2.5, p Reg(p)/Reg(1) in [0.5, 2] (RC-C3).",
-                "participation",
-                _participation_trend,
-                "no tolerance on the strict decrease of the means; Reg(0.2) / Reg(1) >= 2.5; p Reg(p) / Reg(1) in "
-                "[0.5, 2]",
+                "regret_falls_with_epsilon",
+                "Regret rises as epsilon falls: adjacent pairs within max(2 SE, 2%), Reg(0.1) >= 1.05 Reg(1) (RC-C2).",
+                "epsilon",
+                _epsilon_trend,
+                "each adjacent step may go the wrong way by max(2 SE of the difference, 2% of the mean); "
+                "Reg(0.1) / Reg(1) >= 1.05",
             ),
-            per_round_cost_claim(
-                "cost_c1_N_rounds",
-                "Cost = c1 ceil(p M) per round (RC-C1).",
-                lambda r: 25.0 * participants(r["participation"], 50),
-            ),
-            epsilon_claim(lambda r: participants(r["participation"], 50) * 1.0),
+            per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per round (RC-C1).", lambda r: 25.0 * 50),
+            epsilon_claim(lambda r: 50 * r["epsilon"]),
         ),
-        scales={"ci": {"horizon": 10_000, "seeds": 4}, "paper": {}},
-        figures=(FigureSpec("fig5_regret", hue=("participation",), title="CDP-MAB: regret by participation (Fig. 5)"),),
-    )
+        {"regret_falls_with_epsilon": (10, 10), "cost_c1_M_rounds": (10, 10), "epsilon_effective": (10, 10)},
+        "0:60 in blocks of 6",
+    ),
+    {"horizon": 10_000, "seeds": 6},
+    (FigureSpec("fig4_regret", hue=("epsilon",), title="CDP-MAB: regret vs slot by epsilon (Fig. 4)"),),
 )
 
-FIG6 = register(
-    Scenario(
-        name="li_song/fig6_rounds",
-        paper="li_song",
-        description="CDP-MAB, epsilon = 1, p = 1, round cap R in {2, 3, 4, 5} with Delta^(r/R) and the oracle Delta "
-        "(Fig. 6, D6).",
-        env_kwargs=CDP_ENV,
-        algorithms={"cdp_mab": AlgorithmSpec("cdp_mab")},
-        sweep={"alg.rounds": ROUND_CAPS},
-        wrappers=(laplace(50),),
-        seeds=20,
-        runner=RUNNER,
-        claims=(
-            trend_claim(
-                "regret_falls_with_R",
-                "Regret decreases in R with diminishing returns (RC-C4).",
-                "rounds",
-                _rounds_trend,
-                "no tolerance on the shrinking drops; the last drop may be negative by up to 2 SE of the difference",
-            ),
-            rounds_bound_claim(),
-            per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per executed round (RC-C1).", lambda r: 25.0 * 50),
+FIG5 = cdp_scenario(
+    "fig5_participation",
+    "CDP-MAB, epsilon = 1, participation p in {0.2, ..., 1}, no cap (Fig. 5, D27); agents draw the "
+    "Lap(1/(N eps n_r)) noise, the wrapper accounts N epsilon.",
+    {"alg.participation": PARTICIPATIONS},
+    (
+        trend_claim(
+            "regret_falls_with_p",
+            "Regret strictly decreases in p, Reg(0.2)/Reg(1) >= 2.5, p Reg(p)/Reg(1) in [0.5, 2] (RC-C3).",
+            "participation",
+            _participation_trend,
+            "no tolerance on the strict decrease of the means; Reg(0.2) / Reg(1) >= 2.5; p Reg(p) / Reg(1) in [0.5, 2]",
         ),
-        scales={"ci": {"horizon": 40_000, "seeds": 3}, "paper": {}},
-        figures=(FigureSpec("fig6_regret", hue=("rounds",), title="CDP-MAB: regret by round cap R (Fig. 6)"),),
-    )
+        per_round_cost_claim(
+            "cost_c1_N_rounds",
+            "Cost = c1 ceil(p M) per round (RC-C1).",
+            lambda r: 25.0 * participants(r["participation"], 50),
+        ),
+        epsilon_claim(lambda r: participants(r["participation"], 50) * 1.0),
+    ),
+    {"horizon": 10_000, "seeds": 4},
+    (FigureSpec("fig5_regret", hue=("participation",), title="CDP-MAB: regret by participation (Fig. 5)"),),
+    agent_noise=True,
 )
 
-FIG7 = register(
-    Scenario(
-        name="li_song/fig7_tradeoff",
-        paper="li_song",
-        description="CDP-MAB, epsilon = 1, the full (p, R) grid (D26): regret against communication cost (Fig. 7).",
-        env_kwargs=CDP_ENV,
-        algorithms={"cdp_mab": AlgorithmSpec("cdp_mab", {"noise": "agent"})},
-        sweep={"alg.participation": PARTICIPATIONS, "alg.rounds": ROUND_CAPS},
-        wrappers=(laplace(),),
-        seeds=20,
-        runner=RUNNER,
-        claims=(tradeoff_claim(), rounds_bound_claim()),
-        scales={"ci": {"horizon": 40_000, "seeds": 2}, "paper": {}},
-        figures=(
-            FigureSpec("fig7_regret_vs_p", x="participation", hue=("rounds",), title="Final regret by (p, R) (Fig. 7)"),
-            FigureSpec("fig7_cost_vs_p", x="participation", y="cost", hue=("rounds",), title="Cost by (p, R) (Fig. 7)"),
+FIG6 = cdp_scenario(
+    "fig6_rounds",
+    "CDP-MAB, epsilon = 1, p = 1, round cap R in {2, 3, 4, 5} with Delta^(r/R) and the oracle Delta (Fig. 6, D6).",
+    {"alg.rounds": ROUND_CAPS},
+    (
+        trend_claim(
+            "regret_falls_with_R",
+            "Regret decreases in R with diminishing returns (RC-C4).",
+            "rounds",
+            _rounds_trend,
+            "no tolerance on the shrinking drops; the last drop may be negative by up to 2 SE of the difference",
         ),
-    )
+        rounds_bound_claim(),
+        per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per executed round (RC-C1).", lambda r: 25.0 * 50),
+    ),
+    {"horizon": 40_000, "seeds": 3},
+    (FigureSpec("fig6_regret", hue=("rounds",), title="CDP-MAB: regret by round cap R (Fig. 6)"),),
+)
+
+FIG7 = cdp_scenario(
+    "fig7_tradeoff",
+    "CDP-MAB, epsilon = 1, the full (p, R) grid (D26): regret against communication cost (Fig. 7).",
+    {"alg.participation": PARTICIPATIONS, "alg.rounds": ROUND_CAPS},
+    (tradeoff_claim(), rounds_bound_claim()),
+    {"horizon": 40_000, "seeds": 2},
+    (
+        FigureSpec("fig7_regret_vs_p", x="participation", hue=("rounds",), title="Final regret by (p, R) (Fig. 7)"),
+        FigureSpec("fig7_cost_vs_p", x="participation", y="cost", hue=("rounds",), title="Cost by (p, R) (Fig. 7)"),
+    ),
+    agent_noise=True,
 )
 
 
@@ -504,25 +524,20 @@ def fig8_claims(env_kwargs: Mapping[str, Any]) -> tuple[Claim, ...]:
 
 
 FIG8_ENV = {"num_agents": 5, "num_arms": 10, "horizon": 1_000_000, "c1": 1.0, "instance_seed": FIG8_INSTANCE_SEED}
-FIG8 = register(
-    Scenario(
-        name="li_song/fig8_heterogeneous",
-        paper="li_song",
-        description="M = 5, K = 10, epsilon = 1, T = 10^6: CDP-MAB vs Single-MAB (D24) on homogeneous and "
-        "heterogeneous (D15, h_max = 0.3, same global means) rewards (Fig. 8).",
-        env_kwargs=FIG8_ENV,
-        algorithms={
-            "cdp_mab": AlgorithmSpec("cdp_mab"),
-            "single_mab": AlgorithmSpec("agents.li_song:SingleMAB"),
-        },
-        sweep={"env.instance": ("uniform", "heterogeneous")},
-        wrappers=(laplace(5),),
-        seeds=20,
-        runner=RUNNER,
-        claims=fig8_claims(FIG8_ENV),
-        scales={"ci": {"horizon": 100_000, "seeds": 2}, "paper": {}},
-        figures=(FigureSpec("fig8_regret", y="mean_regret", hue=("algorithm", "instance"), title="Fig. 8"),),
-    )
+FIG8 = li_song_scenario(
+    "fig8_heterogeneous",
+    "M = 5, K = 10, epsilon = 1, T = 10^6: CDP-MAB vs Single-MAB (D24) on homogeneous and "
+    "heterogeneous (D15, h_max = 0.3, same global means) rewards (Fig. 8).",
+    FIG8_ENV,
+    {
+        "cdp_mab": AlgorithmSpec("cdp_mab"),
+        "single_mab": AlgorithmSpec("agents.li_song:SingleMAB"),
+    },
+    {"env.instance": ("uniform", "heterogeneous")},
+    5,
+    fig8_claims(FIG8_ENV),
+    {"horizon": 100_000, "seeds": 2},
+    figures=(FigureSpec("fig8_regret", y="mean_regret", hue=("algorithm", "instance"), title="Fig. 8"),),
 )
 
 
@@ -551,20 +566,10 @@ def graph_scenario(
     ci: Mapping[str, Any],
     **extra: Any,
 ) -> Scenario:
-    """A scenario of the structured algorithm with Laplace noise swept over ``topologies`` (ci scale ``ci``)."""
-    return Scenario(
-        name=name,
-        paper="li_song",
-        description=description,
-        env_kwargs=env_kwargs,
-        algorithms={"li_song": STRUCTURE},
-        sweep={"env.topology": topologies},
-        wrappers=(laplace(),),
-        seeds=seeds,
-        runner=RUNNER,
-        claims=claims,
-        scales={"ci": ci, "paper": {}},
-        **extra,
+    """Register a scenario of the structured algorithm with Laplace noise, swept over ``topologies``."""
+    sweep = {"env.topology": topologies}
+    return li_song_scenario(
+        name, description, env_kwargs, {"li_song": STRUCTURE}, sweep, None, claims, ci, seeds=seeds, **extra
     )
 
 
@@ -639,58 +644,52 @@ FIG10_ENV = {
     "topology_seed": GRAPH_SEED,
 }
 STRUCTURE = AlgorithmSpec("agents.li_song:LiSongMAB", {"noise": "agent"})
-FIG10 = register(
-    graph_scenario(
-        "li_song/fig10_graphs",
-        "DDP-MAB, M = 50, K = 100, c2 = 1, on complete, star, ring and random (D18) graphs, with CDP-MAB "
-        "(server, c1 = 25) as reference, common random numbers, graph_edges accounting (Fig. 10).",
-        FIG10_ENV,
-        GRAPHS,
-        seeds=20,
-        # pass rates over 10 blocks of 2 seeds; RC-D3 failed on block 5 (seeds 10-11: random below star)
-        claims=with_pass_rates(
-            graph_claims(FIG10_ENV),
-            {"per_round_cost": (10, 10), "graph_ordering": (9, 10), "delay_regret_bound": (10, 10)},
-            "0:20 in blocks of 2",
-        ),
-        ci={"num_arms": 20, "horizon": 20_000, "seeds": 2},
-        figures=(FigureSpec("fig10_regret", hue=("topology",), title="DDP-MAB by graph (Fig. 10)"),),
-    )
+FIG10 = graph_scenario(
+    "fig10_graphs",
+    "DDP-MAB, M = 50, K = 100, c2 = 1, on complete, star, ring and random (D18) graphs, with CDP-MAB "
+    "(server, c1 = 25) as reference, common random numbers, graph_edges accounting (Fig. 10).",
+    FIG10_ENV,
+    GRAPHS,
+    seeds=20,
+    # pass rates over 10 blocks of 2 seeds; RC-D3 failed on block 5 (seeds 10-11: random below star)
+    claims=with_pass_rates(
+        graph_claims(FIG10_ENV),
+        {"per_round_cost": (10, 10), "graph_ordering": (9, 10), "delay_regret_bound": (10, 10)},
+        "0:20 in blocks of 2",
+    ),
+    ci={"num_arms": 20, "horizon": 20_000, "seeds": 2},
+    figures=(FigureSpec("fig10_regret", hue=("topology",), title="DDP-MAB by graph (Fig. 10)"),),
 )
 
 TABLE1_ENV = {**FIG10_ENV, "horizon": 20_000, "num_arms": 20, "link_accounting": "used_links"}
-TABLE1 = register(
-    graph_scenario(
-        "li_song/table1_graph_costs",
-        "Table I: GIS cost per round on star (2(M-1)), ring (M floor(M/2)) and complete (M(M-1)/2) graphs, "
-        "M = 50, under used_links accounting (equal to graph_edges on these graphs).",
-        TABLE1_ENV,
-        ("complete", "star", "ring"),
-        seeds=2,
-        claims=(
-            graph_cost_claim(
-                "Per-round links: complete M(M-1)/2, star 2(M-1), ring M floor(M/2) (Table I, RC-D1).", TABLE1_ENV
-            ),
+TABLE1 = graph_scenario(
+    "table1_graph_costs",
+    "Table I: GIS cost per round on star (2(M-1)), ring (M floor(M/2)) and complete (M(M-1)/2) graphs, "
+    "M = 50, under used_links accounting (equal to graph_edges on these graphs).",
+    TABLE1_ENV,
+    ("complete", "star", "ring"),
+    seeds=2,
+    claims=(
+        graph_cost_claim(
+            "Per-round links: complete M(M-1)/2, star 2(M-1), ring M floor(M/2) (Table I, RC-D1).", TABLE1_ENV
         ),
-        ci={"horizon": 5_000, "seeds": 1},
-    )
+    ),
+    ci={"horizon": 5_000, "seeds": 1},
 )
 
 FIG9_ENV = {**FIG10_ENV, "num_agents": 5, "num_arms": 10, "c1": 1.0}
-FIG9 = register(
-    graph_scenario(
-        "li_song/fig9_graphs5",
-        "The 5-agent example graphs of Fig. 9 (complete, star, ring, random) under DDP-MAB, with CDP-MAB.",
-        FIG9_ENV,
-        GRAPHS,
-        seeds=20,
-        claims=(
-            graph_cost_claim(
-                "Per-round cost: complete 10, star 8, ring 10, random d_G |E|, CDP c1 M (Table I at M = 5).", FIG9_ENV
-            ),
+FIG9 = graph_scenario(
+    "fig9_graphs5",
+    "The 5-agent example graphs of Fig. 9 (complete, star, ring, random) under DDP-MAB, with CDP-MAB.",
+    FIG9_ENV,
+    GRAPHS,
+    seeds=20,
+    claims=(
+        graph_cost_claim(
+            "Per-round cost: complete 10, star 8, ring 10, random d_G |E|, CDP c1 M (Table I at M = 5).", FIG9_ENV
         ),
-        ci={"horizon": 20_000, "seeds": 2},
-    )
+    ),
+    ci={"horizon": 20_000, "seeds": 2},
 )
 
 
@@ -776,57 +775,59 @@ HYBRID_ENV = {
     "reward_tape": True,
     "instance_seed": STRUCTURE_INSTANCE_SEED,
 }
-FIG11 = register(
-    Scenario(
-        name="li_song/fig11_hybrid",
-        paper="li_song",
-        description="HDP-MAB on the six Table II layouts, M = 100, K = 100, c1 = 50, c2 = 1, graph_edges (Fig. 11).",
-        env_kwargs=HYBRID_ENV,
-        algorithms={"hdp_mab": AlgorithmSpec("hdp_mab")},
-        sweep={"env.topology": tuple(TABLE2.values())},
-        wrappers=(laplace(100),),
-        seeds=20,
-        runner=RUNNER,
-        claims=with_pass_rates(
-            (
-                per_round_cost_claim(
-                    "per_round_cost",
-                    "Per-round cost c1 Q + c2 sum_q |E_q| ecc(SA_q): 1200, 1985, 5000, case 4, 345, 5000 (RC-Y1).",
-                    lambda r: hybrid_cost(r, 50.0, "graph_edges"),
-                ),
-                hybrid_ordering_claim(),
-                delayed_hybrid_claim(HYBRID_ENV["num_agents"]),
+
+
+def hybrid_scenario(
+    name: str,
+    description: str,
+    env_kwargs: Mapping[str, Any],
+    claims: tuple[Claim, ...],
+    ci: Mapping[str, Any],
+    **extra: Any,
+) -> Scenario:
+    """Register an HDP-MAB scenario over the six Table II layouts (the wrapper adds the noise, ``n_agg = M``)."""
+    sweep = {"env.topology": tuple(TABLE2.values())}
+    algorithms = {"hdp_mab": AlgorithmSpec("hdp_mab")}
+    n_agg = env_kwargs["num_agents"]
+    return li_song_scenario(name, description, env_kwargs, algorithms, sweep, n_agg, claims, ci, **extra)
+
+
+FIG11 = hybrid_scenario(
+    "fig11_hybrid",
+    "HDP-MAB on the six Table II layouts, M = 100, K = 100, c1 = 50, c2 = 1, graph_edges (Fig. 11).",
+    HYBRID_ENV,
+    with_pass_rates(
+        (
+            per_round_cost_claim(
+                "per_round_cost",
+                "Per-round cost c1 Q + c2 sum_q |E_q| ecc(SA_q): 1200, 1985, 5000, case 4, 345, 5000 (RC-Y1).",
+                lambda r: hybrid_cost(r, 50.0, "graph_edges"),
             ),
-            {"per_round_cost": (10, 10), "hybrid_ordering": (10, 10), "delayed_hybrid_regret": (10, 10)},
-            "0:10 in blocks of 1",
+            hybrid_ordering_claim(),
+            delayed_hybrid_claim(HYBRID_ENV["num_agents"]),
         ),
-        scales={"ci": {"num_arms": 20, "horizon": 10_000, "seeds": 1}, "paper": {}},
-        figures=(FigureSpec("fig11_regret", y="mean_regret", hue=("topology",), title="HDP-MAB (Fig. 11)"),),
-    )
+        {"per_round_cost": (10, 10), "hybrid_ordering": (10, 10), "delayed_hybrid_regret": (10, 10)},
+        "0:10 in blocks of 1",
+    ),
+    {"num_arms": 20, "horizon": 10_000, "seeds": 1},
+    figures=(FigureSpec("fig11_regret", y="mean_regret", hue=("topology",), title="HDP-MAB (Fig. 11)"),),
 )
 
 TABLE2_ENV = {**HYBRID_ENV, "link_accounting": "used_links", "num_arms": 20, "horizon": 20_000}
-TABLE2_USED = register(
-    Scenario(
-        name="li_song/table2_used_links",
-        paper="li_song",
-        description="The Table II layouts under used_links with the tree convergecast: per-round cost c1 Q + "
-        "sum_v (1 + height(v)) (RC-Y3: 345, 345, 149, case 4, 345, 5000; the paper's case 1 < 2 < 3 fails here).",
-        env_kwargs=TABLE2_ENV,
-        algorithms={"hdp_mab": AlgorithmSpec("hdp_mab")},
-        sweep={"env.topology": tuple(TABLE2.values())},
-        wrappers=(laplace(100),),
-        seeds=2,
-        runner=RUNNER,
-        claims=(
-            per_round_cost_claim(
-                "per_round_cost",
-                "Per-round cost c1 Q + c2 sum_v (1 + height(v)) (RC-Y3).",
-                lambda r: hybrid_cost(r, 50.0, "used_links"),
-            ),
+TABLE2_USED = hybrid_scenario(
+    "table2_used_links",
+    "The Table II layouts under used_links with the tree convergecast: per-round cost c1 Q + "
+    "sum_v (1 + height(v)) (RC-Y3: 345, 345, 149, case 4, 345, 5000; the paper's case 1 < 2 < 3 fails here).",
+    TABLE2_ENV,
+    (
+        per_round_cost_claim(
+            "per_round_cost",
+            "Per-round cost c1 Q + c2 sum_v (1 + height(v)) (RC-Y3).",
+            lambda r: hybrid_cost(r, 50.0, "used_links"),
         ),
-        scales={"ci": {"horizon": 5_000, "seeds": 1}, "paper": {}},
-    )
+    ),
+    {"horizon": 5_000, "seeds": 1},
+    seeds=2,
 )
 
 
@@ -883,23 +884,18 @@ def structure_claims() -> tuple[Claim, ...]:
 
 
 FIG12_ENV = {**HYBRID_ENV, "topology_seed": GRAPH_SEED, "link_accounting": "used_links"}
-FIG12 = register(
-    Scenario(
-        name="li_song/fig12_heterogeneous_structures",
-        paper="li_song",
-        description="M = 100, K = 100, T = 10^5: CDP (server), DDP (random graph, D18) and HDP (Table II case 4) on "
-        "homogeneous and heterogeneous (D15, h_max = 0.3) rewards, common random numbers (Fig. 12).",
-        env_kwargs=FIG12_ENV,
-        algorithms={"li_song": AlgorithmSpec("agents.li_song:LiSongMAB")},
-        sweep={
-            "env.topology": ("server", "erdos_renyi", TABLE2["case4"]),
-            "env.instance": ("uniform", "heterogeneous"),
-        },
-        wrappers=(laplace(100),),
-        seeds=20,
-        runner=RUNNER,
-        claims=structure_claims(),
-        scales={"ci": {"num_arms": 20, "horizon": 10_000, "seeds": 2}, "paper": {}},
-        figures=(FigureSpec("fig12_regret", y="mean_regret", hue=("topology", "instance"), title="Fig. 12"),),
-    )
+FIG12 = li_song_scenario(
+    "fig12_heterogeneous_structures",
+    "M = 100, K = 100, T = 10^5: CDP (server), DDP (random graph, D18) and HDP (Table II case 4) on "
+    "homogeneous and heterogeneous (D15, h_max = 0.3) rewards, common random numbers (Fig. 12).",
+    FIG12_ENV,
+    {"li_song": AlgorithmSpec("agents.li_song:LiSongMAB")},
+    {
+        "env.topology": ("server", "erdos_renyi", TABLE2["case4"]),
+        "env.instance": ("uniform", "heterogeneous"),
+    },
+    100,
+    structure_claims(),
+    {"num_arms": 20, "horizon": 10_000, "seeds": 2},
+    figures=(FigureSpec("fig12_regret", y="mean_regret", hue=("topology", "instance"), title="Fig. 12"),),
 )

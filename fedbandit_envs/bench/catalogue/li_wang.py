@@ -35,12 +35,20 @@ What S1 and S3 can claim (measured 2026-11-27):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from fedbandit_envs.bench.claims import final_means, final_rows, monotone
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register, with_pass_rates
+from fedbandit_envs.bench.scenarios import (
+    AlgorithmSpec,
+    Claim,
+    ClaimVerdict,
+    Scenario,
+    paper_registrar,
+    with_pass_rates,
+)
 from fedbandit_envs.run import Results
 
 RUNNER = "fedbandit_envs.run:run"
@@ -207,20 +215,26 @@ def reward_order(name: str, description: str, labels: Sequence[str], share: floa
     return Claim(name, description, check, band=f"strict order seed by seed in at least {share:.0%} of the seeds")
 
 
+_register = paper_registrar("li_wang", "li_wang", runner=RUNNER, seeds=10, checkpoints=10)
+
+
+def li_wang_scenario(name: str, *args: Any, ci: Mapping[str, Any], **fields: Any) -> Scenario:
+    """Register ``li_wang/<name>`` (``args``: description, env_kwargs, algorithms, claims): 10 runs at the paper scale.
+
+    ``ci``: the ci twin's overrides; ``fields``: further :class:`~fedbandit_envs.bench.scenarios.Scenario` fields.
+    """
+    return _register(name, *args, scales={"ci": ci, "paper": {"seeds": 10}}, **fields)
+
+
 # ---------------------------------------------------------------------- Fig. 2a / 2b
 def _fig2(name: str, arrival: str, winner: str, rates: dict[str, tuple[int, int]] | None = None) -> Scenario:
-    return Scenario(
-        name=name,
-        paper="li_wang",
-        description=(
-            f"Fig. 2{'a' if arrival == 'uniform' else 'b'}: Async-LinUCB (gamma grid) against Sync-LinUCB (D grid), "
-            f"{arrival} arrivals; each point is (C_T, R_T) at t = T."
-        ),
-        env_kwargs={**SYNTHETIC, "arrival": arrival},
-        algorithms=threshold_algorithms(GAMMA_GRID, D_GRID),
-        seeds=10,
-        checkpoints=10,
-        claims=with_pass_rates(
+    return li_wang_scenario(
+        name,
+        f"Fig. 2{'a' if arrival == 'uniform' else 'b'}: Async-LinUCB (gamma grid) against Sync-LinUCB (D grid), "
+        f"{arrival} arrivals; each point is (C_T, R_T) at t = T.",
+        {**SYNTHETIC, "arrival": arrival},
+        threshold_algorithms(GAMMA_GRID, D_GRID),
+        with_pass_rates(
             (
                 grid_monotone("async_monotone", "async"),
                 grid_monotone("sync_monotone", "sync"),
@@ -230,8 +244,7 @@ def _fig2(name: str, arrival: str, winner: str, rates: dict[str, tuple[int, int]
             rates or {},
             "0:30 in blocks of 3",
         ),
-        scales={"ci": dict(SYNTHETIC_CI), "paper": {"seeds": 10}},
-        runner=RUNNER,
+        ci=dict(SYNTHETIC_CI),
     )
 
 
@@ -244,33 +257,27 @@ FIG2A_PASS_RATES = {
     "extremes": (10, 10),
     "sync_frontier": (2, 10),
 }
-FIG2A = register(_fig2("li_wang/fig2a_uniform", "uniform", "sync", FIG2A_PASS_RATES))
-FIG2B = register(_fig2("li_wang/fig2b_zipf", "zipf", "async"))
+FIG2A = _fig2("fig2a_uniform", "uniform", "sync", FIG2A_PASS_RATES)
+FIG2B = _fig2("fig2b_zipf", "zipf", "async")
 
 # ---------------------------------------------------------------------- Fig. 2c
-FIG2C = register(
-    Scenario(
-        name="li_wang/fig2c_global_dimension",
-        paper="li_wang",
-        description="Fig. 2c: Async-LinUCB-AM (gamma = 5) on heterogeneous clients, d_g + d_i = 25, swept over d_g.",
-        env_kwargs={**SYNTHETIC, "mode": "heterogeneous"},
-        algorithms={"async_am gamma=5": AlgorithmSpec(ASYNC_AM, {"gamma": 5.0})},
-        sweep={"env.global_dimension": [4, 8, 12, 16, 20, 24]},
-        seeds=10,
-        checkpoints=10,
-        claims=(
-            monotone("regret_falls_with_dg", "S5: R_T falls as d_g grows.", "global_dimension", "decreasing"),
-            monotone(
-                "communication_grows_with_dg",
-                "S5: C_T rises as d_g grows (C_T = O(d_g N log T)).",
-                "global_dimension",
-                "increasing",
-                metric="messages",
-            ),
+FIG2C = li_wang_scenario(
+    "fig2c_global_dimension",
+    "Fig. 2c: Async-LinUCB-AM (gamma = 5) on heterogeneous clients, d_g + d_i = 25, swept over d_g.",
+    {**SYNTHETIC, "mode": "heterogeneous"},
+    {"async_am gamma=5": AlgorithmSpec(ASYNC_AM, {"gamma": 5.0})},
+    (
+        monotone("regret_falls_with_dg", "S5: R_T falls as d_g grows.", "global_dimension", "decreasing"),
+        monotone(
+            "communication_grows_with_dg",
+            "S5: C_T rises as d_g grows (C_T = O(d_g N log T)).",
+            "global_dimension",
+            "increasing",
+            metric="messages",
         ),
-        scales={"ci": {"num_clients": 100, "horizon": 3000, "seeds": 3}, "paper": {"seeds": 10}},
-        runner=RUNNER,
-    )
+    ),
+    ci={"num_clients": 100, "horizon": 3000, "seeds": 3},
+    sweep={"env.global_dimension": [4, 8, 12, 16, 20, 24]},
 )
 
 # ---------------------------------------------------------------------- Fig. 3 (replay stand-ins)
@@ -308,18 +315,14 @@ def _fig3(profile: str) -> Scenario:
             ),
         )
         ci = {"num_users": 200, "seeds": 3}
-    return Scenario(
-        name=f"li_wang/fig3_{profile}",
-        paper="li_wang",
-        description=f"Fig. 3: normalised reward against C_T on the {profile} stand-in (spec section 4.5).",
-        env_kwargs={"env": "replay", "profile": profile},
-        algorithms=algorithms,
-        seeds=10,
-        checkpoints=10,
-        claims=claims,
-        scales={"ci": ci, "paper": {"seeds": 10}},
-        runner=RUNNER,
+    return li_wang_scenario(
+        f"fig3_{profile}",
+        f"Fig. 3: normalised reward against C_T on the {profile} stand-in (spec section 4.5).",
+        {"env": "replay", "profile": profile},
+        algorithms,
+        claims,
+        ci=ci,
     )
 
 
-FIG3 = {profile: register(_fig3(profile)) for profile in ("lastfm", "delicious", "movielens")}
+FIG3 = {profile: _fig3(profile) for profile in ("lastfm", "delicious", "movielens")}

@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from fedbandit_envs.bench.claims import final_means, final_rows
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, register
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, paper_registrar
 from fedbandit_envs.run import Results
 
 RUNNER = "fedbandit_envs.run:run"
@@ -218,6 +218,17 @@ def few_violations(algorithms: Sequence[str], threshold: float = 0.01) -> Claim:
     return Claim("few_violations", description, check, band=band)
 
 
+_register = paper_registrar("solanki", "solanki", runner=RUNNER, seeds=PAPER["seeds"], checkpoints=PAPER["checkpoints"])
+
+
+def solanki_scenario(name: str, *args: Any, sweep: dict[str, list[Any]] | None = None, **scales: Any) -> Scenario:
+    """Register ``solanki/<name>`` (``args``: description, env_kwargs, algorithms, claims) at §4.1's seeds.
+
+    It sweeps ``sweep`` and each scale's instances; ``scales``: the keywords of :func:`_scales` after the sweep.
+    """
+    return _register(name, *args, sweep=sweep or {}, scales=_scales(sweep, **scales))
+
+
 # ---------------------------------------------------------------------- scenarios
 PFCB = "solanki_pfcb"
 EPSILONS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -232,88 +243,54 @@ NUM_AGENTS = [10, 15, 20, 25, 30, 35, 40]
 EXP3_CI: dict[str, dict[str, Any]] = {"uniform": {"ci_instances": range(12), "ci_seeds": 1}}
 
 for family, family_kwargs in FAMILIES.items():
-    register(
-        Scenario(
-            name=f"solanki/fig2_{family}",
-            paper="solanki",
-            description=f"Fig. 2: FRR of FCB (Alg. 1, sharing every round), homogeneous vs heterogeneous, {family}.",
-            env_kwargs={**COMMON, **family_kwargs, **({"instance_params": {"std": 0.1}} if family == "normal" else {})},
-            algorithms={"fcb_sync": AlgorithmSpec("solanki_fcb_sync")},
-            sweep={"env.homogeneous": [True, False]},
-            seeds=PAPER["seeds"],
-            checkpoints=PAPER["checkpoints"],
-            claims=(federation_helps_both_settings(),),
-            scales=_scales({"env.homogeneous": [True, False]}),
-            runner=RUNNER,
-        )
+    solanki_scenario(
+        f"fig2_{family}",
+        f"Fig. 2: FRR of FCB (Alg. 1, sharing every round), homogeneous vs heterogeneous, {family}.",
+        {**COMMON, **family_kwargs, **({"instance_params": {"std": 0.1}} if family == "normal" else {})},
+        {"fcb_sync": AlgorithmSpec("solanki_fcb_sync")},
+        (federation_helps_both_settings(),),
+        sweep={"env.homogeneous": [True, False]},
     )
-    register(
-        Scenario(
-            name=f"solanki/exp1_{family}",
-            paper="solanki",
-            description=f"EXP1 / Fig. 3: regret per agent of NF, FCB, P-FCB (eps 1 and 0.3), family {family}.",
-            env_kwargs={**COMMON, **family_kwargs},
-            algorithms={
-                "non_federated": AlgorithmSpec("solanki_nf"),
-                "fcb": AlgorithmSpec("solanki_fcb"),
-                "pfcb_eps1": AlgorithmSpec(PFCB, {"epsilon": 1.0}),
-                "pfcb_eps0.3": AlgorithmSpec(PFCB, {"epsilon": 0.3}),
-            },
-            seeds=PAPER["seeds"],
-            checkpoints=PAPER["checkpoints"],
-            claims=exp1_claims(family),
-            scales=_scales(),
-            runner=RUNNER,
-        )
-    )
-    register(
-        Scenario(
-            name=f"solanki/exp2_{family}",
-            paper="solanki",
-            description=f"EXP2 / Fig. 4: FRR of P-FCB against epsilon (D-23 grid 0.2..1.0), family {family}.",
-            env_kwargs={**COMMON, **family_kwargs},
-            algorithms={"pfcb": AlgorithmSpec(PFCB)},
-            sweep={"alg.epsilon": EPSILONS},
-            seeds=PAPER["seeds"],
-            checkpoints=PAPER["checkpoints"],
-            claims=(frr_non_increasing("epsilon"),),
-            scales=_scales({"alg.epsilon": EPSILONS}),
-            runner=RUNNER,
-        )
-    )
-    register(
-        Scenario(
-            name=f"solanki/exp3_{family}",
-            paper="solanki",
-            description=f"EXP3 / Fig. 5: per-agent regret of P-FCB (eps 1) against n, nested agents (D-23), {family}.",
-            env_kwargs={**COMMON, **family_kwargs, "agent_pool": max(NUM_AGENTS)},
-            algorithms={"pfcb": AlgorithmSpec(PFCB, {"epsilon": 1.0})},
-            sweep={"env.num_agents": NUM_AGENTS},
-            seeds=PAPER["seeds"],
-            checkpoints=PAPER["checkpoints"],
-            claims=(regret_falls_with_n(),),
-            scales=_scales({"env.num_agents": NUM_AGENTS}, **EXP3_CI.get(family, {})),
-            runner=RUNNER,
-        )
-    )
-
-register(
-    Scenario(
-        name="solanki/stress",
-        paper="solanki",
-        description="Stress family (U at alpha 0.7, the constraint binds): violations and regret; the paper-literal "
-        "preset (UCB in the constraint, gamma 0) is reported, not checked.",
-        env_kwargs={**COMMON, "instance": "stress"},
-        algorithms={
+    solanki_scenario(
+        f"exp1_{family}",
+        f"EXP1 / Fig. 3: regret per agent of NF, FCB, P-FCB (eps 1 and 0.3), family {family}.",
+        {**COMMON, **family_kwargs},
+        {
             "non_federated": AlgorithmSpec("solanki_nf"),
             "fcb": AlgorithmSpec("solanki_fcb"),
             "pfcb_eps1": AlgorithmSpec(PFCB, {"epsilon": 1.0}),
-            "pfcb_paper_literal": AlgorithmSpec(PFCB, {"epsilon": 1.0, "preset": "paper_literal"}),
+            "pfcb_eps0.3": AlgorithmSpec(PFCB, {"epsilon": 0.3}),
         },
-        seeds=PAPER["seeds"],
-        checkpoints=PAPER["checkpoints"],
-        claims=(few_violations(["non_federated", "fcb", "pfcb_eps1"]),),
-        scales=_scales(),
-        runner=RUNNER,
+        exp1_claims(family),
     )
+    solanki_scenario(
+        f"exp2_{family}",
+        f"EXP2 / Fig. 4: FRR of P-FCB against epsilon (D-23 grid 0.2..1.0), family {family}.",
+        {**COMMON, **family_kwargs},
+        {"pfcb": AlgorithmSpec(PFCB)},
+        (frr_non_increasing("epsilon"),),
+        sweep={"alg.epsilon": EPSILONS},
+    )
+    solanki_scenario(
+        f"exp3_{family}",
+        f"EXP3 / Fig. 5: per-agent regret of P-FCB (eps 1) against n, nested agents (D-23), {family}.",
+        {**COMMON, **family_kwargs, "agent_pool": max(NUM_AGENTS)},
+        {"pfcb": AlgorithmSpec(PFCB, {"epsilon": 1.0})},
+        (regret_falls_with_n(),),
+        sweep={"env.num_agents": NUM_AGENTS},
+        **EXP3_CI.get(family, {}),
+    )
+
+solanki_scenario(
+    "stress",
+    "Stress family (U at alpha 0.7, the constraint binds): violations and regret; the paper-literal "
+    "preset (UCB in the constraint, gamma 0) is reported, not checked.",
+    {**COMMON, "instance": "stress"},
+    {
+        "non_federated": AlgorithmSpec("solanki_nf"),
+        "fcb": AlgorithmSpec("solanki_fcb"),
+        "pfcb_eps1": AlgorithmSpec(PFCB, {"epsilon": 1.0}),
+        "pfcb_paper_literal": AlgorithmSpec(PFCB, {"epsilon": 1.0, "preset": "paper_literal"}),
+    },
+    (few_violations(["non_federated", "fcb", "pfcb_eps1"]),),
 )

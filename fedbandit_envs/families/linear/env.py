@@ -53,6 +53,7 @@ from fedbandit_envs.core import (
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
+from fedbandit_envs.families.registry import CoreMetrics
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
@@ -562,14 +563,13 @@ class LinearCore:
 
     # ------------------------------------------------------------------ episode
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> Step:
-        """Start B = len(seeds) replicas; returns the act phase of slot 0.
+        """Start B = len(seeds) replicas with the message hooks on client messages; returns the act phase of slot 0.
 
-        ``hooks``: the episode's message hooks on outgoing client messages, in order; a wrapped env's are
-        ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
+        ``hooks``: as in :func:`~fedbandit_envs.core.start_episode`.
         """
         src = self.config
         hooks, streams = start_episode(seeds, hooks, f"{src.num_agents} clients", src.memory_parts)
-        fixed = SeedStreams.from_seed(src.instance_seed) if src.instance_seed is not None else None
+        fixed = SeedStreams.fixed(src.instance_seed)
         self.replicas = [src.replica(s, fixed or s) for s in streams]
         b, n, m = len(streams), src.num_agents, src.active_per_slot
         self.num_replicas = b
@@ -1031,14 +1031,10 @@ class FederatedLinear(ProtocolParallelEnv):
         )
 
 
-class LinearMetrics:
+class LinearMetrics(CoreMetrics):
     """The linear columns of a run: realised reward (and the replay baseline), and arrivals per client."""
 
-    def __init__(self, core: LinearCore, population: Any) -> None:
-        self.core = core
-
-    def after_slot(self, slot: int) -> None:
-        """Nothing to keep between checkpoints."""
+    core: LinearCore
 
     def curve(self, replica: int, slot: int) -> dict[str, float]:
         """``reward`` (and ``random_reward`` and ``normalised_reward`` on replay data)."""

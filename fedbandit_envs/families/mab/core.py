@@ -124,13 +124,12 @@ class FederatedMABCore:
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> Feedback:
         """Start B = len(seeds) replicas; returns the initial (empty) feedback with slot -1.
 
-        ``hooks``: the episode's message hooks (DP noise, faults), in order; a wrapped env's are
-        ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
+        ``hooks``: as in :func:`~fedbandit_envs.core.start_episode`.
         """
         cfg = self.config
         hooks, streams = start_episode(seeds, hooks, f"{cfg.num_agents} agents", cfg.memory_parts)
-        fixed_instance = SeedStreams.from_seed(cfg.instance_seed) if cfg.instance_seed is not None else None
-        fixed_topology = SeedStreams.from_seed(cfg.topology_seed) if cfg.topology_seed is not None else None
+        fixed_instance = SeedStreams.fixed(cfg.instance_seed)
+        fixed_topology = SeedStreams.fixed(cfg.topology_seed)
         self.instances: list[BanditInstance] = [
             make_instance(
                 cfg.instance,

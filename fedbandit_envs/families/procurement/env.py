@@ -28,6 +28,7 @@ graph by default) and are delivered at once, to be used before the decisions of 
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ from fedbandit_envs.core import (
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.families.procurement.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
-from fedbandit_envs.families.registry import Family, Reference, register_family
+from fedbandit_envs.families.registry import CoreMetrics, Family, Reference, register_family, without_coordinator
 from fedbandit_envs.observations import MessageSequence
 from fedbandit_envs.rewards import NOISE_BLOCK
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
@@ -302,28 +303,8 @@ def normal_instance(
     )
 
 
-def stress_instance(
-    num_agents: int,
-    num_producers: int,
-    rng: np.random.Generator,
-    *,
-    alpha: float = 0.7,
-    rho: float = 1.0,
-    homogeneous: bool = False,
-    max_capacity: int = 50,
-    agent_pool: int | None = None,
-) -> ProcurementInstance:
-    """The stress family (§4.2 check 18): family U at ``alpha = 0.7``, where the constraint binds for most agents."""
-    return uniform_instance(
-        num_agents,
-        num_producers,
-        rng,
-        alpha=alpha,
-        rho=rho,
-        homogeneous=homogeneous,
-        max_capacity=max_capacity,
-        agent_pool=agent_pool,
-    )
+#: The stress family (§4.2 check 18): family U at ``alpha = 0.7``, where the constraint binds for most agents.
+stress_instance = functools.partial(uniform_instance, alpha=0.7)
 
 
 #: An instance family accepted by name in :func:`build_instance` (the keys of :data:`INSTANCE_FAMILIES`).
@@ -515,8 +496,7 @@ class ProcurementCore:
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> ProcurementFeedback:
         """Start B = len(seeds) replicas; returns the empty feedback of slot -1.
 
-        ``hooks``: the episode's message hooks (DP noise, faults), in order; a wrapped env's are
-        ``env.message_hooks()``. They are kept as :attr:`message_hooks` until the next reset.
+        ``hooks``: as in :func:`~fedbandit_envs.core.start_episode`.
         """
         inst = self.instance
         hooks, streams = start_episode(
@@ -921,11 +901,13 @@ class FedProcurementEnv(ProtocolParallelEnv):
         )
 
 
-class ProcurementMetrics:
+class ProcurementMetrics(CoreMetrics):
     """The procurement columns of a run: exact regret, QC violations (also after the exploration phase ``tau0``)."""
 
+    core: ProcurementCore
+
     def __init__(self, core: ProcurementCore, population: Any) -> None:
-        self.core = core
+        super().__init__(core, population)
         self.tau0 = int(getattr(population, "tau0", 0))
         self.explored = np.zeros_like(core.violations)
 
@@ -958,8 +940,7 @@ class ProcurementMetrics:
 
 def _build(env_kwargs: dict[str, Any], population: Any) -> FedProcurementEnv:
     """The procurement environment of ``env_kwargs`` (it hosts no server)."""
-    if population.make_coordinator() is not None:
-        raise ValueError("the procurement environment hosts no server; the algorithm must not bring a coordinator")
+    without_coordinator(population, "procurement")
     return FedProcurementEnv(**env_kwargs)
 
 
