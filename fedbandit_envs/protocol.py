@@ -45,6 +45,7 @@ import numpy as np
 from fedbandit_envs.channel.messages import Message, MessageBatch, batches_from_messages
 from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
 from fedbandit_envs.observations import InboxForm, agent_observations, check_inbox_form, check_senders, split_action
+from fedbandit_envs.validation import INT64_MAX
 
 __all__ = [
     "Action",
@@ -188,12 +189,19 @@ class PerAgentPopulation(Population[AgentContext]):
         messages: list[Message | MessageBatch] = []
         batches: list[MessageBatch] = []
         for b, agents in enumerate(self.agents):
+            chosen = []
             observations = agent_observations(feedback, step.slot, replica=b, inbox=self.inbox)
-            for i, agent in enumerate(agents):
-                arm, sent = split_action(agent.act(observations[i]))
-                arms[b, i] = arm
+            for agent, observation in zip(agents, observations):
+                action = agent.act(observation)
+                if type(action) is int and 0 <= action <= INT64_MAX:  # a bare arm, the common case
+                    chosen.append(action)
+                    continue
+                arm, sent = split_action(action)
+                chosen.append(arm)
                 if sent:
+                    i = len(chosen) - 1
                     messages.extend(check_senders(f"agent {i}", i, sent))
+            arms[b] = chosen
             if messages:
                 batches.extend(batches_from_messages(messages, replica=b))
                 messages.clear()

@@ -77,9 +77,10 @@ def in_form(actions: Mapping[str, Any], form: str, sent: dict[type, int]) -> dic
     """``actions`` with the messages of every agent (``"messages"``) or of every even agent (``"mixed"``) as
     single messages; ``sent`` counts the items sent of each type."""
     converted = {}
-    for index, (agent, action) in enumerate(actions.items()):
+    for agent, action in actions.items():
         if isinstance(action, Mapping) and "messages" in action:
-            if form == "messages" or index % 2 == 0:
+            even = int(agent.rsplit("_", 1)[1]) % 2 == 0  # agent_i, client_i, aggregator_j
+            if form == "messages" or (form == "mixed" and even):
                 action = {**action, "messages": as_single_messages(action["messages"])}
             for item in action["messages"]:
                 sent[type(item)] = sent.get(type(item), 0) + 1

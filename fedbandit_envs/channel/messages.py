@@ -241,7 +241,7 @@ class MessageBatch:
 
     def take(self, rows: np.ndarray | slice) -> MessageBatch:
         """The sub-batch of the given row indices, boolean mask, or slice (a slice shares the arrays: no copy)."""
-        return MessageBatch._trusted(
+        batch = MessageBatch._trusted(
             self.kind,
             self.replica[rows],
             self.sender[rows],
@@ -251,6 +251,32 @@ class MessageBatch:
             self.slot[rows],
             self.privacy,
         )
+        if "_layout" in self.__dict__:  # the same layout (see layout_key)
+            batch.__dict__["_layout"] = self.__dict__["_layout"]
+        return batch
+
+    def split_rows(self) -> list[MessageBatch]:
+        """One sub-batch per row, in order (views of this batch's arrays, no copy)."""
+        n, names = len(self), list(self.payload)
+        layout = self.layout_key()
+        columns = [a.reshape(n, 1) for a in (self.replica, self.sender, self.recipient, self.count, self.slot)]
+        fields = [self.payload[name].reshape(n, 1, *self.payload[name].shape[1:]) for name in names]
+        batches = []
+        for replica, sender, recipient, count, slot, *values in zip(*columns, *fields):
+            batch = object.__new__(MessageBatch)
+            batch.__dict__.update(
+                kind=self.kind,
+                replica=replica,
+                sender=sender,
+                recipient=recipient,
+                payload=dict(zip(names, values)),
+                count=count,
+                slot=slot,
+                privacy=self.privacy,
+                _layout=layout,
+            )
+            batches.append(batch)
+        return batches
 
     def with_rows(self, rows: np.ndarray, recipient: np.ndarray, slot: int) -> MessageBatch:
         """Rows ``rows`` (indices) re-addressed to ``recipient`` and stamped with the send ``slot``."""
@@ -309,9 +335,16 @@ class MessageBatch:
         ]
 
     def layout_key(self) -> tuple:
-        """What rows must share to be one batch: the kind, each field's name, dtype and row shape, the privacy."""
-        layout = tuple((k, v.dtype.str, v.shape[1:]) for k, v in self.payload.items())
-        return self.kind, layout, None if self.privacy is None else tuple(self.privacy.items())
+        """What rows must share to be one batch: the kind, each field's name, dtype and row shape, the privacy.
+
+        Computed once per batch (its sub-batches from :meth:`take` share it).
+        """
+        key = self.__dict__.get("_layout")
+        if key is None:
+            layout = tuple((k, v.dtype.str, v.shape[1:]) for k, v in self.payload.items())
+            privacy = None if self.privacy is None else tuple(self.privacy.items())
+            key = self.__dict__["_layout"] = (self.kind, layout, privacy)
+        return key
 
 
 def _layout_key(item: Message | MessageBatch) -> tuple:
@@ -350,8 +383,8 @@ def _merged(group: Sequence[Message | MessageBatch], key: tuple, replica: int) -
         payload = {name: np.stack([m.payload[name] for m in group]) for name in names}
     else:
         rows = [item if isinstance(item, MessageBatch) else _one_row(item) for item in group]
-        n = sum(len(b) for b in rows)
         header = [np.concatenate([getattr(b, name) for b in rows]) for name in ("sender", "recipient")]
+        n = len(header[0])
         counts = np.concatenate([b.count for b in rows])
         slots = np.concatenate([b.slot for b in rows])
         payload = {name: np.concatenate([b.payload[name] for b in rows]) for name in names}
@@ -392,8 +425,12 @@ def batches_by_key(batches: Iterable[MessageBatch], column: str) -> dict[int, li
         if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
             order = np.argsort(keys, kind="stable")
             batch, keys = batch.take(order), keys[order]
-        bounds = [0, *(np.flatnonzero(keys[1:] != keys[:-1]) + 1).tolist(), len(keys)]
-        values = keys[bounds[:-1]].tolist()
-        for value, start, stop in zip(values, bounds[:-1], bounds[1:]):
+        starts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        if len(starts) == len(keys) - 1:  # one row per key: row views, without slicing
+            for value, row in zip(keys.tolist(), batch.split_rows()):
+                grouped.setdefault(value, []).append(row)
+            continue
+        bounds = [0, *starts.tolist(), len(keys)]
+        for value, start, stop in zip(keys[bounds[:-1]].tolist(), bounds[:-1], bounds[1:]):
             grouped.setdefault(value, []).append(batch.take(slice(start, stop)))
     return dict(sorted(grouped.items()))
