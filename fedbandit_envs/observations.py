@@ -239,7 +239,9 @@ def outgoing_items(messages: Any) -> list[Message | MessageBatch]:
     items = list(messages)
     for item in items:
         if not isinstance(item, Message | MessageBatch):
-            raise TypeError(f"action['messages'] must hold Message or MessageBatch objects, got {type(item).__name__}")
+            raise TypeError(
+                f"action['messages'] must hold Message objects (or MessageBatch objects), got {type(item).__name__}"
+            )
     return items
 
 

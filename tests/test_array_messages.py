@@ -192,7 +192,7 @@ def test_payloads_are_checked_when_a_batch_is_built() -> None:
     ("messages", "error"),
     [
         (row_batch([0], [1]), "must be a list of messages, got one MessageBatch; wrap it in"),
-        ([np.zeros(2)], "must hold Message or MessageBatch objects, got ndarray"),
+        ([np.zeros(2)], r"must hold Message objects \(or MessageBatch objects\), got ndarray"),
     ],
 )
 def test_messages_must_be_a_list_of_messages_or_batches(messages: Any, error: str) -> None:

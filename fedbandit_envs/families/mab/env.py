@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -139,6 +140,7 @@ class FederatedMAB(ProtocolParallelEnv):
         self.state_space = spaces.Box(-np.inf, np.inf, shape=(3 * num_agents,), dtype=np.float64)
         self._episode_seeds = EpisodeSeeds()
         self._feedback: Feedback | None = None
+        self._communication: tuple[int, tuple[list, ...]] = (-1, ())
 
     # ------------------------------------------------------------------ spaces
     # ------------------------------------------------------------------ evaluator-only views
@@ -248,8 +250,9 @@ class FederatedMAB(ProtocolParallelEnv):
     def step_from(self, observations: Mapping[str, Mapping[str, Any]]) -> Step:
         """The act phase the observations describe: the slot and every agent's gossip partner."""
         first = observations[self.possible_agents[0]]
-        partners = np.array([[observations[a]["partner"] for a in self.possible_agents]], np.int64)
-        return Step(int(first["slot"]), partners=partners)
+        seen = map(observations.__getitem__, self.possible_agents)
+        partners = np.fromiter(map(itemgetter("partner"), seen), np.int64, len(self.possible_agents))
+        return Step(int(first["slot"]), partners=partners[None, :])
 
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
         """The action dict of a population's (B = 1) action: plain arms, or dicts when it sends messages.
@@ -270,13 +273,10 @@ class FederatedMAB(ProtocolParallelEnv):
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         ledger = self.ledger
-        columns = zip(
-            self.core.regret[0].tolist(),
-            self.core.last_regret[0].tolist(),
-            ledger.sent_messages[0].tolist(),
-            ledger.sent_bytes[0].tolist(),
-            ledger.node_cost[0].tolist(),
-        )
+        if self._communication[0] != ledger.version:  # the ledger's columns, derived again only when they changed
+            columns = (ledger.sent_messages[0].tolist(), ledger.sent_bytes[0].tolist(), ledger.node_cost[0].tolist())
+            self._communication = ledger.version, columns
+        columns = zip(self.core.regret[0].tolist(), self.core.last_regret[0].tolist(), *self._communication[1])
         return {
             agent: {"pseudo_regret": r, "instant_regret": i, "messages_sent": m, "bytes_sent": b, "cost": c}
             for agent, (r, i, m, b, c) in zip(self.agents, columns)
