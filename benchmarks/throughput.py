@@ -159,17 +159,7 @@ class UCB1Agent(Agent):
 
 def run_per_agent(num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
     """``PerAgentPopulation(UCB1Agent)`` on the core (B = 1), the loop of ``run_batched``; times the slot loop."""
-    population = PerAgentPopulation(UCB1Agent)
-    env = FederatedMAB(num_agents, num_arms, slots)
-    core = env.core
-    core.reset([0])
-    population.reset(core.context)
-    start = clock()
-    for _ in range(slots):
-        feedback = core.play(population.act(core.current_step()))
-        population.observe(feedback)
-    elapsed = clock() - start
-    return elapsed, core.regret.copy()
+    return time_core(PerAgentPopulation(UCB1Agent), 1, num_agents, num_arms, slots)
 
 
 def run_runner_pettingzoo(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
@@ -183,7 +173,11 @@ def run_runner_pettingzoo(algorithm: str, num_agents: int, num_arms: int, slots:
 
 def run_core(algorithm: str, replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
     """The batched loop of ``run_batched`` on ``FederatedMABCore``; times the slot loop."""
-    population = ALGORITHMS[algorithm]()
+    return time_core(ALGORITHMS[algorithm](), replicas, num_agents, num_arms, slots)
+
+
+def time_core(population: Any, replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """``population`` on ``FederatedMABCore`` with seeds 0..B-1 (the loop of ``run_batched``); times the slot loop."""
     env = FederatedMAB(num_agents, num_arms, slots, coordinator=population.make_coordinator())
     core = env.core
     core.reset(list(range(replicas)))
