@@ -146,15 +146,6 @@ def _as_replica_zero(batch: MessageBatch) -> MessageBatch:
     )
 
 
-def messages_by_sender(batches: Sequence[MessageBatch]) -> dict[int, list[Message]]:
-    """The rows of batches (one replica) as :class:`Message` lists keyed by sender, in send order."""
-    outgoing: dict[int, list[Message]] = {}
-    for batch in batches:
-        for message in batch.messages():
-            outgoing.setdefault(message.sender, []).append(message)
-    return outgoing
-
-
 def agent_observations(
     feedback: Feedback, next_slot: int, phase: int = 0, replica: int = 0, inbox: InboxForm = "messages"
 ) -> list[dict[str, Any]]:
