@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/throughput.py [--quick] [--repeats N] [--clock wall|cpu] [--out benchmarks/results.json]
     python benchmarks/throughput.py --profile independent_ucb1 [--profile-slots 5000]
+    python benchmarks/throughput.py --message-volume [--clock cpu]   # array vs single messages, 100-5000 per slot
 
 Every row plays Bernoulli bandits (``instance="uniform"``, ``topology="server"``, seed 0 or seeds
 0..B-1) and reports **agent-slots per second** = B * M * slots / wall seconds (B = 1 outside the
@@ -66,10 +67,11 @@ from typing import Any
 import numpy as np
 
 from agents.baselines import FullSharingUCB, IndependentUCB1
-from fedbandit_envs.core import AgentContext
+from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.core import Action, AgentContext, Feedback, Step
 from fedbandit_envs.families.mab.core import NOISE_BLOCK, FederatedMABCore, MABConfig
 from fedbandit_envs.families.mab.env import FederatedMAB
-from fedbandit_envs.protocol import Agent, PerAgentPopulation
+from fedbandit_envs.protocol import Agent, PerAgentPopulation, Population
 from fedbandit_envs.run import run_batched, run_pettingzoo
 from fedbandit_envs.seeding import SeedStreams
 
@@ -518,6 +520,62 @@ def print_table(table: list[dict]) -> None:
         )
 
 
+class Chatter(Population):
+    """Every agent sends ``rows`` messages to each of its two ring neighbours every slot and pulls arm 0."""
+
+    families = ("mab",)
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def reset(self, context: AgentContext) -> None:
+        """Fix the rows of every slot: agent i's ``rows`` to i + 1, then ``rows`` to i - 1."""
+        m = self.num_agents = context.num_agents
+        self.sender = np.repeat(np.arange(m), 2 * self.rows)
+        self.recipient = (self.sender + np.tile(np.repeat([1, -1], self.rows), m)) % m
+        self.replica = np.zeros(len(self.sender), np.int64)
+        self.values = np.arange(len(self.sender), dtype=np.float64)
+
+    def act(self, step: Step) -> Action:
+        """Arm 0 for everyone, and the slot's messages as one batch."""
+        batch = MessageBatch("chat", self.replica, self.sender, self.recipient, {"value": self.values})
+        return Action(np.zeros((1, self.num_agents), np.int64), [batch])
+
+    def observe(self, feedback: Feedback) -> None:
+        """Nothing to learn."""
+
+
+def run_chatter(rows: int, arrays: bool, num_agents: int = 50, slots: int = 60) -> float:
+    """Seconds per slot of :class:`Chatter` through the API (ring of ``num_agents``): array or single messages."""
+    population = Chatter(rows)
+    env = FederatedMAB(num_agents, 10, slots, topology="ring", inbox="batches" if arrays else "messages")
+    obs, _ = env.reset(seed=0)
+    population.reset(env.context)
+    start = clock()
+    for _ in range(slots):
+        step = env.step_from(obs)
+        action = population.act(step)
+        actions = env.actions_from(step, action)
+        obs, rewards, *_ = env.step(actions if arrays else single_messages(actions))
+        population.observe(env.feedback_from(step, action, obs, rewards))
+    return (clock() - start) / slots
+
+
+def message_volume(repeats: int) -> None:
+    """Print the API's time per slot with array and with single messages as the messages per agent grow (M = 50)."""
+    print(f"M = 50 agents on a ring, {repeats} interleaved repeats, median; messages sent and received per slot")
+    for rows in (1, 10, 50):
+        seconds: dict[bool, list[float]] = {True: [], False: []}
+        for _ in range(repeats):
+            for arrays in (True, False):
+                seconds[arrays].append(run_chatter(rows, arrays))
+        array, single = statistics.median(seconds[True]), statistics.median(seconds[False])
+        print(
+            f"{2 * rows * 50:>6} messages/slot: array messages {array * 1e6:9,.0f} us/slot, "
+            f"single messages {single * 1e6:9,.0f} us/slot, {single / array:5.1f}x"
+        )
+
+
 def profile(algorithm: str, slots: int, top: int) -> None:
     """cProfile the API loop at M = 50, K = 100 and print the top functions by cumulative and own time."""
     run_api(algorithm, 50, 100, 200)  # warm up imports and caches
@@ -544,12 +602,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=sorted(ALGORITHMS), help="only profile the API loop at M=50, K=100")
     parser.add_argument("--profile-slots", type=int, default=5000)
     parser.add_argument("--profile-top", type=int, default=30)
+    parser.add_argument(
+        "--message-volume", action="store_true", help="only compare array and single messages as their number grows"
+    )
     args = parser.parse_args(argv)
     global clock
     clock = CLOCKS[args.clock]
 
     if args.profile:
         profile(args.profile, args.profile_slots, args.profile_top)
+        return 0
+    if args.message_volume:
+        message_volume(args.repeats or 3)
         return 0
 
     target = args.seconds or (0.3 if args.quick else 2.0)
