@@ -120,11 +120,11 @@ def row_batch(senders: list[int], recipients: list[int], replica: int = 0, value
 
 
 def message_step(env: ProtocolParallelEnv) -> None:
-    """Reset ``env`` and play act steps until a message-only step is pending."""
+    """Reset ``env`` and play act steps (arm 0, or no units) until a message-only step is pending."""
     observations, _ = env.reset(seed=0)
     while env.pending_phase is None:
-        actions = {a: env.action_space(a).sample() for a in env.agents}
-        observations, *_ = env.step({a: {env.action_key: x[env.action_key]} for a, x in actions.items()})
+        shapes = {a: env.action_space(a)[env.action_key].shape for a in env.agents}
+        observations, *_ = env.step({a: {env.action_key: np.zeros(shape, np.int64)} for a, shape in shapes.items()})
     assert all(o["phase"] == MESSAGE for o in observations.values())
 
 
