@@ -112,12 +112,19 @@ def run_api(
     ``arrays``: send and receive array messages (else one Message object per message).
     """
     population = ALGORITHMS[algorithm]()
-    inbox = "batches" if arrays else "messages"
-    env = FederatedMAB(num_agents, num_arms, slots, coordinator=population.make_coordinator(), inbox=inbox)
+    return time_api(population, arrays, num_agents, num_arms, slots, coordinator=population.make_coordinator())
+
+
+def time_api(population: Any, arrays: bool, *args: Any, **env_kwargs: Any) -> tuple[float, np.ndarray]:
+    """``population`` driving ``FederatedMAB(*args, **env_kwargs)`` through ``step()`` (seed 0); times the slot loop.
+
+    ``arrays``: send and receive array messages (else one Message object per message).
+    """
+    env = FederatedMAB(*args, inbox="batches" if arrays else "messages", **env_kwargs)
     obs, infos = env.reset(seed=0)
     population.reset(env.context)
     start = clock()
-    for _ in range(slots):
+    for _ in range(env.config.horizon):
         step = env.step_from(obs)
         action = population.act(step)
         actions = env.actions_from(step, action)
@@ -547,18 +554,7 @@ class Chatter(Population):
 
 def run_chatter(rows: int, arrays: bool, num_agents: int = 50, slots: int = 60) -> float:
     """Seconds per slot of :class:`Chatter` through the API (ring of ``num_agents``): array or single messages."""
-    population = Chatter(rows)
-    env = FederatedMAB(num_agents, 10, slots, topology="ring", inbox="batches" if arrays else "messages")
-    obs, _ = env.reset(seed=0)
-    population.reset(env.context)
-    start = clock()
-    for _ in range(slots):
-        step = env.step_from(obs)
-        action = population.act(step)
-        actions = env.actions_from(step, action)
-        obs, rewards, *_ = env.step(actions if arrays else single_messages(actions))
-        population.observe(env.feedback_from(step, action, obs, rewards))
-    return (clock() - start) / slots
+    return time_api(Chatter(rows), arrays, num_agents, 10, slots, topology="ring")[0] / slots
 
 
 def message_volume(repeats: int) -> None:
