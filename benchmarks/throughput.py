@@ -2,18 +2,27 @@
 
 Usage::
 
-    python benchmarks/throughput.py [--quick] [--repeats N] [--out benchmarks/results.json]
+    python benchmarks/throughput.py [--quick] [--repeats N] [--clock wall|cpu] [--out benchmarks/results.json]
     python benchmarks/throughput.py --profile independent_ucb1 [--profile-slots 5000]
+    python benchmarks/throughput.py --message-volume [--clock cpu]   # array vs single messages, 100-5000 per slot
 
 Every row plays Bernoulli bandits (``instance="uniform"``, ``topology="server"``, seed 0 or seeds
 0..B-1) and reports **agent-slots per second** = B * M * slots / wall seconds (B = 1 outside the
 batched path). All rows are measured in one process, with the repeats of every row interleaved, so
-the ratios compare like with like; each row's best repeat is reported.
+the ratios compare like with like; each row reports its best and its median repeat (targets use the median).
 
 Rows:
 
 * ``api``: the loop a user writes against the ``FederatedMAB`` ParallelEnv (action dicts, observation
-  dicts, ``feedback_from_observations``), timed over the slot loop only (not construction or reset).
+  dicts, ``feedback_from_observations``), timed over the slot loop only (not construction or reset). The
+  env is built with ``inbox="batches"`` and the translation methods send array messages (each agent's rows
+  as a sub-batch), as the runner's PettingZoo path does.
+* ``api_messages``: the same loop with one :class:`Message` object per message, sent and received (every
+  agent's sub-batches converted with ``MessageBatch.messages()``, ``inbox="messages"``): the form of the
+  API before array messages.
+* ``per_agent``: :class:`~fedbandit_envs.protocol.PerAgentPopulation` of a per-agent UCB1 learner
+  (:class:`UCB1Agent`, one object per agent reading its PettingZoo observation dict) on the core (B = 1),
+  slot loop only; it makes IndependentUCB1's choices, so it is compared with the same floor.
 * ``run_pettingzoo``: ``fedbandit_envs.run.run_pettingzoo`` end to end (checkpoints=1), including
   construction and reset: shows whether the runner adds anything to the ``api`` loop.
 * ``batched``: the same population on ``FederatedMABCore`` with B replicas (the loop of
@@ -53,63 +62,140 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from agents.baselines import FullSharingUCB, IndependentUCB1
+from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.core import Action, AgentContext, Feedback, Step
 from fedbandit_envs.families.mab.core import NOISE_BLOCK, FederatedMABCore, MABConfig
 from fedbandit_envs.families.mab.env import FederatedMAB
+from fedbandit_envs.protocol import Agent, PerAgentPopulation, Population
 from fedbandit_envs.run import run_batched, run_pettingzoo
 from fedbandit_envs.seeding import SeedStreams
 
 ALGORITHMS = {"independent_ucb1": IndependentUCB1, "full_sharing_ucb": FullSharingUCB}
 
-#: The acceptance target: floor / API throughput for IndependentUCB1 at M = 50, K = 100.
-TARGET_RATIO = 3.0
-TARGET_ROW = "api/independent_ucb1/M50"
+#: The acceptance targets: floor / row throughput at M = 50, K = 100, by row.
+TARGETS = {
+    "api/independent_ucb1/M50": 3.0,
+    "api/full_sharing_ucb/M50": 6.0,
+    "per_agent/independent_ucb1/M50": 6.0,
+}
+
+#: The clock of the timed parts: wall time (``time.perf_counter``), or the process's CPU time with ``--clock cpu``
+#: (``time.process_time``: what the process itself spent, less disturbed by other jobs on a shared machine).
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = CLOCKS["wall"]
 
 #: A run: slots -> (seconds of the timed part, final (B, M) pseudo-regret).
 Runner = Callable[[int], tuple[float, np.ndarray]]
 
 
 # ---------------------------------------------------------------------- the measured paths
-def run_api(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
-    """The public PettingZoo loop (the runner's PettingZoo path, written out); times the slot loop."""
+def single_messages(actions: dict[str, Any]) -> dict[str, Any]:
+    """``actions`` with every agent's array messages as single :class:`Message` objects."""
+    return {
+        agent: {"arm": action["arm"], "messages": [m for batch in action["messages"] for m in batch.messages()]}
+        if isinstance(action, dict)
+        else action
+        for agent, action in actions.items()
+    }
+
+
+def run_api(
+    algorithm: str, num_agents: int, num_arms: int, slots: int, arrays: bool = True
+) -> tuple[float, np.ndarray]:
+    """The public PettingZoo loop (the runner's PettingZoo path, written out); times the slot loop.
+
+    ``arrays``: send and receive array messages (else one Message object per message).
+    """
     population = ALGORITHMS[algorithm]()
-    env = FederatedMAB(num_agents, num_arms, slots, coordinator=population.make_coordinator())
+    return time_api(population, arrays, num_agents, num_arms, slots, coordinator=population.make_coordinator())
+
+
+def time_api(population: Any, arrays: bool, *args: Any, **env_kwargs: Any) -> tuple[float, np.ndarray]:
+    """``population`` driving ``FederatedMAB(*args, **env_kwargs)`` through ``step()`` (seed 0); times the slot loop.
+
+    ``arrays``: send and receive array messages (else one Message object per message).
+    """
+    env = FederatedMAB(*args, inbox="batches" if arrays else "messages", **env_kwargs)
     obs, infos = env.reset(seed=0)
     population.reset(env.context)
-    start = time.perf_counter()
-    for _ in range(slots):
+    start = clock()
+    for _ in range(env.config.horizon):
         step = env.step_from(obs)
         action = population.act(step)
-        obs, rewards, term, trunc, infos = env.step(env.actions_from(step, action))
+        actions = env.actions_from(step, action)
+        obs, rewards, term, trunc, infos = env.step(actions if arrays else single_messages(actions))
         population.observe(env.feedback_from(step, action, obs, rewards))
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     return elapsed, env.core.regret.copy()
+
+
+class UCB1Agent(Agent):
+    """Per-agent UCB1 making exactly ``agents.baselines.ucb1_arms``'s choices, from the agent's observation dict.
+
+    Untried arms first in the agent's rotated order (agent i starts at arm i), then the argmax of
+    ``sums / counts + sqrt(2 ln t / counts)``, with the empirical means kept up to date one arm at a time.
+    """
+
+    def reset(self, agent_id: int, context: AgentContext, rng: np.random.Generator) -> None:
+        """Zero the statistics; tabulate 2 ln t for every slot."""
+        k = self.num_arms = context.num_arms
+        self.first = agent_id
+        self.pulls, self.totals = [0] * k, [0.0] * k  # per arm, as Python numbers (cheap to update one at a time)
+        self.counts, self.means, self.index = np.zeros(k), np.zeros(k), np.empty(k)
+        self.two_log = (2.0 * np.log(np.maximum(np.arange(context.horizon + 1), 1))).tolist()
+
+    def act(self, observation: Any) -> int:
+        """Learn from the last pull, then choose."""
+        arm, t = observation["arm"], observation["slot"]
+        if arm >= 0:
+            pulls = self.pulls[arm] = self.pulls[arm] + 1
+            total = self.totals[arm] = self.totals[arm] + float(observation["reward"])
+            self.counts[arm] = pulls
+            self.means[arm] = total / pulls
+        if t < self.num_arms:  # an untried arm remains exactly while t < K: the rotated order
+            return (self.first + t) % self.num_arms
+        index = self.index
+        np.divide(self.two_log[t], self.counts, out=index)
+        np.sqrt(index, out=index)
+        index += self.means
+        return int(index.argmax())
+
+
+def run_per_agent(num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """``PerAgentPopulation(UCB1Agent)`` on the core (B = 1), the loop of ``run_batched``; times the slot loop."""
+    return time_core(PerAgentPopulation(UCB1Agent), 1, num_agents, num_arms, slots)
 
 
 def run_runner_pettingzoo(algorithm: str, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
     """``run_pettingzoo`` end to end (construction, reset, loop, one checkpoint)."""
-    start = time.perf_counter()
+    start = clock()
     results = run_pettingzoo(algorithm, {"num_agents": num_agents, "num_arms": num_arms, "horizon": slots}, [0], 1)
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     regret = np.array([[row["regret"] for row in sorted(results.agents, key=lambda r: r["agent"])]])
     return elapsed, regret
 
 
 def run_core(algorithm: str, replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
     """The batched loop of ``run_batched`` on ``FederatedMABCore``; times the slot loop."""
-    population = ALGORITHMS[algorithm]()
+    return time_core(ALGORITHMS[algorithm](), replicas, num_agents, num_arms, slots)
+
+
+def time_core(population: Any, replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
+    """``population`` on ``FederatedMABCore`` with seeds 0..B-1 (the loop of ``run_batched``); times the slot loop."""
     env = FederatedMAB(num_agents, num_arms, slots, coordinator=population.make_coordinator())
     core = env.core
     core.reset(list(range(replicas)))
     population.reset(core.context)
-    start = time.perf_counter()
+    start = clock()
     for _ in range(slots):
         feedback = core.play(population.act(core.current_step()))
         population.observe(feedback)
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     return elapsed, core.regret.copy()
 
 
@@ -118,9 +204,9 @@ def run_runner_batched(
 ) -> tuple[float, np.ndarray]:
     """``run_batched`` end to end (construction, reset of every replica, loop, one checkpoint)."""
     env_kwargs = {"num_agents": num_agents, "num_arms": num_arms, "horizon": slots}
-    start = time.perf_counter()
+    start = clock()
     results = run_batched(algorithm, env_kwargs, list(range(replicas)), 1)
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     regret = np.zeros((replicas, num_agents))
     for row in results.agents:
         regret[row["seed"], row["agent"]] = row["regret"]
@@ -151,7 +237,7 @@ def floor_independent(replicas: int, num_agents: int, num_arms: int, slots: int)
     log_t = np.log(np.maximum(np.arange(slots, dtype=np.float64), 1.0))  # totals == t for every agent
     regret = np.zeros((b, m))
     noise = np.empty((NOISE_BLOCK, b, m))
-    start = time.perf_counter()
+    start = clock()
     for t in range(slots):
         offset = t % NOISE_BLOCK
         if offset == 0:
@@ -168,7 +254,7 @@ def floor_independent(replicas: int, num_agents: int, num_arms: int, slots: int)
         counts_flat[flat] += 1
         sums_flat[flat] += rewards
         regret += gaps_flat[gap_row + arms]
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     return elapsed, regret
 
 
@@ -185,7 +271,7 @@ def floor_full_sharing(replicas: int, num_agents: int, num_arms: int, slots: int
     regret = np.zeros((b, m))
     noise = np.empty((NOISE_BLOCK, b, m))
     pending: tuple[np.ndarray, np.ndarray] | None = None
-    start = time.perf_counter()
+    start = clock()
     for t in range(slots):
         offset = t % NOISE_BLOCK
         if offset == 0:
@@ -204,7 +290,7 @@ def floor_full_sharing(replicas: int, num_agents: int, num_arms: int, slots: int
             counts += np.bincount(pending[0], minlength=b * k).reshape(b, k)
             sums += np.bincount(pending[0], weights=pending[1], minlength=b * k).reshape(b, k)
         pending = ((pool + arms).reshape(-1), rewards.reshape(-1))
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     return elapsed, regret
 
 
@@ -227,7 +313,7 @@ def floor_tuned_independent(replicas: int, num_agents: int, num_arms: int, slots
     inverse, index = np.empty_like(counts), np.empty_like(counts)
     regret = np.zeros((b, m))
     noise = np.empty((NOISE_BLOCK, b, m))
-    start = time.perf_counter()
+    start = clock()
     for t in range(slots):
         offset = t % NOISE_BLOCK
         if offset == 0:
@@ -249,7 +335,7 @@ def floor_tuned_independent(replicas: int, num_agents: int, num_arms: int, slots
         counts_flat[flat] += 1.0
         sums_flat[flat] += rewards
         regret += gaps_flat[gap_row + arms]
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     return elapsed, regret
 
 
@@ -260,7 +346,7 @@ FLOORS = {"independent_ucb1": floor_independent, "full_sharing_ucb": floor_full_
 @dataclass
 class Row:
     name: str
-    path: str  # api | run_pettingzoo | batched | run_batched | floor | floor_tuned
+    path: str  # api | api_messages | per_agent | run_pettingzoo | batched | run_batched | floor | floor_tuned
     algorithm: str
     replicas: int
     num_agents: int
@@ -279,6 +365,9 @@ class Row:
     def best_seconds(self) -> float:
         return min(self.seconds)
 
+    def median_seconds(self) -> float:
+        return statistics.median(self.seconds)
+
 
 def build_rows() -> list[Row]:
     rows: list[Row] = []
@@ -291,6 +380,14 @@ def build_rows() -> list[Row]:
             rows.append(Row(floor, "floor", algo, 1, m, k, partial(FLOORS[algo], 1, m, k)))
             if tuned is not None:
                 rows.append(Row(tuned, "floor_tuned", algo, 1, m, k, partial(floor_tuned_independent, 1, m, k), floor))
+    for m in (3, 10, 50):
+        algo, floor = "independent_ucb1", f"floor/independent_ucb1/M{m}"
+        rows.append(Row(f"per_agent/{algo}/M{m}", "per_agent", algo, 1, m, k, partial(run_per_agent, m, k), floor))
+        if m == 3:
+            rows.append(Row(floor, "floor", algo, 1, m, k, partial(floor_independent, 1, m, k)))
+    algo, m = "full_sharing_ucb", 50
+    single = partial(run_api, algo, m, k, arrays=False)
+    rows.append(Row(f"api_messages/{algo}/M{m}", "api_messages", algo, 1, m, k, single, f"floor/{algo}/M{m}"))
     algo, m = "independent_ucb1", 50
     runner_row = partial(run_runner_pettingzoo, algo, m, k)
     rows.append(
@@ -390,6 +487,7 @@ def summarise(rows: list[Row]) -> list[dict]:
             "agent_slots_per_s": row.agent_slots / best,
             "floor": row.floor,
             "ratio_floor_over_row": None,
+            "median_ratio_floor_over_row": None,
             "tuned_floor": row.tuned_floor,
             "ratio_tuned_floor_over_row": None,
             "same_trajectory_as_floor": row.same_as_floor,
@@ -397,6 +495,9 @@ def summarise(rows: list[Row]) -> list[dict]:
         if row.floor is not None:
             floor = by_name[row.floor]
             entry["ratio_floor_over_row"] = (floor.agent_slots / floor.best_seconds()) / entry["agent_slots_per_s"]
+            entry["median_ratio_floor_over_row"] = (floor.agent_slots / floor.median_seconds()) / (
+                row.agent_slots / row.median_seconds()
+            )
         if row.tuned_floor is not None:
             tuned = by_name[row.tuned_floor]
             entry["ratio_tuned_floor_over_row"] = (tuned.agent_slots / tuned.best_seconds()) / entry[
@@ -408,12 +509,13 @@ def summarise(rows: list[Row]) -> list[dict]:
 
 def print_table(table: list[dict]) -> None:
     header = f"{'row':<44} {'B':>4} {'M':>4} {'K':>4} {'slots':>8} {'best s':>7} {'slots/s':>10} {'agent-slots/s':>14}"
-    header += f" {'ratio':>6} {'tuned':>6} {'same':>5}"
+    header += f" {'ratio':>6} {'median':>6} {'tuned':>6} {'same':>5}"
     print(header)
     print("-" * len(header))
-    order = ["api", "run_pettingzoo", "floor", "floor_tuned", "batched", "run_batched"]
+    order = ["api", "api_messages", "per_agent", "run_pettingzoo", "floor", "floor_tuned", "batched", "run_batched"]
     for entry in sorted(table, key=lambda e: (e["B"] > 1, order.index(e["path"]), e["algorithm"], e["M"])):
         ratio = "" if entry["ratio_floor_over_row"] is None else f"{entry['ratio_floor_over_row']:.2f}"
+        median = "" if entry["median_ratio_floor_over_row"] is None else f"{entry['median_ratio_floor_over_row']:.2f}"
         tuned = "" if entry["ratio_tuned_floor_over_row"] is None else f"{entry['ratio_tuned_floor_over_row']:.2f}"
         same = (
             "" if entry["same_trajectory_as_floor"] is None else ("yes" if entry["same_trajectory_as_floor"] else "NO")
@@ -421,7 +523,52 @@ def print_table(table: list[dict]) -> None:
         print(
             f"{entry['name']:<44} {entry['B']:>4} {entry['M']:>4} {entry['K']:>4} {entry['slots']:>8} "
             f"{entry['best_seconds']:>7.3f} {entry['slots_per_s']:>10,.0f} {entry['agent_slots_per_s']:>14,.0f} "
-            f"{ratio:>6} {tuned:>6} {same:>5}"
+            f"{ratio:>6} {median:>6} {tuned:>6} {same:>5}"
+        )
+
+
+class Chatter(Population):
+    """Every agent sends ``rows`` messages to each of its two ring neighbours every slot and pulls arm 0."""
+
+    families = ("mab",)
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def reset(self, context: AgentContext) -> None:
+        """Fix the rows of every slot: agent i's ``rows`` to i + 1, then ``rows`` to i - 1."""
+        m = self.num_agents = context.num_agents
+        self.sender = np.repeat(np.arange(m), 2 * self.rows)
+        self.recipient = (self.sender + np.tile(np.repeat([1, -1], self.rows), m)) % m
+        self.replica = np.zeros(len(self.sender), np.int64)
+        self.values = np.arange(len(self.sender), dtype=np.float64)
+
+    def act(self, step: Step) -> Action:
+        """Arm 0 for everyone, and the slot's messages as one batch."""
+        batch = MessageBatch("chat", self.replica, self.sender, self.recipient, {"value": self.values})
+        return Action(np.zeros((1, self.num_agents), np.int64), [batch])
+
+    def observe(self, feedback: Feedback) -> None:
+        """Nothing to learn."""
+
+
+def run_chatter(rows: int, arrays: bool, num_agents: int = 50, slots: int = 60) -> float:
+    """Seconds per slot of :class:`Chatter` through the API (ring of ``num_agents``): array or single messages."""
+    return time_api(Chatter(rows), arrays, num_agents, 10, slots, topology="ring")[0] / slots
+
+
+def message_volume(repeats: int) -> None:
+    """Print the API's time per slot with array and with single messages as the messages per agent grow (M = 50)."""
+    print(f"M = 50 agents on a ring, {repeats} interleaved repeats, median; messages sent and received per slot")
+    for rows in (1, 10, 50):
+        seconds: dict[bool, list[float]] = {True: [], False: []}
+        for _ in range(repeats):
+            for arrays in (True, False):
+                seconds[arrays].append(run_chatter(rows, arrays))
+        array, single = statistics.median(seconds[True]), statistics.median(seconds[False])
+        print(
+            f"{2 * rows * 50:>6} messages/slot: array messages {array * 1e6:9,.0f} us/slot, "
+            f"single messages {single * 1e6:9,.0f} us/slot, {single / array:5.1f}x"
         )
 
 
@@ -444,16 +591,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats per row (default 5, quick 1)")
     parser.add_argument("--seconds", type=float, default=None, help="target seconds per measurement (default 2)")
     parser.add_argument("--check-slots", type=int, default=400, help="slots of the same-trajectory check")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall time or the process's CPU time")
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).resolve().parent / "results.json", help="JSON output path"
     )
     parser.add_argument("--profile", choices=sorted(ALGORITHMS), help="only profile the API loop at M=50, K=100")
     parser.add_argument("--profile-slots", type=int, default=5000)
     parser.add_argument("--profile-top", type=int, default=30)
+    parser.add_argument(
+        "--message-volume", action="store_true", help="only compare array and single messages as their number grows"
+    )
     args = parser.parse_args(argv)
+    global clock
+    clock = CLOCKS[args.clock]
 
     if args.profile:
         profile(args.profile, args.profile_slots, args.profile_top)
+        return 0
+    if args.message_volume:
+        message_volume(args.repeats or 3)
         return 0
 
     target = args.seconds or (0.3 if args.quick else 2.0)
@@ -464,7 +620,10 @@ def main(argv: list[str] | None = None) -> int:
         f"fedbandit-envs throughput  {info['date']}  {info['platform']}  "
         f"numpy {info['numpy']}  cpus {info['cpu_count']}"
     )
-    print(f"target {target} s per measurement, {repeats} interleaved repeat(s), best repeat reported")
+    print(
+        f"target {target} s per measurement ({args.clock} clock), {repeats} interleaved repeat(s), "
+        "best and median repeats reported"
+    )
 
     started = time.perf_counter()
     verify(rows, args.check_slots)
@@ -478,10 +637,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(table)
 
-    target_entry = next(e for e in table if e["name"] == TARGET_ROW)
-    ratio = target_entry["ratio_floor_over_row"]
-    verdict = "MET" if ratio <= TARGET_RATIO else "MISSED"
-    print(f"\ntarget: floor / API throughput <= {TARGET_RATIO} for {TARGET_ROW}: {ratio:.2f} -> {verdict}")
+    by_name = {e["name"]: e for e in table}
+    targets = []
+    print()
+    for name, limit in TARGETS.items():
+        best, median = by_name[name]["ratio_floor_over_row"], by_name[name]["median_ratio_floor_over_row"]
+        verdict = "MET" if median <= limit else "MISSED"
+        print(f"target: floor / row <= {limit} for {name}: median {median:.2f} (best {best:.2f}) -> {verdict}")
+        targets.append({"row": name, "max_ratio": limit, "ratio": best, "median_ratio": median, "met": median <= limit})
     print(f"total benchmark time {time.perf_counter() - started:.0f} s")
 
     result = {
@@ -491,8 +654,9 @@ def main(argv: list[str] | None = None) -> int:
             "target_seconds": target,
             "repeats": repeats,
             "check_slots": args.check_slots,
+            "clock": args.clock,
         },
-        "target": {"row": TARGET_ROW, "max_ratio": TARGET_RATIO, "ratio": ratio, "met": ratio <= TARGET_RATIO},
+        "targets": targets,
         "rows": table,
     }
     result["machine"]["load_average_at_end"] = list(os.getloadavg())

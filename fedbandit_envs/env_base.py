@@ -3,10 +3,22 @@
 A slot is an **act step** followed by the **message-only steps** the core schedules (boundary hops,
 report rounds; see :class:`~fedbandit_envs.core.Phase`). Every observation has a ``"phase"`` field
 (0: act step, 1: message-only step) and an ``"inbox"``; in a message-only step an agent's action is
-``{"messages": [Message, ...]}`` (the family's action entry, :attr:`ProtocolParallelEnv.action_key`, or a bare
-action is ignored) and
-agents with nothing to send may be left out. :attr:`ProtocolParallelEnv.pending_phase` is the
-:class:`~fedbandit_envs.core.Phase` the next step plays (None: an act step).
+``{"messages": [...]}`` (the family's action entry, :attr:`ProtocolParallelEnv.action_key`, or a bare
+action is ignored) and agents with nothing to send may be left out. :attr:`ProtocolParallelEnv.pending_phase`
+is the :class:`~fedbandit_envs.core.Phase` the next step plays (None: an act step).
+
+**Array messages.** An agent's ``"messages"`` may hold :class:`~fedbandit_envs.channel.Message` objects,
+:class:`~fedbandit_envs.channel.MessageBatch` objects (many messages as arrays; every row's sender must be
+the agent and its replica 0), or both. The environment checks the senders, then groups the step's items by
+kind and payload layout into batches in agent order (:func:`~fedbandit_envs.channel.batches_from_messages`),
+so a batch and the same rows sent as single messages are routed, costed, delayed, dropped and privatized
+identically. Payloads were checked when each message was built (numeric, finite, declared privacy fields);
+recipients are checked against the topology when the step is routed.
+
+**Inbox form.** Every family environment takes ``inbox="messages"`` (the default: the ``"inbox"`` observation
+is a tuple of ``Message``) or ``inbox="batches"`` (a tuple of ``MessageBatch``: per delivered batch, the rows
+addressed to the agent, in delivery order; replica 0). :attr:`ProtocolParallelEnv.inbox_form` holds it and
+the observation space's ``"inbox"`` entry (a :class:`~fedbandit_envs.observations.MessageSequence`) says which.
 
 Wrappers decorate: :meth:`ProtocolParallelEnv.message_hooks` is the wrapper chain's list of message hooks
 (none here), and a wrapper hands its chain's hooks to the env in ``reset(options={MESSAGE_HOOKS: hooks})``.
@@ -26,17 +38,27 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import Ledger, Message, MessageBatch, batches_from_messages
+from fedbandit_envs.channel.messages import batches_by_key
 from fedbandit_envs.core import AgentContext, MessageHook, Phase, Step
-from fedbandit_envs.observations import messages_by_sender
+from fedbandit_envs.observations import InboxForm, check_senders, outgoing_items
 from fedbandit_envs.rendering import warn_no_render_mode
 
-__all__ = ["ACT", "MESSAGE", "MESSAGE_HOOKS", "ProtocolParallelEnv"]
+__all__ = ["ACT", "MESSAGE", "MESSAGE_HOOKS", "ProtocolParallelEnv", "population_env_kwargs"]
 
 #: Values of an observation's ``"phase"`` field.
 ACT, MESSAGE = 0, 1
 
 #: The ``reset(options=...)`` key of the episode's message hooks (handed down by a wrapper chain).
 MESSAGE_HOOKS = "message_hooks"
+
+
+def population_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keywords of an environment a population drives: ``inbox="batches"`` unless ``env_kwargs`` sets it.
+
+    A population reads its inbox as batches, so the run loop's PettingZoo path asks for that form (a family's
+    builder applies this).
+    """
+    return {"inbox": "batches", **env_kwargs}
 
 
 class ProtocolParallelEnv(ParallelEnv):
@@ -51,6 +73,9 @@ class ProtocolParallelEnv(ParallelEnv):
 
     #: The key of an action dict that holds what an agent plays (ignored in message-only steps).
     action_key: str = "arm"
+
+    #: The form of the ``"inbox"`` observations: ``"messages"`` or ``"batches"`` (the ``inbox`` option).
+    inbox_form: InboxForm = "messages"
 
     core: Any
     render_mode: str | None
@@ -110,31 +135,26 @@ class ProtocolParallelEnv(ParallelEnv):
         """The ``"phase"`` observation field of the next step: :data:`ACT` or :data:`MESSAGE`."""
         return ACT if self.pending_phase is None else MESSAGE
 
-    def own_messages(self, agent: str, sent: Sequence[Any]) -> list[Message]:
-        """Check that ``agent`` sent :class:`Message` objects, each with that agent as its sender."""
-        i = self._index[agent]
-        for message in sent:
-            if not isinstance(message, Message):
-                raise TypeError(f"{agent} must send Message objects, got {type(message).__name__}")
-            if message.sender != i:
-                raise ValueError(
-                    f"{agent} sent a message with sender={message.sender}; an agent may only send as itself ({i})"
-                )
-        return list(sent)
+    def own_messages(self, agent: str, sent: list[Message | MessageBatch]) -> list[Message | MessageBatch]:
+        """``sent`` (from :func:`~fedbandit_envs.observations.outgoing_items`), checked: ``agent`` sends every row.
+
+        See :func:`~fedbandit_envs.observations.check_senders`.
+        """
+        return check_senders(agent, self._index[agent], sent)
 
     def phase_messages(self, actions: Mapping[str, Any]) -> list[MessageBatch]:
         """The batches of a message-only step: every agent's ``"messages"`` (anything else is ignored)."""
         unknown = [a for a in actions if a not in self._index]
         if unknown:
             raise ValueError(f"unknown agents in actions: {unknown[:5]}; use the names in env.agents")
-        messages: list[Message] = []
+        messages: list[Message | MessageBatch] = []
         for agent, action in actions.items():
             if not isinstance(action, Mapping):
                 continue  # a bare arm or units vector: nothing to send
             extra = set(action) - {self.action_key, "messages"}
             if extra:
                 raise ValueError(f"the action of {agent} has unknown keys {sorted(extra)}; send {{'messages': [...]}}")
-            messages.extend(self.own_messages(agent, action.get("messages", ())))
+            messages.extend(self.own_messages(agent, outgoing_items(action.get("messages", ()))))
         return batches_from_messages(messages) if messages else []
 
     def play_phase(self, actions: Mapping[str, Any]) -> list[MessageBatch]:
@@ -153,11 +173,15 @@ class ProtocolParallelEnv(ParallelEnv):
         return self.pending_phase
 
     def message_actions(self, batches: Sequence[MessageBatch]) -> dict[str, Any]:
-        """The action dict of a message-only step sending ``batches`` (replica 0), in agent order."""
+        """The action dict of a message-only step sending ``batches`` (replica 0), in agent order.
+
+        Each sender's rows go as array messages: per batch, the sub-batch of its rows (slices when the batch's
+        senders are sorted, no copy).
+        """
         names = self.possible_agents
-        return {names[sender]: {"messages": sent} for sender, sent in sorted(messages_by_sender(batches).items())}
+        return {names[sender]: {"messages": sent} for sender, sent in batches_by_key(batches, "sender").items()}
 
     def inbox_from(self, observations: Mapping[str, Mapping[str, Any]]) -> list[MessageBatch]:
-        """Every copy delivered in a step, as batches (agents in order)."""
+        """Every copy delivered in a step, as batches (agents in order; either inbox form)."""
         delivered = [m for a in self.possible_agents if a in observations for m in observations[a]["inbox"]]
         return batches_from_messages(delivered) if delivered else []

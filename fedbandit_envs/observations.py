@@ -7,29 +7,49 @@ An agent's observation is a dict:
 * ``"arm"``: the arm it pulled in the previous slot (-1 before the first pull);
 * ``"reward"``: the reward of that pull (a 0-d float64 array; 0 before the first pull);
 * ``"partner"``: its gossip partner in the coming slot (-1 for none);
-* ``"inbox"``: the tuple of :class:`~fedbandit_envs.channel.Message` delivered to it in the step.
+* ``"inbox"``: the tuple of :class:`~fedbandit_envs.channel.Message` delivered to it in the step (with the
+  environment option ``inbox="batches"``: a tuple of :class:`~fedbandit_envs.channel.MessageBatch`).
 
-An action is an arm index, or ``{"arm": k, "messages": [Message, ...]}``.
+An action is an arm index, or ``{"arm": k, "messages": [...]}`` where the messages are :class:`Message` or
+:class:`MessageBatch` objects (see :mod:`fedbandit_envs.env_base`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.channel.messages import Message, MessageBatch, batches_from_messages
+from fedbandit_envs.channel.messages import Message, MessageBatch, batches_by_key, batches_from_messages
 from fedbandit_envs.core import Feedback
-from fedbandit_envs.validation import check_int
+from fedbandit_envs.validation import check_choice, check_int
+
+#: The forms an inbox is delivered in: :class:`Message` objects or :class:`MessageBatch` objects.
+InboxForm = Literal["messages", "batches"]
+INBOX_FORMS: tuple[str, ...] = ("messages", "batches")
+
+#: What a :class:`MessageSequence` of each form holds.
+_ITEM_TYPES: dict[str, tuple[type, ...]] = {
+    "messages": (Message,),
+    "batches": (MessageBatch,),
+    "any": (Message, MessageBatch),
+}
 
 
 class MessageSequence(spaces.Space):
-    """A variable-length tuple of :class:`Message` (an inbox or an outbox). Samples are empty."""
+    """A variable-length tuple of messages (an inbox or an outbox). Samples are empty.
 
-    def __init__(self, seed: int | None = None) -> None:
+    Args:
+        form: what the items are: ``"messages"`` (:class:`Message`, the default), ``"batches"``
+            (:class:`MessageBatch`) or ``"any"`` (either; what an action's ``"messages"`` may hold).
+    """
+
+    def __init__(self, form: str = "messages", seed: int | None = None) -> None:
+        self.form = check_choice("form", form, tuple(_ITEM_TYPES))
+        self._types = _ITEM_TYPES[self.form]
         super().__init__(shape=None, dtype=None, seed=seed)
 
     @property
@@ -42,18 +62,33 @@ class MessageSequence(spaces.Space):
         return ()
 
     def contains(self, x: Any) -> bool:
-        """A tuple or list of Message objects."""
-        return isinstance(x, tuple | list) and all(isinstance(m, Message) for m in x)
+        """A tuple or list of items of the space's form."""
+        return isinstance(x, tuple | list) and all(isinstance(m, self._types) for m in x)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, MessageSequence)
+        return isinstance(other, MessageSequence) and other.form == self.form
 
     def __repr__(self) -> str:
-        return "MessageSequence()"
+        return "MessageSequence()" if self.form == "messages" else f"MessageSequence({self.form!r})"
 
 
-def observation_space(num_agents: int, num_arms: int, horizon: int, reward_bounds: tuple[float, float]) -> spaces.Dict:
-    """The observation space of one agent."""
+#: The action space entry of an agent's outgoing messages (Message or MessageBatch objects).
+OUTBOX = MessageSequence("any")
+
+
+def check_inbox_form(inbox: Any) -> str:
+    """The environment option ``inbox``: ``"messages"`` or ``"batches"``; ValueError naming the choices otherwise."""
+    return check_choice("inbox", inbox, INBOX_FORMS)
+
+
+def observation_space(
+    num_agents: int,
+    num_arms: int,
+    horizon: int,
+    reward_bounds: tuple[float, float],
+    inbox: InboxForm = "messages",
+) -> spaces.Dict:
+    """The observation space of one agent (``inbox``: the form of its inbox)."""
     low, high = reward_bounds
     return spaces.Dict(
         {
@@ -62,19 +97,31 @@ def observation_space(num_agents: int, num_arms: int, horizon: int, reward_bound
             "arm": spaces.Discrete(num_arms + 1, start=-1),
             "reward": spaces.Box(min(low, 0.0), max(high, 0.0), shape=(), dtype=np.float64),
             "partner": spaces.Discrete(num_agents + 1, start=-1),
-            "inbox": MessageSequence(),
+            "inbox": MessageSequence(inbox),
         }
     )
 
 
 def action_space(num_arms: int) -> spaces.Dict:
     """The action space of one agent (a bare arm index is accepted too)."""
-    return spaces.Dict({"arm": spaces.Discrete(num_arms), "messages": MessageSequence()})
+    return spaces.Dict({"arm": spaces.Discrete(num_arms), "messages": OUTBOX})
 
 
-def inboxes_by_agent(batches: Sequence[MessageBatch], num_agents: int, replica: int) -> list[list[Message]]:
-    """The messages of ``replica`` delivered to each agent, as :class:`Message` lists in delivery order."""
-    inboxes: list[list[Message]] = [[] for _ in range(num_agents)]
+def inboxes_by_agent(
+    batches: Sequence[MessageBatch], num_agents: int, replica: int, form: InboxForm = "messages"
+) -> list[list[Any]]:
+    """The copies of ``replica`` delivered to each agent, in delivery order.
+
+    :class:`Message` objects, or with ``form="batches"`` one :class:`MessageBatch` per delivered batch that
+    holds rows for the agent (as replica 0).
+    """
+    inboxes: list[list[Any]] = [[] for _ in range(num_agents)]
+    if form == "batches":
+        if replica != 0 or any(batch.replica.any() for batch in batches):
+            batches = [_as_replica_zero(batch.take(batch.replica == replica)) for batch in batches]
+        for recipient, received in batches_by_key(batches, "recipient").items():
+            inboxes[recipient].extend(received)
+        return inboxes
     for batch in batches:
         rows = np.flatnonzero(batch.replica == replica)
         for r in rows.tolist():
@@ -82,22 +129,25 @@ def inboxes_by_agent(batches: Sequence[MessageBatch], num_agents: int, replica: 
     return inboxes
 
 
-def messages_by_sender(batches: Sequence[MessageBatch]) -> dict[int, list[Message]]:
-    """The rows of batches (one replica) as :class:`Message` lists keyed by sender, in send order."""
-    outgoing: dict[int, list[Message]] = {}
-    for batch in batches:
-        for message in batch.messages():
-            outgoing.setdefault(message.sender, []).append(message)
-    return outgoing
+def _as_replica_zero(batch: MessageBatch) -> MessageBatch:
+    """The rows of ``batch`` (one replica's) as replica 0, the only replica an agent's environment has."""
+    return batch.regrouped(
+        np.arange(len(batch)), np.zeros(len(batch), np.int64), batch.sender, batch.recipient, batch.slot
+    )
 
 
-def agent_observations(feedback: Feedback, next_slot: int, phase: int = 0, replica: int = 0) -> list[dict[str, Any]]:
-    """One observation dict per agent of ``replica`` after ``feedback`` (see the module docstring)."""
+def agent_observations(
+    feedback: Feedback, next_slot: int, phase: int = 0, replica: int = 0, inbox: InboxForm = "messages"
+) -> list[dict[str, Any]]:
+    """One observation dict per agent of ``replica`` after ``feedback`` (see the module docstring).
+
+    ``inbox``: the form of the inboxes, :class:`Message` objects or :class:`MessageBatch` objects.
+    """
     arms = feedback.arms[replica].tolist()
     rewards = np.array(feedback.rewards[replica], dtype=np.float64)
     partners = feedback.partners[replica].tolist()
     if feedback.inbox:
-        inboxes = [tuple(inbox) for inbox in inboxes_by_agent(feedback.inbox, len(arms), replica)]
+        inboxes = [tuple(items) for items in inboxes_by_agent(feedback.inbox, len(arms), replica, inbox)]
     else:
         inboxes = [()] * len(arms)
     return [
@@ -117,18 +167,63 @@ def feedback_from_observations(observations: Sequence[Mapping[str, Any]]) -> Fee
     return Feedback(int(observations[0]["slot"]) - 1, arms, rewards, inbox, partners)
 
 
-def split_action(action: int | Mapping[str, Any]) -> tuple[int, list[Message]]:
-    """Split an agent action (an arm, or ``{"arm": k, "messages": [...]}``) into arm and messages."""
+def split_action(action: int | Mapping[str, Any]) -> tuple[int, list[Message | MessageBatch]]:
+    """Split an agent action (an arm, or ``{"arm": k, "messages": [...]}``) into arm and messages.
+
+    The messages are :class:`Message` or :class:`MessageBatch` objects (checked here; their senders are
+    checked by the environment, which knows the agent).
+    """
     if isinstance(action, Mapping):
         unknown = set(action) - {"arm", "messages"}
         if unknown or "arm" not in action:
             raise ValueError(f"an action dict needs the key 'arm' and optionally 'messages'; got keys {sorted(action)}")
-        messages = list(action.get("messages", ()))
-        for message in messages:
-            if not isinstance(message, Message):
-                raise TypeError(f"action['messages'] must hold Message objects, got {type(message).__name__}")
-        return _as_arm(action["arm"]), messages
+        return _as_arm(action["arm"]), outgoing_items(action.get("messages", ()))
     return _as_arm(action), []
+
+
+def check_senders(agent: str, index: int, sent: list[Message | MessageBatch]) -> list[Message | MessageBatch]:
+    """``sent`` once ``agent`` (agent ``index``) is the sender of every row; a batch's rows must be of replica 0.
+
+    ValueError naming the agent, the message and the row otherwise: an agent may only send as itself.
+    """
+    for item in sent:
+        if isinstance(item, Message):
+            if item.sender != index:
+                raise ValueError(
+                    f"{agent} sent a message with sender={item.sender}; an agent may only send as itself ({index})"
+                )
+        elif len(item) == 1 and item.sender[0] == index and item.replica[0] == 0:
+            continue  # the common sub-batch of one valid row, checked without array operations
+        elif len(item):
+            spoofed = item.sender != index
+            if spoofed.any():
+                row = int(spoofed.argmax())
+                raise ValueError(
+                    f"{agent} sent a MessageBatch({item.kind!r}) whose row {row} has sender={item.sender[row]}; "
+                    f"an agent may only send as itself: every row's sender must be {index}"
+                )
+            if item.replica.any():
+                row = int(item.replica.argmax())
+                raise ValueError(
+                    f"{agent} sent a MessageBatch({item.kind!r}) whose row {row} has replica={item.replica[row]}; "
+                    "an agent's environment runs one replica: every row's replica must be 0"
+                )
+    return sent
+
+
+def outgoing_items(messages: Any) -> list[Message | MessageBatch]:
+    """An action's ``"messages"`` entry as a list; TypeError unless it holds Message and MessageBatch objects."""
+    if isinstance(messages, Message | MessageBatch):
+        raise TypeError(
+            f"action['messages'] must be a list of messages, got one {type(messages).__name__}; wrap it in [...]"
+        )
+    items = list(messages)
+    for item in items:
+        if not isinstance(item, Message | MessageBatch):
+            raise TypeError(
+                f"action['messages'] must hold Message objects (or MessageBatch objects), got {type(item).__name__}"
+            )
+    return items
 
 
 def _as_arm(arm: Any) -> int:

@@ -44,7 +44,8 @@ import numpy as np
 
 from fedbandit_envs.channel.messages import Message, MessageBatch, batches_from_messages
 from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
-from fedbandit_envs.observations import agent_observations, split_action
+from fedbandit_envs.observations import InboxForm, agent_observations, check_inbox_form, check_senders, split_action
+from fedbandit_envs.validation import INT64_MAX
 
 __all__ = [
     "Action",
@@ -133,22 +134,29 @@ class Agent(ABC):
 
     @abstractmethod
     def act(self, observation: Mapping[str, Any]) -> int | Mapping[str, Any]:
-        """Return an arm index, or ``{"arm": k, "messages": [Message, ...]}``."""
+        """Return an arm index, or ``{"arm": k, "messages": [...]}`` (:class:`Message` or :class:`MessageBatch`)."""
 
 
 class PerAgentPopulation(Population[AgentContext]):
     """Runs one :class:`Agent` object per agent and replica as a :class:`Population`.
 
+    Each agent sees its PettingZoo observation and may send :class:`Message` or :class:`MessageBatch` objects
+    (as itself, replica 0: checked as the environment checks them); each replica's are grouped into batches.
+
     Args:
         factory: builds a fresh agent; called M times per replica at every reset.
         coordinator: an optional server shared by the agents.
+        inbox: the form of the agents' ``"inbox"`` observations, ``"messages"`` (default) or ``"batches"``.
     """
 
     families = ("mab",)
 
-    def __init__(self, factory: Callable[[], Agent], coordinator: Coordinator | None = None) -> None:
+    def __init__(
+        self, factory: Callable[[], Agent], coordinator: Coordinator | None = None, inbox: InboxForm = "messages"
+    ) -> None:
         self.factory = factory
         self.coordinator = coordinator
+        self.inbox = check_inbox_form(inbox)
 
     def make_coordinator(self) -> Coordinator | None:
         """The coordinator given at construction."""
@@ -178,17 +186,25 @@ class PerAgentPopulation(Population[AgentContext]):
         partners = step.gossip_partners()
         feedback = Feedback(self._last.slot, self._last.arms, self._last.rewards, self._last.inbox, partners)
         arms = np.zeros(partners.shape, np.int64)
-        messages: list[Message] = []
+        messages: list[Message | MessageBatch] = []
         batches: list[MessageBatch] = []
         for b, agents in enumerate(self.agents):
-            observations = agent_observations(feedback, step.slot, replica=b)
-            for i, agent in enumerate(agents):
-                action = agent.act(observations[i])
+            chosen = []
+            observations = agent_observations(feedback, step.slot, replica=b, inbox=self.inbox)
+            for agent, observation in zip(agents, observations):
+                action = agent.act(observation)
+                if type(action) is int and 0 <= action <= INT64_MAX:  # a bare arm, the common case
+                    chosen.append(action)
+                    continue
                 arm, sent = split_action(action)
-                arms[b, i] = arm
-                messages.extend(sent)
-            batches.extend(batches_from_messages(messages, replica=b))
-            messages.clear()
+                chosen.append(arm)
+                if sent:
+                    i = len(chosen) - 1
+                    messages.extend(check_senders(f"agent {i}", i, sent))
+            arms[b] = chosen
+            if messages:
+                batches.extend(batches_from_messages(messages, replica=b))
+                messages.clear()
         return Action(arms, batches)
 
     def observe(self, feedback: Feedback) -> None:

@@ -21,6 +21,7 @@ node and multiplied by their price when read, so a total does not depend on when
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -97,6 +98,10 @@ def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     return values, first[values]
 
 
+#: Version stamps of ledgers: every reset, transmission and closed slot with links takes a fresh one.
+_VERSIONS = itertools.count()
+
+
 class _Tallied:
     """A ledger total that is brought up to date (queued copies and closed slots tallied) when it is read."""
 
@@ -125,6 +130,8 @@ class Ledger:
         node_cost: (B, M + 1) cost charged to each node (a link is charged to the sender of its first copy).
         direction_messages, direction_bytes: (B, 3) per direction of :data:`DIRECTIONS`.
         kind_messages, kind_bytes: message kind -> (B,) totals.
+        version: a stamp that changes whenever the totals may have changed (a reset, a transmission, a slot
+            closed with links), unique across ledgers and episodes: a reader may cache what it derived.
     """
 
     #: Queued copy rows beyond which :meth:`transmit` tallies at once (bounds the queue and keeps a tally in cache).
@@ -151,6 +158,7 @@ class Ledger:
     def reset(self, num_replicas: int, num_agents: int, component_of: np.ndarray, component_edges: np.ndarray) -> None:
         """Start empty totals. ``component_of`` is (B, M); ``component_edges`` (B, Q) edge counts."""
         b, n = num_replicas, num_agents + 1
+        self.version = next(_VERSIONS)
         self._num_replicas = b
         self._num_agents = num_agents
         self._component_of = component_of
@@ -215,6 +223,7 @@ class Ledger:
         rows = len(batch)
         if rows == 0:
             return
+        self.version = next(_VERSIONS)
         # the queues hold the header arrays until the next tally: a writeable one is copied, so that a later write by
         # its owner cannot change what was sent
         b, sender, recipient, count = (_held(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count))
@@ -267,6 +276,7 @@ class Ledger:
         """Close the slot just played: its used links are priced (each two-way link once) at the next tally."""
         if not self._slot_links:
             return
+        self.version = next(_VERSIONS)
         self._closed_links.extend((self._closed_slots, *links) for links in self._slot_links)
         self._slot_links.clear()
         self._closed_slots += 1

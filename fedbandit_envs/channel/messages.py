@@ -1,16 +1,17 @@
 """Typed messages: one :class:`Message` per logical record, and :class:`MessageBatch` for many at once.
 
-Agents acting through the PettingZoo API send :class:`Message` objects. Vectorised populations and the
-channel work with :class:`MessageBatch`, a struct of arrays holding every message of one kind sent in a
-slot across replicas. The two forms convert losslessly, so both paths share one routing and
-accounting implementation.
+Agents acting through the PettingZoo API send :class:`Message` objects, :class:`MessageBatch` objects, or
+both. Vectorised populations and the channel work with :class:`MessageBatch`, a struct of arrays holding
+every message of one kind sent in a slot across replicas. The two forms convert losslessly
+(:func:`batches_from_messages`, :meth:`MessageBatch.messages`, :func:`batches_by_key`), so every path
+shares one routing and accounting implementation.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -238,9 +239,9 @@ class MessageBatch:
         )
         return batch
 
-    def take(self, rows: np.ndarray) -> MessageBatch:
-        """The sub-batch of the given row indices (or boolean mask)."""
-        return MessageBatch._trusted(
+    def take(self, rows: np.ndarray | slice) -> MessageBatch:
+        """The sub-batch of the given row indices, boolean mask, or slice (a slice shares the arrays: no copy)."""
+        batch = MessageBatch._trusted(
             self.kind,
             self.replica[rows],
             self.sender[rows],
@@ -250,6 +251,32 @@ class MessageBatch:
             self.slot[rows],
             self.privacy,
         )
+        if "_layout" in self.__dict__:  # the same layout (see layout_key)
+            batch.__dict__["_layout"] = self.__dict__["_layout"]
+        return batch
+
+    def split_rows(self) -> list[MessageBatch]:
+        """One sub-batch per row, in order (views of this batch's arrays, no copy)."""
+        n, names = len(self), list(self.payload)
+        layout = self.layout_key()
+        columns = [a.reshape(n, 1) for a in (self.replica, self.sender, self.recipient, self.count, self.slot)]
+        fields = [self.payload[name].reshape(n, 1, *self.payload[name].shape[1:]) for name in names]
+        batches = []
+        for replica, sender, recipient, count, slot, *values in zip(*columns, *fields):
+            batch = object.__new__(MessageBatch)
+            batch.__dict__.update(
+                kind=self.kind,
+                replica=replica,
+                sender=sender,
+                recipient=recipient,
+                payload=dict(zip(names, values)),
+                count=count,
+                slot=slot,
+                privacy=self.privacy,
+                _layout=layout,
+            )
+            batches.append(batch)
+        return batches
 
     def with_rows(self, rows: np.ndarray, recipient: np.ndarray, slot: int) -> MessageBatch:
         """Rows ``rows`` (indices) re-addressed to ``recipient`` and stamped with the send ``slot``."""
@@ -308,29 +335,103 @@ class MessageBatch:
         """The rows as :class:`Message` objects (replica index dropped)."""
         return [self.message(r) for r in range(len(self))]
 
+    def layout_key(self) -> tuple:
+        """What rows must share to be one batch: the kind, each field's name, dtype and row shape, the privacy.
 
-def _layout_key(message: Message) -> tuple:
-    privacy = None if message.privacy is None else tuple(message.privacy.items())
-    return (message.kind, tuple((k, v.dtype.str, v.shape) for k, v in message.payload.items()), privacy)
+        Computed once per batch (its sub-batches from :meth:`take` share it).
+        """
+        key = self.__dict__.get("_layout")
+        if key is None:
+            layout = tuple((k, v.dtype.str, v.shape[1:]) for k, v in self.payload.items())
+            privacy = None if self.privacy is None else tuple(self.privacy.items())
+            key = self.__dict__["_layout"] = (self.kind, layout, privacy)
+        return key
 
 
-def batches_from_messages(messages: Iterable[Message], replica: int = 0) -> list[MessageBatch]:
-    """Group messages by kind and payload layout into batches, keeping their order within a group."""
-    groups: dict[tuple, list[Message]] = {}
-    for message in messages:
-        groups.setdefault(_layout_key(message), []).append(message)
-    batches = []
-    for (kind, layout, privacy), group in groups.items():
-        batches.append(
-            MessageBatch(
-                kind=kind,
-                replica=np.full(len(group), replica, np.int64),
-                sender=np.array([m.sender for m in group], np.int64),
-                recipient=np.array([m.recipient for m in group], np.int64),
-                payload={name: np.stack([m.payload[name] for m in group]) for name, _, _ in layout},
-                count=np.array([m.count for m in group], np.int64),
-                slot=np.array([m.slot for m in group], np.int64),
-                privacy=None if privacy is None else dict(privacy),
-            )
-        )
-    return batches
+def _layout_key(item: Message | MessageBatch) -> tuple:
+    """The :meth:`MessageBatch.layout_key` of the batch ``item`` is, or would be a row of."""
+    if isinstance(item, MessageBatch):
+        return item.layout_key()
+    privacy = None if item.privacy is None else tuple(item.privacy.items())
+    return item.kind, tuple((k, v.dtype.str, v.shape) for k, v in item.payload.items()), privacy
+
+
+def batches_from_messages(messages: Iterable[Message | MessageBatch], replica: int = 0) -> list[MessageBatch]:
+    """Group messages and batches by kind and payload layout into batches of ``replica``, keeping their order.
+
+    Items of one layout become one batch whose rows follow the items (a batch contributes its rows in order).
+    The items were validated when they were built, so nothing is checked again; a lone batch already of
+    ``replica`` is returned as it is (no copy).
+    """
+    groups: dict[tuple, list[Message | MessageBatch]] = {}
+    for item in messages:
+        groups.setdefault(_layout_key(item), []).append(item)
+    return [_merged(group, key, replica) for key, group in groups.items()]
+
+
+def _merged(group: Sequence[Message | MessageBatch], key: tuple, replica: int) -> MessageBatch:
+    """One batch of ``replica`` holding the rows of ``group`` (items of one layout ``key``) in order."""
+    kind, layout, privacy = key
+    names = [name for name, _, _ in layout]
+    first = group[0]
+    if isinstance(first, MessageBatch) and len(group) == 1 and (first.replica == replica).all():
+        return first
+    if all(isinstance(item, Message) for item in group):
+        n = len(group)
+        header = [np.array([getattr(m, name) for m in group], np.int64) for name in ("sender", "recipient")]
+        counts = np.array([m.count for m in group], np.int64)
+        slots = np.array([m.slot for m in group], np.int64)
+        payload = {name: np.stack([m.payload[name] for m in group]) for name in names}
+    else:
+        rows = [item if isinstance(item, MessageBatch) else _one_row(item) for item in group]
+        header = [np.concatenate([getattr(b, name) for b in rows]) for name in ("sender", "recipient")]
+        n = len(header[0])
+        counts = np.concatenate([b.count for b in rows])
+        slots = np.concatenate([b.slot for b in rows])
+        payload = {name: np.concatenate([b.payload[name] for b in rows]) for name in names}
+    for array in payload.values():
+        array.setflags(write=False)
+    replicas = np.empty(n, np.int64)
+    replicas.fill(replica)
+    return MessageBatch._trusted(
+        kind, replicas, *header, payload, counts, slots, None if privacy is None else dict(privacy)
+    )
+
+
+def _one_row(message: Message) -> MessageBatch:
+    """``message`` as a one-row batch of replica 0 (its validated payload shared, not checked again)."""
+    return MessageBatch._trusted(
+        message.kind,
+        np.zeros(1, np.int64),
+        np.array([message.sender], np.int64),
+        np.array([message.recipient], np.int64),
+        {k: v[None] for k, v in message.payload.items()},
+        np.array([message.count], np.int64),
+        np.array([message.slot], np.int64),
+        message.privacy,
+    )
+
+
+def batches_by_key(batches: Iterable[MessageBatch], column: str) -> dict[int, list[MessageBatch]]:
+    """The rows of ``batches`` grouped by their ``column`` value (``"sender"`` or ``"recipient"``), as sub-batches.
+
+    Keys ascend; each key's list follows the batches' order and each sub-batch keeps its rows' order.
+    Sub-batches of a batch whose column is already sorted share its arrays (slices, no copy).
+    """
+    grouped: dict[int, list[MessageBatch]] = {}
+    for batch in batches:
+        keys = getattr(batch, column)
+        if len(keys) == 0:
+            continue
+        if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
+            order = np.argsort(keys, kind="stable")
+            batch, keys = batch.take(order), keys[order]
+        starts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        if len(starts) == len(keys) - 1:  # one row per key: row views, without slicing
+            for value, row in zip(keys.tolist(), batch.split_rows()):
+                grouped.setdefault(value, []).append(row)
+            continue
+        bounds = [0, *starts.tolist(), len(keys)]
+        for value, start, stop in zip(keys[bounds[:-1]].tolist(), bounds[:-1], bounds[1:]):
+            grouped.setdefault(value, []).append(batch.take(slice(start, stop)))
+    return dict(sorted(grouped.items()))

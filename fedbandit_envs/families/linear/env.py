@@ -54,7 +54,14 @@ from fedbandit_envs.core import (
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.families.registry import CoreMetrics
-from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
+from fedbandit_envs.observations import (
+    OUTBOX,
+    InboxForm,
+    MessageSequence,
+    check_inbox_form,
+    inboxes_by_agent,
+    split_action,
+)
 from fedbandit_envs.rewards import draw_noise
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import server
@@ -768,8 +775,9 @@ class FederatedLinear(ProtocolParallelEnv):
 
     Observation (a dict per agent): ``phase`` (0 act, 1 report), ``slot``, ``active`` (0/1),
     ``contexts`` (K, d) (zeros unless active), ``arm`` (-1 unless reporting), ``reward`` (0-d),
-    ``inbox`` (tuple of :class:`~fedbandit_envs.channel.Message`). Action: an arm index or
-    ``{"arm": k, "messages": [...]}``.
+    ``inbox`` (tuple of :class:`~fedbandit_envs.channel.Message`, or of
+    :class:`~fedbandit_envs.channel.MessageBatch` with ``inbox="batches"``). Action: an arm index or
+    ``{"arm": k, "messages": [...]}`` (Message or MessageBatch objects; see :mod:`fedbandit_envs.env_base`).
 
     Hidden from agents: theta (:attr:`theta`), the expected rewards and pseudo-regret (``infos`` of
     the active clients in the act step: ``expected_rewards``, ``instant_regret``, ``pseudo_regret``)
@@ -786,6 +794,7 @@ class FederatedLinear(ProtocolParallelEnv):
         latency, latency_jitter, drop_prob: channel imperfections (outside the paper).
         record_messages: keep one ledger record per message.
         coordinator: the server of the algorithm being played.
+        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
         render_mode: None or ``"ansi"``.
     """
 
@@ -822,6 +831,7 @@ class FederatedLinear(ProtocolParallelEnv):
         drop_prob: float = 0.0,
         record_messages: bool = False,
         coordinator: Any | None = None,
+        inbox: InboxForm = "messages",
         render_mode: str | None = None,
     ) -> None:
         source = LinearConfig(
@@ -851,11 +861,14 @@ class FederatedLinear(ProtocolParallelEnv):
             drop_prob,
             record_messages,
         )
-        self._setup(source, channel, coordinator, render_mode)
+        self._setup(source, channel, coordinator, inbox, render_mode)
 
-    def _setup(self, source: StreamSource, channel: ChannelConfig, coordinator: Any, render_mode: str | None) -> None:
+    def _setup(
+        self, source: StreamSource, channel: ChannelConfig, coordinator: Any, inbox: Any, render_mode: str | None
+    ) -> None:
         """Build the core and the spaces (shared with subclasses such as the replay environment)."""
         check_render_mode(render_mode, self.metadata["render_modes"])
+        self.inbox_form = check_inbox_form(inbox)
         self.render_mode = render_mode
         self.config = source
         self.core = LinearCore(source, channel, coordinator)
@@ -873,12 +886,12 @@ class FederatedLinear(ProtocolParallelEnv):
                 "contexts": spaces.Box(-bound, bound, shape=(k, d), dtype=np.float64),
                 "arm": spaces.Discrete(k + 1, start=-1),
                 "reward": spaces.Box(min(low, 0.0), max(high, 0.0), shape=(), dtype=np.float64),
-                "inbox": MessageSequence(),
+                "inbox": MessageSequence(self.inbox_form),
             }
         )
         self._observation_spaces = dict.fromkeys(self.possible_agents, observation)
         self._action_spaces = {
-            a: spaces.Dict({"arm": spaces.Discrete(k), "messages": MessageSequence()}) for a in self.possible_agents
+            a: spaces.Dict({"arm": spaces.Discrete(k), "messages": OUTBOX}) for a in self.possible_agents
         }
         self.state_space = spaces.Box(-np.inf, np.inf, shape=(n + 2,), dtype=np.float64)
         self._zero_contexts = _read_only(np.zeros((k, d)))
@@ -967,9 +980,9 @@ class FederatedLinear(ProtocolParallelEnv):
         if not self.agents:
             return observations
         if inbox:
-            for i, messages in enumerate(inboxes_by_agent(inbox, len(self.possible_agents), 0)):
-                if messages:
-                    observations[self.possible_agents[i]]["inbox"] = tuple(messages)
+            for i, received in enumerate(inboxes_by_agent(inbox, len(self.possible_agents), 0, self.inbox_form)):
+                if received:
+                    observations[self.possible_agents[i]]["inbox"] = tuple(received)
         if core.done:
             return observations
         if phase == 0:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from fedbandit_envs.env_base import population_env_kwargs
 from fedbandit_envs.families.linear.env import (
     FederatedLinear,
     LinearMetrics,
@@ -40,6 +41,7 @@ from fedbandit_envs.families.linear.env import (
     linear_channel,
 )
 from fedbandit_envs.families.registry import Family, register_family
+from fedbandit_envs.observations import InboxForm
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.validation import (
     check_choice,
@@ -438,6 +440,7 @@ class ReplayStandIn(FederatedLinear):
         c1, price_per_message, price_per_byte, free_server_downlink, record_messages: the channel's prices
             (default: one unit per message).
         coordinator: the server of the algorithm being played.
+        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
         render_mode: None or ``"ansi"``.
     """
 
@@ -463,6 +466,7 @@ class ReplayStandIn(FederatedLinear):
         free_server_downlink: bool = True,
         record_messages: bool = False,
         coordinator: Any | None = None,
+        inbox: InboxForm = "messages",
         render_mode: str | None = None,
     ) -> None:
         source = StandInSource(
@@ -481,7 +485,7 @@ class ReplayStandIn(FederatedLinear):
         channel = linear_channel(
             c1, price_per_message, price_per_byte, free_server_downlink, record_messages=record_messages
         )
-        self._setup(source, channel, coordinator, render_mode)
+        self._setup(source, channel, coordinator, inbox, render_mode)
 
 
 @keyword_checked
@@ -495,6 +499,7 @@ class ReplayLogEnv(FederatedLinear):
         order: ``"random_user"`` (spec) or ``"file"``.
         c1, price_per_message, price_per_byte, free_server_downlink, record_messages: channel prices.
         coordinator: the server of the algorithm being played.
+        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
         render_mode: None or ``"ansi"``.
     """
 
@@ -513,20 +518,21 @@ class ReplayLogEnv(FederatedLinear):
         free_server_downlink: bool = True,
         record_messages: bool = False,
         coordinator: Any | None = None,
+        inbox: InboxForm = "messages",
         render_mode: str | None = None,
     ) -> None:
         source = ReplayLogSource(log_from_files(events_path, features_path), horizon, order)
         channel = linear_channel(
             c1, price_per_message, price_per_byte, free_server_downlink, record_messages=record_messages
         )
-        self._setup(source, channel, coordinator, render_mode)
+        self._setup(source, channel, coordinator, inbox, render_mode)
 
 
 def _builder(env_class: type[FederatedLinear]) -> Any:
     """A builder of ``env_class`` hosting the population's server."""
 
     def build(env_kwargs: dict[str, Any], population: Any) -> FederatedLinear:
-        return env_class(**env_kwargs, coordinator=population.make_coordinator())
+        return env_class(**population_env_kwargs(env_kwargs), coordinator=population.make_coordinator())
 
     build.__doc__ = f"The {env_class.__name__} of ``env_kwargs`` hosting the population's server."
     return build

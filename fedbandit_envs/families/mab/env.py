@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.channel import ChannelConfig, CostModel, Message, batches_from_messages
+from fedbandit_envs.channel import ChannelConfig, CostModel, Message, MessageBatch, batches_from_messages
 from fedbandit_envs.channel.ledger import LinkAccounting
+from fedbandit_envs.channel.messages import batches_by_key
 from fedbandit_envs.core import EPISODE_OVER, Action, Feedback, Step
-from fedbandit_envs.env_base import ProtocolParallelEnv
+from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.families.registry import Family, register_family
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.observations import (
+    InboxForm,
     action_space,
     agent_observations,
+    check_inbox_form,
     feedback_from_observations,
-    messages_by_sender,
     observation_space,
     split_action,
 )
@@ -34,11 +37,11 @@ class FederatedMAB(ProtocolParallelEnv):
 
     Every slot each agent pulls one arm and may send messages; the step returns each agent's reward
     and the messages delivered to it (see :mod:`fedbandit_envs.observations` for the observation and
-    action formats). With ``boundary_hops=True`` every slot but the last is followed by message-only
-    steps (``obs["phase"] == 1``; see :mod:`fedbandit_envs.env_base`): agents send what they learnt from
-    the slot's rewards before the next pull, one hop per step, until a step in which nobody sends. The
-    horizon is a truncation. Pseudo-regret against the *global* best arm and the communication ledger
-    are hidden from the agents and reported in ``infos`` and :meth:`state`.
+    action formats; messages may be sent as arrays, see :mod:`fedbandit_envs.env_base`). With
+    ``boundary_hops=True`` every slot but the last is followed by message-only steps (``obs["phase"] == 1``):
+    agents send what they learnt from the slot's rewards before the next pull, one hop per step, until a
+    step in which nobody sends. The horizon is a truncation. Pseudo-regret against the *global* best arm
+    and the communication ledger are hidden from the agents and reported in ``infos`` and :meth:`state`.
 
     Args:
         num_agents: M >= 1.
@@ -62,6 +65,9 @@ class FederatedMAB(ProtocolParallelEnv):
         reward_tape: common random numbers per (agent, arm, pull index).
         instance_seed, topology_seed: fix the instance / random topology across resets.
         coordinator: the server of the algorithm being played (see ``fedbandit_envs.protocol.Coordinator``).
+        boundary_hops: offer message-only boundary steps after every slot but the last.
+        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"`` (see
+            :mod:`fedbandit_envs.env_base`).
         render_mode: ``None`` or ``"ansi"``.
     """
 
@@ -99,9 +105,11 @@ class FederatedMAB(ProtocolParallelEnv):
         topology_seed: int | None = None,
         coordinator: Any | None = None,
         boundary_hops: bool = False,
+        inbox: InboxForm = "messages",
         render_mode: str | None = None,
     ) -> None:
         check_render_mode(render_mode, self.metadata["render_modes"])
+        self.inbox_form = check_inbox_form(inbox)
         costs = CostModel(c1, c2, link_accounting, free_server_downlink, price_per_message, price_per_byte)
         channel = ChannelConfig(costs, latency, latency_jitter, drop_prob, gossip, record_messages)
         self.config = MABConfig(
@@ -126,12 +134,13 @@ class FederatedMAB(ProtocolParallelEnv):
         self._index = {name: i for i, name in enumerate(self.possible_agents)}
         bounds = self.core.reward_model.bounds
         self._observation_spaces = {
-            a: observation_space(num_agents, num_arms, horizon, bounds) for a in self.possible_agents
+            a: observation_space(num_agents, num_arms, horizon, bounds, self.inbox_form) for a in self.possible_agents
         }
         self._action_spaces = {a: action_space(num_arms) for a in self.possible_agents}
         self.state_space = spaces.Box(-np.inf, np.inf, shape=(3 * num_agents,), dtype=np.float64)
         self._episode_seeds = EpisodeSeeds()
         self._feedback: Feedback | None = None
+        self._communication: tuple[int, tuple[list, ...]] = (-1, ())
 
     # ------------------------------------------------------------------ spaces
     # ------------------------------------------------------------------ evaluator-only views
@@ -163,7 +172,7 @@ class FederatedMAB(ProtocolParallelEnv):
         self.agents = list(self.possible_agents)
         self._all_false = dict.fromkeys(self.agents, False)
         self.pending_phase = None
-        observations = agent_observations(self._feedback, 0)
+        observations = agent_observations(self._feedback, 0, inbox=self.inbox_form)
         return dict(zip(self.agents, observations)), self._infos()
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
@@ -182,7 +191,7 @@ class FederatedMAB(ProtocolParallelEnv):
             arms, messages = self._parse_actions(actions)
             self._feedback = feedback = self.core.step(arms, batches_from_messages(messages))
         self.pending_phase = self.core.first_phase()
-        observations = dict(zip(self.agents, agent_observations(feedback, self.core.slot, self.phase_flag)))
+        observations = dict(zip(self.agents, self._observations(feedback)))
         rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
         truncated = self.core.done
         terminations = self._all_false.copy()
@@ -197,9 +206,13 @@ class FederatedMAB(ProtocolParallelEnv):
         inbox = self.play_phase(actions)
         last = self.feedback
         feedback = Feedback(last.slot, last.arms, last.rewards, inbox, last.partners)
-        observations = dict(zip(self.agents, agent_observations(feedback, self.core.slot, self.phase_flag)))
+        observations = dict(zip(self.agents, self._observations(feedback)))
         rewards = dict.fromkeys(self.agents, 0.0)
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), self._infos()
+
+    def _observations(self, feedback: Feedback) -> list[dict[str, Any]]:
+        """Every agent's observation after ``feedback``, in agent order."""
+        return agent_observations(feedback, self.core.slot, self.phase_flag, inbox=self.inbox_form)
 
     def _require_live(self) -> None:
         """Raise unless an episode is running (after reset, before the horizon)."""
@@ -218,7 +231,7 @@ class FederatedMAB(ProtocolParallelEnv):
             return None
         return np.array([values], np.int64)
 
-    def _parse_actions(self, actions: Mapping[str, Any]) -> tuple[np.ndarray, list[Message]]:
+    def _parse_actions(self, actions: Mapping[str, Any]) -> tuple[np.ndarray, list[Message | MessageBatch]]:
         """Validate every action (arm or dict with messages) with errors that say what is wrong."""
         missing = [a for a in self.agents if a not in actions]
         unknown = [a for a in actions if a not in self._index]
@@ -227,7 +240,7 @@ class FederatedMAB(ProtocolParallelEnv):
                 f"actions must have one entry per live agent; missing {missing[:5]}, unknown {unknown[:5]}"
             )
         arms = np.empty((1, len(self.possible_agents)), np.int64)
-        messages: list[Message] = []
+        messages: list[Message | MessageBatch] = []
         for agent, action in actions.items():
             arms[0, self._index[agent]], sent = split_action(action)
             messages.extend(self.own_messages(agent, sent))
@@ -237,15 +250,19 @@ class FederatedMAB(ProtocolParallelEnv):
     def step_from(self, observations: Mapping[str, Mapping[str, Any]]) -> Step:
         """The act phase the observations describe: the slot and every agent's gossip partner."""
         first = observations[self.possible_agents[0]]
-        partners = np.array([[observations[a]["partner"] for a in self.possible_agents]], np.int64)
-        return Step(int(first["slot"]), partners=partners)
+        seen = map(observations.__getitem__, self.possible_agents)
+        partners = np.fromiter(map(itemgetter("partner"), seen), np.int64, len(self.possible_agents))
+        return Step(int(first["slot"]), partners=partners[None, :])
 
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
-        """The action dict of a population's (B = 1) action: plain arms, or dicts when it sends messages."""
+        """The action dict of a population's (B = 1) action: plain arms, or dicts when it sends messages.
+
+        Each agent's messages go as array messages: per batch, the sub-batch of its rows.
+        """
         arms = action.arms[0].tolist()
         if not action.messages:
             return dict(zip(self.possible_agents, arms))
-        outgoing = messages_by_sender(action.messages)
+        outgoing = batches_by_key(action.messages, "sender")
         return {a: {"arm": arms[i], "messages": outgoing.get(i, [])} for i, a in enumerate(self.possible_agents)}
 
     def feedback_from(
@@ -256,13 +273,10 @@ class FederatedMAB(ProtocolParallelEnv):
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         ledger = self.ledger
-        columns = zip(
-            self.core.regret[0].tolist(),
-            self.core.last_regret[0].tolist(),
-            ledger.sent_messages[0].tolist(),
-            ledger.sent_bytes[0].tolist(),
-            ledger.node_cost[0].tolist(),
-        )
+        if self._communication[0] != ledger.version:  # the ledger's columns, derived again only when they changed
+            columns = (ledger.sent_messages[0].tolist(), ledger.sent_bytes[0].tolist(), ledger.node_cost[0].tolist())
+            self._communication = ledger.version, columns
+        columns = zip(self.core.regret[0].tolist(), self.core.last_regret[0].tolist(), *self._communication[1])
         return {
             agent: {"pseudo_regret": r, "instant_regret": i, "messages_sent": m, "bytes_sent": b, "cost": c}
             for agent, (r, i, m, b, c) in zip(self.agents, columns)
@@ -285,7 +299,7 @@ class FederatedMAB(ProtocolParallelEnv):
 def _build(env_kwargs: dict[str, Any], population: Any) -> FederatedMAB:
     """The MAB environment of ``env_kwargs`` hosting the population's coordinator and boundary hops."""
     return FederatedMAB(
-        **env_kwargs,
+        **population_env_kwargs(env_kwargs),
         coordinator=population.make_coordinator(),
         boundary_hops=bool(getattr(population, "boundary_hops", False)),
     )

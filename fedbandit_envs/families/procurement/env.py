@@ -42,7 +42,6 @@ from fedbandit_envs.channel import (
     Channel,
     ChannelConfig,
     CostModel,
-    Message,
     MessageBatch,
 )
 from fedbandit_envs.channel.ledger import LinkAccounting
@@ -59,10 +58,10 @@ from fedbandit_envs.core import (
     reset_hooks,
     start_episode,
 )
-from fedbandit_envs.env_base import ProtocolParallelEnv
+from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
 from fedbandit_envs.families.procurement.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.families.registry import CoreMetrics, Family, Reference, register_family, without_coordinator
-from fedbandit_envs.observations import MessageSequence
+from fedbandit_envs.observations import OUTBOX, InboxForm, MessageSequence, check_inbox_form, inboxes_by_agent
 from fedbandit_envs.rewards import NOISE_BLOCK
 from fedbandit_envs.seeding import EpisodeSeeds, SeedLike, SeedStreams
 from fedbandit_envs.topology import SERVER, Topology, build_topology, check_topology
@@ -630,15 +629,6 @@ class ProcurementCore:
 
 
 # ====================================================================================== PettingZoo
-def inbox_messages(batches: Sequence[MessageBatch], num_agents: int, replica: int = 0) -> list[tuple[Message, ...]]:
-    """The delivered copies of ``replica`` as one tuple of :class:`Message` per recipient agent."""
-    inboxes: list[list[Message]] = [[] for _ in range(num_agents)]
-    for batch in batches:
-        for message in batch.take(batch.replica == replica).messages():
-            inboxes[message.recipient].append(message)
-    return [tuple(inbox) for inbox in inboxes]
-
-
 @keyword_checked
 class FedProcurementEnv(ProtocolParallelEnv):
     """Federated combinatorial procurement as a PettingZoo ``ParallelEnv`` (solanki-pfcb §6).
@@ -646,9 +636,10 @@ class FedProcurementEnv(ProtocolParallelEnv):
     A round is two steps. In the **act step** (``obs["phase"] == 0``) each aggregator submits its
     procurement vector (``MultiDiscrete(k[j] + 1)``, bare or as ``{"units": ..., "messages": []}``) and
     observes ``{"procured", "successes", "t"}``. In the **report step** that follows (``obs["phase"] == 1``)
-    the aggregators send the round's messages (``{"messages": [Message, ...]}``, recipients an agent index
-    or ``NEIGHBOURS``; agents with nothing to send may be left out), delivered in the returned ``"inbox"``
-    (see :mod:`fedbandit_envs.env_base`). The horizon is a truncation, after the last round's report step.
+    the aggregators send the round's messages (``{"messages": [...]}``, :class:`Message` or :class:`MessageBatch`
+    objects, recipients an agent index or ``NEIGHBOURS``; agents with nothing to send may be left out),
+    delivered in the returned ``"inbox"`` (see :mod:`fedbandit_envs.env_base`). The horizon is a truncation,
+    after the last round's report step.
 
     ``infos[agent]`` at reset holds the agent's known parameters (``costs``, ``capacities``, ``alpha``,
     ``rho``, ``T``). With ``evaluation=True`` every step adds the hidden evaluation values
@@ -667,6 +658,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
         drop_prob: probability that a message copy is lost.
         record_messages: keep one ledger record per transmitted copy.
         evaluation: report the hidden evaluation values in ``infos``.
+        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
         render_mode: ``None`` or ``"ansi"``.
     """
 
@@ -695,9 +687,11 @@ class FedProcurementEnv(ProtocolParallelEnv):
         drop_prob: float = 0.0,
         record_messages: bool = False,
         evaluation: bool = True,
+        inbox: InboxForm = "messages",
         render_mode: str | None = None,
     ) -> None:
         check_render_mode(render_mode, self.metadata["render_modes"])
+        self.inbox_form = check_inbox_form(inbox)
         self.config = ProcurementConfig(
             num_agents,
             num_producers,
@@ -724,9 +718,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
         self.agents: list[str] = []
         self._index = {name: j for j, name in enumerate(self.possible_agents)}
         self._action_spaces = {
-            a: spaces.Dict(
-                {"units": spaces.MultiDiscrete(self.problem.capacities[j] + 1), "messages": MessageSequence()}
-            )
+            a: spaces.Dict({"units": spaces.MultiDiscrete(self.problem.capacities[j] + 1), "messages": OUTBOX})
             for j, a in enumerate(self.possible_agents)
         }
         self._observation_spaces = {
@@ -736,7 +728,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
                     "procured": spaces.MultiDiscrete(self.problem.capacities[j] + 1),
                     "successes": spaces.MultiDiscrete(self.problem.capacities[j] + 1),
                     "t": spaces.Discrete(self.horizon + 1),
-                    "inbox": MessageSequence(),
+                    "inbox": MessageSequence(self.inbox_form),
                 }
             )
             for j, a in enumerate(self.possible_agents)
@@ -827,14 +819,14 @@ class FedProcurementEnv(ProtocolParallelEnv):
 
     def _observations(self, inbox: Sequence[MessageBatch] = ()) -> dict[str, dict[str, Any]]:
         last = self.core.last
-        inboxes = inbox_messages(inbox, self.problem.num_agents)
+        inboxes = inboxes_by_agent(inbox, self.problem.num_agents, 0, self.inbox_form)
         return {
             a: {
                 "phase": self.phase_flag,
                 "procured": last.units[0, j].copy(),
                 "successes": last.successes[0, j].copy(),
                 "t": self.core.slot,
-                "inbox": inboxes[j],
+                "inbox": tuple(inboxes[j]),
             }
             for j, a in enumerate(self.possible_agents)
         }
@@ -941,7 +933,7 @@ class ProcurementMetrics(CoreMetrics):
 def _build(env_kwargs: dict[str, Any], population: Any) -> FedProcurementEnv:
     """The procurement environment of ``env_kwargs`` (it hosts no server)."""
     without_coordinator(population, "procurement")
-    return FedProcurementEnv(**env_kwargs)
+    return FedProcurementEnv(**population_env_kwargs(env_kwargs))
 
 
 FAMILY = register_family(
