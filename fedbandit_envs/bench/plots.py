@@ -131,7 +131,7 @@ def plot_figure(
     figure, axes_list = _grid(plt, len(panels))
     low, high = ("min", "max") if spec.band == "minmax" else ("ci95_low", "ci95_high")
     for axes, panel in zip(axes_list, panels):
-        subset = [r for r in rows if tuple(r[c] for c in facet) == panel]
+        subset: list[Mapping[str, Any]] = [r for r in rows if tuple(r[c] for c in facet) == panel]
         if spec.x != "slot":
             subset = final_rows(subset, list(dict.fromkeys([*hue, *facet, spec.x, *runs, "seed"])))
         summary = summarize(subset, spec.y, by=(*hue, spec.x))
