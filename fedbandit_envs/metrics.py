@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 
 def summarize(
@@ -17,6 +16,8 @@ def summarize(
     Returns one dict per group with the ``by`` columns and ``n``, ``mean``, ``std``, ``sem``, ``min``,
     ``max``, ``ci95_low`` and ``ci95_high`` (Student-t interval of the mean; equal to the mean for n = 1).
     """
+    from scipy import stats  # here, not at the top: scipy.stats doubles the package's import time
+
     groups: dict[tuple, list[float]] = {}
     for row in rows:
         groups.setdefault(tuple(row[k] for k in by), []).append(float(row[value]))
