@@ -987,7 +987,7 @@ class SyncLinUCB(_LinUCBClients):
 
     def act(self, step: Step) -> Action:
         """Register the active clients, then LinUCB."""
-        self.registered[self._rows[:, None], step.clients] = True
+        self.registered[self._rows[:, None], step.client_ids()] = True
         return super().act(step)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
