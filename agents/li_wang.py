@@ -451,6 +451,15 @@ def _log_thresholds(name: str, gamma: np.ndarray, num_clients: int) -> np.ndarra
     return np.broadcast_to(np.log(gamma), (num_clients,)).copy()
 
 
+def _reporters(phase: Phase) -> np.ndarray:
+    """(B,) position among the slot's acting clients of the client that reports in this report round."""
+    if phase.positions is None:
+        raise ValueError(
+            f"a {phase.kind} phase names no reporting client: the Li-Wang clients run on the linear family"
+        )
+    return phase.positions
+
+
 def _sender_rows(batch: MessageBatch) -> tuple[np.ndarray, np.ndarray]:
     return batch.replica, batch.sender
 
@@ -714,7 +723,7 @@ class AsyncServer(Coordinator):
         fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
         rows, clients = np.nonzero(fire)
         r = replicas[rows]
-        dv, db, count = self._deltas(r, clients) if len(r) else (None, None, None)
+        deltas = self._deltas(r, clients) if len(r) else None
         # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot too
         up_r = np.concatenate([batch.replica for batch in uploads])
         up_i = np.concatenate([batch.sender for batch in uploads])
@@ -725,8 +734,9 @@ class AsyncServer(Coordinator):
             & (self._snapshot[up_r, up_i] < 0)
         )
         self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
-        if len(r) == 0:
+        if deltas is None:
             return []
+        dv, db, count = deltas
         self.base_ld[r, clients] = self.ld[r]
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
         if self.with_counts:
@@ -811,7 +821,9 @@ class _LinUCBClients(Configured, Population):
         self.context = context
         self._rows = np.arange(context.num_replicas)
 
-    def _check_contexts(self, contexts: np.ndarray) -> np.ndarray:
+    def _check_contexts(self, contexts: np.ndarray | None) -> np.ndarray:
+        if contexts is None:
+            raise ValueError("this step carries no arm contexts: the Li-Wang clients run on the linear family only")
         contexts = np.asarray(contexts, dtype=np.float64)
         d = self.context.dimension
         if contexts.ndim != 4 or contexts.shape[-1] != d:
@@ -847,13 +859,13 @@ class _LinUCBClients(Configured, Population):
 
     def act(self, step: Step) -> Action:
         """LinUCB on each active client's statistics; ties go to the smallest arm index."""
-        contexts = self._check_contexts(step.contexts)
-        arms = np.zeros(step.clients.shape, np.int64)
-        for j in range(step.clients.shape[1]):
-            clients = step.clients[:, j]
+        contexts, step_clients = self._check_contexts(step.contexts), step.client_ids()
+        arms = np.zeros(step_clients.shape, np.int64)
+        for j in range(step_clients.shape[1]):
+            clients = step_clients[:, j]
             alpha = self._radius(self.stats, self._rows, clients, self.config.sigma)
             arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha).argmax(axis=1)
-        self._clients = step.clients
+        self._clients = step_clients
         self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
         return Action(arms)
 
@@ -878,7 +890,7 @@ class _LinUCBClients(Configured, Population):
             payload["count"] = count
         return [MessageBatch(kind, rows, clients, np.full(len(rows), SERVER), payload)]
 
-    def _received(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _received(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray | int]:
         dv = batch.payload["dV"]
         dv = _unpack(dv, self.stats.dim) if self.config.pack_symmetric else dv
         count = batch.payload.get("count", 0)
@@ -906,7 +918,7 @@ class AsyncLinUCB(_LinUCBClients):
 
     def send(self, phase: Phase) -> list[MessageBatch]:
         """Local update, then upload if ``ld(V + lam I) - ld(V - dV + lam I) > log gamma_U``."""
-        positions = phase.positions
+        positions = _reporters(phase)
         clients = self._update(positions)
         fire = self.stats.log_ratio(self._rows, clients) > self.log_gamma_u[clients]
         return self._upload("upload", self._rows[fire], clients[fire])
@@ -975,12 +987,12 @@ class SyncLinUCB(_LinUCBClients):
 
     def act(self, step: Step) -> Action:
         """Register the active clients, then LinUCB."""
-        self.registered[self._rows[:, None], step.clients] = True
+        self.registered[self._rows[:, None], step.client_ids()] = True
         return super().act(step)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
         """Local update; on a trigger every registered client of that replica uploads its buffer."""
-        positions = phase.positions
+        positions = _reporters(phase)
         clients = self._update(positions)
         self.steps[self._rows, clients] += 1
         ratio = self.stats.log_ratio(self._rows, clients)
@@ -1173,35 +1185,41 @@ class AsyncLinUCBAM(_LinUCBClients):
         self._chosen = np.zeros((b, m, d))
         self._rewards = np.zeros((b, m))
 
+    def _warmup_stats(self) -> RidgeStats:
+        """The full-feature statistics of the warm-up (Algorithm 5, state 0); only ``am_init="warmup"`` has them."""
+        assert self.full is not None, "only clients of am_init='warmup' are ever in the warm-up"
+        return self.full
+
     def _initial_theta(self, num_replicas: int) -> np.ndarray:
         theta = self.config.theta_g_init
+        assert theta is not None, "LiWangConfig requires theta_g_init with am_init='given'"
         if theta.shape[-1] != self.d_g or theta.ndim not in (1, 2, 3):
             raise ValueError(f"theta_g_init must end in d_g = {self.d_g}, got shape {theta.shape}")
         return theta[:, None, :] if theta.ndim == 2 else theta
 
     def act(self, step: Step) -> Action:
         """Eq. 8 (UCB_g + UCB_l) for clients past the warm-up, full-feature LinUCB for those in it."""
-        contexts = self._check_contexts(step.contexts)
-        arms = np.zeros(step.clients.shape, np.int64)
+        contexts, step_clients = self._check_contexts(step.contexts), step.client_ids()
+        arms = np.zeros(step_clients.shape, np.int64)
         noise = self.config.sigma + 2.0
-        for j in range(step.clients.shape[1]):
-            clients, x = step.clients[:, j], contexts[:, j]
+        for j in range(step_clients.shape[1]):
+            clients, x = step_clients[:, j], contexts[:, j]
             x_g, x_l = self._parts(x)
             scores = self.stats.scores(self._rows, clients, x_g, self._radius(self.stats, self._rows, clients, noise))
             scores += self.local.scores(self._rows, clients, x_l, self._radius(self.local, self._rows, clients, noise))
             warm = ~self.ready[self._rows, clients]
             if warm.any():
-                r, c = self._rows[warm], clients[warm]
-                alpha = self._radius(self.full, r, c, self.config.sigma)
-                scores[warm] = self.full.scores(r, c, self._full(x[warm]), alpha)
+                r, c, full = self._rows[warm], clients[warm], self._warmup_stats()
+                alpha = self._radius(full, r, c, self.config.sigma)
+                scores[warm] = full.scores(r, c, self._full(x[warm]), alpha)
             arms[:, j] = scores.argmax(axis=1)
-        self._clients = step.clients
+        self._clients = step_clients
         self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
         return Action(arms)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
         """AM update (or warm-up step) of the reporting clients, then the upload check (Algorithm 1)."""
-        positions = phase.positions
+        positions = _reporters(phase)
         clients = self._clients[self._rows, positions]
         x = self._chosen[self._rows, positions]
         y = self._rewards[self._rows, positions]
@@ -1241,18 +1259,18 @@ class AsyncLinUCBAM(_LinUCBClients):
 
     def _warmup_update(self, b: int, i: int, x: np.ndarray, y: float) -> None:
         """Algorithm 5, state 0: store the point, test the transition, and switch with batch AM."""
-        full = self._full(x)
-        self.full.add_point(np.array([b]), np.array([i]), full[None], np.array([y]))
+        stats = self._warmup_stats()
+        stats.add_point(np.array([b]), np.array([i]), self._full(x)[None], np.array([y]))
         store = self.store.setdefault((b, i), [])
         store.append((x, y))
-        local_full = len(store) >= self.full_dims[i] and _rank(self.full.v[b, i]) >= self.full_dims[i]
+        local_full = len(store) >= self.full_dims[i] and _rank(stats.v[b, i]) >= self.full_dims[i]
         if not (local_full or _rank(self.stats.v[b, i]) >= self.d_g):
             return
         xs = np.stack([point for point, _ in store])
         ys = np.array([value for _, value in store])
         x_g, x_l = self._parts(xs)
         if local_full:
-            theta_g = (_pinv_psd(self.full.v[b, i]) @ self.full.b[b, i])[: self.d_g]
+            theta_g = (_pinv_psd(stats.v[b, i]) @ stats.b[b, i])[: self.d_g]
         else:
             theta_g = _pinv_psd(self.stats.v[b, i]) @ self.stats.b[b, i]
         theta_g, theta_l = _batch_am(

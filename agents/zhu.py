@@ -30,7 +30,7 @@ child per agent (Fed_UCB's Laplace draws), spec §2.7; switching DP on never cha
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -46,6 +46,7 @@ declare_message_kinds("counts", "theta")  # public vocabulary under a DP wrapper
 __all__ = [
     "COUNT_SYNC_MODES",
     "PROFILES",
+    "Profile",
     "FedUCB",
     "GossipUCB",
     "default_alpha1",
@@ -56,8 +57,18 @@ __all__ = [
 #: ``count_sync`` modes (D6): ñ to every neighbour every round (the paper's box), or only over the gossip edge.
 COUNT_SYNC_MODES = ("neighbours", "gossip_edge_only")
 
+
+class Profile(TypedDict):
+    """The Fed_UCB options a profile fixes (each may be overridden by its keyword)."""
+
+    eps_split: str
+    dp_init: str
+    log_n_floor: bool
+    noise_on_empty: bool
+
+
 #: Fed_UCB profiles: the spec's decisions (D10, D11, D12, D13) and the paper-literal readings.
-PROFILES: dict[str, dict[str, Any]] = {
+PROFILES: dict[str, Profile] = {
     "strict": {"eps_split": "levels", "dp_init": "noised", "log_n_floor": True, "noise_on_empty": False},
     "paper_literal": {"eps_split": "ln_T", "dp_init": "raw", "log_n_floor": False, "noise_on_empty": False},
 }
@@ -367,16 +378,18 @@ class FedUCB(GossipUCB):
             raise ValueError(f"epsilon must be > 0 (math.inf for no noise), got {epsilon}")
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
-        chosen = {"eps_split": eps_split, "dp_init": dp_init, "log_n_floor": log_n_floor}
-        chosen["noise_on_empty"] = noise_on_empty
-        options = {k: PROFILES[profile][k] if v is None else v for k, v in chosen.items()}
-        if options["eps_split"] not in BinaryTreeMechanism.SPLITS:
-            raise ValueError(f"eps_split must be one of {BinaryTreeMechanism.SPLITS}, got {options['eps_split']!r}")
-        if options["dp_init"] not in ("noised", "raw"):
-            raise ValueError(f"dp_init must be 'noised' or 'raw', got {options['dp_init']!r}")
-        for name in ("log_n_floor", "noise_on_empty"):
-            if not isinstance(options[name], bool):
-                raise TypeError(f"{name} must be a bool (or None for the profile's value), got {options[name]!r}")
+        defaults = PROFILES[profile]
+        eps_split = defaults["eps_split"] if eps_split is None else eps_split
+        dp_init = defaults["dp_init"] if dp_init is None else dp_init
+        log_n_floor = defaults["log_n_floor"] if log_n_floor is None else log_n_floor
+        noise_on_empty = defaults["noise_on_empty"] if noise_on_empty is None else noise_on_empty
+        if eps_split not in BinaryTreeMechanism.SPLITS:
+            raise ValueError(f"eps_split must be one of {BinaryTreeMechanism.SPLITS}, got {eps_split!r}")
+        if dp_init not in ("noised", "raw"):
+            raise ValueError(f"dp_init must be 'noised' or 'raw', got {dp_init!r}")
+        for name, flag in (("log_n_floor", log_n_floor), ("noise_on_empty", noise_on_empty)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool (or None for the profile's value), got {flag!r}")
         dp_bonus_scale = _as_float("dp_bonus_scale", dp_bonus_scale)
         if not (dp_bonus_scale >= 0 and math.isfinite(dp_bonus_scale)):
             raise ValueError(f"dp_bonus_scale must be finite and >= 0 (1.0 is the paper), got {dp_bonus_scale}")
@@ -387,10 +400,10 @@ class FedUCB(GossipUCB):
             clip_for_dp = (lo, hi)
         self.epsilon = epsilon
         self.profile = profile
-        self.eps_split: str = options["eps_split"]
-        self.dp_init: str = options["dp_init"]
-        self.log_n_floor: bool = options["log_n_floor"]
-        self.noise_on_empty: bool = options["noise_on_empty"]
+        self.eps_split = eps_split
+        self.dp_init = dp_init
+        self.log_n_floor = log_n_floor
+        self.noise_on_empty = noise_on_empty
         self.dp_bonus_scale = dp_bonus_scale
         self.clip_for_dp = clip_for_dp
 
@@ -400,20 +413,22 @@ class FedUCB(GossipUCB):
         _check_context(context, type(self).__name__)
         self._stream_offset = 0 if self.dp_init == "noised" else 1  # stream index s = t + 1 - offset
         horizon = context.horizon - context.num_arms
-        tree_args = {
-            "epsilon": self.epsilon,
-            "stream_length": horizon + 1 - self._stream_offset,
-            "sensitivity": 1.0 if self.clip_for_dp is None else self.clip_for_dp[1] - self.clip_for_dp[0],
-            "split": self.eps_split,
-            "noise_on_empty": self.noise_on_empty,
-            "horizon": horizon if self.eps_split == "ln_T" else None,
-        }
         b, n, m = context.num_replicas, context.num_agents, context.num_arms
         rngs = None
         if not math.isinf(self.epsilon):
             rngs = [np.random.default_rng(_child(seed, DP_CHILD, i)) for seed in context.agent_seeds for i in range(n)]
         # tree (b, i, k) is flat cell (b * N + i) * M + k and draws from the generator of agent (b, i)
-        self._trees = BinaryTreeBank(b * n * m, **tree_args, rngs=rngs, stream_of_tree=np.repeat(np.arange(b * n), m))
+        self._trees = BinaryTreeBank(
+            b * n * m,
+            epsilon=self.epsilon,
+            stream_length=horizon + 1 - self._stream_offset,
+            sensitivity=1.0 if self.clip_for_dp is None else self.clip_for_dp[1] - self.clip_for_dp[0],
+            split=self.eps_split,
+            noise_on_empty=self.noise_on_empty,
+            horizon=horizon if self.eps_split == "ln_T" else None,
+            rngs=rngs,
+            stream_of_tree=np.repeat(np.arange(b * n), m),
+        )
         self._eps_prime = self._trees.eps_prime
         self._reward_bounds = context.reward_bounds
         super().reset(context)

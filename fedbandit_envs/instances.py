@@ -148,6 +148,10 @@ class BanditInstance:
         self.__dict__.update(state)
 
 
+#: What :func:`make_instance` builds an instance from: a generator name, an array of means, an instance or a callable.
+InstanceSpec = str | ArrayLike | BanditInstance | InstanceFn
+
+
 def homogeneous_uniform(num_agents: int, num_arms: int, rng: np.random.Generator) -> BanditInstance:
     """One row of U[0, 1) means shared by all agents (the homogeneous setting)."""
     num_agents = _check_count("num_agents", num_agents, 1, "M")
@@ -288,7 +292,7 @@ def _check_no_params(params: Mapping[str, object]) -> None:
         )
 
 
-def check_instance(spec: object, num_agents: int, num_arms: int, **params: object) -> None:
+def check_instance(spec: InstanceSpec, num_agents: int, num_arms: int, **params: object) -> None:
     """Validate an instance spec at construction: a name with its parameters, an array's shape, an instance.
 
     A name is checked by one throwaway draw (its own generator, no episode stream is touched); a callable is
@@ -297,13 +301,13 @@ def check_instance(spec: object, num_agents: int, num_arms: int, **params: objec
     if isinstance(spec, str):
         _named_generator(spec, params)(num_agents, num_arms, np.random.default_rng(0), **params)
     elif not callable(spec) or isinstance(spec, BanditInstance):
-        make_instance(spec, num_agents, num_arms, **params)
+        make_instance(spec, num_agents, num_arms, None, **params)
     else:
         _check_no_params(params)
 
 
 def make_instance(
-    spec: str | ArrayLike | BanditInstance | InstanceFn,
+    spec: InstanceSpec,
     num_agents: int,
     num_arms: int,
     rng: np.random.Generator | None = None,

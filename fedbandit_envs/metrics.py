@@ -7,7 +7,6 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 __all__ = ["SUMMARY_COLUMNS", "as_frame", "final_checkpoint", "summarize"]
 
@@ -30,6 +29,8 @@ def summarize(data: Table, value: str, by: Sequence[str] = ("algorithm", "slot")
     ``mean``, ``std``, ``sem``, ``min``, ``max``, ``ci95_low`` and ``ci95_high`` (float64; a Student-t
     interval of the mean, equal to the mean for n = 1). A group with a NaN value has NaN statistics.
     """
+    from scipy import stats  # here, not at the top: scipy.stats doubles the package's import time
+
     frame = as_frame(data)
     by = list(by)
     values = frame[value].astype(np.float64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium
 import pettingzoo
@@ -160,6 +160,16 @@ class AECEntryPoint:
         return parallel_to_aec(getattr(importlib.import_module(module), name)(**kwargs))
 
 
+@runtime_checkable
+class _EpisodeLength(Protocol):
+    """A view that knows its episode length (every view of the families does)."""
+
+    @property
+    def horizon(self) -> int:
+        """T, the number of steps of an episode."""
+        ...
+
+
 def time_limit_at_horizon(env: gymnasium.Env, default: int) -> gymnasium.Env:
     """The view ``env`` made by ``gymnasium.make`` with its time limit moved to the view's horizon.
 
@@ -170,9 +180,12 @@ def time_limit_at_horizon(env: gymnasium.Env, default: int) -> gymnasium.Env:
     ``max_episode_steps`` with another value, or none (``max_episode_steps=-1``), is kept; one given with the
     default's value cannot be told from it and moves too.
     """
-    if not isinstance(env, TimeLimit) or env.spec.max_episode_steps != default:
+    if not (isinstance(env, TimeLimit) and env.spec is not None and env.spec.max_episode_steps == default):
         return env
-    horizon = env.unwrapped.horizon
+    view = env.unwrapped
+    if not isinstance(view, _EpisodeLength):
+        raise TypeError(f"{type(view).__name__} has no horizon; only the views of the families are registered")
+    horizon = view.horizon
     return env if horizon == default else TimeLimit(env.env, horizon)
 
 

@@ -14,10 +14,11 @@ simulation-grade: reproducible from a seed, not cryptographically secure.
 
 from __future__ import annotations
 
+import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -156,7 +157,7 @@ class BernoulliRewards(_UnitIntervalRewards):
     """
 
     noise_kind: ClassVar[NoiseKind] = "uniform"
-    name: ClassVar[str] = "bernoulli"
+    name = "bernoulli"
 
     def transform(self, means: np.ndarray, noise: np.ndarray) -> np.ndarray:
         """``float(u < mean)`` elementwise."""
@@ -176,7 +177,7 @@ class GaussianRewards(RewardModel):
     clip: tuple[float, float] | None = None
 
     noise_kind: ClassVar[NoiseKind] = "normal"
-    name: ClassVar[str] = "gaussian"
+    name = "gaussian"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", _check_positive("sigma", self.sigma))
@@ -208,7 +209,7 @@ class BetaRewards(_UnitIntervalRewards):
     concentration: float = 2.0
 
     noise_kind: ClassVar[NoiseKind] = "uniform"
-    name: ClassVar[str] = "beta"
+    name = "beta"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "concentration", _check_positive("concentration", self.concentration))
@@ -326,7 +327,7 @@ def make_reward_model(spec: str | RewardModel, **params: object) -> RewardModel:
             f"unknown reward model {spec!r}{did_you_mean(spec.lower(), REWARD_MODELS)}; valid names: "
             f"{sorted(REWARD_MODELS)} (or pass a RewardModel instance)"
         )
-    check_keywords(f"reward model {spec!r}", params, sorted(f.name for f in fields(cls)))
+    check_keywords(f"reward model {spec!r}", params, sorted(inspect.signature(cls).parameters))
     return cls(**params)
 
 
@@ -387,7 +388,7 @@ class StudentTRewards(_FiniteVarianceTails):
     sigma: float = 1.0
 
     tail: ClassVar[str] = "nu"
-    name: ClassVar[str] = "student_t"
+    name = "student_t"
 
     def _deviation(self, uniform: np.ndarray) -> np.ndarray:
         """``sigma * sqrt((nu-2)/nu) * t_nu^{-1}(u)``."""
@@ -408,7 +409,7 @@ class ParetoRewards(_FiniteVarianceTails):
     sigma: float = 1.0
 
     tail: ClassVar[str] = "alpha"
-    name: ClassVar[str] = "pareto"
+    name = "pareto"
 
     def _deviation(self, uniform: np.ndarray) -> np.ndarray:
         """The centred, scaled Pareto quantile ``sigma * (P - E P) / sd(P)``."""

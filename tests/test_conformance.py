@@ -121,8 +121,7 @@ def test_gymnasium_determinism_and_pickle(env_id):
 
 
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
-def test_gymnasium_training_smoke(env_id):
-    sb3 = pytest.importorskip("stable_baselines3")
+def test_gymnasium_training_smoke(env_id, sb3):
     env = make_gymnasium(env_id, horizon=64)
     model = sb3.PPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0).learn(128)
     observation, _ = env.reset(seed=0)

@@ -586,3 +586,8 @@ def test_theorem_bound_shapes_spot_values():
         bounds.cdp_regret_shape([0.0, 0.0], 100, 4, 1.0)
     with pytest.raises(ValueError, match="participation must be in"):
         bounds.constrained_cdp_regret_shape(gaps, 100, 4, 1.0, 0.0, 2)
+
+
+def test_bind_refuses_a_wrapper_epsilon_without_its_calibration():
+    with pytest.raises(ValueError, match="calibration with its epsilon"):
+        CDPMAB(noise="wrapper").bind(num_agents=4, epsilon=1.0)

@@ -25,7 +25,7 @@ from agents.li_wang import (
     table1_bounds,
 )
 from fedbandit_envs.channel import ChannelConfig, CostModel
-from fedbandit_envs.core import Step, message_phases
+from fedbandit_envs.core import Phase, Step, message_phases
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 
 N, T, D, K = 20, 600, 5, 10
@@ -466,3 +466,19 @@ def test_server_state_stays_exact_under_perturbed_uploads():
     # the clients' view differs (I1 breaks under perturbation): their own data entered without the noise
     stats = population.stats
     assert not np.allclose(stats.v[0] - stats.dv[0], server.base_v[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", [AsyncLinUCB, SyncLinUCB, AsyncLinUCBAM])
+def test_clients_refuse_steps_and_phases_of_another_family(algorithm):
+    population = algorithm()
+    core = LinearCore(LinearConfig(**SMALL), ChannelConfig(CostModel()), population.make_coordinator())
+    core.reset([0])
+    population.reset(core.context)
+    with pytest.raises(ValueError, match="linear.family"):  # no contexts, no clients: a MAB step
+        population.act(Step(0, partners=np.full((1, 2), -1)))
+    with pytest.raises(ValueError, match="no arm contexts"):
+        population.act(Step(0, clients=core.current_step().clients))
+    with pytest.raises(ValueError, match="names no acting clients"):
+        population.act(Step(0, contexts=core.current_step().contexts))
+    with pytest.raises(ValueError, match="boundary phase names no reporting client"):
+        population.send(Phase(0, "boundary"))

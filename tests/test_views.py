@@ -269,8 +269,7 @@ def _check_model_plays_federation(model, num_arms: int, horizon: int) -> None:
 
 
 @pytest.mark.parametrize("env_id", VIEW_IDS)
-def test_ppo_trains_and_plays(env_id):
-    sb3 = pytest.importorskip("stable_baselines3")
+def test_ppo_trains_and_plays(env_id, sb3):
     env = gymnasium.make(env_id, num_arms=4, horizon=40)
     model = sb3.PPO("MlpPolicy", env, n_steps=64, batch_size=32, seed=0, device="cpu").learn(256)
     if env_id == "fedbandit/LocalBandit-v0":
@@ -281,8 +280,7 @@ def test_ppo_trains_and_plays(env_id):
         assert env.action_space.contains(int(action))
 
 
-def test_dqn_trains_and_plays():
-    sb3 = pytest.importorskip("stable_baselines3")
+def test_dqn_trains_and_plays(sb3):
     env = gymnasium.make("fedbandit/LocalBandit-v0", num_arms=4, horizon=40)
     model = sb3.DQN("MlpPolicy", env, learning_starts=0, buffer_size=500, seed=0, device="cpu").learn(256)
     _check_model_plays_federation(model, num_arms=4, horizon=40)

@@ -40,6 +40,7 @@ check never alters a run. :data:`ATTACK_FIELDS` lists the fields to corrupt for 
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -133,7 +134,7 @@ def _non_negative_int(name: str, value: Any) -> int:
 
 
 def _real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     return float(value)
 
@@ -222,7 +223,7 @@ class Normal:
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-def _records(batch: MessageBatch, slot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _records(batch: MessageBatch, slot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Per record of a batch (rows x records per row): row index, origin, creation slot, records per row."""
     if all(name in batch.payload for name in HEADER_FIELDS):
         origin = batch.payload["origin"].reshape(len(batch), -1)

@@ -396,6 +396,8 @@ class LiSongPopulation(Configured, Population):
         if epsilon is not None and config.noise == "wrapper":
             if callable(epsilon):
                 raise TypeError("Li-Song agents need a constant epsilon in the DP wrapper, not a schedule")
+            if calibration is None:
+                raise ValueError(f"bind needs the DP wrapper's calibration with its epsilon: one of {CALIBRATIONS}")
             expected = self.n_agg(num_agents)
             if calibration == "paper" and n_agg != expected:
                 raise ValueError(

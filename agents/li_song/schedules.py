@@ -148,14 +148,13 @@ def epoch_plan(
     log1 = math.log(8.0 * num_active * r * r * horizon)
     log2 = math.log(8.0 * num_arms * r * r * horizon)
     term1 = 8.0 * log1 / (n_agg * accuracy * accuracy)
-    private = epsilon is not None
-    term2 = 8.0 * r * math.sqrt(2.0 * log2) / (n_agg**1.5 * epsilon * accuracy) if private else 0.0
+    term2 = 0.0 if epsilon is None else 8.0 * r * math.sqrt(2.0 * log2) / (n_agg**1.5 * epsilon * accuracy)
     samples = max(math.ceil(max(term1, term2)), previous_samples + 1)
     pulls = samples - previous_samples
     radius = math.sqrt(log1 / (2.0 * n_agg * samples))
-    if private:
+    if epsilon is not None:
         radius += r * math.sqrt(8.0 * log2) / (n_agg**1.5 * epsilon * samples)
-    scale = 1.0 / (n_agg * epsilon * pulls) if private else 0.0
+    scale = 0.0 if epsilon is None else 1.0 / (n_agg * epsilon * pulls)
     return EpochPlan(r, num_active, accuracy, term1, term2, samples, pulls, radius, scale)
 
 

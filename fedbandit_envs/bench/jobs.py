@@ -19,9 +19,9 @@ import hashlib
 import inspect
 import json
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -116,7 +116,7 @@ def resolve_scenario(
     return scenario
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int | np.integer]:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
@@ -186,7 +186,7 @@ def import_targets(scenario: Scenario) -> None:
 
     Importing in the parent process also lets forked pool workers share the imported modules.
     """
-    targets = [("runner", scenario.runner, load_object)]
+    targets: list[tuple[str, str, Callable[[str], object]]] = [("runner", scenario.runner, load_object)]
     targets += [(f"algorithm {label!r}", s.path, resolve_factory) for label, s in scenario.algorithms.items()]
     targets += [(f"wrapper {spec.path!r}", spec.path, load_object) for spec in scenario.wrappers]
     for what, path, resolve in targets:
@@ -360,7 +360,7 @@ def check_jobs(
             horizon = _horizon(env) if env is not None else None
             if horizon is not None:  # a count above the horizon means every slot: checked as such, not allocated
                 count = job.checkpoints
-                checkpoint_slots(horizon, min(count, horizon) if _is_int(count) else count)
+                checkpoint_slots(horizon, int(min(count, horizon)) if _is_int(count) else count)
         except (ValueError, TypeError, KeyError, IndexError, ImportError, AttributeError, ArithmeticError) as error:
             unknown = [key for key in overrides if key not in {*SCENARIO_KEYS, *defined}]
             if unknown:

@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +209,7 @@ class Document:
         """Write ``<stem>.md`` and ``<stem>.html`` atomically into ``directory``."""
         written = []
         for suffix, text in ((".md", self.markdown(directory)), (".html", self.html())):
-            written.append(atomic_write(directory / f"{stem}{suffix}", lambda t, text=text: t.write_text(text)))
+            written.append(atomic_write(directory / f"{stem}{suffix}", partial(Path.write_text, data=text)))
         return written
 
 
@@ -231,10 +232,12 @@ def claims_scenario(config: Mapping[str, Any], scenario: Scenario | None) -> tup
     if scenario is not None:
         return scenario, ""
     name = config.get("scenario")
-    try:
-        return get(name), ""
-    except ValueError:
-        return None, f"scenario {name!r} is not registered here, so its claims cannot be checked."
+    if isinstance(name, str):
+        try:
+            return get(name), ""
+        except ValueError:
+            pass
+    return None, f"scenario {name!r} is not registered here, so its claims cannot be checked."
 
 
 def plot_directory(
@@ -272,8 +275,9 @@ def build_report(
     doc = Document(f"Report: {name}")
     if completeness:
         doc.paragraph(f"Warning: {completeness}.")
-    if scenario is not None or config.get("description"):
-        doc.paragraph(linked_codes(config.get("description") or scenario.description, paper, base))
+    description = config.get("description") or (scenario.description if scenario is not None else None)
+    if description is not None:
+        doc.paragraph(linked_codes(description, paper, base))
     versions = ", ".join(f"{k} {v}" for k, v in config.get("versions", {}).items())
     seeds = config.get("seeds", [])
     doc.paragraph(

@@ -244,7 +244,7 @@ class Ledger:
             _add(self._price_node_cost, b * (self._num_agents + 1) + self._node(sender), price)
         first_row = self._num_records
         self._num_records += rows
-        opens_link = slice(None)
+        opens_link: slice | np.ndarray = slice(None)
         if model.free_server_downlink and sender.min() == SERVER:  # the server's copies open no link
             opens_link = np.flatnonzero(sender != SERVER)
         record_rows = np.arange(first_row, self._num_records)[opens_link] if self.record_messages else None

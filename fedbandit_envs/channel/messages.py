@@ -181,10 +181,11 @@ class MessageBatch:
         slot: ArrayLike | None = None,
         privacy: PrivacySchema | None = None,
     ) -> None:
-        headers = {"replica": replica, "sender": sender, "recipient": recipient}
-        for name, minimum in _HEADER_MINIMA:
-            array = headers[name]
-            if type(array) is not np.ndarray or array.dtype != np.int64 or array.ndim != 1:  # else used as given
+        headers: dict[str, np.ndarray] = {}
+        for (name, minimum), array in zip(_HEADER_MINIMA, (replica, sender, recipient)):
+            if type(array) is np.ndarray and array.dtype == np.int64 and array.ndim == 1:
+                headers[name] = array  # used as given
+            else:
                 headers[name] = check_int_array(f"MessageBatch.{name}", array, minimum)
         n = len(headers["sender"])
         counts = _constant(n, 1) if count is None else check_int_array("MessageBatch.count", count, 1)

@@ -36,6 +36,7 @@ __all__ = [
     "SCHEMA_COLUMNS",
     "SPLITS",
     "DiabetesRecords",
+    "StringColumn",
     "diabetes_means",
     "load_diabetes_csv",
     "records_from_columns",
@@ -43,6 +44,9 @@ __all__ = [
     "synthetic_diabetes_columns",
     "write_diabetes_csv",
 ]
+
+#: One column of records as string values: a sequence of str or a string array (read with ``np.asarray(c, str)``).
+StringColumn = Sequence[str] | np.ndarray
 
 #: The 23 medication columns of ``diabetic_data.csv``, in file order.
 MEDICATION_COLUMNS: tuple[str, ...] = (
@@ -205,7 +209,7 @@ class DiabetesRecords:
         return means
 
 
-def records_from_columns(columns: Mapping[str, Sequence[str]]) -> DiabetesRecords:
+def records_from_columns(columns: Mapping[str, StringColumn]) -> DiabetesRecords:
     """Eligibility per arm and 0/1 rewards from the medication columns and ``readmitted`` (string values)."""
     missing = [c for c in (*MEDICATION_COLUMNS, "readmitted") if c not in columns]
     if missing:
@@ -272,7 +276,7 @@ def synthetic_diabetes_columns(num_records: int, rng: np.random.Generator) -> di
     return columns
 
 
-def write_diabetes_csv(path: str | Path, columns: Mapping[str, Sequence[str]]) -> Path:
+def write_diabetes_csv(path: str | Path, columns: Mapping[str, StringColumn]) -> Path:
     """Write records in the 50-column schema of ``diabetic_data.csv``; columns not given are ``"?"`` (missing)."""
     path = Path(path)
     lengths = {len(v) for v in columns.values()}

@@ -747,6 +747,7 @@ class BinaryTreeBank(_TreeParameters):
         rows = self._index[: len(trees)].repeat(new)  # (tree, node) pairs, tree by tree, smallest block first
         node = self._index[: len(rows)] - (new.cumsum() - new).repeat(new)
         cells = level_cells.take(node) + trees.take(rows)
+        rank: np.ndarray  # of each draw among its tree's draws in this add (as bools 0/1 when a tree draws <= 2)
         if self._noise_on_empty:
             self._noised_flat[cells] = True
             draws, rank = new, node  # rank: position of each draw among its tree's draws in this add

@@ -137,8 +137,8 @@ class NoiseSpec:
         sigma = gaussian_sigma_classical(1.0, epsilon, self.delta, allow_large_epsilon=self.allow_large_epsilon)
         return sensitivity * sigma
 
-    def draw(self, rng: np.random.Generator, scale: np.ndarray) -> np.ndarray:
-        """Noise of the given per-entry scale."""
+    def draw(self, rng: np.random.Generator, scale: np.ndarray) -> np.ndarray | float:
+        """Noise of the given per-entry scale (a float for a 0-d scale, as numpy draws it)."""
         if self.mechanism == "laplace":
             return laplace_noise(scale, rng)
         return gaussian_noise(scale, rng)
@@ -419,7 +419,7 @@ class MessagePrivatizer:
         claimed = records
         if declaration.affects == "one" and arms is None:
             claimed = np.broadcast_to(records.sum(axis=1, keepdims=True), records.shape)
-        elif declaration.affects == "one":
+        elif declaration.affects == "one" and arms is not None:
             claimed = np.stack([np.bincount(a, weights=r)[a] for a, r in zip(arms, records)])
         over = np.argwhere(claimed > available)
         if len(over):
@@ -473,9 +473,10 @@ class MessagePrivatizer:
                 )
             totals = self._agent_totals(batch, name, f"sensitivity_field {declaration.sensitivity_field!r}")
             observed = _broadcast(totals.astype(np.float64), values)
-            high = np.broadcast_to(observed * sensitivity, values.shape)
-            return -high, high, np.broadcast_to(sensitivity, values.shape)
-        low, high = declaration.bounds  # type: ignore[misc]
+            limit = np.broadcast_to(observed * sensitivity, values.shape)
+            return -limit, limit, np.broadcast_to(sensitivity, values.shape)
+        assert declaration.bounds is not None, "Sensitive requires bounds without a sensitivity_field"
+        low, high = declaration.bounds
         width = float(high - low)
         if declaration.aggregate == "value":
             return np.full(values.shape, low), np.full(values.shape, high), np.full(values.shape, width)

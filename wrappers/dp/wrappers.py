@@ -38,6 +38,8 @@ class MessageDP(HookWrapper):
     combine = (
         "use one DP wrapper with the mechanism and epsilon wanted (epsilon may be a function of the release index)"
     )
+    #: The hook of a DP wrapper is always a privatizer.
+    hook: MessagePrivatizer
 
     @property
     def privatizer(self) -> MessagePrivatizer:

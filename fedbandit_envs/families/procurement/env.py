@@ -36,7 +36,6 @@ from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
-from scipy import stats
 
 from fedbandit_envs.channel import (
     Channel,
@@ -432,6 +431,8 @@ def binomial_search_grid(quality: np.ndarray, max_units: int) -> np.ndarray:
     Row ``i (K + 1) + l`` holds ``F(x) = P(Bin(l, q_i) <= x)`` (1 for ``x >= l``) plus the row index, so the
     whole grid is sorted and ``x = searchsorted(grid, row + u) - row (K + 1)`` inverts the CDF at ``u in (0, 1]``.
     """
+    from scipy import stats  # here, not at the top: scipy.stats doubles the package's import time
+
     size = max_units + 1
     units = np.arange(size)
     cdf = stats.binom.cdf(units[None, None, :], units[None, :, None], np.asarray(quality)[:, None, None])

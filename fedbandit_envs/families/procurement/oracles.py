@@ -27,7 +27,6 @@ import math
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 __all__ = [
     "ORACLES",
@@ -233,6 +232,8 @@ class ExactOracle:
 
 def milp_row(r: np.ndarray, d: np.ndarray, k: np.ndarray) -> np.ndarray:
     """The exact optimum of one problem with revenues ``r``, slack rates ``d`` and capacities ``k``."""
+    from scipy.optimize import Bounds, LinearConstraint, milp  # here: scipy.optimize is slow to import
+
     for margin in (0.0, 1e-7, 1e-5):
         result = milp(
             c=-r,
