@@ -76,9 +76,9 @@ class MessageSequence(spaces.Space):
 OUTBOX = MessageSequence("any")
 
 
-def check_inbox_form(inbox: Any) -> str:
+def check_inbox_form(inbox: Any) -> InboxForm:
     """The environment option ``inbox``: ``"messages"`` or ``"batches"``; ValueError naming the choices otherwise."""
-    return check_choice("inbox", inbox, INBOX_FORMS)
+    return "batches" if check_choice("inbox", inbox, INBOX_FORMS) == "batches" else "messages"
 
 
 def observation_space(

@@ -379,14 +379,16 @@ def _merged(group: Sequence[Message | MessageBatch], key: tuple, replica: int) -
         return first
     if all(isinstance(item, Message) for item in group):
         n = len(group)
-        header = [np.array([getattr(m, name) for m in group], np.int64) for name in ("sender", "recipient")]
+        sender = np.array([m.sender for m in group], np.int64)
+        recipient = np.array([m.recipient for m in group], np.int64)
         counts = np.array([m.count for m in group], np.int64)
         slots = np.array([m.slot for m in group], np.int64)
         payload = {name: np.stack([m.payload[name] for m in group]) for name in names}
     else:
         rows = [item if isinstance(item, MessageBatch) else _one_row(item) for item in group]
-        header = [np.concatenate([getattr(b, name) for b in rows]) for name in ("sender", "recipient")]
-        n = len(header[0])
+        sender = np.concatenate([b.sender for b in rows])
+        recipient = np.concatenate([b.recipient for b in rows])
+        n = len(sender)
         counts = np.concatenate([b.count for b in rows])
         slots = np.concatenate([b.slot for b in rows])
         payload = {name: np.concatenate([b.payload[name] for b in rows]) for name in names}
@@ -395,7 +397,7 @@ def _merged(group: Sequence[Message | MessageBatch], key: tuple, replica: int) -
     replicas = np.empty(n, np.int64)
     replicas.fill(replica)
     return MessageBatch._trusted(
-        kind, replicas, *header, payload, counts, slots, None if privacy is None else dict(privacy)
+        kind, replicas, sender, recipient, payload, counts, slots, None if privacy is None else dict(privacy)
     )
 
 

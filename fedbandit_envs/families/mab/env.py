@@ -274,8 +274,8 @@ class FederatedMAB(ProtocolParallelEnv):
     def _infos(self) -> dict[str, dict[str, Any]]:
         ledger = self.ledger
         if self._communication[0] != ledger.version:  # the ledger's columns, derived again only when they changed
-            columns = (ledger.sent_messages[0].tolist(), ledger.sent_bytes[0].tolist(), ledger.node_cost[0].tolist())
-            self._communication = ledger.version, columns
+            per_node = (ledger.sent_messages[0].tolist(), ledger.sent_bytes[0].tolist(), ledger.node_cost[0].tolist())
+            self._communication = ledger.version, per_node
         columns = zip(self.core.regret[0].tolist(), self.core.last_regret[0].tolist(), *self._communication[1])
         return {
             agent: {"pseudo_regret": r, "instant_regret": i, "messages_sent": m, "bytes_sent": b, "cost": c}

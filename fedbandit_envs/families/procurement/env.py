@@ -379,10 +379,11 @@ class ProcurementConfig:
 
     def __post_init__(self) -> None:
         check_int("horizon", self.horizon, 1)
-        object.__setattr__(self, "instance_params", check_options("instance_params", self.instance_params))
+        instance_params = check_options("instance_params", self.instance_params)
+        object.__setattr__(self, "instance_params", instance_params)
         params = {"alpha": self.alpha, "rho": self.rho, "homogeneous": self.homogeneous, "agent_pool": self.agent_pool}
         problem = build_instance(
-            self.instance, self.num_agents, self.num_producers, self.instance_seed, **self.instance_params, **params
+            self.instance, self.num_agents, self.num_producers, self.instance_seed, **instance_params, **params
         )
         object.__setattr__(self, "problem", problem)
 
