@@ -167,7 +167,7 @@ def arm_statistics_observation(
     * ``[K, 2 K)``: empirical means ``sums / counts`` (reward-valued, 0 for untried arms);
     * ``[2 K, 3 K)``: the UCB1 bonus ``sqrt(2 ln t / n_k)`` divided by ``c``, clipped to [0, 1]; 1 for
       untried arms;
-    * ``[3 K, 4 K)``: the UCB1 index gap ``(I_k - max_j I_j) / (w (1 + c))`` with
+    * ``[3 K, 4 K)``: the UCB1 index gap ``(I_k - max_j I_j) / w`` with
       ``I_k = mean_k + w sqrt(2 ln t / n_k)`` over the tried arms, clipped to [-1, 0]; 0 for untried
       arms (UCB1 pulls them first), so the arm UCB1 would pull has gap 0;
     * ``[4 K, 5 K)``: 1 for arms never pulled, else 0;
@@ -190,7 +190,7 @@ def arm_statistics_observation(
     gap = np.zeros(len(counts))
     if tried.any():
         index = means + width * cap * bonus
-        gap[tried] = (index[tried] - index[tried].max()) / (width * (1.0 + cap))
+        gap[tried] = (index[tried] - index[tried].max()) / width
     parts = (counts / horizon, means, np.minimum(bonus, 1.0), np.maximum(gap, -1.0), ~tried, [slot / horizon])
     return np.concatenate(parts).astype(np.float32)
 
