@@ -2,8 +2,9 @@
 
 1. PPO trains on ``fedbandit/LocalBandit-v0`` with ``observation="statistics"``: per-arm pull counts,
    empirical means, UCB1 bonus and index gap, untried flags and the elapsed fraction of the episode
-   (see ``docs/environments.md``). From these a small policy learns an index strategy; from the
-   default ``"local"`` observation PPO needs far more steps and often settles on a single arm.
+   (see ``docs/environments.md``). From these a small policy learns an index strategy within the
+   training budget (about 15-20 regret per agent, against 33 for random and 18 for UCB1; the same
+   training on the default ``"local"`` observation reached 21).
    During training the reward is the negative pseudo-regret of the pull (:class:`PseudoRegretReward`):
    the same objective as the sampled reward in expectation, without the Bernoulli noise. The policy
    still observes only its own pulls and rewards, so it plays the federation unchanged.
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 
 import gymnasium
 import numpy as np
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
+from tqdm import TqdmExperimentalWarning
 
 import fedbandit_envs  # noqa: F401  (registers the Gymnasium ids)
 from agents.sb3 import SB3Agent
@@ -64,6 +67,7 @@ def train(seed: int = 0, steps: int = TRAIN_STEPS, progress_bar: bool = True) ->
     (an exploratory pull pays off within a few slots); learning rate 1e-3; everything else SB3's default.
     """
     torch.set_num_threads(1)  # a tiny network: one thread is fastest and leaves the other core free
+    warnings.filterwarnings("ignore", category=TqdmExperimentalWarning)  # SB3's bar uses tqdm.rich
     envs = make_vec_env(
         "fedbandit/LocalBandit-v0", n_envs=8, seed=seed, env_kwargs=VIEW, wrapper_class=PseudoRegretReward
     )
