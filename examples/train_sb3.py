@@ -5,7 +5,7 @@
    (see ``docs/environments.md``). From these a small policy learns an index strategy within the
    training budget (about 15-20 regret per agent, against 33 for random and 18 for UCB1; the same
    training on the default ``"local"`` observation reached 21).
-   During training the reward is the negative pseudo-regret of the pull (:class:`PseudoRegretReward`):
+   During training the reward is the negative pseudo-regret of the pull (``PseudoRegretReward``):
    the same objective as the sampled reward in expectation, without the Bernoulli noise. The policy
    still observes only its own pulls and rewards, so it plays the federation unchanged.
 2. The trained policy plays every agent of a ``FederatedMAB`` (``agents.sb3.SB3Agent``, no messages),
@@ -21,7 +21,6 @@ import os
 import time
 import warnings
 
-import gymnasium
 import numpy as np
 import torch
 from stable_baselines3 import PPO
@@ -30,6 +29,7 @@ from tqdm import TqdmExperimentalWarning
 
 import fedbandit_envs  # noqa: F401  (registers the Gymnasium ids)
 from agents.sb3 import SB3Agent
+from fedbandit_envs.families.mab.views import PseudoRegretReward
 from fedbandit_envs.protocol import PerAgentPopulation
 from fedbandit_envs.run import run
 
@@ -44,20 +44,6 @@ TRAIN_STEPS = 1_600 if TINY else 48_000
 #: draw their instances from the environments' own streams, so the benchmark instances are new to the policy).
 EVAL_SEEDS = range(1000, 1002 if TINY else 1050)
 VIEW = {"num_arms": NUM_ARMS, "horizon": HORIZON, "observation": "statistics"}
-
-
-class PseudoRegretReward(gymnasium.Wrapper):
-    """Training reward: minus the pull's pseudo-regret (``info["instant_regret"]``) instead of the sampled reward.
-
-    The pseudo-regret is the best arm's mean minus the pulled arm's mean, so its expectation differs from
-    the sampled reward's by a constant of the instance; it lacks the reward noise, which makes the policy
-    gradient far less noisy. Observations are untouched.
-    """
-
-    def step(self, action):
-        """Step the view and replace the reward."""
-        observation, _, terminated, truncated, info = self.env.step(action)
-        return observation, -info["instant_regret"], terminated, truncated, info
 
 
 def train(seed: int = 0, steps: int = TRAIN_STEPS, progress_bar: bool = True) -> PPO:

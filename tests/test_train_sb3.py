@@ -25,7 +25,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")

@@ -17,6 +17,7 @@ from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.families.mab.views import (
     FederatedClientEnv,
     LocalBanditEnv,
+    PseudoRegretReward,
     arm_statistics_observation,
     statistics_observation_size,
 )
@@ -169,3 +170,25 @@ def test_sb3_agent_names_the_observation_when_the_shape_differs():
     env.reset(seed=0)
     with pytest.raises(ValueError, match="observation='local' gives shape \\(11,\\)"):
         SB3Agent(_RecordingModel(3)).reset(0, env.context, np.random.default_rng(0))
+
+
+# ---------------------------------------------------------------------- PseudoRegretReward
+@pytest.mark.parametrize("env_id", [*VIEW_IDS, "fedbandit/LinearBandit-v0"])
+def test_pseudo_regret_reward_replaces_only_the_reward(env_id):
+    kwargs = {"num_arms": 4, "horizon": 30}
+    plain, wrapped = gymnasium.make(env_id, **kwargs), PseudoRegretReward(gymnasium.make(env_id, **kwargs))
+    np.testing.assert_array_equal(plain.reset(seed=3)[0], wrapped.reset(seed=3)[0])
+    for arm in np.random.default_rng(1).integers(4, size=30):
+        obs, _, terminated, truncated, info = plain.step(int(arm))
+        wrapped_obs, reward, *flags, wrapped_info = wrapped.step(int(arm))
+        np.testing.assert_array_equal(wrapped_obs, obs)
+        assert (reward, flags) == (-info["instant_regret"], [terminated, truncated])
+        assert wrapped_info.keys() == info.keys() and wrapped_info["pseudo_regret"] == info["pseudo_regret"]
+    assert truncated
+
+
+def test_pseudo_regret_reward_needs_instant_regret():
+    env = PseudoRegretReward(gymnasium.make("CartPole-v1"))
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="instant_regret"):
+        env.step(0)

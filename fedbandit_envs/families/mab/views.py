@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import gymnasium
 import numpy as np
 from gymnasium import spaces
 
@@ -37,6 +38,7 @@ __all__ = [
     "PEER_ALGORITHMS",
     "FederatedClientEnv",
     "LocalBanditEnv",
+    "PseudoRegretReward",
     "arm_statistics_observation",
     "arm_statistics_space",
     "local_bandit_observation",
@@ -238,6 +240,28 @@ def local_observation(
     if check_choice("observation", observation, OBSERVATIONS) == "statistics":
         return arm_statistics_observation(counts, sums, slot, horizon, reward_bounds)
     return local_bandit_observation(last_arm, last_reward, counts, sums, slot, horizon)
+
+
+class PseudoRegretReward(gymnasium.Wrapper):
+    """Training reward for RL learners: minus the pull's pseudo-regret instead of the sampled reward.
+
+    Wraps any view whose info reports ``instant_regret`` (the best arm's mean minus the pulled arm's
+    mean: :class:`LocalBanditEnv`, :class:`FederatedClientEnv`, the linear view). In expectation the new
+    reward differs from the sampled one by a constant of the instance, so the best policy is unchanged,
+    but it carries no reward noise, which makes policy gradients far less noisy. Observations are
+    untouched: a policy trained through it plays the unwrapped view, or ``agents.sb3.SB3Agent``, as is.
+    It uses the environment's hidden means, so use it for training only, never to score a learner.
+    """
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Step the view; the reward becomes ``-info["instant_regret"]``."""
+        observation, _, terminated, truncated, info = self.env.step(action)
+        if "instant_regret" not in info:
+            raise TypeError(
+                f"PseudoRegretReward needs a view whose info reports 'instant_regret'; "
+                f"{type(self.env.unwrapped).__name__} reports {sorted(info)}"
+            )
+        return observation, -float(info["instant_regret"]), terminated, truncated, info
 
 
 # ---------------------------------------------------------------------- shared state
