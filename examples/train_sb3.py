@@ -38,7 +38,7 @@ TINY = os.environ.get("FEDBANDIT_EXAMPLE_SCALE") == "tiny"
 NUM_ARMS, HORIZON = 5, 100
 #: Agents of the federation the trained policy is benchmarked in (each learns alone: no messages).
 NUM_AGENTS = 3
-#: PPO environment steps (8 parallel episodes per rollout; 48 000 steps take 1-2 minutes on 2 cores).
+#: PPO environment steps (8 parallel episodes per rollout; 48 000 steps take 12 s on an idle core, ~2 min under load).
 TRAIN_STEPS = 1_600 if TINY else 48_000
 #: Seeds of the benchmark runs, one fresh instance each (training episodes start from seeds 0..7 and then
 #: draw their instances from the environments' own streams, so the benchmark instances are new to the policy).
