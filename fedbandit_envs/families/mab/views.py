@@ -369,8 +369,8 @@ class LocalBanditEnv(_CoreView):
     * ``"statistics"``: :func:`arm_statistics_observation`, length ``5 K + 1``: ``[counts / horizon (K),
       empirical means (K), UCB1 bonus / its maximum (K), UCB1 index gap to the best arm (K, in [-1, 0]),
       untried flag (K), slot / horizon (1)]``. The UCB1 terms make an index strategy a simple function
-      of the observation, so a policy-gradient learner (PPO) learns to beat uniform random and UCB1
-      within a few ten thousand steps (``examples/train_sb3.py``, docs/environments.md).
+      of the observation: PPO trained for 48 000 steps (K = 5, T = 100) halves uniform random's regret
+      and comes near UCB1's (``examples/train_sb3.py``; measured in docs/environments.md).
 
     Info: ``pseudo_regret`` (cumulative, against the best arm) and ``instant_regret`` (of the last pull).
 
