@@ -2,8 +2,8 @@
 
 Train a model on :class:`fedbandit_envs.families.mab.views.LocalBanditEnv` (``fedbandit/LocalBandit-v0``), then
 run one :class:`SB3Agent` per agent, e.g. ``PerAgentPopulation(lambda: SB3Agent(model))``. The agent
-rebuilds the ``LocalBanditEnv`` observation from its own PettingZoo observations, so the policy sees
-exactly what it saw in training.
+rebuilds the ``LocalBanditEnv`` observation (of the same ``observation`` form) from its own PettingZoo
+observations, so the policy sees exactly what it saw in training.
 
 stable-baselines3 is not imported here: any object with ``predict(obs, deterministic=...)`` works,
 so ``agents`` stays importable without it.
@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.core import AgentContext
-from fedbandit_envs.families.mab.views import local_bandit_observation, local_observation_size
+from fedbandit_envs.families.mab.views import OBSERVATIONS, local_observation, local_space
 from fedbandit_envs.protocol import Agent
+from fedbandit_envs.validation import check_choice
 
 __all__ = ["SB3Agent"]
 
@@ -27,17 +28,20 @@ class SB3Agent(Agent):
     """One agent playing a trained policy on its local bandit statistics; it sends no messages.
 
     Every slot it adds its previous pull (``observation["arm"]``, ``observation["reward"]``) to its own
-    counts and sums, builds :func:`~fedbandit_envs.families.mab.views.local_bandit_observation` with the episode's
-    horizon and ``observation["slot"]``, and pulls ``model.predict(obs, deterministic=...)[0]``.
+    counts and sums, builds :func:`~fedbandit_envs.families.mab.views.local_observation` of the given form
+    with the episode's horizon, reward bounds and ``observation["slot"]``, and pulls
+    ``model.predict(obs, deterministic=...)[0]``.
 
     Args:
         model: a trained stable-baselines3 model or any object with ``predict(obs, deterministic=...)``
             returning ``(action, state)``. If it has an ``observation_space``, its shape must be the
-            ``LocalBanditEnv`` shape ``(3 K + 2,)`` of the episode's K (checked at reset).
+            ``LocalBanditEnv`` shape of the episode's K and of ``observation`` (checked at reset).
         deterministic: passed to ``predict`` (greedy actions by default).
+        observation: the ``observation`` form of the ``LocalBanditEnv`` the model was trained on,
+            ``"local"`` or ``"statistics"``.
     """
 
-    def __init__(self, model: Any, deterministic: bool = True) -> None:
+    def __init__(self, model: Any, deterministic: bool = True, observation: str = "local") -> None:
         if not callable(getattr(model, "predict", None)):
             raise TypeError(
                 f"model must have a predict(obs, deterministic=...) method (e.g. a stable-baselines3 model), "
@@ -45,12 +49,14 @@ class SB3Agent(Agent):
             )
         self.model = model
         self.deterministic = bool(deterministic)
+        self.observation_kind = check_choice("observation", observation, OBSERVATIONS)
 
     def reset(self, agent_id: int, context: AgentContext, rng: np.random.Generator) -> None:
         """Zero the statistics and check the model fits ``context.num_arms``."""
         self.agent_id = agent_id
         self.num_arms = context.num_arms
         self.horizon = context.horizon
+        self.reward_bounds = context.reward_bounds
         self._check_model_space(context.num_arms)
         self.counts = np.zeros(context.num_arms, np.int64)
         self.sums = np.zeros(context.num_arms)
@@ -61,12 +67,12 @@ class SB3Agent(Agent):
         """Raise ValueError if the model's observation space does not match K arms."""
         space = getattr(self.model, "observation_space", None)
         shape = getattr(space, "shape", None)
-        expected = (local_observation_size(num_arms),)
+        expected = local_space(self.observation_kind, num_arms, self.reward_bounds).shape
         if shape is not None and tuple(shape) != expected:
             raise ValueError(
                 f"the model's observation space has shape {tuple(shape)} but a LocalBanditEnv with "
-                f"num_arms={num_arms} gives shape {expected}; train the model on "
-                f"LocalBanditEnv(num_arms={num_arms}) or run it with the num_arms it was trained for"
+                f"num_arms={num_arms}, observation={self.observation_kind!r} gives shape {expected}; train the "
+                f"model on that LocalBanditEnv, or run it with the num_arms and observation it was trained for"
             )
 
     def observation_vector(self, observation: Mapping[str, Any]) -> np.ndarray:
@@ -75,7 +81,10 @@ class SB3Agent(Agent):
         if arm >= 0:
             self.counts[arm] += 1
             self.sums[arm] += reward
-        obs = local_bandit_observation(arm, reward, self.counts, self.sums, int(observation["slot"]), self.horizon)
+        slot = int(observation["slot"])
+        obs = local_observation(
+            self.observation_kind, arm, reward, self.counts, self.sums, slot, self.horizon, self.reward_bounds
+        )
         low, high = self._bounds
         if low is not None and high is not None:
             obs = np.clip(obs, low, high).astype(np.float32)

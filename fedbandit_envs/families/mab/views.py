@@ -9,8 +9,12 @@ Gymnasium / stable-baselines3 learner can be trained on them:
   federation whose other clients and server run a reference algorithm (see :data:`PEER_ALGORITHMS`).
 
 The observation holds the agent's sufficient statistics, so a memoryless policy can learn a bandit
-strategy. :func:`local_bandit_observation` builds its local part; ``agents.sb3.SB3Agent`` reuses it
-to play a trained policy inside the multi-agent :class:`~fedbandit_envs.families.mab.env.FederatedMAB`.
+strategy. Its local part comes in two forms, chosen by the views' ``observation`` argument (see
+:data:`OBSERVATIONS`): ``"local"`` (:func:`local_bandit_observation`: last pull, counts, empirical means,
+slot) and ``"statistics"`` (:func:`arm_statistics_observation`: per-arm counts, empirical means, UCB1
+bonus and index gap, untried flag, slot), from which a small policy learns an index strategy quickly.
+:func:`local_observation` builds either; ``agents.sb3.SB3Agent`` reuses it to play a trained policy
+inside the multi-agent :class:`~fedbandit_envs.families.mab.env.FederatedMAB`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import gymnasium
 import numpy as np
 from gymnasium import spaces
 
@@ -29,12 +34,19 @@ from fedbandit_envs.rendering import VIEW_RENDER_MODES, RenderedView
 from fedbandit_envs.validation import check_choice, check_options, check_render_mode, discrete_action, keyword_checked
 
 __all__ = [
+    "OBSERVATIONS",
     "PEER_ALGORITHMS",
     "FederatedClientEnv",
     "LocalBanditEnv",
+    "PseudoRegretReward",
+    "arm_statistics_observation",
+    "arm_statistics_space",
     "local_bandit_observation",
     "local_bandit_space",
+    "local_observation",
     "local_observation_size",
+    "local_space",
+    "statistics_observation_size",
 ]
 
 #: The learner's agent index in :class:`FederatedClientEnv`.
@@ -74,23 +86,33 @@ def local_bandit_observation(
         slot: the index of the slot about to be played.
         horizon: T, the episode length (normalises counts and slot).
     """
+    counts, sums = _checked_statistics(counts, sums, horizon)
+    num_arms = len(counts)
+    if not -1 <= int(last_arm) < num_arms:
+        raise ValueError(f"last_arm must be -1 (no pull yet) or an arm in 0..{num_arms - 1}, got {last_arm}")
+    one_hot = np.zeros(num_arms)
+    if last_arm >= 0:
+        one_hot[int(last_arm)] = 1.0
+    parts = (one_hot, [float(last_reward)], counts / horizon, _empirical_means(counts, sums), [slot / horizon])
+    return np.concatenate(parts).astype(np.float32)
+
+
+def _checked_statistics(counts: np.ndarray, sums: np.ndarray, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """``counts`` and ``sums`` as float arrays, checked to be 1-D of one length K, and ``horizon >= 1``."""
     counts = np.asarray(counts, dtype=np.float64)
     sums = np.asarray(sums, dtype=np.float64)
     if counts.ndim != 1 or counts.shape != sums.shape:
         raise ValueError(
             f"counts and sums must be 1-D arrays of the same length K, got shapes {counts.shape} and {sums.shape}"
         )
-    num_arms = len(counts)
-    if not -1 <= int(last_arm) < num_arms:
-        raise ValueError(f"last_arm must be -1 (no pull yet) or an arm in 0..{num_arms - 1}, got {last_arm}")
     if int(horizon) < 1:
         raise ValueError(f"horizon must be >= 1, got {horizon}")
-    one_hot = np.zeros(num_arms)
-    if last_arm >= 0:
-        one_hot[int(last_arm)] = 1.0
-    means = np.divide(sums, counts, out=np.zeros(num_arms), where=counts > 0)
-    parts = (one_hot, [float(last_reward)], counts / horizon, means, [slot / horizon])
-    return np.concatenate(parts).astype(np.float32)
+    return counts, sums
+
+
+def _empirical_means(counts: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """Per-arm ``sums / counts``, 0 for arms never pulled."""
+    return np.divide(sums, counts, out=np.zeros(len(counts)), where=counts > 0)
 
 
 def _value_bounds(reward_bounds: tuple[float, float]) -> tuple[float, float]:
@@ -118,7 +140,130 @@ def _value_slices(num_arms: int) -> tuple[slice, slice]:
     return slice(num_arms, num_arms + 1), slice(2 * num_arms + 1, 3 * num_arms + 1)
 
 
-# ---------------------------------------------------------------------- argument checks
+def statistics_observation_size(num_arms: int) -> int:
+    """Length ``5 K + 1`` of the :func:`arm_statistics_observation` vector for ``num_arms`` = K."""
+    return 5 * int(num_arms) + 1
+
+
+def _reward_width(reward_bounds: tuple[float, float]) -> float:
+    """The width of the reward support, the scale of the UCB1 bonus; 1 for an unbounded support."""
+    low, high = reward_bounds
+    width = float(high) - float(low)
+    return width if np.isfinite(width) else 1.0
+
+
+def arm_statistics_observation(
+    counts: np.ndarray,
+    sums: np.ndarray,
+    slot: int,
+    horizon: int,
+    reward_bounds: tuple[float, float] = (0.0, 1.0),
+) -> np.ndarray:
+    """Per-arm sufficient statistics and UCB1 terms of one agent, as a flat ``float32`` vector.
+
+    With K = ``len(counts)``, t = ``counts.sum()`` pulls so far, ``w`` the width of ``reward_bounds``
+    (1 if unbounded) and ``c = sqrt(2 ln max(horizon, 2))`` the largest UCB1 bonus of the episode,
+    the vector (length ``5 K + 1``) holds five blocks of K entries, then one scalar:
+
+    * ``[0, K)``: pull counts divided by ``horizon`` (in [0, 1]);
+    * ``[K, 2 K)``: empirical means ``sums / counts`` (reward-valued, 0 for untried arms);
+    * ``[2 K, 3 K)``: the UCB1 bonus ``sqrt(2 ln t / n_k)`` divided by ``c``, clipped to [0, 1]; 1 for
+      untried arms;
+    * ``[3 K, 4 K)``: the UCB1 index gap ``(I_k - max_j I_j) / w`` with
+      ``I_k = mean_k + w sqrt(2 ln t / n_k)`` over the tried arms, clipped to [-1, 0]; 0 for untried
+      arms (UCB1 pulls them first), so the arm UCB1 would pull has gap 0;
+    * ``[4 K, 5 K)``: 1 for arms never pulled, else 0;
+    * ``[5 K]``: ``slot / horizon``, the elapsed fraction of the episode.
+
+    Args:
+        counts: (K,) pulls of each arm so far.
+        sums: (K,) summed rewards of each arm so far.
+        slot: the index of the slot about to be played.
+        horizon: T, the episode length.
+        reward_bounds: the support of the rewards (scales the bonus and the gap).
+    """
+    counts, sums = _checked_statistics(counts, sums, horizon)
+    tried = counts > 0
+    means = _empirical_means(counts, sums)
+    width, cap = _reward_width(reward_bounds), np.sqrt(2.0 * np.log(max(int(horizon), 2)))
+    log_pulls = np.log(max(float(counts.sum()), 1.0))
+    bonus = np.ones(len(counts))
+    np.divide(np.sqrt(2.0 * log_pulls / np.maximum(counts, 1.0)), cap, out=bonus, where=tried)
+    gap = np.zeros(len(counts))
+    if tried.any():
+        index = means + width * cap * bonus
+        gap[tried] = (index[tried] - index[tried].max()) / width
+    parts = (counts / horizon, means, np.minimum(bonus, 1.0), np.maximum(gap, -1.0), ~tried, [slot / horizon])
+    return np.concatenate(parts).astype(np.float32)
+
+
+def arm_statistics_space(num_arms: int, reward_bounds: tuple[float, float]) -> spaces.Box:
+    """The ``Box`` of :func:`arm_statistics_observation` for K arms and rewards in ``reward_bounds``.
+
+    Empirical means lie in the reward support widened to contain 0; gaps in [-1, 0]; every other entry
+    in [0, 1].
+    """
+    low, high = _value_bounds(reward_bounds)
+    lows = np.zeros(statistics_observation_size(num_arms), np.float32)
+    highs = np.ones(statistics_observation_size(num_arms), np.float32)
+    lows[num_arms : 2 * num_arms], highs[num_arms : 2 * num_arms] = low, high
+    lows[3 * num_arms : 4 * num_arms], highs[3 * num_arms : 4 * num_arms] = -1.0, 0.0
+    return spaces.Box(lows, highs, dtype=np.float32)
+
+
+#: The forms of the local observation of the views (their ``observation`` argument).
+OBSERVATIONS: tuple[str, ...] = ("local", "statistics")
+
+
+def local_space(observation: str, num_arms: int, reward_bounds: tuple[float, float]) -> spaces.Box:
+    """The ``Box`` of the local observation named ``observation`` (a member of :data:`OBSERVATIONS`)."""
+    if check_choice("observation", observation, OBSERVATIONS) == "statistics":
+        return arm_statistics_space(num_arms, reward_bounds)
+    return local_bandit_space(num_arms, reward_bounds)
+
+
+def local_observation(
+    observation: str,
+    last_arm: int,
+    last_reward: float,
+    counts: np.ndarray,
+    sums: np.ndarray,
+    slot: int,
+    horizon: int,
+    reward_bounds: tuple[float, float],
+) -> np.ndarray:
+    """The local observation named ``observation``.
+
+    ``"local"``: :func:`local_bandit_observation`; ``"statistics"``: :func:`arm_statistics_observation`
+    (which ignores ``last_arm`` and ``last_reward``).
+    """
+    if check_choice("observation", observation, OBSERVATIONS) == "statistics":
+        return arm_statistics_observation(counts, sums, slot, horizon, reward_bounds)
+    return local_bandit_observation(last_arm, last_reward, counts, sums, slot, horizon)
+
+
+class PseudoRegretReward(gymnasium.Wrapper):
+    """Training reward for RL learners: minus the pull's pseudo-regret instead of the sampled reward.
+
+    Wraps any view whose info reports ``instant_regret`` (the best arm's mean minus the pulled arm's
+    mean: :class:`LocalBanditEnv`, :class:`FederatedClientEnv`, the linear view). In expectation the new
+    reward differs from the sampled one by a constant of the instance, so the best policy is unchanged,
+    but it carries no reward noise, which makes policy gradients far less noisy. Observations are
+    untouched: a policy trained through it plays the unwrapped view, or ``agents.sb3.SB3Agent``, as is.
+    It uses the environment's hidden means, so use it for training only, never to score a learner.
+    """
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Step the view; the reward becomes ``-info["instant_regret"]``."""
+        observation, _, terminated, truncated, info = self.env.step(action)
+        if "instant_regret" not in info:
+            raise TypeError(
+                f"PseudoRegretReward needs a view whose info reports 'instant_regret'; "
+                f"{type(self.env.unwrapped).__name__} reports {sorted(info)}"
+            )
+        return observation, -float(info["instant_regret"]), terminated, truncated, info
+
+
 # ---------------------------------------------------------------------- shared state
 class _LocalStatistics:
     """One agent's pull counts, reward sums and last pull."""
@@ -135,9 +280,11 @@ class _LocalStatistics:
         self.sums[arm] += reward
         self.last_arm, self.last_reward = arm, reward
 
-    def observation(self, slot: int, horizon: int) -> np.ndarray:
-        """The :func:`local_bandit_observation` of these statistics."""
-        return local_bandit_observation(self.last_arm, self.last_reward, self.counts, self.sums, slot, horizon)
+    def observation(self, kind: str, slot: int, horizon: int, reward_bounds: tuple[float, float]) -> np.ndarray:
+        """The :func:`local_observation` named ``kind`` of these statistics."""
+        return local_observation(
+            kind, self.last_arm, self.last_reward, self.counts, self.sums, slot, horizon, reward_bounds
+        )
 
 
 class _CoreView(RenderedView):
@@ -145,6 +292,8 @@ class _CoreView(RenderedView):
 
     core: FederatedMABCore
     _local_space: spaces.Box
+    #: The form of the local observation, a member of :data:`OBSERVATIONS`.
+    observation_kind: str
 
     def _start(self, core: FederatedMABCore, seed: int | None) -> None:
         """Reset the core with a replica seed derived from ``seed`` (or drawn from ``np_random``)."""
@@ -172,7 +321,7 @@ class _CoreView(RenderedView):
     def _local_observation(self) -> np.ndarray:
         """The learner's local statistics, clipped to the space (guards against rounding)."""
         cfg = self.core.config
-        obs = self._stats.observation(self.core.slot, cfg.horizon)
+        obs = self._stats.observation(self.observation_kind, self.core.slot, cfg.horizon, self.core.reward_model.bounds)
         low, high = self._local_space.low, self._local_space.high
         return np.clip(obs, low, high).astype(np.float32)
 
@@ -213,9 +362,15 @@ class LocalBanditEnv(_CoreView):
     The core runs with one agent and no communication. Each step pulls the arm given as action and
     returns the bandit reward. The horizon is a truncation (``terminated`` is always False).
 
-    Observation: the flat ``float32`` vector of :func:`local_bandit_observation`, length ``3 K + 2``:
-    ``[one-hot last arm (K), last reward (1), counts / horizon (K), empirical means (K, 0 if untried),
-    slot / horizon (1)]``.
+    Observation (flat ``float32``), chosen by ``observation``:
+
+    * ``"local"`` (default): :func:`local_bandit_observation`, length ``3 K + 2``: ``[one-hot last arm (K),
+      last reward (1), counts / horizon (K), empirical means (K, 0 if untried), slot / horizon (1)]``.
+    * ``"statistics"``: :func:`arm_statistics_observation`, length ``5 K + 1``: ``[counts / horizon (K),
+      empirical means (K), UCB1 bonus / its maximum (K), UCB1 index gap to the best arm (K, in [-1, 0]),
+      untried flag (K), slot / horizon (1)]``. The UCB1 terms make an index strategy a simple function
+      of the observation: PPO trained for 48 000 steps (K = 5, T = 100) halves uniform random's regret
+      and comes near UCB1's (``examples/train_sb3.py``; measured in docs/environments.md).
 
     Info: ``pseudo_regret`` (cumulative, against the best arm) and ``instant_regret`` (of the last pull).
 
@@ -233,6 +388,7 @@ class LocalBanditEnv(_CoreView):
         instance_seed: fix the instance across resets (otherwise drawn from each reset's seed).
         render_mode: None, ``"ansi"`` (a text line) or ``"rgb_array"`` (the learner's pulls per arm as a bar
             chart, the last arm highlighted); see :mod:`fedbandit_envs.rendering`.
+        observation: ``"local"`` or ``"statistics"`` (see above; :data:`OBSERVATIONS`).
 
     The problem is built once at construction, so an invalid instance or reward model fails here.
     """
@@ -247,8 +403,10 @@ class LocalBanditEnv(_CoreView):
         reward_params: Mapping[str, Any] | None = None,
         instance_seed: int | None = None,
         render_mode: str | None = None,
+        observation: str = "local",
     ) -> None:
         self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
+        self.observation_kind = check_choice("observation", observation, OBSERVATIONS)
         config = MABConfig(
             num_agents=1,
             num_arms=num_arms,
@@ -263,7 +421,7 @@ class LocalBanditEnv(_CoreView):
         self.core = FederatedMABCore(config)
         self.core.reset([0])  # validation probe: builds the instance once
         self.action_space = spaces.Discrete(num_arms)
-        self._local_space = local_bandit_space(num_arms, self.core.reward_model.bounds)
+        self._local_space = local_space(self.observation_kind, num_arms, self.core.reward_model.bounds)
         self.observation_space = self._local_space
         self._started = False
 
@@ -301,10 +459,11 @@ class FederatedClientEnv(_CoreView):
     ``"full_sharing"`` it uploads each (arm, reward) sample to the server one slot later, like every
     peer, and receives the server's pooled statistics).
 
-    Observation (flat ``float32``, length ``5 K + 2``): the :func:`local_bandit_observation` of client
-    0 (``3 K + 2``), then the last ``"pooled"`` broadcast client 0 received: per-arm pooled counts
-    divided by ``M * horizon`` (K) and pooled empirical means (K, 0 where the pool has no pull). The
-    pooled part is zero until the first broadcast with data.
+    Observation (flat ``float32``): the local observation of client 0 (``observation="local"``:
+    :func:`local_bandit_observation`, ``3 K + 2``; ``"statistics"``: :func:`arm_statistics_observation`,
+    ``5 K + 1``; see :class:`LocalBanditEnv`), then the last ``"pooled"`` broadcast client 0 received:
+    per-arm pooled counts divided by ``M * horizon`` (K) and pooled empirical means (K, 0 where the pool
+    has no pull). The pooled part is zero until the first broadcast with data.
 
     Reward: client 0's reward. Info: ``pseudo_regret`` and ``instant_regret`` of client 0,
     ``group_pseudo_regret`` (all agents), and client 0's ``messages_sent``, ``bytes_sent`` and
@@ -320,6 +479,7 @@ class FederatedClientEnv(_CoreView):
         c1: cost of an agent-server link used in a slot.
         render_mode: None, ``"ansi"`` (a text line) or ``"rgb_array"`` (the learner's pulls per arm as a bar
             chart, the last arm highlighted); see :mod:`fedbandit_envs.rendering`.
+        observation: the form of the local part, ``"local"`` or ``"statistics"`` (:data:`OBSERVATIONS`).
 
     Seeding is as in :class:`LocalBanditEnv`.
     """
@@ -339,8 +499,10 @@ class FederatedClientEnv(_CoreView):
         c1: float = 1.0,
         instance_seed: int | None = None,
         render_mode: str | None = None,
+        observation: str = "local",
     ) -> None:
         self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
+        self.observation_kind = check_choice("observation", observation, OBSERVATIONS)
         self.peer_algorithm = peer_algorithm
         self.population = _make_population(peer_algorithm)
         config = MABConfig(
@@ -359,7 +521,7 @@ class FederatedClientEnv(_CoreView):
         self.core.reset([0])  # validation probe: builds the instance once
         bounds = self.core.reward_model.bounds
         self.action_space = spaces.Discrete(num_arms)
-        self._local_space = local_bandit_space(num_arms, bounds)
+        self._local_space = local_space(self.observation_kind, num_arms, bounds)
         self.observation_space = self._observation_space(num_arms, bounds)
         self._started = False
 
@@ -415,8 +577,8 @@ class FederatedClientEnv(_CoreView):
     def _observation(self) -> np.ndarray:
         """Local statistics of client 0 followed by the pooled statistics it last received."""
         cfg = self.core.config
-        counts, sums = self._pooled_counts, self._pooled_sums
-        means = np.divide(sums, counts, out=np.zeros(len(sums)), where=counts > 0)
+        counts = self._pooled_counts
+        means = _empirical_means(counts, self._pooled_sums)
         pooled = np.concatenate([counts / (cfg.num_agents * cfg.horizon), means]).astype(np.float32)
         obs = np.concatenate([self._local_observation(), pooled])
         return np.clip(obs, self.observation_space.low, self.observation_space.high).astype(np.float32)
