@@ -5,12 +5,11 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-import warnings
 
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
+from env_checks import gymnasium_check_env_without_warnings, sb3_check_env_without_warnings
 from view_checks import assert_step_is_checked
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
@@ -57,19 +56,13 @@ def _assert_same_rollout(a: tuple, b: tuple) -> None:
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_gymnasium_check_env_without_warnings(env_id):
     env = gymnasium.make(env_id)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(env.unwrapped)
+    gymnasium_check_env_without_warnings(env)
     env.close()
 
 
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_sb3_check_env_without_warnings(env_id):
-    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
-    env = gymnasium.make(env_id, **SMALL)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        sb3_checker.check_env(env, warn=True)
+    sb3_check_env_without_warnings(gymnasium.make(env_id, **SMALL))
 
 
 @pytest.mark.parametrize("env_id", VIEW_IDS)
