@@ -31,6 +31,11 @@ def _long_view(env_id: str) -> gymnasium.Env:
     return gymnasium.make(env_id, num_arms=4, horizon=100)
 
 
+def _on_two_fresh_views(env_id: str, play):
+    """What ``play(env)`` returns on two fresh views ``env_id`` (a seeded procedure must return the same twice)."""
+    return [play(_long_view(env_id)) for _ in range(2)]
+
+
 def _rollout(env: gymnasium.Env, actions: np.ndarray) -> tuple[list[np.ndarray], list[float], list[dict]]:
     observations, rewards, infos = [], [], []
     for action in actions:
@@ -78,12 +83,13 @@ def test_ansi_render(env_id):
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_same_seed_same_rollout(env_id):
     actions = np.random.default_rng(7).integers(4, size=50)
-    runs = []
-    for _ in range(2):
-        env = _long_view(env_id)
+
+    def play(env):
         obs, _ = env.reset(seed=123)
         observations, rewards, infos = _rollout(env, actions)
-        runs.append(([obs, *observations], rewards, infos))
+        return [obs, *observations], rewards, infos
+
+    runs = _on_two_fresh_views(env_id, play)
     _assert_same_rollout(runs[0], runs[1])
     other = _long_view(env_id)
     other.reset(seed=124)
@@ -93,14 +99,15 @@ def test_same_seed_same_rollout(env_id):
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_unseeded_reset_continues_the_seeded_stream(env_id):
     actions = np.random.default_rng(3).integers(4, size=20)
-    runs = []
-    for _ in range(2):
-        env = _long_view(env_id)
+
+    def play(env):
         env.reset(seed=5)
         env.reset()
         first = _rollout(env, actions)
         env.reset()
-        runs.append((first, _rollout(env, actions)))
+        return first, _rollout(env, actions)
+
+    runs = _on_two_fresh_views(env_id, play)
     _assert_same_rollout(runs[0][0], runs[1][0])
     _assert_same_rollout(runs[0][1], runs[1][1])
     assert runs[0][0][1] != runs[0][1][1]
