@@ -128,6 +128,23 @@ class _UCBPopulation(Population):
         self.own_sums[self._rows, self._cols, feedback.arms] += rewards
 
 
+class _FloodingUCB(_UCBPopulation):
+    """A UCB population whose agents flood records of kind :attr:`kind` for ``gamma`` hops (:class:`TTLFlooding`)."""
+
+    #: Message kind of the flooded records.
+    kind: str
+
+    def __init__(self, gamma: int, tie_break: str, max_age: int | None, privacy: dict[str, Any] | None = None) -> None:
+        super().__init__(tie_break)
+        self.flood = TTLFlooding(gamma, self.kind, max_age, privacy)
+        self.gamma = self.flood.gamma
+
+    def reset(self, context: AgentContext) -> None:
+        """Zero the own statistics; start the flooding."""
+        super().reset(context)
+        self.flood.reset(self.num_replicas, self.num_agents)
+
+
 # ---------------------------------------------------------------------------------------------------- interval releases
 class _IntervalReleases:
     """Algorithm 1's interval releases (§2.1) for every (replica, agent, arm), vectorised.
@@ -297,7 +314,7 @@ class DPUCBInt(_UCBPopulation):
 
 
 # ---------------------------------------------------------------------------------------------------- Algorithms 1 + 2
-class PrivateMultiAgentUCB(_UCBPopulation):
+class PrivateMultiAgentUCB(_FloodingUCB):
     """Private Multi-Agent UCB: Algorithm 1 (private message passing) + Algorithm 2 (UCB), spec §2.1-2.2.
 
     Each agent keeps exact own counts and sums (clipped to [0, 1], D17) and an :class:`IntervalRelease` per arm.
@@ -320,7 +337,6 @@ class PrivateMultiAgentUCB(_UCBPopulation):
         max_age: oldest record age the flooding accepts (default ``gamma - 1``; raise it when links add delay).
     """
 
-    #: Message kind of the flooded records.
     kind = "dubey_release"
 
     def __init__(
@@ -334,13 +350,11 @@ class PrivateMultiAgentUCB(_UCBPopulation):
         tie_break: str = "random",
         max_age: int | None = None,
     ) -> None:
-        super().__init__(tie_break)
-        self.gamma = check_int("gamma", gamma, 0)
+        super().__init__(gamma, tie_break, max_age, self._privacy())
         self.dp_eps, self.v, self.interval = _check_private(dp_eps, v, schedule)
         self.schedule = schedule
         self.count_field = _choice("count_field", count_field, COUNT_FIELDS)
         self.strict_dp = bool(strict_dp)
-        self.flood = TTLFlooding(self.gamma, self.kind, max_age, self._privacy())
 
     @property
     def exploration_slots(self) -> int:
@@ -354,7 +368,6 @@ class PrivateMultiAgentUCB(_UCBPopulation):
         """Zero the own, released and pooled statistics; start the flooding."""
         super().reset(context)
         b, m, k = self.num_replicas, self.num_agents, self.num_arms
-        self.flood.reset(b, m)
         self._start_releases()
         #: (B, M, K) sums over origins of the latest received ``rel_cnt`` (and of ``rel_cnt * rel_mean``).
         self.pooled_counts = np.zeros((b, m, k), np.int64)
@@ -750,7 +763,7 @@ class _SampleSets:
 
 
 # ---------------------------------------------------------------------------------------------------- Algorithm 3
-class ByzantineProofUCB(_UCBPopulation):
+class ByzantineProofUCB(_FloodingUCB):
     """Byzantine-Proof Multi-Agent UCB: Algorithm 3 of the paper, spec §2.3-2.4.
 
     Each agent floods every own sample ``(arm, reward)`` for ``gamma`` hops and keeps, per arm, every sample it
@@ -772,7 +785,6 @@ class ByzantineProofUCB(_UCBPopulation):
         max_age: oldest record age the flooding accepts (default ``gamma - 1``; raise it when links add delay).
     """
 
-    #: Message kind of the flooded samples.
     kind = "dubey_sample"
 
     def __init__(
@@ -787,8 +799,7 @@ class ByzantineProofUCB(_UCBPopulation):
         max_distinct: int = 64,
         max_age: int | None = None,
     ) -> None:
-        super().__init__(tie_break)
-        self.gamma = check_int("gamma", gamma, 0)
+        super().__init__(gamma, tie_break, max_age)
         self.eps_alg = _real("eps_alg", eps_alg, 0.0, 0.5, closed_high=False)
         self.sigma = _real("sigma", sigma, 0.0, math.inf)
         if self.sigma == 0.0:
@@ -797,13 +808,11 @@ class ByzantineProofUCB(_UCBPopulation):
         self.bonus_form = _choice("bonus_form", bonus_form, BONUS_FORMS)
         self.backend = _choice("backend", backend, BACKENDS)
         self.max_distinct = check_int("max_distinct", max_distinct, 2)
-        self.flood = TTLFlooding(self.gamma, self.kind, max_age)
 
     def reset(self, context: AgentContext) -> None:
         """Empty every sample set; start the flooding."""
         super().reset(context)
         b, m, k = self.num_replicas, self.num_agents, self.num_arms
-        self.flood.reset(b, m)
         self.samples = _SampleSets(b * m * k, self.backend, self.max_distinct)
         self._last: tuple[np.ndarray, np.ndarray] | None = None
         self._own_cells = (np.arange(b * m) * k).reshape(b, m)

@@ -58,7 +58,7 @@ import pstats
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -214,78 +214,105 @@ def run_runner_batched(
 
 
 # ---------------------------------------------------------------------- the numpy floor
-def floor_problem(replicas: int, num_agents: int, num_arms: int) -> tuple[np.ndarray, np.ndarray, list]:
-    """The means (B, M, K), gaps (B, K) and fresh reward generators of seeds 0..B-1 (set-up, not timed)."""
+@dataclass
+class FloorProblem:
+    """A floor's set-up (not timed): the instance of seeds 0..B-1 flattened, its index offsets and reward noise."""
+
+    shape: tuple[int, int, int]  # (B, M, K)
+    means_flat: np.ndarray  # (B*M*K,) the per-agent means
+    gaps_flat: np.ndarray  # (B*K,) the gaps
+    cell: np.ndarray  # (B, M) flat offset of (replica, agent, arm 0) in means_flat
+    replica_row: np.ndarray  # (B, 1) flat offset of (replica, arm 0) in gaps_flat and in (B, K) arrays
+    rank: np.ndarray  # (M, K) each agent's rotated order of untried arms
+    rngs: list[np.random.Generator]  # the reward generators
+
+    def uniforms(self, slots: int) -> Iterator[np.ndarray]:
+        """The (B, M) reward uniforms of each slot, drawn in blocks of ``NOISE_BLOCK`` slots as the core does."""
+        block = np.empty((NOISE_BLOCK, *self.shape[:2]))
+        for t in range(slots):
+            offset = t % NOISE_BLOCK
+            if offset == 0:
+                block = np.stack([rng.random((NOISE_BLOCK, self.shape[1])) for rng in self.rngs], axis=1)
+            yield block[offset]
+
+
+def floor_problem(replicas: int, num_agents: int, num_arms: int) -> FloorProblem:
+    """The problem of seeds 0..B-1 as :class:`FederatedMABCore` draws it, with fresh reward generators."""
     core = FederatedMABCore(MABConfig(num_agents, num_arms, 1))
     seeds = list(range(replicas))
     core.reset(seeds)
-    rngs = [SeedStreams.from_seed(s).generator("rewards") for s in seeds]
-    return core.means.copy(), core.gaps.copy(), rngs
+    b, m, k = core.means.shape
+    return FloorProblem(
+        (b, m, k),
+        core.means.copy().reshape(-1),
+        core.gaps.copy().reshape(-1),
+        (np.arange(b * m) * k).reshape(b, m),
+        (np.arange(b) * k)[:, None],
+        (np.arange(k)[None, :] - np.arange(m)[:, None]) % k,
+        [SeedStreams.from_seed(s).generator("rewards") for s in seeds],
+    )
 
 
 def floor_independent(replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
     """Bare numpy: every agent runs UCB1 on its own counts; Bernoulli rewards; pseudo-regret."""
-    means, gaps, rngs = floor_problem(replicas, num_agents, num_arms)
-    b, m, k = means.shape
+    problem = floor_problem(replicas, num_agents, num_arms)
+    b, m, k = problem.shape
     counts = np.zeros((b, m, k), np.int64)
     sums = np.zeros((b, m, k))
     counts_flat, sums_flat = counts.reshape(-1), sums.reshape(-1)
-    means_flat, gaps_flat = means.reshape(-1), gaps.reshape(-1)
-    cell = (np.arange(b * m) * k).reshape(b, m)  # flat offset of (replica, agent, arm 0)
-    gap_row = (np.arange(b) * k)[:, None]
-    rank = (np.arange(k)[None, :] - np.arange(m)[:, None]) % k  # rotated order of untried arms
     log_t = np.log(np.maximum(np.arange(slots, dtype=np.float64), 1.0))  # totals == t for every agent
     regret = np.zeros((b, m))
-    noise = np.empty((NOISE_BLOCK, b, m))
     start = clock()
-    for t in range(slots):
-        offset = t % NOISE_BLOCK
-        if offset == 0:
-            noise = np.stack([rng.random((NOISE_BLOCK, m)) for rng in rngs], axis=1)
+    for t, uniforms in enumerate(problem.uniforms(slots)):
         untried = counts == 0
         safe = np.maximum(counts, 1)
         index = sums / safe + np.sqrt(2.0 * log_t[t] / safe)
         arms = index.argmax(axis=-1)
         if untried.any():
-            first_untried = np.where(untried, rank, k).argmin(axis=-1)
+            first_untried = np.where(untried, problem.rank, k).argmin(axis=-1)
             arms = np.where(untried.any(axis=-1), first_untried, arms)
-        flat = cell + arms
-        rewards = (noise[offset] < means_flat[flat]).astype(np.float64)
-        counts_flat[flat] += 1
-        sums_flat[flat] += rewards
-        regret += gaps_flat[gap_row + arms]
+        _pull_and_count(problem, arms, uniforms, counts_flat, sums_flat, regret)
     elapsed = clock() - start
     return elapsed, regret
 
 
+def _pull_and_count(
+    problem: FloorProblem,
+    arms: np.ndarray,
+    uniforms: np.ndarray,
+    counts_flat: np.ndarray,
+    sums_flat: np.ndarray,
+    regret: np.ndarray,
+) -> None:
+    """Each agent's Bernoulli reward of its (B, M) ``arms`` added to its own counts and sums; the gaps to ``regret``."""
+    flat = problem.cell + arms
+    rewards = (uniforms < problem.means_flat[flat]).astype(np.float64)
+    counts_flat[flat] += 1
+    sums_flat[flat] += rewards
+    regret += problem.gaps_flat[problem.replica_row + arms]
+
+
 def floor_full_sharing(replicas: int, num_agents: int, num_arms: int, slots: int) -> tuple[float, np.ndarray]:
     """Bare numpy: UCB1 on per-replica pooled statistics that include the samples up to slot t - 2."""
-    means, gaps, rngs = floor_problem(replicas, num_agents, num_arms)
-    b, m, k = means.shape
+    problem = floor_problem(replicas, num_agents, num_arms)
+    b, m, k = problem.shape
     counts = np.zeros((b, k), np.int64)
     sums = np.zeros((b, k))
-    means_flat, gaps_flat = means.reshape(-1), gaps.reshape(-1)
-    cell = (np.arange(b * m) * k).reshape(b, m)
-    pool = (np.arange(b) * k)[:, None]  # flat offset of (replica, arm 0) in the pooled arrays
-    rank = (np.arange(k)[None, :] - np.arange(m)[:, None]) % k
+    pool = problem.replica_row
     regret = np.zeros((b, m))
-    noise = np.empty((NOISE_BLOCK, b, m))
     pending: tuple[np.ndarray, np.ndarray] | None = None
     start = clock()
-    for t in range(slots):
-        offset = t % NOISE_BLOCK
-        if offset == 0:
-            noise = np.stack([rng.random((NOISE_BLOCK, m)) for rng in rngs], axis=1)
+    for uniforms in problem.uniforms(slots):
         untried = counts == 0
         safe = np.maximum(counts, 1)
         totals = counts.sum(axis=-1)
         index = sums / safe + np.sqrt(2.0 * np.log(np.maximum(totals, 1))[:, None] / safe)
         arms = np.broadcast_to(index.argmax(axis=-1)[:, None], (b, m))
         if untried.any():
-            first_untried = np.where(untried[:, None, :], rank, k).argmin(axis=-1)
+            first_untried = np.where(untried[:, None, :], problem.rank, k).argmin(axis=-1)
             arms = np.where(untried.any(axis=-1)[:, None], first_untried, arms)
-        rewards = (noise[offset] < means_flat[cell + arms]).astype(np.float64)
-        regret += gaps_flat[pool + arms]
+        rewards = (uniforms < problem.means_flat[problem.cell + arms]).astype(np.float64)
+        regret += problem.gaps_flat[pool + arms]
         if pending is not None:  # the server pools last slot's uploads and broadcasts them now
             counts += np.bincount(pending[0], minlength=b * k).reshape(b, k)
             sums += np.bincount(pending[0], weights=pending[1], minlength=b * k).reshape(b, k)
@@ -300,29 +327,21 @@ def floor_tuned_independent(replicas: int, num_agents: int, num_arms: int, slots
     The index is computed as ``sums * (1 / counts) + sqrt(2 ln t * (1 / counts))``, which may differ from
     ``ucb1_arms`` in the last bit (so its trajectory is not guaranteed identical; column ``same``).
     """
-    means, gaps, rngs = floor_problem(replicas, num_agents, num_arms)
-    b, m, k = means.shape
+    problem = floor_problem(replicas, num_agents, num_arms)
+    b, m, k = problem.shape
     counts = np.zeros((b, m, k))
     sums = np.zeros((b, m, k))
     counts_flat, sums_flat = counts.reshape(-1), sums.reshape(-1)
-    means_flat, gaps_flat = means.reshape(-1), gaps.reshape(-1)
-    cell = (np.arange(b * m) * k).reshape(b, m)
-    gap_row = (np.arange(b) * k)[:, None]
-    rank = (np.arange(k)[None, :] - np.arange(m)[:, None]) % k
     two_log_t = 2.0 * np.log(np.maximum(np.arange(slots, dtype=np.float64), 1.0))
     inverse, index = np.empty_like(counts), np.empty_like(counts)
     regret = np.zeros((b, m))
-    noise = np.empty((NOISE_BLOCK, b, m))
     start = clock()
-    for t in range(slots):
-        offset = t % NOISE_BLOCK
-        if offset == 0:
-            noise = np.stack([rng.random((NOISE_BLOCK, m)) for rng in rngs], axis=1)
+    for t, uniforms in enumerate(problem.uniforms(slots)):
         if t < k:  # an agent with an untried arm always pulls one, so none is left after K slots
             untried = counts == 0
             safe = np.maximum(counts, 1.0)
             exploit = (sums / safe + np.sqrt(two_log_t[t] / safe)).argmax(axis=-1)
-            arms = np.where(untried.any(axis=-1), np.where(untried, rank, k).argmin(axis=-1), exploit)
+            arms = np.where(untried.any(axis=-1), np.where(untried, problem.rank, k).argmin(axis=-1), exploit)
         else:
             np.reciprocal(counts, out=inverse)
             np.multiply(inverse, two_log_t[t], out=index)
@@ -330,11 +349,7 @@ def floor_tuned_independent(replicas: int, num_agents: int, num_arms: int, slots
             np.multiply(sums, inverse, out=inverse)
             np.add(index, inverse, out=index)
             arms = index.argmax(axis=-1)
-        flat = cell + arms
-        rewards = (noise[offset] < means_flat[flat]).astype(np.float64)
-        counts_flat[flat] += 1.0
-        sums_flat[flat] += rewards
-        regret += gaps_flat[gap_row + arms]
+        _pull_and_count(problem, arms, uniforms, counts_flat, sums_flat, regret)
     elapsed = clock() - start
     return elapsed, regret
 

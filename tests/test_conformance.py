@@ -1,4 +1,4 @@
-"""Conformance of every registered id: PettingZoo and Gymnasium API tests, pickling, determinism."""
+"""Conformance of every registered id: PettingZoo API tests (raw and fixed-shape forms), Gymnasium checks, pickling."""
 
 import pickle
 import warnings
@@ -6,10 +6,12 @@ import warnings
 import gymnasium
 import pettingzoo
 import pytest
+from env_checks import gymnasium_check_env_without_warnings, sb3_check_env_without_warnings
 from gymnasium.utils.env_checker import data_equivalence
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
+from fedbandit_envs.interop import make_fixed_shape
 from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
 
 PARALLEL_IDS = sorted(PARALLEL_ENVS)
@@ -42,16 +44,26 @@ def test_every_id_is_registered():
     assert set(GYMNASIUM_IDS) <= set(gymnasium.registry)
 
 
+def make_fixed_shape_parallel(env_id):
+    return make_fixed_shape(env_id, **PARALLEL_ENVS[env_id].test_kwargs)
+
+
+#: The two forms of every parallel id: the raw env (dict observations) and its fixed-shape form (flat arrays).
+PARALLEL_FORMS = {"raw": make_parallel, "fixed_shape": make_fixed_shape_parallel}
+
+
+@pytest.mark.parametrize("form", PARALLEL_FORMS)
 @pytest.mark.parametrize("env_id", PARALLEL_IDS)
-def test_parallel_api(env_id):
+def test_parallel_api(env_id, form):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        parallel_api_test(make_parallel(env_id), num_cycles=100)
+        parallel_api_test(PARALLEL_FORMS[form](env_id), num_cycles=100)
 
 
+@pytest.mark.parametrize("form", PARALLEL_FORMS)
 @pytest.mark.parametrize("env_id", PARALLEL_IDS)
-def test_parallel_seed(env_id):
-    parallel_seed_test(lambda: make_parallel(env_id), num_cycles=70)
+def test_parallel_seed(env_id, form):
+    parallel_seed_test(lambda: PARALLEL_FORMS[form](env_id), num_cycles=70)
 
 
 @pytest.mark.parametrize("env_id", PARALLEL_IDS)
@@ -82,20 +94,12 @@ def test_parallel_determinism_and_pickle(env_id):
 
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
 def test_gymnasium_check_env(env_id):
-    from gymnasium.utils.env_checker import check_env
-
-    env = make_gymnasium(env_id)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(env.unwrapped)
+    gymnasium_check_env_without_warnings(make_gymnasium(env_id))
 
 
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
 def test_sb3_check_env(env_id):
-    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        sb3_checker.check_env(make_gymnasium(env_id), warn=True)
+    sb3_check_env_without_warnings(make_gymnasium(env_id))
 
 
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)

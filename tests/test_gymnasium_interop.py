@@ -9,7 +9,7 @@ import gymnasium
 import numpy as np
 import pettingzoo
 import pytest
-from gymnasium.utils.env_checker import check_env
+from env_checks import gymnasium_check_env_without_warnings, sb3_check_env_without_warnings
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
 from fedbandit_envs.families.linear.views import LinearBanditEnv
@@ -168,18 +168,13 @@ def test_gymnasium_make_warns_once_per_layer_on_an_unsupported_mode():
 # ---------------------------------------------------------------------------------------- checkers
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
 def test_gymnasium_check_env_in_every_render_mode_without_warnings(env_id):
-    env = make(env_id, render_mode="rgb_array")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(env.unwrapped)  # re-makes the id in each declared render mode and checks its frames
+    # check_env re-makes the id in each declared render mode and checks its frames
+    gymnasium_check_env_without_warnings(make(env_id, render_mode="rgb_array"))
 
 
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
 def test_sb3_check_env_without_warnings(env_id):
-    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        sb3_checker.check_env(make(env_id, render_mode="rgb_array"), warn=True)
+    sb3_check_env_without_warnings(make(env_id, render_mode="rgb_array"))
 
 
 # ---------------------------------------------------------------------------------------- time limits

@@ -1,4 +1,7 @@
-"""The fixed-shape form (fedbandit_envs.interop) driven by PettingZoo's test utilities, SuperSuit, SB3 and RLlib."""
+"""The fixed-shape form (fedbandit_envs.interop) driven by PettingZoo's test utilities, SuperSuit, SB3 and RLlib.
+
+``parallel_api_test`` and ``parallel_seed_test`` run on it beside the raw form, in ``test_conformance.py``.
+"""
 
 import pickle
 import types
@@ -9,7 +12,7 @@ import pettingzoo
 import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import data_equivalence
-from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test
+from pettingzoo.test import api_test, max_cycles_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
@@ -55,18 +58,6 @@ def test_spaces_are_fixed_flattenable_and_shared(env_id):
     assert isinstance(env.observation_space(first), spaces.Box)
     assert env.observation_space(first).dtype == np.float32
     assert env.observation_space(first) == spaces.flatten_space(env.dict_observation_space)
-
-
-@pytest.mark.parametrize("env_id", PARALLEL_IDS)
-def test_parallel_api(env_id):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        parallel_api_test(make(env_id), num_cycles=100)
-
-
-@pytest.mark.parametrize("env_id", PARALLEL_IDS)
-def test_parallel_seed(env_id):
-    parallel_seed_test(lambda: make(env_id), num_cycles=70)
 
 
 @pytest.mark.parametrize("env_id", PARALLEL_IDS)

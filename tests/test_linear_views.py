@@ -1,11 +1,9 @@
 """The single-client Gymnasium view of the linear bandit: checkers, equivalence with the core, SB3 training."""
 
-import warnings
-
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
+from env_checks import gymnasium_check_env_without_warnings
 from view_checks import assert_step_is_checked
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
@@ -13,12 +11,11 @@ from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.linear.views import LinearBanditEnv
 
 
+@pytest.mark.filterwarnings("error")  # making the env too
 @pytest.mark.parametrize("flatten", [True, False])
 def test_check_env_without_warnings(flatten):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        env = gymnasium.make("fedbandit/LinearBandit-v0", num_arms=4, dimension=3, horizon=20, flatten=flatten)
-        check_env(env.unwrapped)
+    env = gymnasium.make("fedbandit/LinearBandit-v0", num_arms=4, dimension=3, horizon=20, flatten=flatten)
+    gymnasium_check_env_without_warnings(env)
 
 
 def test_view_equals_the_pettingzoo_env_with_one_client():

@@ -1,11 +1,9 @@
 """The single-aggregator Gymnasium view of the procurement environment."""
 
-import warnings
-
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
+from env_checks import gymnasium_check_env_without_warnings
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
@@ -39,9 +37,7 @@ def test_dict_observation_and_peer_views_pass_check_env():
         {"num_agents": 3, "observation": "dict", "peer_params": {"t_lo": 4}},
         {"num_agents": 3, "peer_algorithm": "fcb", "peer_params": {"t_lo": 4}},
     ):
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            check_env(gymnasium.make("fedbandit/SingleAggregator-v0", **SMALL, **kwargs).unwrapped)
+        gymnasium_check_env_without_warnings(gymnasium.make("fedbandit/SingleAggregator-v0", **SMALL, **kwargs))
 
 
 def test_peer_messages_reach_the_learner():

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
+from env_checks import gymnasium_check_env_without_warnings, sb3_check_env_without_warnings
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
 from agents.baselines import ucb1_arms
@@ -79,19 +78,13 @@ def test_statistics_argument_errors(counts, sums, horizon, word):
 # ---------------------------------------------------------------------- the views
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_check_env_without_warnings(env_id):
-    env = gymnasium.make(env_id, **STATS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(env.unwrapped)
+    gymnasium_check_env_without_warnings(gymnasium.make(env_id, **STATS))
 
 
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_sb3_check_env_and_vector_envs(env_id):
-    sb3_env_checker = pytest.importorskip("stable_baselines3.common.env_checker")
     env_util = pytest.importorskip("stable_baselines3.common.env_util")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        sb3_env_checker.check_env(gymnasium.make(env_id, **STATS), warn=True)
+    sb3_check_env_without_warnings(gymnasium.make(env_id, **STATS))
     single = gymnasium.make(env_id, **STATS).observation_space
     sb3_envs = env_util.make_vec_env(env_id, n_envs=2, seed=0, env_kwargs=STATS)
     gym_envs = gymnasium.make_vec(env_id, num_envs=2, **STATS)

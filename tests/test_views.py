@@ -5,12 +5,11 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-import warnings
 
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
+from env_checks import gymnasium_check_env_without_warnings, sb3_check_env_without_warnings
 from view_checks import assert_step_is_checked
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
@@ -30,6 +29,11 @@ SMALL = {"num_arms": 4, "horizon": 30}
 def _long_view(env_id: str) -> gymnasium.Env:
     """The view ``env_id`` with 4 arms and 100 slots (room for every rollout of the determinism tests)."""
     return gymnasium.make(env_id, num_arms=4, horizon=100)
+
+
+def _on_two_fresh_views(env_id: str, play):
+    """What ``play(env)`` returns on two fresh views ``env_id`` (a seeded procedure must return the same twice)."""
+    return [play(_long_view(env_id)) for _ in range(2)]
 
 
 def _rollout(env: gymnasium.Env, actions: np.ndarray) -> tuple[list[np.ndarray], list[float], list[dict]]:
@@ -57,19 +61,13 @@ def _assert_same_rollout(a: tuple, b: tuple) -> None:
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_gymnasium_check_env_without_warnings(env_id):
     env = gymnasium.make(env_id)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(env.unwrapped)
+    gymnasium_check_env_without_warnings(env)
     env.close()
 
 
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_sb3_check_env_without_warnings(env_id):
-    sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
-    env = gymnasium.make(env_id, **SMALL)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        sb3_checker.check_env(env, warn=True)
+    sb3_check_env_without_warnings(gymnasium.make(env_id, **SMALL))
 
 
 @pytest.mark.parametrize("env_id", VIEW_IDS)
@@ -85,12 +83,13 @@ def test_ansi_render(env_id):
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_same_seed_same_rollout(env_id):
     actions = np.random.default_rng(7).integers(4, size=50)
-    runs = []
-    for _ in range(2):
-        env = _long_view(env_id)
+
+    def play(env):
         obs, _ = env.reset(seed=123)
         observations, rewards, infos = _rollout(env, actions)
-        runs.append(([obs, *observations], rewards, infos))
+        return [obs, *observations], rewards, infos
+
+    runs = _on_two_fresh_views(env_id, play)
     _assert_same_rollout(runs[0], runs[1])
     other = _long_view(env_id)
     other.reset(seed=124)
@@ -100,14 +99,15 @@ def test_same_seed_same_rollout(env_id):
 @pytest.mark.parametrize("env_id", VIEW_IDS)
 def test_unseeded_reset_continues_the_seeded_stream(env_id):
     actions = np.random.default_rng(3).integers(4, size=20)
-    runs = []
-    for _ in range(2):
-        env = _long_view(env_id)
+
+    def play(env):
         env.reset(seed=5)
         env.reset()
         first = _rollout(env, actions)
         env.reset()
-        runs.append((first, _rollout(env, actions)))
+        return first, _rollout(env, actions)
+
+    runs = _on_two_fresh_views(env_id, play)
     _assert_same_rollout(runs[0][0], runs[1][0])
     _assert_same_rollout(runs[0][1], runs[1][1])
     assert runs[0][0][1] != runs[0][1][1]
