@@ -39,17 +39,16 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
-from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
 from fedbandit_envs.core import (
     EPISODE_OVER,
     HORIZON_REACHED,
     Action,
     AgentContext,
+    ChannelCore,
     MessageHook,
     ObservedRecords,
     Phase,
     Step,
-    reset_hooks,
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
@@ -542,7 +541,7 @@ class LinearFeedback:
 
 
 # ---------------------------------------------------------------------- batched core
-class LinearCore:
+class LinearCore(ChannelCore):
     """B replicas of a federated linear bandit with a channel and an optional hosted server.
 
     It implements the core side of the population protocol (:func:`fedbandit_envs.core.play_slot`): per slot
@@ -580,13 +579,11 @@ class LinearCore:
         self.replicas = [src.replica(s, fixed or s) for s in streams]
         b, n, m = len(streams), src.num_agents, src.active_per_slot
         self.num_replicas = b
-        topologies = [self._topology] * b
-        self.channel.reset(topologies, [s.generator("channel") for s in streams])
-        self.context = LinearContext(
+        context = LinearContext(
             num_agents=n,
             num_arms=src.num_arms,
             horizon=src.horizon,
-            topologies=tuple(topologies),
+            topologies=(self._topology,) * b,
             reward_bounds=src.reward_bounds,
             agent_seeds=tuple(s.sequence("agents") for s in streams),
             dimension=src.dimension,
@@ -595,11 +592,8 @@ class LinearCore:
             active_per_slot=m,
             context_bound=src.context_bound,
         )
-        if self.coordinator is not None:
-            self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
         self._observed = np.zeros((b, n), np.int64)
-        self.records = ObservedRecords(self._observed)
-        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
+        self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
         self.regret = np.zeros((b, n))
         self.last_regret = np.zeros((b, m))
         self.arrivals = np.zeros((b, n), np.int64)
@@ -638,11 +632,6 @@ class LinearCore:
     def horizon(self) -> int:
         """T, the number of slots."""
         return self.config.horizon
-
-    @property
-    def done(self) -> bool:
-        """Whether the horizon has been reached."""
-        return self.slot >= self.config.horizon
 
     def current_step(self) -> Step:
         """The act phase of the current slot: the active clients and their arm contexts."""
@@ -716,11 +705,8 @@ class LinearCore:
         """
         if self.phase != "report":
             raise RuntimeError("communicate() follows pull(): pull the active clients' arms first")
-        slot = self.slot
-        prepared = prepare_outgoing(self.channel, messages, self.coordinator)
-        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         last = self.round + 1 == self.config.active_per_slot
-        inbox = deliver(self.channel, self.coordinator, slot, prepared, collect_due=self.round == 0, close=last)
+        inbox = self.route(self.slot, messages, collect_due=self.round == 0, close=last)
         self.round += 1
         if last:
             self.slot += 1

@@ -24,12 +24,12 @@ from fedbandit_envs.core import (
     MAX_BOUNDARY_EXCHANGES,
     Action,
     AgentContext,
+    ChannelCore,
     Feedback,
     MessageHook,
     ObservedRecords,
     Phase,
     Step,
-    reset_hooks,
     start_episode,
 )
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
@@ -103,7 +103,7 @@ class MABConfig:
         return population_memory(m, replicas, (m + 1) ** 2 * (24 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
 
 
-class FederatedMABCore:
+class FederatedMABCore(ChannelCore):
     """B replicas of a federated MAB with a channel and an optional hosted coordinator.
 
     Args:
@@ -159,8 +159,7 @@ class FederatedMABCore:
         self._pulls = np.zeros((b, m, cfg.num_arms), np.int64)
         self._tape: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._tape_roots = [s.sequence("rewards") for s in streams]
-        self.channel.reset(self.topologies, [s.generator("channel") for s in streams])
-        self.context = AgentContext(
+        context = AgentContext(
             num_agents=m,
             num_arms=cfg.num_arms,
             horizon=cfg.horizon,
@@ -168,12 +167,9 @@ class FederatedMABCore:
             reward_bounds=self.reward_model.bounds,
             agent_seeds=tuple(s.sequence("agents") for s in streams),
         )
-        if self.coordinator is not None:
-            self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
         self._observed = np.zeros((b, m, cfg.num_arms), np.int64)
         self._observed_total = np.zeros((b, m), np.int64)
-        self.records = ObservedRecords(self._observed_total, self._observed)
-        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
+        self.open_episode(context, streams, hooks, ObservedRecords(self._observed_total, self._observed))
         self.slot = 0
         self.regret = np.zeros((b, m))
         self.last_regret = np.zeros((b, m))
@@ -184,11 +180,6 @@ class FederatedMABCore:
     def horizon(self) -> int:
         """T, the number of slots."""
         return self.config.horizon
-
-    @property
-    def done(self) -> bool:
-        """Whether the horizon has been reached."""
-        return self.slot >= self.config.horizon
 
     # ------------------------------------------------------------------ rewards
     def _reward_noise(self, arms: np.ndarray) -> np.ndarray:
@@ -240,7 +231,8 @@ class FederatedMABCore:
         if not arms_checked:
             arms = self.check_arms(arms)
         slot = self.slot
-        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, self._prepare(messages))
+        prepared = prepare_outgoing(self.channel, messages, self.coordinator)
+        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         noise = self._reward_noise(arms)
         means = self.means[self._rows, self._cols, arms]
         rewards = self.reward_model.transform(means, noise)
@@ -296,9 +288,4 @@ class FederatedMABCore:
             raise RuntimeError("exchange() routes the hop after a played slot; call step() first")
         if self.done:
             raise RuntimeError("the horizon is reached: there is no exchange after the final slot")
-        slot = self.slot - 1
-        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, self._prepare(messages))
-        return deliver(self.channel, self.coordinator, slot, prepared)
-
-    def _prepare(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
-        return prepare_outgoing(self.channel, messages, self.coordinator)
+        return self.route(self.slot - 1, messages)

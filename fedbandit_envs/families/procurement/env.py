@@ -44,17 +44,17 @@ from fedbandit_envs.channel import (
     MessageBatch,
 )
 from fedbandit_envs.channel.ledger import LinkAccounting
-from fedbandit_envs.channel.routing import apply_hooks, check_batches, deliver, prepare_outgoing
+from fedbandit_envs.channel.routing import check_batches
 from fedbandit_envs.core import (
     EPISODE_OVER,
     HORIZON_REACHED,
     Action,
     AgentContext,
+    ChannelCore,
     MessageHook,
     ObservedRecords,
     Phase,
     Step,
-    reset_hooks,
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
@@ -442,7 +442,7 @@ def binomial_search_grid(quality: np.ndarray, max_units: int) -> np.ndarray:
     return (rows + cdf).reshape(-1)
 
 
-class ProcurementCore:
+class ProcurementCore(ChannelCore):
     """B replicas of the procurement problem on one fixed instance, with a costed channel and message hooks.
 
     Args:
@@ -488,11 +488,6 @@ class ProcurementCore:
         """The memory parts of ``replicas`` replicas on ``instance`` (:func:`procurement_memory`)."""
         return procurement_memory(instance.num_agents, instance.num_producers, instance.capacities.max(), replicas)
 
-    @property
-    def done(self) -> bool:
-        """Whether the horizon has been reached."""
-        return self.slot >= self.horizon
-
     # ------------------------------------------------------------------ episode
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> ProcurementFeedback:
         """Start B = len(seeds) replicas; returns the empty feedback of slot -1.
@@ -507,9 +502,8 @@ class ProcurementCore:
         self.num_replicas = b
         self._rngs = [s.generator("rewards") for s in streams]
         self._uniforms = np.empty((b, 0, n, m))
-        self.channel.reset([self.topology] * b, [s.generator("channel") for s in streams])
         max_spend = (inst.capacities * inst.costs).sum(axis=1).max()
-        self.context = ProcurementContext(
+        context = ProcurementContext(
             num_agents=n,
             num_arms=m,
             horizon=self.horizon,
@@ -523,8 +517,7 @@ class ProcurementCore:
         )
         self._observed = np.zeros((b, n), np.int64)
         widths = np.broadcast_to(inst.capacities.astype(np.float64), (b, n, m))
-        self.records = ObservedRecords(self._observed, record_widths=widths)
-        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
+        self.open_episode(context, streams, hooks, ObservedRecords(self._observed, record_widths=widths))
         self.slot = 0
         self._communicated = -1
         self.regret = np.zeros((b, n))
@@ -622,10 +615,7 @@ class ProcurementCore:
         for batch in check_batches(messages):
             if np.any(batch.sender == SERVER) or np.any(batch.recipient == SERVER):
                 raise ValueError("the procurement environment has no server: send to agents or NEIGHBOURS only")
-        prepared = apply_hooks(
-            self.channel, self.message_hooks, slot, messages, prepare_outgoing(self.channel, messages, None)
-        )
-        inbox = deliver(self.channel, None, slot, prepared)
+        inbox = self.route(slot, messages)
         self._communicated = slot
         return inbox
 
