@@ -40,7 +40,6 @@ from gymnasium import spaces
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import (
-    EPISODE_OVER,
     HORIZON_REACHED,
     Action,
     AgentContext,
@@ -897,16 +896,12 @@ class FederatedLinear(ProtocolParallelEnv):
 
         ``options[MESSAGE_HOOKS]``: the episode's message hooks, handed down by a wrapper chain (none by default).
         """
-        episode_seed = self._episode_seeds.next(seed)
-        self.core.reset([episode_seed], hooks=self.hooks_from(options))
-        self.agents = list(self.possible_agents)
-        self.pending_phase = None
+        self.reset_core(seed, options)
         return self._observations([]), {a: {} for a in self.agents}
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play one phase: the act phase pulls the active clients' arms, a report step routes messages."""
-        if not self.agents:
-            raise RuntimeError(EPISODE_OVER)
+        self.require_live()
         unknown = [a for a in actions if a not in self._index]
         if unknown:
             raise ValueError(f"unknown agents in actions: {unknown[:5]}; agents are 'client_0' .. 'client_{{N-1}}'")
@@ -919,13 +914,7 @@ class FederatedLinear(ProtocolParallelEnv):
             self.pending_phase = core.first_phase()
         else:
             inbox = self.play_phase(actions)
-        truncated = core.done
-        observations = self._observations(inbox)
-        terminations = dict.fromkeys(self.agents, False)
-        truncations = dict.fromkeys(self.agents, truncated)
-        if truncated:
-            self.agents = []
-        return observations, rewards, terminations, truncations, infos
+        return self.step_result(self._observations(inbox), rewards, infos, core.done)
 
     def _act(self, actions: Mapping[str, Any], rewards: dict, infos: dict) -> None:
         core = self.core

@@ -46,7 +46,6 @@ from fedbandit_envs.channel import (
 from fedbandit_envs.channel.ledger import LinkAccounting
 from fedbandit_envs.channel.routing import check_batches
 from fedbandit_envs.core import (
-    EPISODE_OVER,
     HORIZON_REACHED,
     Action,
     AgentContext,
@@ -753,26 +752,17 @@ class FedProcurementEnv(ProtocolParallelEnv):
 
         ``options[MESSAGE_HOOKS]``: the episode's message hooks, handed down by a wrapper chain (none by default).
         """
-        episode_seed = self._episode_seeds.next(seed)
-        self.core.reset([episode_seed], hooks=self.hooks_from(options))
-        self.agents = list(self.possible_agents)
-        self.pending_phase = None
+        self.reset_core(seed, options)
         infos = {a: self.agent_params(a) for a in self.agents}
         return self._observations(), infos
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play an act step (every live agent's procurement vector) or the round's report step (messages)."""
-        if not self.agents:
-            raise RuntimeError(EPISODE_OVER)
+        self.require_live()
         if self.pending_phase is not None:
             inbox = self.play_phase(actions)
             return self._finish_step(dict.fromkeys(self.agents, 0.0), inbox)
-        missing = [a for a in self.agents if a not in actions]
-        unknown = [a for a in actions if a not in self._index]
-        if missing or unknown:
-            raise ValueError(
-                f"actions must have one entry per live agent; missing {missing[:5]}, unknown {unknown[:5]}"
-            )
+        self.check_action_agents(actions)
         units = np.zeros((1, self.problem.num_agents, self.problem.num_producers), np.int64)
         for agent, action in actions.items():
             vector = np.asarray(self._units_of(agent, action))
@@ -801,13 +791,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
     def _finish_step(self, rewards: dict[str, float], inbox: list[MessageBatch]) -> tuple[dict, dict, dict, dict, dict]:
         """The step's return; the episode ends after the last round's report step."""
         truncated = self.core.done and self.pending_phase is None
-        observations = self._observations(inbox)
-        terminations = dict.fromkeys(self.agents, False)
-        truncations = dict.fromkeys(self.agents, truncated)
-        infos = self._infos()
-        if truncated:
-            self.agents = []
-        return observations, rewards, terminations, truncations, infos
+        return self.step_result(self._observations(inbox), rewards, self._infos(), truncated)
 
     def _observations(self, inbox: Sequence[MessageBatch] = ()) -> dict[str, dict[str, Any]]:
         last = self.core.last
