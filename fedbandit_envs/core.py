@@ -286,8 +286,8 @@ def reset_hooks(
 class ChannelCore:
     """What every family's batched core shares: the horizon, the episode's channel side, and the route of a phase.
 
-    A core sets ``channel`` (its :class:`~fedbandit_envs.channel.Channel`), ``horizon`` (T, an attribute or a
-    property), ``slot`` (the next slot to play) and, when it hosts the population's server, ``coordinator``.
+    A core sets ``channel`` (its :class:`~fedbandit_envs.channel.Channel`), ``horizon`` (T, the number of
+    slots), ``slot`` (the next slot to play) and, when it hosts the population's server, ``coordinator``.
     Its ``reset`` builds the episode's context and records and hands them to :meth:`open_episode`; its
     ``exchange`` routes a message-only phase with :meth:`route`.
     """

@@ -561,6 +561,7 @@ class LinearCore(ChannelCore):
         if not isinstance(source, StreamSource):
             raise TypeError(f"source must be a StreamSource such as LinearConfig, got {type(source).__name__}")
         self.config = source
+        self.horizon = source.horizon
         self.channel = Channel(channel or linear_channel())
         self.channel.config.check_agents(source.num_agents)
         self.coordinator = coordinator
@@ -626,11 +627,6 @@ class LinearCore(ChannelCore):
         observe = getattr(self.coordinator, "observe_arrivals", None)
         if observe is not None:
             observe(self.slot, self.clients)
-
-    @property
-    def horizon(self) -> int:
-        """T, the number of slots."""
-        return self.config.horizon
 
     def current_step(self) -> Step:
         """The act phase of the current slot: the active clients and their arm contexts."""

@@ -115,6 +115,7 @@ class FederatedMABCore(ChannelCore):
 
     def __init__(self, config: MABConfig, coordinator: Any | None = None, boundary_hops: bool = False) -> None:
         self.config = config
+        self.horizon = config.horizon
         self.coordinator = coordinator
         self.boundary_hops = check_bool("boundary_hops", boundary_hops)
         self.channel = Channel(config.channel)
@@ -175,11 +176,6 @@ class FederatedMABCore(ChannelCore):
         self.last_regret = np.zeros((b, m))
         self.partners = self.channel.sample_gossip_partners()
         return Feedback(-1, np.full((b, m), -1, np.int64), np.zeros((b, m)), [], self.partners)
-
-    @property
-    def horizon(self) -> int:
-        """T, the number of slots."""
-        return self.config.horizon
 
     # ------------------------------------------------------------------ rewards
     def _reward_noise(self, arms: np.ndarray) -> np.ndarray:
