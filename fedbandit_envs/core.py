@@ -335,6 +335,19 @@ class ChannelCore:
         return deliver(self.channel, self.coordinator, slot, prepared, collect_due=collect_due, close=close)
 
 
+def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int) -> np.ndarray:
+    """``arms`` as an int64 array, checked to have ``shape`` (its ``axes`` named in the error) and arms in 0..K-1."""
+    arms = np.asarray(arms)
+    if arms.shape != shape:
+        raise ValueError(f"arms must have shape ({axes}) = {shape}, got {arms.shape}")
+    if arms.dtype.kind not in "iu":
+        raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
+    if arms.min() < 0 or arms.max() >= num_arms:
+        bad = arms[(arms < 0) | (arms >= num_arms)][0]
+        raise ValueError(f"arm {bad} is out of range: arms are 0..{num_arms - 1}")
+    return arms.astype(np.int64, copy=False)
+
+
 #: Error texts of a step after the last slot: of an environment (its agents are gone) and of a core.
 EPISODE_OVER = "the episode is over (or reset() was not called); call reset() first"
 HORIZON_REACHED = "the horizon is reached; call reset() to start a new episode"

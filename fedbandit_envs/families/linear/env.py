@@ -48,6 +48,7 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
+    check_arm_array,
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
@@ -659,17 +660,7 @@ class LinearCore(ChannelCore):
     # ------------------------------------------------------------------ act phase
     def check_arms(self, arms: Any) -> np.ndarray:
         """Validate a (B, m) integer arm array."""
-        arms = np.asarray(arms)
-        expected = self.clients.shape
-        if arms.shape != expected:
-            raise ValueError(f"arms must have shape (replicas, active clients) = {expected}, got {arms.shape}")
-        if arms.dtype.kind not in "iu":
-            raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
-        k = self.config.num_arms
-        if np.any((arms < 0) | (arms >= k)):
-            bad = arms[(arms < 0) | (arms >= k)][0]
-            raise ValueError(f"arm {bad} is out of range: arms are 0..{k - 1}")
-        return arms.astype(np.int64, copy=False)
+        return check_arm_array(arms, self.clients.shape, "replicas, active clients", self.config.num_arms)
 
     def pull(self, arms: Any) -> LinearFeedback:
         """Pull the active clients' arms (B, m); returns their rewards and opens the report phase."""

@@ -30,6 +30,7 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
+    check_arm_array,
     start_episode,
 )
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
@@ -204,16 +205,8 @@ class FederatedMABCore(ChannelCore):
     # ------------------------------------------------------------------ step
     def check_arms(self, arms: np.ndarray) -> np.ndarray:
         """Validate a (B, M) integer arm array."""
-        arms = np.asarray(arms)
-        expected = (self.num_replicas, self.config.num_agents)
-        if arms.shape != expected:
-            raise ValueError(f"arms must have shape (replicas, agents) = {expected}, got {arms.shape}")
-        if arms.dtype.kind not in "iu":
-            raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
-        if arms.min() < 0 or arms.max() >= self.config.num_arms:
-            bad = arms[(arms < 0) | (arms >= self.config.num_arms)][0]
-            raise ValueError(f"arm {bad} is out of range: arms are 0..{self.config.num_arms - 1}")
-        return arms.astype(np.int64, copy=False)
+        shape = (self.num_replicas, self.config.num_agents)
+        return check_arm_array(arms, shape, "replicas, agents", self.config.num_arms)
 
     def step(self, arms: np.ndarray, messages: Sequence[MessageBatch] = (), *, arms_checked: bool = False) -> Feedback:
         """Play one slot: pull ``arms`` (B, M), route ``messages``, run the coordinator.
