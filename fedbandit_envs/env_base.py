@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
@@ -210,6 +211,13 @@ class ProtocolParallelEnv(ParallelEnv):
     def phase_from(self, step: Step, observations: Mapping[str, Mapping[str, Any]]) -> Phase | None:
         """The pending message-only phase as the population sees it after acting in ``step`` (None: act)."""
         return self.pending_phase
+
+    def agent_rows(self, values: Mapping[str, Any], key: str | None = None) -> np.ndarray:
+        """A (1, M, ...) array of every agent's entry of ``values`` (or of its ``key`` field), in agent order.
+
+        For ``feedback_from``: e.g. ``agent_rows(rewards)`` or ``agent_rows(observations, "arm")``.
+        """
+        return np.stack([values[a] if key is None else values[a][key] for a in self.possible_agents])[None]
 
     def message_actions(self, batches: Sequence[MessageBatch]) -> dict[str, Any]:
         """The action dict of a message-only step sending ``batches`` (replica 0), in agent order.

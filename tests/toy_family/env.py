@@ -111,10 +111,5 @@ class GuessEnv(ProtocolParallelEnv):
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
     ) -> GuessFeedback:
         """The slot's feedback rebuilt from the observations (guesses, hints) and the rewards."""
-        agents = self.possible_agents
-        return GuessFeedback(
-            step.slot,
-            np.array([[observations[a]["arm"] for a in agents]], np.int64),
-            np.array([[rewards[a] for a in agents]]),
-            np.array([[observations[a]["hint"] for a in agents]], np.int64),
-        )
+        guesses, hints = self.agent_rows(observations, "arm"), self.agent_rows(observations, "hint")
+        return GuessFeedback(step.slot, guesses, self.agent_rows(rewards), hints)

@@ -820,13 +820,8 @@ class FedProcurementEnv(ProtocolParallelEnv):
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
     ) -> ProcurementFeedback:
         """The round's feedback, rebuilt from the observations (units, good units) and the rewards."""
-        agents = self.possible_agents
-        return ProcurementFeedback(
-            step.slot,
-            np.stack([observations[a]["procured"] for a in agents])[None],
-            np.stack([observations[a]["successes"] for a in agents])[None],
-            np.array([[rewards[a] for a in agents]]),
-        )
+        units, successes = self.agent_rows(observations, "procured"), self.agent_rows(observations, "successes")
+        return ProcurementFeedback(step.slot, units, successes, self.agent_rows(rewards))
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         """Each agent's communication totals and, with ``evaluation``, the hidden evaluation values."""
