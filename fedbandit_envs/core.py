@@ -8,7 +8,9 @@ from typing import Any, Literal, Protocol, overload
 
 import numpy as np
 
+from fedbandit_envs.channel.channel import Channel
 from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
 from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import Topology
 from fedbandit_envs.validation import check_memory
@@ -279,6 +281,71 @@ def reset_hooks(
         if attach is not None:
             attach(records)
     return hooks
+
+
+class ChannelCore:
+    """What every family's batched core shares: the horizon, the episode's channel side, and the route of a phase.
+
+    A core sets ``channel`` (its :class:`~fedbandit_envs.channel.Channel`), ``horizon`` (T, the number of
+    slots), ``slot`` (the next slot to play) and, when it hosts the population's server, ``coordinator``.
+    Its ``reset`` builds the episode's context and records and hands them to :meth:`open_episode`; its
+    ``exchange`` routes a message-only phase with :meth:`route`.
+    """
+
+    channel: Channel
+    horizon: int
+    slot: int
+    #: The hosted server (``reset(context, rngs)``, ``step(slot, inbox) -> replies``), or None.
+    coordinator: Any = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the horizon has been reached."""
+        return self.slot >= self.horizon
+
+    def open_episode(
+        self,
+        context: AgentContext,
+        streams: Sequence[SeedStreams],
+        hooks: tuple[MessageHook, ...],
+        records: ObservedRecords,
+    ) -> None:
+        """Reset the channel on the context's graphs, the hosted coordinator and the episode's message hooks.
+
+        ``hooks`` come from :func:`start_episode`; they keep ``records`` (see :func:`reset_hooks`). Sets
+        ``context``, ``records`` and ``message_hooks``.
+        """
+        self.channel.reset(context.topologies, [s.generator("channel") for s in streams])
+        self.context = context
+        if self.coordinator is not None:
+            self.coordinator.reset(context, [s.generator("coordinator") for s in streams])
+        self.records = records
+        self.message_hooks = reset_hooks(hooks, context, streams, records)
+
+    def route(
+        self, slot: int, messages: Sequence[MessageBatch], *, collect_due: bool = True, close: bool = True
+    ) -> list[MessageBatch]:
+        """Route the agents' batches of a phase costed under ``slot``; return the copies delivered to agents.
+
+        Validates them, passes them through the message hooks, transmits them and runs the hosted coordinator
+        (:mod:`fedbandit_envs.channel.routing`; ``collect_due`` and ``close`` as in its ``deliver``).
+        """
+        prepared = prepare_outgoing(self.channel, messages, self.coordinator)
+        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
+        return deliver(self.channel, self.coordinator, slot, prepared, collect_due=collect_due, close=close)
+
+
+def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int) -> np.ndarray:
+    """``arms`` as an int64 array, checked to have ``shape`` (its ``axes`` named in the error) and arms in 0..K-1."""
+    arms = np.asarray(arms)
+    if arms.shape != shape:
+        raise ValueError(f"arms must have shape ({axes}) = {shape}, got {arms.shape}")
+    if arms.dtype.kind not in "iu":
+        raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
+    if arms.min() < 0 or arms.max() >= num_arms:
+        bad = arms[(arms < 0) | (arms >= num_arms)][0]
+        raise ValueError(f"arm {bad} is out of range: arms are 0..{num_arms - 1}")
+    return arms.astype(np.int64, copy=False)
 
 
 #: Error texts of a step after the last slot: of an environment (its agents are gone) and of a core.

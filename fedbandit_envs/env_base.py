@@ -34,14 +34,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import Ledger, Message, MessageBatch, batches_from_messages
 from fedbandit_envs.channel.messages import batches_by_key
-from fedbandit_envs.core import AgentContext, MessageHook, Phase, Step
+from fedbandit_envs.core import EPISODE_OVER, AgentContext, MessageHook, Phase, Step
 from fedbandit_envs.observations import InboxForm, check_senders, outgoing_items
 from fedbandit_envs.rendering import warn_no_render_mode
+from fedbandit_envs.seeding import EpisodeSeeds
 
 __all__ = ["ACT", "MESSAGE", "MESSAGE_HOOKS", "ProtocolParallelEnv", "population_env_kwargs"]
 
@@ -64,8 +66,9 @@ def population_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
 class ProtocolParallelEnv(ParallelEnv):
     """A ParallelEnv whose slots are an act step and the message-only steps its core schedules.
 
-    A family's environment sets ``core`` (its batched core, B = 1), ``render_mode``, and the spaces of
-    every agent in ``_observation_spaces`` and ``_action_spaces``, and defines :meth:`summary`.
+    A family's environment sets ``core`` (its batched core, B = 1), ``render_mode``, ``_index`` (agent name ->
+    index), ``_episode_seeds`` (an :class:`~fedbandit_envs.seeding.EpisodeSeeds`), and the spaces of every
+    agent in ``_observation_spaces`` and ``_action_spaces``, and defines :meth:`summary`.
     """
 
     #: The message-only phase the next step plays; None when the next step is an act step.
@@ -79,6 +82,8 @@ class ProtocolParallelEnv(ParallelEnv):
 
     core: Any
     render_mode: str | None
+    _index: dict[str, int]
+    _episode_seeds: EpisodeSeeds
     _observation_spaces: dict[str, spaces.Space]
     _action_spaces: dict[str, spaces.Space]
 
@@ -130,6 +135,41 @@ class ProtocolParallelEnv(ParallelEnv):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         return options.get(MESSAGE_HOOKS, ())
 
+    def reset_core(self, seed: int | None, options: Mapping[str, Any] | None) -> Any:
+        """Start the core's episode (B = 1) and make every agent live with an act step pending.
+
+        ``seed`` fixes every random stream (None continues the seed sequence); the message hooks come from
+        ``options`` (:meth:`hooks_from`). Returns what the core's ``reset`` returns.
+        """
+        start = self.core.reset([self._episode_seeds.next(seed)], hooks=self.hooks_from(options))
+        self.agents = list(self.possible_agents)
+        self.pending_phase = None
+        return start
+
+    def require_live(self) -> None:
+        """RuntimeError unless an episode is running (after ``reset``, before the horizon)."""
+        if not self.agents:
+            raise RuntimeError(EPISODE_OVER)
+
+    def check_action_agents(self, actions: Mapping[str, Any]) -> None:
+        """ValueError unless ``actions`` of an act step has one entry per live agent and no other."""
+        missing = [a for a in self.agents if a not in actions]
+        unknown = [a for a in actions if a not in self._index]
+        if missing or unknown:
+            raise ValueError(
+                f"actions must have one entry per live agent; missing {missing[:5]}, unknown {unknown[:5]}"
+            )
+
+    def step_result(
+        self, observations: dict, rewards: dict, infos: dict, truncated: bool
+    ) -> tuple[dict, dict, dict, dict, dict]:
+        """The return of ``step`` (nothing terminates; the horizon truncates, and then no agent is left live)."""
+        terminations = dict.fromkeys(self.agents, False)
+        truncations = dict.fromkeys(self.agents, truncated)
+        if truncated:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
     @property
     def phase_flag(self) -> int:
         """The ``"phase"`` observation field of the next step: :data:`ACT` or :data:`MESSAGE`."""
@@ -171,6 +211,13 @@ class ProtocolParallelEnv(ParallelEnv):
     def phase_from(self, step: Step, observations: Mapping[str, Mapping[str, Any]]) -> Phase | None:
         """The pending message-only phase as the population sees it after acting in ``step`` (None: act)."""
         return self.pending_phase
+
+    def agent_rows(self, values: Mapping[str, Any], key: str | None = None) -> np.ndarray:
+        """A (1, M, ...) array of every agent's entry of ``values`` (or of its ``key`` field), in agent order.
+
+        For ``feedback_from``: e.g. ``agent_rows(rewards)`` or ``agent_rows(observations, "arm")``.
+        """
+        return np.stack([values[a] if key is None else values[a][key] for a in self.possible_agents])[None]
 
     def message_actions(self, batches: Sequence[MessageBatch]) -> dict[str, Any]:
         """The action dict of a message-only step sending ``batches`` (replica 0), in agent order.

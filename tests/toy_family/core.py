@@ -17,16 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
-from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
 from fedbandit_envs.core import (
     HORIZON_REACHED,
     Action,
     AgentContext,
+    ChannelCore,
     MessageHook,
     ObservedRecords,
     Phase,
     Step,
-    reset_hooks,
     start_episode,
 )
 from fedbandit_envs.seeding import SeedLike
@@ -51,7 +50,7 @@ class GuessFeedback:
     hints: np.ndarray
 
 
-class GuessCore:
+class GuessCore(ChannelCore):
     """B replicas of the guessing game on a costed channel.
 
     Args:
@@ -70,11 +69,6 @@ class GuessCore:
         self.topology_spec = topology
         self.channel = Channel(ChannelConfig(CostModel(c2=c2)))
 
-    @property
-    def done(self) -> bool:
-        """Whether the horizon has been reached."""
-        return self.slot >= self.horizon
-
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> None:
         """Start B = len(seeds) replicas, each on its own seed streams, with the episode's message hooks."""
         hooks, streams = start_episode(seeds, hooks, "a guess core")
@@ -84,8 +78,7 @@ class GuessCore:
         self.topologies: list[Topology] = [
             build_topology(self.topology_spec, m, s.generator("topology")) for s in streams
         ]
-        self.channel.reset(self.topologies, [s.generator("channel") for s in streams])
-        self.context = AgentContext(
+        context = AgentContext(
             num_agents=m,
             num_arms=self.num_values,
             horizon=self.horizon,
@@ -94,7 +87,7 @@ class GuessCore:
             agent_seeds=tuple(s.sequence("agents") for s in streams),
         )
         self._observed = np.zeros((b, m), np.int64)
-        self.message_hooks = reset_hooks(hooks, self.context, streams, ObservedRecords(self._observed))
+        self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
         self.slot = 0
         self.regret = np.zeros((b, m))
         self.found = np.zeros((b, m), bool)
@@ -134,6 +127,4 @@ class GuessCore:
 
     def exchange(self, phase: Phase, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Route the report phase's messages: validate, apply the hooks, transmit and cost; return the copies."""
-        prepared = prepare_outgoing(self.channel, messages, coordinator=None)
-        prepared = apply_hooks(self.channel, self.message_hooks, phase.slot, messages, prepared)
-        return deliver(self.channel, None, phase.slot, prepared)
+        return self.route(phase.slot, messages)

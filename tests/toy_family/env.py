@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.core import EPISODE_OVER, Action, Step
+from fedbandit_envs.core import Action, Step
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.observations import MessageSequence, inboxes_by_agent, split_action
 from fedbandit_envs.seeding import EpisodeSeeds
@@ -57,25 +57,19 @@ class GuessEnv(ProtocolParallelEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Start an episode; ``seed`` fixes every random stream (a wrapper chain hands its hooks in ``options``)."""
-        self.core.reset([self._episode_seeds.next(seed)], hooks=self.hooks_from(options))
-        self.agents = list(self.possible_agents)
-        self.pending_phase = None
+        self.reset_core(seed, options)
         m = len(self.possible_agents)
         self._last = GuessFeedback(-1, np.full((1, m), -1), np.zeros((1, m)), np.zeros((1, m), np.int64))
         return self._observations([]), self._infos()
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play an act step (every live agent's guess) or the pending report step (messages)."""
-        if not self.agents:
-            raise RuntimeError(EPISODE_OVER)
+        self.require_live()
         if self.pending_phase is not None:
             inbox = self.play_phase(actions)
             rewards = dict.fromkeys(self.agents, 0.0)
         else:
-            missing = [a for a in self.agents if a not in actions]
-            unknown = [a for a in actions if a not in self._index]
-            if missing or unknown:
-                raise ValueError(f"actions need one entry per live agent; missing {missing}, unknown {unknown}")
+            self.check_action_agents(actions)
             guesses = np.zeros((1, len(self.possible_agents)), np.int64)
             for agent, action in actions.items():
                 guesses[0, self._index[agent]], sent = split_action(action)
@@ -84,13 +78,8 @@ class GuessEnv(ProtocolParallelEnv):
             self._last = self.core.play(Action(guesses))
             self.pending_phase = self.core.first_phase()
             inbox, rewards = [], dict(zip(self.agents, self._last.rewards[0].tolist()))
-        observations, infos = self._observations(inbox), self._infos()
         truncated = self.core.done and self.pending_phase is None
-        truncations = dict.fromkeys(self.agents, truncated)
-        terminations = dict.fromkeys(self.agents, False)
-        if truncated:
-            self.agents = []
-        return observations, rewards, terminations, truncations, infos
+        return self.step_result(self._observations(inbox), rewards, self._infos(), truncated)
 
     def _observations(self, inbox: list) -> dict[str, dict[str, Any]]:
         inboxes = inboxes_by_agent(inbox, len(self.possible_agents), replica=0)
@@ -122,10 +111,5 @@ class GuessEnv(ProtocolParallelEnv):
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
     ) -> GuessFeedback:
         """The slot's feedback rebuilt from the observations (guesses, hints) and the rewards."""
-        agents = self.possible_agents
-        return GuessFeedback(
-            step.slot,
-            np.array([[observations[a]["arm"] for a in agents]], np.int64),
-            np.array([[rewards[a] for a in agents]]),
-            np.array([[observations[a]["hint"] for a in agents]], np.int64),
-        )
+        guesses, hints = self.agent_rows(observations, "arm"), self.agent_rows(observations, "hint")
+        return GuessFeedback(step.slot, guesses, self.agent_rows(rewards), hints)

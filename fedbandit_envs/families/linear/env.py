@@ -39,17 +39,16 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
-from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
 from fedbandit_envs.core import (
-    EPISODE_OVER,
     HORIZON_REACHED,
     Action,
     AgentContext,
+    ChannelCore,
     MessageHook,
     ObservedRecords,
     Phase,
     Step,
-    reset_hooks,
+    check_arm_array,
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
@@ -542,7 +541,7 @@ class LinearFeedback:
 
 
 # ---------------------------------------------------------------------- batched core
-class LinearCore:
+class LinearCore(ChannelCore):
     """B replicas of a federated linear bandit with a channel and an optional hosted server.
 
     It implements the core side of the population protocol (:func:`fedbandit_envs.core.play_slot`): per slot
@@ -563,6 +562,7 @@ class LinearCore:
         if not isinstance(source, StreamSource):
             raise TypeError(f"source must be a StreamSource such as LinearConfig, got {type(source).__name__}")
         self.config = source
+        self.horizon = source.horizon
         self.channel = Channel(channel or linear_channel())
         self.channel.config.check_agents(source.num_agents)
         self.coordinator = coordinator
@@ -580,13 +580,11 @@ class LinearCore:
         self.replicas = [src.replica(s, fixed or s) for s in streams]
         b, n, m = len(streams), src.num_agents, src.active_per_slot
         self.num_replicas = b
-        topologies = [self._topology] * b
-        self.channel.reset(topologies, [s.generator("channel") for s in streams])
-        self.context = LinearContext(
+        context = LinearContext(
             num_agents=n,
             num_arms=src.num_arms,
             horizon=src.horizon,
-            topologies=tuple(topologies),
+            topologies=(self._topology,) * b,
             reward_bounds=src.reward_bounds,
             agent_seeds=tuple(s.sequence("agents") for s in streams),
             dimension=src.dimension,
@@ -595,11 +593,8 @@ class LinearCore:
             active_per_slot=m,
             context_bound=src.context_bound,
         )
-        if self.coordinator is not None:
-            self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
         self._observed = np.zeros((b, n), np.int64)
-        self.records = ObservedRecords(self._observed)
-        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
+        self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
         self.regret = np.zeros((b, n))
         self.last_regret = np.zeros((b, m))
         self.arrivals = np.zeros((b, n), np.int64)
@@ -634,16 +629,6 @@ class LinearCore:
         if observe is not None:
             observe(self.slot, self.clients)
 
-    @property
-    def horizon(self) -> int:
-        """T, the number of slots."""
-        return self.config.horizon
-
-    @property
-    def done(self) -> bool:
-        """Whether the horizon has been reached."""
-        return self.slot >= self.config.horizon
-
     def current_step(self) -> Step:
         """The act phase of the current slot: the active clients and their arm contexts."""
         return Step(self.slot, clients=self.clients, contexts=self.contexts)
@@ -675,17 +660,7 @@ class LinearCore:
     # ------------------------------------------------------------------ act phase
     def check_arms(self, arms: Any) -> np.ndarray:
         """Validate a (B, m) integer arm array."""
-        arms = np.asarray(arms)
-        expected = self.clients.shape
-        if arms.shape != expected:
-            raise ValueError(f"arms must have shape (replicas, active clients) = {expected}, got {arms.shape}")
-        if arms.dtype.kind not in "iu":
-            raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
-        k = self.config.num_arms
-        if np.any((arms < 0) | (arms >= k)):
-            bad = arms[(arms < 0) | (arms >= k)][0]
-            raise ValueError(f"arm {bad} is out of range: arms are 0..{k - 1}")
-        return arms.astype(np.int64, copy=False)
+        return check_arm_array(arms, self.clients.shape, "replicas, active clients", self.config.num_arms)
 
     def pull(self, arms: Any) -> LinearFeedback:
         """Pull the active clients' arms (B, m); returns their rewards and opens the report phase."""
@@ -716,11 +691,8 @@ class LinearCore:
         """
         if self.phase != "report":
             raise RuntimeError("communicate() follows pull(): pull the active clients' arms first")
-        slot = self.slot
-        prepared = prepare_outgoing(self.channel, messages, self.coordinator)
-        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         last = self.round + 1 == self.config.active_per_slot
-        inbox = deliver(self.channel, self.coordinator, slot, prepared, collect_due=self.round == 0, close=last)
+        inbox = self.route(self.slot, messages, collect_due=self.round == 0, close=last)
         self.round += 1
         if last:
             self.slot += 1
@@ -911,16 +883,12 @@ class FederatedLinear(ProtocolParallelEnv):
 
         ``options[MESSAGE_HOOKS]``: the episode's message hooks, handed down by a wrapper chain (none by default).
         """
-        episode_seed = self._episode_seeds.next(seed)
-        self.core.reset([episode_seed], hooks=self.hooks_from(options))
-        self.agents = list(self.possible_agents)
-        self.pending_phase = None
+        self.reset_core(seed, options)
         return self._observations([]), {a: {} for a in self.agents}
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play one phase: the act phase pulls the active clients' arms, a report step routes messages."""
-        if not self.agents:
-            raise RuntimeError(EPISODE_OVER)
+        self.require_live()
         unknown = [a for a in actions if a not in self._index]
         if unknown:
             raise ValueError(f"unknown agents in actions: {unknown[:5]}; agents are 'client_0' .. 'client_{{N-1}}'")
@@ -933,13 +901,7 @@ class FederatedLinear(ProtocolParallelEnv):
             self.pending_phase = core.first_phase()
         else:
             inbox = self.play_phase(actions)
-        truncated = core.done
-        observations = self._observations(inbox)
-        terminations = dict.fromkeys(self.agents, False)
-        truncations = dict.fromkeys(self.agents, truncated)
-        if truncated:
-            self.agents = []
-        return observations, rewards, terminations, truncations, infos
+        return self.step_result(self._observations(inbox), rewards, infos, core.done)
 
     def _act(self, actions: Mapping[str, Any], rewards: dict, infos: dict) -> None:
         core = self.core

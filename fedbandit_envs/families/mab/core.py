@@ -24,12 +24,13 @@ from fedbandit_envs.core import (
     MAX_BOUNDARY_EXCHANGES,
     Action,
     AgentContext,
+    ChannelCore,
     Feedback,
     MessageHook,
     ObservedRecords,
     Phase,
     Step,
-    reset_hooks,
+    check_arm_array,
     start_episode,
 )
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
@@ -103,7 +104,7 @@ class MABConfig:
         return population_memory(m, replicas, (m + 1) ** 2 * (24 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
 
 
-class FederatedMABCore:
+class FederatedMABCore(ChannelCore):
     """B replicas of a federated MAB with a channel and an optional hosted coordinator.
 
     Args:
@@ -115,6 +116,7 @@ class FederatedMABCore:
 
     def __init__(self, config: MABConfig, coordinator: Any | None = None, boundary_hops: bool = False) -> None:
         self.config = config
+        self.horizon = config.horizon
         self.coordinator = coordinator
         self.boundary_hops = check_bool("boundary_hops", boundary_hops)
         self.channel = Channel(config.channel)
@@ -159,8 +161,7 @@ class FederatedMABCore:
         self._pulls = np.zeros((b, m, cfg.num_arms), np.int64)
         self._tape: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._tape_roots = [s.sequence("rewards") for s in streams]
-        self.channel.reset(self.topologies, [s.generator("channel") for s in streams])
-        self.context = AgentContext(
+        context = AgentContext(
             num_agents=m,
             num_arms=cfg.num_arms,
             horizon=cfg.horizon,
@@ -168,27 +169,14 @@ class FederatedMABCore:
             reward_bounds=self.reward_model.bounds,
             agent_seeds=tuple(s.sequence("agents") for s in streams),
         )
-        if self.coordinator is not None:
-            self.coordinator.reset(self.context, [s.generator("coordinator") for s in streams])
         self._observed = np.zeros((b, m, cfg.num_arms), np.int64)
         self._observed_total = np.zeros((b, m), np.int64)
-        self.records = ObservedRecords(self._observed_total, self._observed)
-        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
+        self.open_episode(context, streams, hooks, ObservedRecords(self._observed_total, self._observed))
         self.slot = 0
         self.regret = np.zeros((b, m))
         self.last_regret = np.zeros((b, m))
         self.partners = self.channel.sample_gossip_partners()
         return Feedback(-1, np.full((b, m), -1, np.int64), np.zeros((b, m)), [], self.partners)
-
-    @property
-    def horizon(self) -> int:
-        """T, the number of slots."""
-        return self.config.horizon
-
-    @property
-    def done(self) -> bool:
-        """Whether the horizon has been reached."""
-        return self.slot >= self.config.horizon
 
     # ------------------------------------------------------------------ rewards
     def _reward_noise(self, arms: np.ndarray) -> np.ndarray:
@@ -217,16 +205,8 @@ class FederatedMABCore:
     # ------------------------------------------------------------------ step
     def check_arms(self, arms: np.ndarray) -> np.ndarray:
         """Validate a (B, M) integer arm array."""
-        arms = np.asarray(arms)
-        expected = (self.num_replicas, self.config.num_agents)
-        if arms.shape != expected:
-            raise ValueError(f"arms must have shape (replicas, agents) = {expected}, got {arms.shape}")
-        if arms.dtype.kind not in "iu":
-            raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
-        if arms.min() < 0 or arms.max() >= self.config.num_arms:
-            bad = arms[(arms < 0) | (arms >= self.config.num_arms)][0]
-            raise ValueError(f"arm {bad} is out of range: arms are 0..{self.config.num_arms - 1}")
-        return arms.astype(np.int64, copy=False)
+        shape = (self.num_replicas, self.config.num_agents)
+        return check_arm_array(arms, shape, "replicas, agents", self.config.num_arms)
 
     def step(self, arms: np.ndarray, messages: Sequence[MessageBatch] = (), *, arms_checked: bool = False) -> Feedback:
         """Play one slot: pull ``arms`` (B, M), route ``messages``, run the coordinator.
@@ -240,7 +220,8 @@ class FederatedMABCore:
         if not arms_checked:
             arms = self.check_arms(arms)
         slot = self.slot
-        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, self._prepare(messages))
+        prepared = prepare_outgoing(self.channel, messages, self.coordinator)
+        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         noise = self._reward_noise(arms)
         means = self.means[self._rows, self._cols, arms]
         rewards = self.reward_model.transform(means, noise)
@@ -296,9 +277,4 @@ class FederatedMABCore:
             raise RuntimeError("exchange() routes the hop after a played slot; call step() first")
         if self.done:
             raise RuntimeError("the horizon is reached: there is no exchange after the final slot")
-        slot = self.slot - 1
-        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, self._prepare(messages))
-        return deliver(self.channel, self.coordinator, slot, prepared)
-
-    def _prepare(self, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
-        return prepare_outgoing(self.channel, messages, self.coordinator)
+        return self.route(self.slot - 1, messages)

@@ -12,7 +12,7 @@ from gymnasium import spaces
 from fedbandit_envs.channel import ChannelConfig, CostModel, Message, MessageBatch, batches_from_messages
 from fedbandit_envs.channel.ledger import LinkAccounting
 from fedbandit_envs.channel.messages import batches_by_key
-from fedbandit_envs.core import EPISODE_OVER, Action, Feedback, Step
+from fedbandit_envs.core import Action, Feedback, Step
 from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.families.registry import Family, register_family
@@ -167,11 +167,8 @@ class FederatedMAB(ProtocolParallelEnv):
 
         ``options[MESSAGE_HOOKS]``: the episode's message hooks, handed down by a wrapper chain (none by default).
         """
-        episode_seed = self._episode_seeds.next(seed)
-        self._feedback = self.core.reset([episode_seed], hooks=self.hooks_from(options))
-        self.agents = list(self.possible_agents)
+        self._feedback = self.reset_core(seed, options)
         self._all_false = dict.fromkeys(self.agents, False)
-        self.pending_phase = None
         observations = agent_observations(self._feedback, 0, inbox=self.inbox_form)
         return dict(zip(self.agents, observations)), self._infos()
 
@@ -181,7 +178,7 @@ class FederatedMAB(ProtocolParallelEnv):
         In a message-only step (``obs["phase"] == 1``) the actions' messages are routed instead (see the
         class docstring); rewards are 0.
         """
-        self._require_live()
+        self.require_live()
         if self.pending_phase is not None:
             return self._message_step(actions)
         arms = self._plain_arms(actions)
@@ -214,11 +211,6 @@ class FederatedMAB(ProtocolParallelEnv):
         """Every agent's observation after ``feedback``, in agent order."""
         return agent_observations(feedback, self.core.slot, self.phase_flag, inbox=self.inbox_form)
 
-    def _require_live(self) -> None:
-        """Raise unless an episode is running (after reset, before the horizon)."""
-        if not self.agents:
-            raise RuntimeError(EPISODE_OVER)
-
     def _plain_arms(self, actions: Mapping[str, Any]) -> np.ndarray | None:
         """The (1, M) arm array when every live agent gave a valid plain ``int`` (the fast path), else None."""
         if len(actions) != len(self.agents):
@@ -233,12 +225,7 @@ class FederatedMAB(ProtocolParallelEnv):
 
     def _parse_actions(self, actions: Mapping[str, Any]) -> tuple[np.ndarray, list[Message | MessageBatch]]:
         """Validate every action (arm or dict with messages) with errors that say what is wrong."""
-        missing = [a for a in self.agents if a not in actions]
-        unknown = [a for a in actions if a not in self._index]
-        if missing or unknown:
-            raise ValueError(
-                f"actions must have one entry per live agent; missing {missing[:5]}, unknown {unknown[:5]}"
-            )
+        self.check_action_agents(actions)
         arms = np.empty((1, len(self.possible_agents)), np.int64)
         messages: list[Message | MessageBatch] = []
         for agent, action in actions.items():

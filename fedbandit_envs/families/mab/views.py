@@ -287,6 +287,32 @@ class _LocalStatistics:
         )
 
 
+def _server_problem(
+    num_agents: int,
+    num_arms: int,
+    horizon: int,
+    instance: Any,
+    instance_params: Mapping[str, Any] | None,
+    reward_model: Any,
+    reward_params: Mapping[str, Any] | None,
+    instance_seed: int | None,
+    channel: ChannelConfig | None = None,
+) -> MABConfig:
+    """The problem of a single-agent view: the view's instance and rewards around a server (validated here)."""
+    return MABConfig(
+        num_agents=num_agents,
+        num_arms=num_arms,
+        horizon=horizon,
+        instance=instance,
+        instance_params=check_options("instance_params", instance_params),
+        reward_model=reward_model,
+        reward_params=check_options("reward_params", reward_params),
+        topology="server",
+        channel=channel or ChannelConfig(),
+        instance_seed=instance_seed,
+    )
+
+
 class _CoreView(RenderedView):
     """Seeding, episode bookkeeping and rendering shared by the single-agent views."""
 
@@ -294,6 +320,22 @@ class _CoreView(RenderedView):
     _local_space: spaces.Box
     #: The form of the local observation, a member of :data:`OBSERVATIONS`.
     observation_kind: str
+
+    def _setup(self, render_mode: str | None, observation: str, config: MABConfig, peers: Any = None) -> None:
+        """Check the view's options and build its core on ``config``, hosting the server of the ``peers`` population.
+
+        The core is reset once as a validation probe, so an invalid instance or reward model fails at construction.
+        """
+        self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
+        self.observation_kind = check_choice("observation", observation, OBSERVATIONS)
+        if peers is None:
+            self.core = FederatedMABCore(config)
+        else:
+            self.core = FederatedMABCore(config, peers.make_coordinator(), peers.boundary_hops)
+        self.core.reset([0])
+        self.action_space = spaces.Discrete(config.num_arms)
+        self._local_space = local_space(self.observation_kind, config.num_arms, self.core.reward_model.bounds)
+        self._started = False
 
     def _start(self, core: FederatedMABCore, seed: int | None) -> None:
         """Reset the core with a replica seed derived from ``seed`` (or drawn from ``np_random``)."""
@@ -405,25 +447,9 @@ class LocalBanditEnv(_CoreView):
         render_mode: str | None = None,
         observation: str = "local",
     ) -> None:
-        self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
-        self.observation_kind = check_choice("observation", observation, OBSERVATIONS)
-        config = MABConfig(
-            num_agents=1,
-            num_arms=num_arms,
-            horizon=horizon,
-            instance=instance,
-            instance_params=check_options("instance_params", instance_params),
-            reward_model=reward_model,
-            reward_params=check_options("reward_params", reward_params),
-            topology="server",
-            instance_seed=instance_seed,
-        )
-        self.core = FederatedMABCore(config)
-        self.core.reset([0])  # validation probe: builds the instance once
-        self.action_space = spaces.Discrete(num_arms)
-        self._local_space = local_space(self.observation_kind, num_arms, self.core.reward_model.bounds)
+        problem = (instance, instance_params, reward_model, reward_params, instance_seed)
+        self._setup(render_mode, observation, _server_problem(1, num_arms, horizon, *problem))
         self.observation_space = self._local_space
-        self._started = False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         """Start an episode (``options`` is unused)."""
@@ -501,29 +527,12 @@ class FederatedClientEnv(_CoreView):
         render_mode: str | None = None,
         observation: str = "local",
     ) -> None:
-        self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
-        self.observation_kind = check_choice("observation", observation, OBSERVATIONS)
         self.peer_algorithm = peer_algorithm
         self.population = _make_population(peer_algorithm)
-        config = MABConfig(
-            num_agents=num_agents,
-            num_arms=num_arms,
-            horizon=horizon,
-            instance=instance,
-            instance_params=check_options("instance_params", instance_params),
-            reward_model=reward_model,
-            reward_params=check_options("reward_params", reward_params),
-            topology="server",
-            channel=ChannelConfig(CostModel(c1=c1)),
-            instance_seed=instance_seed,
-        )
-        self.core = FederatedMABCore(config, self.population.make_coordinator(), self.population.boundary_hops)
-        self.core.reset([0])  # validation probe: builds the instance once
-        bounds = self.core.reward_model.bounds
-        self.action_space = spaces.Discrete(num_arms)
-        self._local_space = local_space(self.observation_kind, num_arms, bounds)
-        self.observation_space = self._observation_space(num_arms, bounds)
-        self._started = False
+        problem = (instance, instance_params, reward_model, reward_params, instance_seed)
+        config = _server_problem(num_agents, num_arms, horizon, *problem, channel=ChannelConfig(CostModel(c1=c1)))
+        self._setup(render_mode, observation, config, self.population)
+        self.observation_space = self._observation_space(num_arms, self.core.reward_model.bounds)
 
     @property
     def coordinator(self) -> Any:

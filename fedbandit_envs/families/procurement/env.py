@@ -44,17 +44,16 @@ from fedbandit_envs.channel import (
     MessageBatch,
 )
 from fedbandit_envs.channel.ledger import LinkAccounting
-from fedbandit_envs.channel.routing import apply_hooks, check_batches, deliver, prepare_outgoing
+from fedbandit_envs.channel.routing import check_batches
 from fedbandit_envs.core import (
-    EPISODE_OVER,
     HORIZON_REACHED,
     Action,
     AgentContext,
+    ChannelCore,
     MessageHook,
     ObservedRecords,
     Phase,
     Step,
-    reset_hooks,
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
@@ -442,7 +441,7 @@ def binomial_search_grid(quality: np.ndarray, max_units: int) -> np.ndarray:
     return (rows + cdf).reshape(-1)
 
 
-class ProcurementCore:
+class ProcurementCore(ChannelCore):
     """B replicas of the procurement problem on one fixed instance, with a costed channel and message hooks.
 
     Args:
@@ -488,11 +487,6 @@ class ProcurementCore:
         """The memory parts of ``replicas`` replicas on ``instance`` (:func:`procurement_memory`)."""
         return procurement_memory(instance.num_agents, instance.num_producers, instance.capacities.max(), replicas)
 
-    @property
-    def done(self) -> bool:
-        """Whether the horizon has been reached."""
-        return self.slot >= self.horizon
-
     # ------------------------------------------------------------------ episode
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> ProcurementFeedback:
         """Start B = len(seeds) replicas; returns the empty feedback of slot -1.
@@ -507,9 +501,8 @@ class ProcurementCore:
         self.num_replicas = b
         self._rngs = [s.generator("rewards") for s in streams]
         self._uniforms = np.empty((b, 0, n, m))
-        self.channel.reset([self.topology] * b, [s.generator("channel") for s in streams])
         max_spend = (inst.capacities * inst.costs).sum(axis=1).max()
-        self.context = ProcurementContext(
+        context = ProcurementContext(
             num_agents=n,
             num_arms=m,
             horizon=self.horizon,
@@ -523,8 +516,7 @@ class ProcurementCore:
         )
         self._observed = np.zeros((b, n), np.int64)
         widths = np.broadcast_to(inst.capacities.astype(np.float64), (b, n, m))
-        self.records = ObservedRecords(self._observed, record_widths=widths)
-        self.message_hooks = reset_hooks(hooks, self.context, streams, self.records)
+        self.open_episode(context, streams, hooks, ObservedRecords(self._observed, record_widths=widths))
         self.slot = 0
         self._communicated = -1
         self.regret = np.zeros((b, n))
@@ -622,10 +614,7 @@ class ProcurementCore:
         for batch in check_batches(messages):
             if np.any(batch.sender == SERVER) or np.any(batch.recipient == SERVER):
                 raise ValueError("the procurement environment has no server: send to agents or NEIGHBOURS only")
-        prepared = apply_hooks(
-            self.channel, self.message_hooks, slot, messages, prepare_outgoing(self.channel, messages, None)
-        )
-        inbox = deliver(self.channel, None, slot, prepared)
+        inbox = self.route(slot, messages)
         self._communicated = slot
         return inbox
 
@@ -763,26 +752,17 @@ class FedProcurementEnv(ProtocolParallelEnv):
 
         ``options[MESSAGE_HOOKS]``: the episode's message hooks, handed down by a wrapper chain (none by default).
         """
-        episode_seed = self._episode_seeds.next(seed)
-        self.core.reset([episode_seed], hooks=self.hooks_from(options))
-        self.agents = list(self.possible_agents)
-        self.pending_phase = None
+        self.reset_core(seed, options)
         infos = {a: self.agent_params(a) for a in self.agents}
         return self._observations(), infos
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play an act step (every live agent's procurement vector) or the round's report step (messages)."""
-        if not self.agents:
-            raise RuntimeError(EPISODE_OVER)
+        self.require_live()
         if self.pending_phase is not None:
             inbox = self.play_phase(actions)
             return self._finish_step(dict.fromkeys(self.agents, 0.0), inbox)
-        missing = [a for a in self.agents if a not in actions]
-        unknown = [a for a in actions if a not in self._index]
-        if missing or unknown:
-            raise ValueError(
-                f"actions must have one entry per live agent; missing {missing[:5]}, unknown {unknown[:5]}"
-            )
+        self.check_action_agents(actions)
         units = np.zeros((1, self.problem.num_agents, self.problem.num_producers), np.int64)
         for agent, action in actions.items():
             vector = np.asarray(self._units_of(agent, action))
@@ -811,13 +791,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
     def _finish_step(self, rewards: dict[str, float], inbox: list[MessageBatch]) -> tuple[dict, dict, dict, dict, dict]:
         """The step's return; the episode ends after the last round's report step."""
         truncated = self.core.done and self.pending_phase is None
-        observations = self._observations(inbox)
-        terminations = dict.fromkeys(self.agents, False)
-        truncations = dict.fromkeys(self.agents, truncated)
-        infos = self._infos()
-        if truncated:
-            self.agents = []
-        return observations, rewards, terminations, truncations, infos
+        return self.step_result(self._observations(inbox), rewards, self._infos(), truncated)
 
     def _observations(self, inbox: Sequence[MessageBatch] = ()) -> dict[str, dict[str, Any]]:
         last = self.core.last
@@ -846,13 +820,8 @@ class FedProcurementEnv(ProtocolParallelEnv):
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
     ) -> ProcurementFeedback:
         """The round's feedback, rebuilt from the observations (units, good units) and the rewards."""
-        agents = self.possible_agents
-        return ProcurementFeedback(
-            step.slot,
-            np.stack([observations[a]["procured"] for a in agents])[None],
-            np.stack([observations[a]["successes"] for a in agents])[None],
-            np.array([[rewards[a] for a in agents]]),
-        )
+        units, successes = self.agent_rows(observations, "procured"), self.agent_rows(observations, "successes")
+        return ProcurementFeedback(step.slot, units, successes, self.agent_rows(rewards))
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         """Each agent's communication totals and, with ``evaluation``, the hidden evaluation values."""
