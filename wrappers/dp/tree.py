@@ -49,10 +49,12 @@ class TreePrivatizer(MessagePrivatizer):
 
     Args:
         epsilon: total epsilon of each stream (the tree splits it over its levels).
-        budget, on_exhausted, strict, budget_delta, kinds: as in :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
         secure: release every tree node through OpenDP (:class:`~fedbandit_envs.privacy.secure.SecureTreeSums`;
             same scale and charge, not reproducible) instead of the seeded
             :class:`~fedbandit_envs.privacy.mechanisms.BinaryTreeMechanism`.
+
+    Keyword Args:
+        budget, on_exhausted, strict, budget_delta, kinds: as in :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
     """
 
     def __init__(self, epsilon: float, secure: bool = False, **options: Unpack[PrivatizerOptions]) -> None:

@@ -79,6 +79,10 @@ class LaplaceMessageDP(MessageDP):
     Args:
         env: a fedbandit environment.
         epsilon: epsilon per message, or a function of the sender's 1-based release index.
+        secure: release through OpenDP's floating-point-safe sampler (the ``secure`` extra; same scale and charge,
+            not reproducible: see :mod:`fedbandit_envs.privacy.secure`) instead of seeded numpy noise.
+
+    Keyword Args:
         calibration: ``"strict"`` (each message is epsilon-DP) or ``"paper"`` (noise for
             ``n_agg * epsilon``, charged as ``n_agg * epsilon``; Li and Song's CDP-MAB).
         n_agg: agents averaged by the receiver (paper calibration).
@@ -90,8 +94,6 @@ class LaplaceMessageDP(MessageDP):
         budget_delta: per-agent delta budget, or None; delta never reaches 1 in any case.
         kinds: the message kinds the learner sends (public by construction), besides those registered
             with :func:`~fedbandit_envs.channel.privacy.declare_message_kinds`.
-        secure: release through OpenDP's floating-point-safe sampler (the ``secure`` extra; same scale and charge,
-            not reproducible: see :mod:`fedbandit_envs.privacy.secure`) instead of seeded numpy noise.
     """
 
     def __init__(
@@ -116,8 +118,10 @@ class GaussianMessageDP(MessageDP):
             sensitivity) or ``"analytic"`` (Balle and Wang's tight sigma).
         allow_large_epsilon: accept epsilon >= 1 with the classical calibration (outside its proof;
             Solanki et al.'s schedule reaches it for large budgets).
-        secure, calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds: as in
-            :class:`LaplaceMessageDP` (secure: OpenDP's Gaussian noise of the same sigma).
+        secure: as in :class:`LaplaceMessageDP` (OpenDP's Gaussian noise of the same sigma).
+
+    Keyword Args:
+        calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
     """
 
     def __init__(
@@ -144,9 +148,11 @@ class TreeMessageDP(HookClassWrapper, MessageDP):
     Args:
         env: a fedbandit environment (the horizon is the stream length).
         epsilon: total epsilon of each stream.
-        budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
         secure: release every tree node through OpenDP (the ``secure`` extra; same scale and charge, not
             reproducible).
+
+    Keyword Args:
+        budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
     """
 
     hook_class = TreePrivatizer
