@@ -197,6 +197,21 @@ def test_client_state_keeps_the_populations_views_across_rounds():
     assert np.shares_memory(population._received_items, population._received)
 
 
+def test_client_state_rebuilds_any_view_on_its_arrays_memory():
+    base = np.arange(12.0).reshape(3, 4)
+    reversed_column, rows = base[::-1, 1], base.view(np.dtype((np.void, 32))).reshape(-1)
+    frozen = base[1]
+    frozen.flags.writeable = False
+    context = Context(run_id=0, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    _store(context, "agent", {"base": base, "reversed": reversed_column, "rows": rows, "frozen": frozen})
+    state = _load(context, "agent")
+    state["base"][2, 1] = -1.0
+    assert state["reversed"].tolist() == [-1.0, 5.0, 1.0]
+    state["rows"][0] = state["rows"][2]
+    assert state["base"][0].tolist() == [8.0, -1.0, 10.0, 11.0]
+    assert state["frozen"].tolist() == [4.0, 5.0, 6.0, 7.0] and not state["frozen"].flags.writeable
+
+
 def test_hdp_mab_agent_links_are_relayed_by_the_server_and_charged_as_agent_links():
     env = {
         "num_agents": 6,
