@@ -12,10 +12,14 @@ os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # before flwr is first imp
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 pytest.importorskip("flwr")
 
+from flwr.app import Context, RecordDict  # noqa: E402
+
 from agents.li_song import CDPMAB, hybrid_topology  # noqa: E402
+from agents.zhu import FedUCB, GossipUCB  # noqa: E402
 from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
 from fedbandit_envs.cli import main  # noqa: E402
 from fedbandit_envs.flower import AgentShard, FederationSpec, run_flower, run_local  # noqa: E402
+from fedbandit_envs.flower.apps import _load, _store  # noqa: E402
 from fedbandit_envs.run import run  # noqa: E402
 from wrappers import LaplaceMessageDP  # noqa: E402
 
@@ -150,16 +154,62 @@ def test_async_linucb_matches_the_simulator():
             {"num_agents": 4, "num_arms": 3, "horizon": 10, "topology": "ring"},
             "its agents check every relayed",
         ),
-        (
-            "gossip_ucb",
-            {"num_agents": 4, "num_arms": 3, "horizon": 10, "gossip": "uniform_edge"},
-            "its vectorised agents read state beyond",
-        ),
     ],
 )
 def test_populations_a_client_cannot_split_are_refused_with_the_reason(algorithm, env, reason):
     with pytest.raises(ValueError, match=f"cannot run as a Flower federation: {reason}"):
         run_local(FederationSpec(algorithm, env, seed=0))
+
+
+GOSSIP = {"num_agents": 5, "num_arms": 3, "horizon": 80, "topology": "ring", "gossip": "uniform_edge"}
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "env"),
+    [
+        ("gossip_ucb", GOSSIP),
+        (partial(GossipUCB, count_sync="gossip_edge_only"), {**GOSSIP, "gossip": "node_then_neighbour"}),
+        (partial(FedUCB, epsilon=1.0, clip_for_dp=(-3.0, 3.0)), GOSSIP),
+        ("gossip_ucb", {**GOSSIP, "drop_prob": 0.3, "latency": 1, "latency_jitter": 1}),
+    ],
+    ids=["gossip_ucb", "edge_only_node_then_neighbour", "fed_ucb", "gossip_ucb_drops_latency"],
+)
+def test_gossip_peers_relayed_by_the_server_match_the_simulator(algorithm, env):
+    _, expected = assert_same_run(algorithm, env, seed=3)
+    assert expected.curves[-1]["peer_messages"] > 0
+
+
+def test_fed_ucb_under_a_dp_wrapper_spends_the_simulators_privacy():
+    wrappers = [lambda env: LaplaceMessageDP(env, epsilon=0.5)]
+    flower, expected = assert_same_run(partial(FedUCB, epsilon=2.0), GOSSIP, seed=8, wrappers=wrappers)
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == GOSSIP["horizon"]]
+    np.testing.assert_array_equal(flower.epsilon_spent, spent)
+    assert spent == [2.0] * GOSSIP["num_agents"]  # the declared epsilon, charged once per agent, no noise added
+
+
+def test_client_state_keeps_the_populations_views_across_rounds():
+    shard = AgentShard(FederationSpec("gossip_ucb", GOSSIP, seed=0), agent=1)
+    context = Context(run_id=0, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    _store(context, "agent", shard)
+    population = _load(context, "agent").population
+    population._theta_items[1] = np.arange(3.0).view(population._row_item)[0]  # one whole row, as observe writes
+    np.testing.assert_array_equal(population.theta[0, 1], np.arange(3.0))
+    assert np.shares_memory(population._received_items, population._received)
+
+
+def test_client_state_rebuilds_any_view_on_its_arrays_memory():
+    base = np.arange(12.0).reshape(3, 4)
+    reversed_column, rows = base[::-1, 1], base.view(np.dtype((np.void, 32))).reshape(-1)
+    frozen = base[1]
+    frozen.flags.writeable = False
+    context = Context(run_id=0, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    _store(context, "agent", {"base": base, "reversed": reversed_column, "rows": rows, "frozen": frozen})
+    state = _load(context, "agent")
+    state["base"][2, 1] = -1.0
+    assert state["reversed"].tolist() == [-1.0, 5.0, 1.0]
+    state["rows"][0] = state["rows"][2]
+    assert state["base"][0].tolist() == [8.0, -1.0, 10.0, 11.0]
+    assert state["frozen"].tolist() == [4.0, 5.0, 6.0, 7.0] and not state["frozen"].flags.writeable
 
 
 def test_hdp_mab_agent_links_are_relayed_by_the_server_and_charged_as_agent_links():

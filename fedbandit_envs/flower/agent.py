@@ -6,12 +6,14 @@ to, and drops the rest: the server keeps the environment as referee (channel, le
 regret); a client keeps an :class:`AgentShard`.
 
 An :class:`AgentShard` is the algorithm's own population (the reference code, unchanged) restricted to
-one agent: it is fed only that agent's feedback (its arm, its reward, the copies addressed to it, its
-gossip partner) and only that agent's outgoing rows leave it. The reference populations are vectorised
+one agent: it is fed only that agent's feedback (its arm, its reward, the copies addressed to it, the
+slot's gossip edge) and only that agent's outgoing rows leave it. The reference populations are vectorised
 over agents and none exposes a per-agent slice, so the shard keeps the population's arrays for every
 agent but only its own row is live: the other rows see no rewards and their outputs are dropped. This is
 exact for populations whose agents interact only through messages (each agent's row depends on its own
-rewards and inbox); the Flower equivalence tests check it per algorithm.
+rewards and inbox); the Flower equivalence tests check it per algorithm. Between rounds the client keeps
+the shard pickled in its ``context.state`` by a pickler that keeps numpy views views (Gossip_UCB and
+Fed_UCB write their state through views of their arrays).
 
 The agent's rewards come from its own column of the environment's reward stream (the ``rewards``
 stream of the seed, drawn in the same blocks as the simulator's core), applied to its own row of arm
@@ -52,14 +54,6 @@ NOT_SPLITTABLE = {
     "DDPMAB": (
         "its agents check every relayed vector against the origin agent's row of the population's arrays, "
         "which a client does not hold"
-    ),
-    "GossipUCB": (
-        "its vectorised agents read state beyond their own row and inbox (the gossip step is played on the "
-        "population's arrays), so a client alone diverges from the simulator"
-    ),
-    "FedUCB": (
-        "its vectorised agents read state beyond their own row and inbox (the gossip step is played on the "
-        "population's arrays), so a client alone diverges from the simulator"
     ),
 }
 

@@ -9,13 +9,14 @@ messages (as Flower records, see :mod:`fedbandit_envs.flower.records`) and a rep
 privacy spent) that the server records but never charges or forwards.
 
 State: a client keeps its :class:`~fedbandit_envs.flower.agent.AgentShard` in ``context.state`` between
-rounds (pickled into a ``ConfigRecord``), and the privacy mod keeps its
+rounds (pickled into a ``ConfigRecord``, numpy views kept as views), and the privacy mod keeps its
 :class:`~fedbandit_envs.flower.agent.AgentHooks` there too; the client app publishes the agent's count
 of observed rewards as an ``ArrayRecord`` the mod reads.
 """
 
 from __future__ import annotations
 
+import io
 import pickle
 import time
 from collections.abc import Mapping
@@ -93,12 +94,45 @@ def _clear_batches(content: RecordDict, prefix: str) -> None:
         del content[key]
 
 
+def _view_of(
+    root: np.ndarray, dtype: np.dtype, shape: tuple[int, ...], offset: int, strides: tuple[int, ...], writeable: bool
+) -> np.ndarray:
+    """The view of ``root``'s memory that :class:`_ViewPickler` recorded."""
+    view = np.ndarray(shape, dtype, buffer=root, offset=offset, strides=strides)
+    if not writeable:
+        view.flags.writeable = False
+    return view
+
+
+class _ViewPickler(pickle.Pickler):
+    """A pickler that keeps numpy views views: one copy of each array's memory, the views rebuilt on it.
+
+    Plain pickling copies every view into an array of its own, so a population that writes through a view
+    (Gossip_UCB writes ϑ and the received ñ through whole-row views) would no longer see its writes after
+    a round trip through ``context.state``.
+    """
+
+    def reducer_override(self, obj: Any) -> Any:
+        """Views of a contiguous array (no Python objects) as (that array, layout); anything else as usual."""
+        if type(obj) is not np.ndarray or not isinstance(obj.base, np.ndarray) or obj.dtype.hasobject:
+            return NotImplemented
+        root = obj.base
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if type(root) is not np.ndarray or not (root.flags.c_contiguous or root.flags.f_contiguous):
+            return NotImplemented
+        offset = obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        return _view_of, (root, obj.dtype, obj.shape, offset, obj.strides, obj.flags.writeable)
+
+
 def _load(context: Context, key: str) -> Any:
     return pickle.loads(bytes(context.state[key]["state"]))  # noqa: S301 (the client's own state)
 
 
 def _store(context: Context, key: str, value: Any) -> None:
-    context.state[key] = ConfigRecord({"state": pickle.dumps(value)})
+    buffer = io.BytesIO()
+    _ViewPickler(buffer).dump(value)
+    context.state[key] = ConfigRecord({"state": buffer.getvalue()})
 
 
 def _agent_of(context: Context) -> int:
@@ -235,12 +269,16 @@ def _exchange(grid: Grid, contents: Mapping[int, RecordDict], timeout: float) ->
 
 
 def _agent_step(step: Step, agent: int) -> ArrayRecord:
-    """What ``agent`` may see of an act step: its own gossip partner, the active clients, its own contexts."""
+    """What ``agent`` may see of an act step: the slot's gossip edge, the active clients, its own contexts.
+
+    The gossip edge (``partners``: which pair of agents the channel activated) goes to every client, as the
+    simulator's step gives it to the whole population: Gossip_UCB checks in its first main round that the
+    channel announces an edge, which a client off the edge could not see otherwise. It is the channel's
+    draw and carries nothing of any agent's rewards; a client's learner uses only its own entry.
+    """
     arrays = {}
     if step.partners is not None:
-        partners = np.full_like(step.partners, -1)
-        partners[:, agent] = step.partners[:, agent]
-        arrays["partners"] = partners
+        arrays["partners"] = step.partners
     if step.clients is not None and step.contexts is not None:
         arrays["clients"] = step.clients
         arrays["contexts"] = np.where((step.clients == agent)[..., None, None], step.contexts, 0.0)
