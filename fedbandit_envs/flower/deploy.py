@@ -106,8 +106,10 @@ def _main(grid: Grid, context: Context) -> None:
     """Drive the federation of the run config; write its :class:`FlowerRun` to ``result-path`` if set."""
     run = drive(grid, spec_from_run_config(context.run_config), int(context.run_config.get("checkpoints", 20)))
     target = str(context.run_config.get("result-path", ""))
-    if target:
-        Path(target).write_bytes(pickle.dumps(run))
+    if target:  # written whole, then renamed, so a reader never sees part of it
+        partial = Path(f"{target}.part")
+        partial.write_bytes(pickle.dumps(run))
+        partial.replace(target)
 
 
 client = ClientApp()
