@@ -49,10 +49,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def descendants(roots: set[int]) -> set[int]:
-    """The running processes below ``roots``, zombies left out (Flower starts its SuperExec and app processes
-    in new sessions, out of reach of a process-group kill)."""
-    parent = {}
+def running_parents() -> dict[int, int]:
+    """The parent of every running process, zombies left out (from ``/proc``)."""
+    parent: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -62,15 +61,26 @@ def descendants(roots: set[int]) -> set[int]:
             state, ppid = stat.rsplit(")", 1)[1].split()[:2]
             if state != "Z":
                 parent[int(entry.name)] = int(ppid)
-    found, frontier = set(), set(roots)
+    return parent
+
+
+def descendants(roots: set[int]) -> set[int]:
+    """The running processes below ``roots`` (Flower starts its SuperExec and app processes in new sessions,
+    out of reach of a process-group kill)."""
+    parent = running_parents()
+    found: set[int] = set()
+    frontier = set(roots)
     while frontier:
         frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - found
         found |= frontier
     return found
 
 
-def stop(processes: list[subprocess.Popen]) -> None:
-    """SIGTERM every process started here and every process below them; SIGKILL what is left after a while."""
+def stop(processes: list[subprocess.Popen]) -> set[int]:
+    """SIGTERM every process started here and every process below them; SIGKILL what is left after a while.
+
+    Returns the ones still running after that (none, unless a kill failed).
+    """
     pids = {process.pid for process in processes} | descendants({process.pid for process in processes})
     for pid in pids:
         try:
@@ -83,13 +93,18 @@ def stop(processes: list[subprocess.Popen]) -> None:
             process.wait(max(deadline - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
             pass
-    for pid in pids | descendants(pids):
+    pids |= descendants(pids)  # started meanwhile
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     for process in processes:
         process.wait(STOP_TIMEOUT)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while pids & set(running_parents()) and time.monotonic() < deadline:  # killed, not yet gone
+        time.sleep(0.1)
+    return pids & set(running_parents())
 
 
 def wait_listening(port: int, process: subprocess.Popen, log: Path) -> None:
@@ -153,7 +168,8 @@ def loopback_federation(folder: Path, num_nodes: int) -> Iterator[dict[str, str]
         )
         yield env
     finally:
-        stop(processes)
+        left = stop(processes)
+    assert not left, f"processes of the deployment outlived it: {sorted(left)}"
 
 
 def logs(folder: Path) -> str:
@@ -194,4 +210,3 @@ def test_a_loopback_deployment_with_a_superlink_and_supernodes_matches_the_simul
         )
     assert flower.ledger["messages"] > 0
     assert flower.rounds == 6 + 2  # the set-up round, one round per slot, the closing round
-    assert descendants({os.getpid()}) == set(), "a process of the deployment outlived the test"
