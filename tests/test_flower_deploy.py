@@ -4,6 +4,7 @@ The test starts every process itself (loopback addresses, free ports, ``--insecu
 temporary folder, telemetry and run-time dependency installation off), runs a small FullSharingUCB
 federation through them and checks the run is the simulator's; it stops every process it started, and
 every process those started, in ``finally``. Slow tier; skipped without flwr or its command-line tools.
+The app project's tests are fast.
 """
 
 from __future__ import annotations
@@ -25,16 +26,15 @@ os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # before flwr is first imp
 
 pytest.importorskip("flwr")
 
+import tomllib  # noqa: E402
+from flwr.common.config import validate_config  # noqa: E402
 from test_flower import assert_same_run  # noqa: E402
 
-from fedbandit_envs.flower.deploy import write_app  # noqa: E402
-
-pytestmark = pytest.mark.slow
+from fedbandit_envs.flower import FederationSpec  # noqa: E402
+from fedbandit_envs.flower.deploy import spec_from_run_config, write_app  # noqa: E402
 
 #: Flower's command-line tools, installed beside the interpreter that runs the tests.
 BIN = Path(sys.executable).parent
-if not (BIN / "flower-superlink").exists():
-    pytest.skip(f"flower-superlink is not installed beside {sys.executable}", allow_module_level=True)
 
 NUM_NODES = 3
 STARTUP_TIMEOUT = 60.0  # seconds for the SuperLink to listen
@@ -177,7 +177,38 @@ def logs(folder: Path) -> str:
     return "\n".join(f"== {log.name}\n{log.read_text()[-2000:]}" for log in sorted(folder.glob("*.log")))
 
 
+def test_the_app_project_is_valid_for_flower_and_its_run_config_is_the_spec(tmp_path):
+    path = write_app(tmp_path, "cdp_mab", {"num_agents": 4, "horizon": 9}, 7, tmp_path / "run.pkl", "cdp", 9)
+    config = tomllib.loads(path.read_text())
+    assert validate_config(config, check_module=True, project_dir=tmp_path) == (True, [], [])
+    run_config = config["tool"]["flwr"]["app"]["config"]
+    assert spec_from_run_config(run_config) == FederationSpec(
+        "cdp_mab", {"num_agents": 4, "horizon": 9}, 7, label="cdp"
+    )
+    assert (run_config["checkpoints"], run_config["result-path"]) == (9, str(tmp_path / "run.pkl"))
+
+
+@pytest.mark.parametrize(
+    ("config", "match"),
+    [
+        ({"algorithm": "cdp_mab", "seed": 1}, r"needs \['env-kwargs'\]"),
+        ({"algorithm": "cdp_mab", "env-kwargs": "[1]", "seed": 1}, "'env-kwargs' must be a JSON object"),
+    ],
+)
+def test_a_bad_run_config_names_what_is_wrong(config, match):
+    with pytest.raises(ValueError, match=match):
+        spec_from_run_config(config)
+
+
+def test_write_app_refuses_a_bad_checkpoint_count(tmp_path):
+    with pytest.raises(ValueError, match="checkpoints"):
+        write_app(tmp_path, "cdp_mab", {"num_agents": 4}, 7, checkpoints=0)
+
+
+@pytest.mark.slow
 def test_a_loopback_deployment_with_a_superlink_and_supernodes_matches_the_simulator(tmp_path):
+    if not (BIN / "flower-superlink").exists():
+        pytest.skip(f"flower-superlink is not installed beside {sys.executable}")
     with loopback_federation(tmp_path, NUM_NODES) as env:
 
         def deployed(spec, checkpoints):
