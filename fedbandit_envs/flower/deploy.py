@@ -29,19 +29,12 @@ from fedbandit_envs.validation import check_int
 __all__ = ["client", "server", "spec_from_run_config", "write_app"]
 
 #: The app project's ``pyproject.toml``; ``{config}`` is its default run config.
-_PYPROJECT = """[build-system]
-requires = ["hatchling"]
-build-backend = "hatchling.build"
-
-[project]
+_PYPROJECT = """[project]
 name = "fedbandit-federation"
 version = "1.0.0"
 description = "A fedbandit-envs population as a Flower federation"
 license = "MIT"
 dependencies = []
-
-[tool.hatch.build.targets.wheel]
-packages = ["."]
 
 [tool.flwr.app]
 publisher = "fedbandit"
