@@ -1,0 +1,243 @@
+"""A Flower deployment on loopback: a SuperLink and three SuperNodes in their own processes, ``flwr run``.
+
+The test starts every process itself (loopback addresses, free ports, ``--insecure``, Flower's home in a
+temporary folder, telemetry and run-time dependency installation off), runs a small FullSharingUCB
+federation through them and checks the run is the simulator's; it stops every process it started, and
+every process those started, in ``finally``. Slow tier; skipped without flwr or its command-line tools.
+The app project's tests are fast.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # before flwr is first imported
+
+pytest.importorskip("flwr")
+
+import tomllib  # noqa: E402
+from flwr.common.config import validate_config  # noqa: E402
+from test_flower import assert_same_run  # noqa: E402
+
+from fedbandit_envs.flower import FederationSpec  # noqa: E402
+from fedbandit_envs.flower.deploy import spec_from_run_config, write_app  # noqa: E402
+
+#: Flower's command-line tools, installed beside the interpreter that runs the tests.
+BIN = Path(sys.executable).parent
+
+NUM_NODES = 3
+STARTUP_TIMEOUT = 60.0  # seconds for the SuperLink to listen
+RUN_TIMEOUT = 600.0  # seconds for the whole federation (about 10 s per round on a loaded 2-core machine)
+STOP_TIMEOUT = 15.0  # seconds for the processes to exit after SIGTERM
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def running_parents() -> dict[int, int]:
+    """The parent of every running process, zombies left out (from ``/proc``)."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # it exited meanwhile
+                continue
+            state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+            if state != "Z":
+                parent[int(entry.name)] = int(ppid)
+    return parent
+
+
+def descendants(roots: set[int]) -> set[int]:
+    """The running processes below ``roots`` (Flower starts its SuperExec and app processes in new sessions,
+    out of reach of a process-group kill)."""
+    parent = running_parents()
+    found: set[int] = set()
+    frontier = set(roots)
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+def stop(processes: list[subprocess.Popen]) -> set[int]:
+    """SIGTERM every process started here and every process below them; SIGKILL what is left after a while.
+
+    Returns the ones still running after that (none, unless a kill failed).
+    """
+    pids = {process.pid for process in processes} | descendants({process.pid for process in processes})
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for process in processes:
+        try:
+            process.wait(max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            pass
+    pids |= descendants(pids)  # started meanwhile
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for process in processes:
+        process.wait(STOP_TIMEOUT)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while pids & set(running_parents()) and time.monotonic() < deadline:  # killed, not yet gone
+        time.sleep(0.1)
+    return pids & set(running_parents())
+
+
+def wait_listening(port: int, process: subprocess.Popen, log: Path) -> None:
+    """Return once ``port`` on 127.0.0.1 accepts connections; fail if ``process`` exits or time runs out."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the SuperLink exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    pytest.fail(f"the SuperLink did not listen on 127.0.0.1:{port} within {STARTUP_TIMEOUT} s")
+
+
+@contextmanager
+def loopback_federation(folder: Path, num_nodes: int) -> Iterator[dict[str, str]]:
+    """A SuperLink and ``num_nodes`` SuperNodes on loopback; yields the environment ``flwr run`` needs."""
+    home = folder / "flwr-home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # the SuperLink starts flower-superexec
+        "FLWR_HOME": str(home),
+        "FLWR_TELEMETRY_ENABLED": "0",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(Path.cwd()), os.environ.get("PYTHONPATH")])),
+    }
+    port = free_port()
+    processes: list[subprocess.Popen] = []
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        with open(folder / f"{name}.log", "wb") as log:
+            processes.append(
+                subprocess.Popen([str(BIN / args[0]), *args[1:]], env=env, stdout=log, stderr=subprocess.STDOUT)
+            )
+        return processes[-1]
+
+    try:
+        link = start(
+            "superlink",
+            "flower-superlink",
+            "--insecure",
+            "--host=127.0.0.1",
+            f"--port={port}",
+            "--disable-runtime-dependency-installation",
+        )
+        wait_listening(port, link, folder / "superlink.log")
+        for node in range(num_nodes):
+            start(
+                f"supernode{node}",
+                "flower-supernode",
+                "--insecure",
+                f"--superlink=127.0.0.1:{port}",
+                "--host=127.0.0.1",
+                f"--port={free_port()}",
+                f"--node-config=partition-id={node} num-partitions={num_nodes}",
+            )
+        (home / "config.toml").write_text(
+            '[superlink]\ndefault = "loopback"\n\n'
+            f'[superlink.loopback]\naddress = "127.0.0.1:{port}"\ninsecure = true\n'
+        )
+        yield env
+    finally:
+        left = stop(processes)
+    assert not left, f"processes of the deployment outlived it: {sorted(left)}"
+
+
+def logs(folder: Path) -> str:
+    """The last lines of every process's log (for a failure message)."""
+    return "\n".join(f"== {log.name}\n{log.read_text()[-2000:]}" for log in sorted(folder.glob("*.log")))
+
+
+def test_the_app_project_is_valid_for_flower_and_its_run_config_is_the_spec(tmp_path):
+    path = write_app(tmp_path, "cdp_mab", {"num_agents": 4, "horizon": 9}, 7, tmp_path / "run.pkl", "cdp", 9)
+    config = tomllib.loads(path.read_text())
+    assert validate_config(config, check_module=True, project_dir=tmp_path) == (True, [], [])
+    run_config = config["tool"]["flwr"]["app"]["config"]
+    assert spec_from_run_config(run_config) == FederationSpec(
+        "cdp_mab", {"num_agents": 4, "horizon": 9}, 7, label="cdp"
+    )
+    assert (run_config["checkpoints"], run_config["result-path"]) == (9, str(tmp_path / "run.pkl"))
+
+
+@pytest.mark.parametrize(
+    ("config", "match"),
+    [
+        ({"algorithm": "cdp_mab", "seed": 1}, r"needs \['env-kwargs'\]"),
+        ({"algorithm": "cdp_mab", "env-kwargs": "[1]", "seed": 1}, "'env-kwargs' must be a JSON object"),
+    ],
+)
+def test_a_bad_run_config_names_what_is_wrong(config, match):
+    with pytest.raises(ValueError, match=match):
+        spec_from_run_config(config)
+
+
+def test_write_app_refuses_a_bad_checkpoint_count(tmp_path):
+    with pytest.raises(ValueError, match="checkpoints"):
+        write_app(tmp_path, "cdp_mab", {"num_agents": 4}, 7, checkpoints=0)
+
+
+@pytest.mark.slow
+def test_a_loopback_deployment_with_a_superlink_and_supernodes_matches_the_simulator(tmp_path):
+    if not (BIN / "flower-superlink").exists():
+        pytest.skip(f"flower-superlink is not installed beside {sys.executable}")
+    with loopback_federation(tmp_path, NUM_NODES) as env:
+
+        def deployed(spec, checkpoints):
+            result = tmp_path / "run.pkl"
+            app = write_app(
+                tmp_path / "app",
+                spec.algorithm,
+                spec.env_kwargs,
+                spec.seed,
+                result,
+                label=spec.label or "",
+                checkpoints=len(checkpoints),  # 1..T: T evenly spaced checkpoints
+            ).parent
+            started = subprocess.run(
+                [str(BIN / "flwr"), "run", str(app), "loopback"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=STARTUP_TIMEOUT,
+            )
+            assert started.returncode == 0, started.stdout + started.stderr
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while not result.exists():
+                assert time.monotonic() < deadline, f"no result within {RUN_TIMEOUT} s\n{logs(tmp_path)}"
+                time.sleep(1.0)
+            return pickle.loads(result.read_bytes())  # noqa: S301 (written by this test's ServerApp)
+
+        flower, _ = assert_same_run(
+            "full_sharing_ucb", {"num_agents": NUM_NODES, "num_arms": 4, "horizon": 6}, seed=3, engine=deployed
+        )
+    assert flower.ledger["messages"] > 0
+    assert flower.rounds == 6 + 2  # the set-up round, one round per slot, the closing round
