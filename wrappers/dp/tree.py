@@ -53,8 +53,8 @@ class TreePrivatizer(MessagePrivatizer):
             same scale and charge, not reproducible) instead of the seeded
             :class:`~fedbandit_envs.privacy.mechanisms.BinaryTreeMechanism`.
 
-    Keyword Args:
-        budget, on_exhausted, strict, budget_delta, kinds: as in :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
+    The keywords ``budget``, ``on_exhausted``, ``strict``, ``budget_delta`` and ``kinds`` are as in
+    :class:`~wrappers.dp.privatizer.MessagePrivatizer`.
     """
 
     def __init__(self, epsilon: float, secure: bool = False, **options: Unpack[PrivatizerOptions]) -> None:

@@ -83,16 +83,16 @@ class LaplaceMessageDP(MessageDP):
             not reproducible: see :mod:`fedbandit_envs.privacy.secure`) instead of seeded numpy noise.
 
     Keyword Args:
-        calibration: ``"strict"`` (each message is epsilon-DP) or ``"paper"`` (noise for
+        calibration (str): ``"strict"`` (each message is epsilon-DP) or ``"paper"`` (noise for
             ``n_agg * epsilon``, charged as ``n_agg * epsilon``; Li and Song's CDP-MAB).
-        n_agg: agents averaged by the receiver (paper calibration).
-        budget: per-agent epsilon budget (basic composition), or None.
-        on_exhausted: ``"raise"``, ``"drop"`` or ``"block"`` when a message would exceed the budget
+        n_agg (int): agents averaged by the receiver (paper calibration).
+        budget (float | None): per-agent epsilon budget (basic composition), or None.
+        on_exhausted (str): ``"raise"``, ``"drop"`` or ``"block"`` when a message would exceed the budget
             (epsilon or delta).
-        strict: undeclared payload fields, kinds outside the public vocabulary and packed counts raise
+        strict (bool): undeclared payload fields, kinds outside the public vocabulary and packed counts raise
             (default) instead of passing with a warning.
-        budget_delta: per-agent delta budget, or None; delta never reaches 1 in any case.
-        kinds: the message kinds the learner sends (public by construction), besides those registered
+        budget_delta (float | None): per-agent delta budget, or None; delta never reaches 1 in any case.
+        kinds (Iterable[str]): the message kinds the learner sends (public by construction), besides those registered
             with :func:`~fedbandit_envs.channel.privacy.declare_message_kinds`.
     """
 
@@ -120,8 +120,8 @@ class GaussianMessageDP(MessageDP):
             Solanki et al.'s schedule reaches it for large budgets).
         secure: as in :class:`LaplaceMessageDP` (OpenDP's Gaussian noise of the same sigma).
 
-    Keyword Args:
-        calibration, n_agg, budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
+    The keywords ``calibration``, ``n_agg``, ``budget``, ``on_exhausted``, ``strict``, ``budget_delta`` and
+    ``kinds`` are as in :class:`LaplaceMessageDP`.
     """
 
     def __init__(
@@ -151,8 +151,8 @@ class TreeMessageDP(HookClassWrapper, MessageDP):
         secure: release every tree node through OpenDP (the ``secure`` extra; same scale and charge, not
             reproducible).
 
-    Keyword Args:
-        budget, on_exhausted, strict, budget_delta, kinds: as in :class:`LaplaceMessageDP`.
+    The keywords ``budget``, ``on_exhausted``, ``strict``, ``budget_delta`` and ``kinds`` are as in
+    :class:`LaplaceMessageDP`.
     """
 
     hook_class = TreePrivatizer
