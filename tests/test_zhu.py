@@ -615,3 +615,31 @@ def test_rc9_reporting_format() -> None:
         trials = [r["mean_regret"] for r in results.curves if r["slot"] == point["slot"]]
         assert point["n"] == 3 and point["mean"] == pytest.approx(np.mean(trials), rel=1e-12)
         assert (point["min"], point["max"]) == (min(trials), max(trials))
+
+
+@pytest.mark.parametrize(
+    ("finals", "passed"),
+    [
+        # X(1) = 40, X(2) = 20, X(5) = 8: exactly the paper's 1/epsilon, the lower edges.
+        ({1.0: 50.0, 2.0: 30.0, 5.0: 18.0, math.inf: 10.0}, True),
+        # X(1)/X(2) = 40/20.5 < 2: the excess falls more slowly than 1/epsilon.
+        ({1.0: 50.0, 2.0: 30.5, 5.0: 18.0, math.inf: 10.0}, False),
+        # X(1)/X(5) = 40/8.1 < 5.
+        ({1.0: 50.0, 2.0: 30.0, 5.0: 18.1, math.inf: 10.0}, False),
+        # X(1)/X(2) = 40/11 > 3.5: above the spec's upper edge.
+        ({1.0: 50.0, 2.0: 21.0, 5.0: 14.0, math.inf: 10.0}, False),
+        # X(1)/X(5) = 40/2.5 = 16 > 15.
+        ({1.0: 50.0, 2.0: 25.0, 5.0: 12.5, math.inf: 10.0}, False),
+    ],
+)
+def test_rc5_bands_are_the_paper_inverse_epsilon_below_and_the_spec_above(monkeypatch, finals, passed) -> None:
+    from fedbandit_envs.bench.catalogue import zhu
+
+    monkeypatch.setattr(zhu, "epsilon_finals", lambda results, algorithm: {e: np.array([v]) for e, v in finals.items()})
+    verdict = zhu.inverse_epsilon_claim().check(None)  # type: ignore[arg-type]
+    assert verdict.passed is passed
+    excess = {e: finals[e] - finals[math.inf] for e in (1.0, 2.0, 5.0)}
+    for e in (2.0, 5.0):
+        ratio = excess[1.0] / excess[e]
+        assert verdict.values["excess_ratios"][e] == ratio
+        assert verdict.values["exponents"][e] == math.log(ratio) / math.log(e)

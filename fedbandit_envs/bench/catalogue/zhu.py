@@ -207,12 +207,20 @@ def inverse_epsilon_claim(
     bounds: Mapping[float, tuple[float, float]] | None = None,
     informational: bool = False,
 ) -> Claim:
-    """RC5: with X(ε) = R(ε) - R(∞), X(1)/X(2) in [1.4, 3.5] and X(1)/X(5) in [2.5, 15] (the paper's 1/ε).
+    """RC5: with X(ε) = R(ε) - R(∞), X(1)/X(2) in [2, 3.5] and X(1)/X(5) in [5, 15].
+
+    The lower edges are the paper's 1/ε exactly, with no tolerance: the excess must fall at least as fast
+    as the privacy term of the paper's bound. The upper edges are the spec's. Measured over 10 blocks of
+    5 seeds at the CI scale, the excess falls faster than 1/ε, and faster at larger ε: the exponent a of
+    X ∝ ε^-a is 1.11-1.21 from ε = 1 to 2 and 1.24-1.46 from 1 to 5 (the evidence reports it). With the
+    DP bonus scaled down, the excess comes from the Laplace noise in the exchanged sums, whose variance is
+    ∝ 1/ε²; where that noise is small against the sampling noise (large ε) its cost grows with the
+    variance, not the scale, so the literal 1 : 1/2 : 1/5 does not hold at ε = 5.
 
     ``informational=True`` always passes and only reports the ratios, also the paper's literal total-regret
     ratios R(1) : R(2) : R(5) (spec RC5: they may fail at paper scale because the bound saturates).
     """
-    bounds = dict(bounds or {2.0: (1.4, 3.5), 5.0: (2.5, 15.0)})
+    bounds = dict(bounds or {2.0: (2.0, 3.5), 5.0: (5.0, 15.0)})
 
     def check(results: Results) -> ClaimVerdict:
         finals = {e: float(v.mean()) for e, v in epsilon_finals(results, algorithm).items()}
@@ -220,15 +228,18 @@ def inverse_epsilon_claim(
         ratios = {e: excess[1.0] / excess[e] for e in bounds}
         totals = {e: finals[e] / finals[1.0] for e in excess}
         passed = informational or all(lo <= ratios[e] <= hi for e, (lo, hi) in bounds.items())
-        text = ", ".join(f"X(1)/X({e:g}) = {r:.2f}" for e, r in ratios.items())
+        exponents = {e: math.log(r) / math.log(e) if r > 0 else math.nan for e, r in ratios.items()}
+        text = ", ".join(f"X(1)/X({e:g}) = {r:.2f} (exponent {exponents[e]:.2f})" for e, r in ratios.items())
         text += "; total R(eps)/R(1): " + ", ".join(f"{e:g}: {r:.3f}" for e, r in totals.items())
         if informational:
             text += " (informational)"
-        return ClaimVerdict(passed, text, {"excess_ratios": ratios, "total_ratios": totals})
+        values = {"excess_ratios": ratios, "exponents": exponents, "total_ratios": totals}
+        return ClaimVerdict(passed, text, values)
 
     band = "; ".join(f"X(1)/X({e:g}) in [{lo:g}, {hi:g}]" for e, (lo, hi) in bounds.items())
     band = f"none: informational, always passes (would be {band})" if informational else band
-    return Claim("inverse_epsilon", "excess regret of Fed_UCB scales like 1/epsilon (RC5)", check, band=band)
+    description = "excess regret of Fed_UCB falls at least as fast as 1/epsilon (RC5)"
+    return Claim("inverse_epsilon", description, check, band=band)
 
 
 # --------------------------------------------------------------------------------------------- scenarios
@@ -311,7 +322,8 @@ SA_EPSILON = register(
         _env(3, 5, "complete", _PAPER_INSTANCE, **_GAUSSIAN),
         _CI_INSTANCE,
         _EPSILON_CLAIMS,
-        # RC5 over the 10 blocks: X(1)/X(2) 2.16-2.32 (1/epsilon: 2), X(1)/X(5) 7.38-10.52 (1/epsilon: 5)
+        # RC5 over the 10 blocks (measured again with the bands [2, 3.5] and [5, 15]): X(1)/X(2) 2.16-2.32
+        # (mean 2.26, sd 0.045; 1/epsilon: 2), X(1)/X(5) 7.38-10.52 (mean 8.90, sd 1.18; 1/epsilon: 5)
         {"monotone_in_epsilon": (10, 10), "infinity_lowest": (10, 10), "inverse_epsilon": (10, 10)},
     )
 )
