@@ -354,6 +354,7 @@ SB_EPSILON = register(
         _env(10, 10, "ring", _PAPER_INSTANCE, **_GAUSSIAN),
         _CI_INSTANCE,
         (infinity_lowest_claim(),),
+        {"infinity_lowest": (10, 10)},
     )
 )
 
@@ -366,6 +367,7 @@ DIABETES_STANDIN = register(
         _env(3, 5, "complete", diabetes_standin_instance, reward_model="bernoulli"),
         diabetes_standin_instance,
         _DATA_CLAIMS,
+        {"infinity_lowest": (10, 10), "sublinear": (10, 10)},
     )
 )
 
