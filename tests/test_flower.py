@@ -15,6 +15,7 @@ pytest.importorskip("flwr")
 from flwr.app import Context, RecordDict  # noqa: E402
 
 from agents.li_song import CDPMAB, hybrid_topology  # noqa: E402
+from agents.li_wang import SyncLinUCB  # noqa: E402
 from agents.zhu import FedUCB, GossipUCB  # noqa: E402
 from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
 from fedbandit_envs.cli import main  # noqa: E402
@@ -145,20 +146,45 @@ def test_async_linucb_matches_the_simulator():
     assert expected.curves[-1]["up_messages"] > 0 and expected.curves[-1]["down_messages"] > 0
 
 
-@pytest.mark.parametrize(
-    ("algorithm", "env", "reason"),
-    [
-        ("sync_linucb", LINEAR, "its synchronisation is a global event"),
-        (
-            "ddp_mab",
-            {"num_agents": 4, "num_arms": 3, "horizon": 10, "topology": "ring"},
-            "its agents check every relayed",
-        ),
-    ],
-)
-def test_populations_a_client_cannot_split_are_refused_with_the_reason(algorithm, env, reason):
-    with pytest.raises(ValueError, match=f"cannot run as a Flower federation: {reason}"):
-        run_local(FederationSpec(algorithm, env, seed=0))
+def sync_rounds(env: dict, expected) -> int:
+    """The Flower rounds of a Sync-LinUCB run with eager registration: set-up, an act round and a round per
+    report of every slot, the closing round, and one more round per synchronisation (every client uploads)."""
+    syncs, remainder = divmod(expected.curves[-1]["up_messages"], env["num_clients"])
+    assert remainder == 0 and syncs > 0
+    return 2 + env["horizon"] * (1 + env.get("active_per_slot", 1)) + syncs
+
+
+def test_sync_linucb_matches_the_simulator():
+    _, expected = assert_same_run("sync_linucb", LINEAR, seed=6)
+    assert expected.curves[-1]["up_messages"] == expected.curves[-1]["down_messages"] > 0
+
+
+def test_sync_linucb_synchronises_in_one_uncharged_round_more_on_the_simulation_engine():
+    env = {**LINEAR, "horizon": 3}
+    algorithm = partial(SyncLinUCB, threshold=0.0, registration="eager")  # every report synchronises
+    flower, expected = assert_same_run(algorithm, env, seed=6, engine=run_flower)
+    assert flower.rounds == sync_rounds(env, expected) == 2 + 3 * 2 + 3
+
+
+def test_sync_linucb_with_several_active_clients_and_drops_matches_the_simulator():
+    env = {**LINEAR, "active_per_slot": 2, "drop_prob": 0.2, "horizon": 60}
+    algorithm = partial(SyncLinUCB, threshold=0.5, registration="eager")
+    expected, arms, _ = simulate(algorithm, env, seed=6)
+    flower, _ = run_local(
+        FederationSpec(algorithm, env, 6, label="algorithm"), checkpoints=list(range(1, env["horizon"] + 1))
+    )
+    # the PettingZoo path lists a slot's active clients by name, the core in arrival order: same arms per slot
+    np.testing.assert_array_equal(np.sort(flower.arms, axis=1), np.sort(arms, axis=1))
+    assert without_wall_time(flower.results.curves) == without_wall_time(expected.curves)
+    assert without_wall_time(flower.results.agents) == without_wall_time(expected.agents)
+    assert expected.curves[-1]["dropped"] > 0
+    assert flower.rounds == sync_rounds(env, expected)
+
+
+def test_ddp_mab_is_refused_with_the_reason():
+    env = {"num_agents": 4, "num_arms": 3, "horizon": 10, "topology": "ring"}
+    with pytest.raises(ValueError, match="DDPMAB cannot run as a Flower federation: its GIS hop is decided"):
+        run_local(FederationSpec("ddp_mab", env, seed=0))
 
 
 GOSSIP = {"num_agents": 5, "num_arms": 3, "horizon": 80, "topology": "ring", "gossip": "uniform_edge"}
@@ -253,8 +279,8 @@ def test_cli_runs_a_federation_and_writes_the_tables(tmp_path, capsys):
 
 
 def test_cli_names_the_reason_a_federation_cannot_run(capsys):
-    assert main(["flower", "sync_linucb", "--set", "num_clients=3", "--set", "horizon=5", "--engine", "local"]) == 2
-    assert "SyncLinUCB cannot run as a Flower federation" in capsys.readouterr().err
+    assert main(["flower", "ddp_mab", "--set", "num_agents=3", "--set", "horizon=5", "--engine", "local"]) == 2
+    assert "DDPMAB cannot run as a Flower federation" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

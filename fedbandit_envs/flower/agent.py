@@ -47,13 +47,12 @@ SUPPORTED_FAMILIES = ("mab", "linear")
 #: Populations a client cannot run for its agent alone (by class name), and why. Found by running them
 #: against the simulator; the reasons were read in their code.
 NOT_SPLITTABLE = {
-    "SyncLinUCB": (
-        "its synchronisation is a global event every client learns without a message (free in the paper), "
-        "decided by the acting client's statistics, which the other clients do not hold"
-    ),
     "DDPMAB": (
-        "its agents check every relayed vector against the origin agent's row of the population's arrays, "
-        "which a client does not hold"
+        "its GIS hop is decided from every agent's lists at once: an agent's requests come from its neighbours' "
+        "advertised lists in the same slot as their advertisements, its data from its neighbours' requests, the "
+        "round ends on a free barrier when every agent's list is complete, and every agent aggregates the "
+        "population's one copy of all M epoch vectors (a relayed vector is only checked against it); a client "
+        "holds its own list and vector only"
     ),
 }
 
@@ -158,6 +157,9 @@ class AgentShard:
         self._step = Step(-1)
         self._arms = np.zeros((1, m), np.int64)
         self._reward = 0.0
+        #: the population synchronises on its reporting client's trigger (Sync-LinUCB): see :meth:`send`
+        self.synchronised = callable(getattr(population, "synchronise", None))
+        self.fired = np.zeros(1, bool)
         population.reset(self.context)
 
     def _draw_reward(self, slot: int, arm: int) -> float:
@@ -209,8 +211,24 @@ class AgentShard:
         self.population.observe(feedback)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
-        """The agent's own rows of the population's messages in a message-only phase."""
+        """The agent's own rows of the population's messages in a message-only phase.
+
+        A synchronised population (one with ``trigger`` and ``synchronise``, Sync-LinUCB) only runs its
+        trigger here and sends nothing: the reporting client's :attr:`fired` tells the server whether the
+        replica synchronises, and every client then sends its uploads in :meth:`synchronise`.
+        """
+        if self.synchronised:
+            self.fired = np.asarray(self.population.trigger(phase), bool)
+            return []
         return rows_of(self.population.send(phase), "sender", self.agent)
+
+    def reports(self, phase: Phase) -> bool:
+        """Whether this agent is the client that reports in ``phase`` (a report round of the linear family)."""
+        return phase.positions is not None and int(phase.positions[0]) in self.own_columns(self._step)
+
+    def synchronise(self, fire: bool) -> list[MessageBatch]:
+        """The agent's own rows of a synchronised population's uploads, given the reporting client's trigger."""
+        return rows_of(self.population.synchronise(np.array([fire])), "sender", self.agent)
 
     def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """Read the copies addressed to the agent in a message-only phase."""

@@ -40,6 +40,8 @@ __all__ = ["FlowerRun", "client_app", "drive", "privacy_mod", "server_app"]
 _SHARD, _HOOKS, _RECORDS = "agent", "hooks", "records"
 #: Record prefixes of the inbox delivered to a client and of the messages it sends.
 _INBOX, _OUT = "inbox", "out"
+#: The requests a client answers with messages of its own (the privacy mod privatizes them).
+_SENDING = ("act", "send", "synchronise")
 #: The default time a round may take before the server gives up (seconds).
 ROUND_TIMEOUT = 600.0
 
@@ -167,7 +169,12 @@ def _client_round(spec: FederationSpec, content: RecordDict, context: Context) -
         if reward is not None:
             reply["report"] = MetricRecord({"reward": reward})
     elif op["request"] == "send":
-        out = shard.send(_phase_from(content["request_phase"]))
+        phase = _phase_from(content["request_phase"])
+        out = shard.send(phase)
+        if shard.synchronised and shard.reports(phase):  # a control field: never charged, never forwarded
+            reply["control"] = ConfigRecord({"synchronise": bool(shard.fired[0])})
+    elif op["request"] == "synchronise":
+        out = shard.synchronise(bool(op["synchronise"]))
     batches_to_records(out, _OUT, reply)
     _store(context, _SHARD, shard)
     context.state[_RECORDS] = ArrayRecord(
@@ -190,7 +197,7 @@ def privacy_mod(spec: FederationSpec) -> Any:
             return reply
         op = msg.content["op"]
         hooks = AgentHooks(spec, _agent_of(context)) if op["deliver"] == "setup" else _load(context, _HOOKS)
-        if op["request"] in ("act", "send"):
+        if op["request"] in _SENDING:
             records = context.state[_RECORDS]
             sent = hooks.privatize(
                 _request_slot(op, msg.content),
@@ -311,6 +318,19 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
             f"the federation needs one client per agent with partition-ids 0..{m - 1}, got {sorted(agents.values())}"
         )
     node_of = {agent: node for node, agent in agents.items()}
+    rounds = 1
+
+    def exchange_round(contents: Mapping[int, RecordDict]) -> list[RecordDict]:
+        """One round of Flower messages (content per node); the replies in agent order, privacy recorded."""
+        nonlocal rounds
+        answers = _exchange(grid, contents, timeout)
+        rounds += 1
+        replies = [answers[node_of[agent]] for agent in range(m)]
+        for agent, reply in enumerate(replies):
+            if "privacy" in reply:
+                privacy.update(agent, reply["privacy"])
+        return replies
+
     arms: list[np.ndarray] = []
     rewards: list[np.ndarray] = []
     referee: list[np.ndarray] = []
@@ -318,7 +338,6 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
     extra: dict[int, dict[str, Any]] = {agent: {} for agent in range(m)}  # records delivered with the round
     inbox: list = []
     phase: Phase | None = None
-    rounds = 1
     while True:
         step = core.current_step()
         op = dict(deliver)
@@ -337,14 +356,15 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
                 content["request_phase"] = _phase_record(phase)
             batches_to_records(rows_of(inbox, "recipient", agent), _INBOX, content)
             contents[node_of[agent]] = content
-        answers = _exchange(grid, contents, timeout)
-        rounds += 1
-        replies = [answers[node_of[agent]] for agent in range(m)]
-        for agent, reply in enumerate(replies):
-            if "privacy" in reply:
-                privacy.update(agent, reply["privacy"])
+        replies = exchange_round(contents)
         if op["request"] == "none":
             break
+        fired = [reply["control"]["synchronise"] for reply in replies if "control" in reply]
+        if phase is not None and any(fired):  # the reporting client's trigger fired: everyone uploads
+            sync = {"deliver": "none", "request": "synchronise", "synchronise": True}
+            replies = exchange_round(
+                {node: RecordDict({"op": ConfigRecord(sync), "request_phase": _phase_record(phase)}) for node in nodes}
+            )
         batches = merge_batches([batches_from_records(reply, _OUT) for reply in replies])
         if phase is None:
             owners = step.clients[0] if step.clients is not None else np.arange(m)
