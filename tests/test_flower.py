@@ -16,13 +16,15 @@ from flwr.app import Context, RecordDict  # noqa: E402
 
 from agents.li_song import CDPMAB, hybrid_topology  # noqa: E402
 from agents.li_wang import SyncLinUCB  # noqa: E402
+from agents.solanki import PFCB, EpsilonSchedule  # noqa: E402
 from agents.zhu import FedUCB, GossipUCB  # noqa: E402
 from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
 from fedbandit_envs.cli import main  # noqa: E402
+from fedbandit_envs.families.procurement.env import ProcurementFeedback  # noqa: E402
 from fedbandit_envs.flower import AgentShard, FederationSpec, run_flower, run_local  # noqa: E402
 from fedbandit_envs.flower.apps import _load, _store  # noqa: E402
 from fedbandit_envs.run import run  # noqa: E402
-from wrappers import LaplaceMessageDP  # noqa: E402
+from wrappers import GaussianMessageDP, LaplaceMessageDP  # noqa: E402
 
 
 class Recording:
@@ -37,7 +39,8 @@ class Recording:
         return getattr(self.inner, name)
 
     def observe(self, feedback) -> None:
-        self.arms.append(feedback.arms[0].copy())
+        arms = feedback.units if isinstance(feedback, ProcurementFeedback) else feedback.arms
+        self.arms.append(arms[0].copy())
         self.rewards.append(feedback.rewards[0].copy())
         self.inner.observe(feedback)
 
@@ -79,7 +82,7 @@ def assert_same_run(algorithm, env_kwargs: dict, seed: int, wrappers=(), engine=
         flower = flower[0]
     np.testing.assert_array_equal(flower.arms, arms)
     np.testing.assert_array_equal(flower.referee_rewards, rewards)
-    if env_kwargs.get("env") != "linear":  # MAB clients draw their own rewards
+    if env_kwargs.get("env", "mab") == "mab":  # MAB clients draw their own rewards
         np.testing.assert_array_equal(flower.rewards, rewards)
     assert without_wall_time(flower.results.curves) == without_wall_time(expected.curves)
     assert without_wall_time(flower.results.agents) == without_wall_time(expected.agents)
@@ -302,8 +305,37 @@ def test_a_client_index_beyond_the_agents_is_refused():
         AgentShard(FederationSpec("full_sharing_ucb", {"num_agents": 3, "horizon": 5}, seed=0), agent=3)
 
 
-def test_the_procurement_family_is_refused():
-    with pytest.raises(
-        ValueError, match="the Flower adapter runs the families \\['mab', 'linear'\\], not 'procurement'"
-    ):
-        FederationSpec("solanki_fcb", {}, seed=0).world(wrapped=False)
+PROCUREMENT = {"env": "procurement", "num_agents": 4, "num_producers": 5, "horizon": 40, "instance_seed": 5}
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "cost"),
+    [
+        ("solanki_nf", 0.0),
+        ("solanki_fcb_sync", 6.0 * PROCUREMENT["horizon"]),
+        (partial(PFCB, noise=False, t_lo=4), None),
+    ],
+    ids=["non_federated", "fcb_sync", "fcb"],
+)
+def test_procurement_peers_relayed_by_the_server_match_the_simulator(algorithm, cost):
+    _, expected = assert_same_run(algorithm, PROCUREMENT, seed=2)
+    last = expected.curves[-1]
+    assert (last["peer_messages"] > 0) == (algorithm != "solanki_nf")
+    if cost is not None:  # FCB-sync broadcasts every round: c2 = 1 for each of the 6 agent links used
+        assert last["cost"] == cost
+
+
+def test_pfcb_with_its_own_noise_reports_the_simulators_privacy():
+    env = {**PROCUREMENT, "drop_prob": 0.2}
+    flower, expected = assert_same_run(partial(PFCB, t_lo=4), env, seed=3)
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == env["horizon"]]
+    np.testing.assert_array_equal(flower.epsilon_spent, spent)
+    assert min(spent) > 0 and expected.curves[-1]["dropped"] > 0 and expected.curves[-1]["peer_messages"] > 0
+
+
+def test_pfcb_under_a_gaussian_wrapper_spends_the_simulators_privacy():
+    wrappers = [lambda e: GaussianMessageDP(e, epsilon=EpsilonSchedule(1.0, PROCUREMENT["horizon"]), delta=0.01)]
+    flower, expected = assert_same_run(partial(PFCB, noise="wrapper", t_lo=4), PROCUREMENT, seed=4, wrappers=wrappers)
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == PROCUREMENT["horizon"]]
+    np.testing.assert_array_equal(flower.epsilon_spent, spent)
+    assert min(spent) > 0

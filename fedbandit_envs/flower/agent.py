@@ -31,7 +31,8 @@ import numpy as np
 from fedbandit_envs.algorithms import algorithm_name, make_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.core import Feedback, MessageHook, ObservedRecords, Phase, Step, reset_hooks
-from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
+from fedbandit_envs.families.linear.env import LinearFeedback
+from fedbandit_envs.families.procurement.env import ProcurementFeedback
 from fedbandit_envs.families.registry import Family
 from fedbandit_envs.flower.records import rows_of
 from fedbandit_envs.rewards import NOISE_BLOCK, draw_noise
@@ -42,7 +43,7 @@ from fedbandit_envs.validation import check_int
 __all__ = ["NOT_SPLITTABLE", "SUPPORTED_FAMILIES", "AgentHooks", "AgentShard", "FederationSpec"]
 
 #: The families a Flower federation runs on in this version.
-SUPPORTED_FAMILIES = ("mab", "linear")
+SUPPORTED_FAMILIES = ("mab", "linear", "procurement")
 
 #: Populations a client cannot run for its agent alone (by class name), and why. Found by running them
 #: against the simulator; the reasons were read in their code.
@@ -112,7 +113,7 @@ class FederationSpec:
                 "run this algorithm with fedbandit_envs.run.run instead"
             )
         core = env.unwrapped.core
-        if getattr(core.config, "reward_tape", False):
+        if getattr(getattr(core, "config", None), "reward_tape", False):
             raise ValueError("the Flower adapter draws rewards from the block stream; use reward_tape=False")
         core.reset([self.seed])
         return population, env, family
@@ -133,6 +134,8 @@ class AgentShard:
     On the linear family the environment's stream decides who arrives and draws every active client's
     contexts and reward noise together, so the referee (the server) hands the acting client its contexts
     and its reward, as the PettingZoo environment hands them to an agent; the client keeps only its learner.
+    On the procurement family the referee likewise hands each agent its own round (units, good units,
+    utility), as the PettingZoo environment does.
 
     Args:
         spec: the run.
@@ -140,14 +143,14 @@ class AgentShard:
     """
 
     def __init__(self, spec: FederationSpec, agent: int) -> None:
-        population, env, _ = spec.world(wrapped=False)
+        population, env, family = spec.world(wrapped=False)
         core = env.unwrapped.core
         self.context = core.context
         m = self.context.num_agents
         self.agent = spec.check_agent(agent, m)
         self.population = population
-        self.linear = isinstance(self.context, LinearContext)
-        if not self.linear:
+        self.family = family.name
+        if self.family == "mab":  # the client draws its own rewards; elsewhere the referee hands them out
             self.means = core.means[0, self.agent].copy()
             self.reward_model = core.reward_model
             self._reward_rng = SeedStreams.from_seed(spec.seed).generator("rewards")
@@ -187,7 +190,7 @@ class AgentShard:
         self._step = step
         self._arms = np.asarray(action.arms, np.int64).copy()
         out = rows_of(action.messages, "sender", self.agent)
-        if self.linear:
+        if self.family != "mab":
             return self._arms[0], None, out
         self._reward = self._draw_reward(step.slot, int(self._arms[0, self.agent]))
         return self._arms[0], self._reward, out
@@ -196,12 +199,17 @@ class AgentShard:
         """Learn from the slot: the agent's own arms and rewards, the copies addressed to it, and ``facts``.
 
         ``facts`` are the referee's, masked to this agent: the gossip partners of the next slot (MAB
-        family) or the rewards of the agent's positions (linear family).
+        family), the rewards of the agent's positions (linear family), or its units, good units and
+        utility (procurement family).
         """
         own = self.own_columns(self._step)
-        if self.linear:
-            feedback: Any = LinearFeedback(slot, self._step.client_ids(), self._arms, facts["rewards"])
+        feedback: Any
+        if self.family == "linear":
+            feedback = LinearFeedback(slot, self._step.client_ids(), self._arms, facts["rewards"])
             self.observed_total[0, self.agent] += len(own)
+        elif self.family == "procurement":
+            feedback = ProcurementFeedback(slot, facts["units"], facts["successes"], facts["rewards"])
+            self.observed_total[0, self.agent] += 1
         else:
             rewards = np.zeros((1, self.context.num_agents))
             rewards[0, self.agent] = self._reward
@@ -221,6 +229,14 @@ class AgentShard:
             self.fired = np.asarray(self.population.trigger(phase), bool)
             return []
         return rows_of(self.population.send(phase), "sender", self.agent)
+
+    def privacy_spent(self) -> tuple[float, float] | None:
+        """The agent's (epsilon, delta) under its population's own accounting (e.g. P-FCB's noise), or None."""
+        own = getattr(self.population, "epsilon_spent", None)
+        epsilon = own() if own is not None else None
+        if epsilon is None:
+            return None
+        return float(epsilon[0, self.agent]), float(self.population.delta_spent()[0, self.agent])
 
     def reports(self, phase: Phase) -> bool:
         """Whether this agent is the client that reports in ``phase`` (a report round of the linear family)."""
@@ -250,13 +266,20 @@ class AgentHooks:
 
     def __init__(self, spec: FederationSpec, agent: int) -> None:
         _, env, _ = spec.world(wrapped=True)
-        context = env.unwrapped.core.context
+        core = env.unwrapped.core
+        context = core.context
         self.agent = spec.check_agent(agent, context.num_agents)
-        self.per_arm = not isinstance(context, LinearContext)  # the records the family's core keeps
+        # the records the family's core keeps: per arm (MAB), and the widths it vouches for (procurement)
+        self.per_arm = core.records.has_arm_counts
+        self.widths = core.records.record_widths(0)[None] if core.records.has_record_widths else None
         shape = (1, context.num_agents)
-        records = ObservedRecords(np.zeros(shape, np.int64), np.zeros((*shape, context.num_arms), np.int64))
+        records = self._records(np.zeros(shape, np.int64), np.zeros((*shape, context.num_arms), np.int64))
         streams = [SeedStreams.from_seed(spec.seed)]
         self.message_hooks: tuple[MessageHook, ...] = reset_hooks(tuple(env.message_hooks()), context, streams, records)
+
+    def _records(self, agent_counts: np.ndarray, arm_counts: np.ndarray) -> ObservedRecords:
+        """The client's records as its family's core keeps them."""
+        return ObservedRecords(agent_counts, arm_counts if self.per_arm else None, self.widths)
 
     def privatize(
         self, slot: int, batches: list[MessageBatch], agent_counts: np.ndarray, arm_counts: np.ndarray
@@ -265,7 +288,7 @@ class AgentHooks:
         for hook in self.message_hooks:
             attach = getattr(hook, "attach_records", None)
             if attach is not None:
-                attach(ObservedRecords(agent_counts, arm_counts if self.per_arm else None))
+                attach(self._records(agent_counts, arm_counts))
             batches = hook(slot, batches)
         return batches
 

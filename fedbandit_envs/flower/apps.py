@@ -30,6 +30,7 @@ from flwr.clientapp.typing import ClientAppCallable
 from flwr.serverapp import Grid, ServerApp
 
 from fedbandit_envs.core import Action, Feedback, Phase, PhaseKind, Step
+from fedbandit_envs.families.procurement.env import ProcurementFeedback
 from fedbandit_envs.flower.agent import AgentHooks, AgentShard, FederationSpec
 from fedbandit_envs.flower.records import batches_from_records, batches_to_records, merge_batches, rows_of
 from fedbandit_envs.run import Recorder, Results, checkpoint_slots
@@ -40,6 +41,8 @@ __all__ = ["FlowerRun", "client_app", "drive", "privacy_mod", "server_app"]
 _SHARD, _HOOKS, _RECORDS = "agent", "hooks", "records"
 #: Record prefixes of the inbox delivered to a client and of the messages it sends.
 _INBOX, _OUT = "inbox", "out"
+#: The reply records of a client's privacy spent: its wrappers' (the privacy mod) and its population's own.
+_PRIVACY = ("privacy", "own_privacy")
 #: The requests a client answers with messages of its own (the privacy mod privatizes them).
 _SENDING = ("act", "send", "synchronise")
 #: The default time a round may take before the server gives up (seconds).
@@ -61,7 +64,8 @@ class FlowerRun:
         ledger: the ledger's totals at the end (:meth:`fedbandit_envs.channel.Ledger.totals`).
         rounds: the rounds of Flower messages the server sent (one message to every client each), the
             set-up round included.
-        epsilon_spent: (M,) epsilon each client's privacy mod accounted, or None without one.
+        epsilon_spent: (M,) epsilon each client reported (its privacy mod's and its population's own
+            accounting), or None when none accounts.
         delta_spent: (M,) delta likewise, or None.
     """
 
@@ -176,6 +180,9 @@ def _client_round(spec: FederationSpec, content: RecordDict, context: Context) -
     elif op["request"] == "synchronise":
         out = shard.synchronise(bool(op["synchronise"]))
     batches_to_records(out, _OUT, reply)
+    spent = shard.privacy_spent()
+    if spent is not None:
+        reply["own_privacy"] = MetricRecord({"epsilon": spent[0], "delta": spent[1]})
     _store(context, _SHARD, shard)
     context.state[_RECORDS] = ArrayRecord(
         {"agent_counts": Array(shard.observed_total), "arm_counts": Array(shard.observed)}
@@ -228,26 +235,43 @@ def client_app(spec: FederationSpec) -> ClientApp:
 
 
 # ---------------------------------------------------------------------- server side
-class _ReportedPrivacy:
-    """The clients' privacy reports, as the recorder reads a population's own accounting."""
+class _ServerPopulation:
+    """The population as the server's recorder sees it: its parameters, and the privacy the clients reported.
 
-    def __init__(self, num_agents: int) -> None:
-        self.epsilon = np.zeros((1, num_agents))
-        self.delta = np.zeros((1, num_agents))
-        self.reported = False
+    The server's copy of the population, reset with the scenario's context, gives the family's metrics the
+    algorithm's public parameters (e.g. the procurement family's exploration length ``tau0``); it never
+    learns. The privacy is the sum of what the clients reported: their wrappers' accounting (the privacy
+    mod's ``privacy`` record) and their population's own (``own_privacy``, e.g. P-FCB's in-agent noise),
+    added in the simulator's order.
+    """
 
-    def update(self, agent: int, record: Mapping[str, Any]) -> None:
-        self.reported = True
-        self.epsilon[0, agent] = float(record["epsilon"])
-        self.delta[0, agent] = float(record["delta"])
+    def __init__(self, population: Any, context: Any) -> None:
+        population.reset(context)
+        self.population = population
+        self.parts = {key: np.zeros((2, 1, context.num_agents)) for key in _PRIVACY}
+        self.reported: dict[str, bool] = dict.fromkeys(_PRIVACY, False)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["population"], name)
+
+    def update(self, agent: int, reply: RecordDict) -> None:
+        """Keep the privacy records of ``agent``'s reply."""
+        for key in _PRIVACY:
+            if key in reply:
+                self.reported[key] = True
+                self.parts[key][:, 0, agent] = reply[key]["epsilon"], reply[key]["delta"]
+
+    def _spent(self, index: int) -> np.ndarray | None:
+        parts = [self.parts[key][index] for key in _PRIVACY if self.reported[key]]
+        return np.sum(parts, axis=0) if parts else None
 
     def epsilon_spent(self) -> np.ndarray | None:
         """(1, M) epsilon the clients reported, or None when none reported."""
-        return self.epsilon.copy() if self.reported else None
+        return self._spent(0)
 
     def delta_spent(self) -> np.ndarray | None:
         """(1, M) delta the clients reported, or None when none reported."""
-        return self.delta.copy() if self.reported else None
+        return self._spent(1)
 
 
 def _wait_for_nodes(grid: Grid, count: int, timeout: float) -> list[int]:
@@ -293,11 +317,17 @@ def _agent_step(step: Step, agent: int) -> ArrayRecord:
 
 
 def _agent_facts(feedback: Any, agent: int) -> ArrayRecord:
-    """What ``agent`` learns from the referee after a pull: its next gossip partner, or its own rewards."""
+    """What ``agent`` learns from the referee after a pull: its next gossip partner, or its own round."""
     if isinstance(feedback, Feedback):
         partners = np.full_like(feedback.partners, -1)
         partners[:, agent] = feedback.partners[:, agent]
         return ArrayRecord({"partners": Array(partners)})
+    if isinstance(feedback, ProcurementFeedback):  # its own row of units, good units and utility
+        rows = {"units": feedback.units, "successes": feedback.successes, "rewards": feedback.rewards}
+        own = {name: np.zeros_like(value) for name, value in rows.items()}
+        for name, value in rows.items():
+            own[name][:, agent] = value[:, agent]
+        return ArrayRecord({name: Array(value) for name, value in own.items()})
     rewards = np.where(feedback.clients == agent, feedback.rewards, 0.0)
     return ArrayRecord({"rewards": Array(np.ascontiguousarray(rewards))})
 
@@ -308,7 +338,7 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
     core = env.unwrapped.core
     m, horizon = core.context.num_agents, core.horizon
     recorder = Recorder(family, spec.name, [spec.seed], checkpoint_slots(horizon, checkpoints))
-    privacy = _ReportedPrivacy(m)
+    privacy = _ServerPopulation(population, core.context)
     recorder.attach(core, privacy)
     nodes = _wait_for_nodes(grid, m, timeout)
     setup = {n: RecordDict({"op": ConfigRecord({"deliver": "setup", "request": "none"})}) for n in nodes}
@@ -327,8 +357,7 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
         rounds += 1
         replies = [answers[node_of[agent]] for agent in range(m)]
         for agent, reply in enumerate(replies):
-            if "privacy" in reply:
-                privacy.update(agent, reply["privacy"])
+            privacy.update(agent, reply)
         return replies
 
     arms: list[np.ndarray] = []
