@@ -24,7 +24,7 @@ from fedbandit_envs.families.procurement.env import ProcurementFeedback  # noqa:
 from fedbandit_envs.flower import AgentShard, FederationSpec, run_flower, run_local  # noqa: E402
 from fedbandit_envs.flower.apps import _load, _store  # noqa: E402
 from fedbandit_envs.run import run  # noqa: E402
-from wrappers import GaussianMessageDP, LaplaceMessageDP  # noqa: E402
+from wrappers import GaussianMessageDP, LaplaceMessageDP, MessageDrops  # noqa: E402
 
 
 class Recording:
@@ -214,6 +214,12 @@ def test_fed_ucb_under_a_dp_wrapper_spends_the_simulators_privacy():
     spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == GOSSIP["horizon"]]
     np.testing.assert_array_equal(flower.epsilon_spent, spent)
     assert spent == [2.0] * GOSSIP["num_agents"]  # the declared epsilon, charged once per agent, no noise added
+
+
+def test_a_fault_wrapper_is_refused_with_the_reason():
+    spec = FederationSpec("full_sharing_ucb", {"num_agents": 3, "horizon": 5}, 0, [lambda e: MessageDrops(e, prob=0.3)])
+    with pytest.raises(ValueError, match="a message drops wrapper cannot run on a Flower federation: its hook draws"):
+        run_local(spec)
 
 
 def test_client_state_keeps_the_populations_views_across_rounds():

@@ -40,7 +40,7 @@ from fedbandit_envs.run import build_env, privacy_spent
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.validation import check_int
 
-__all__ = ["NOT_SPLITTABLE", "SUPPORTED_FAMILIES", "AgentHooks", "AgentShard", "FederationSpec"]
+__all__ = ["CLIENT_WRAPPER_KINDS", "NOT_SPLITTABLE", "SUPPORTED_FAMILIES", "AgentHooks", "AgentShard", "FederationSpec"]
 
 #: The families a Flower federation runs on in this version.
 SUPPORTED_FAMILIES = ("mab", "linear", "procurement")
@@ -56,6 +56,12 @@ NOT_SPLITTABLE = {
         "holds its own list and vector only"
     ),
 }
+
+
+#: The kinds of message wrappers whose hooks a client runs as the simulator does (``kind`` of a hook wrapper).
+#: The DP wrappers draw their noise from one generator per (sender, kind); the fault wrappers draw their
+#: faults from one stream across every agent's messages, which clients running them apart do not reproduce.
+CLIENT_WRAPPER_KINDS = ("differential privacy",)
 
 
 @dataclass(frozen=True)
@@ -100,13 +106,23 @@ class FederationSpec:
 
         The core is reset without message hooks: on Flower they run on the clients
         (:class:`AgentHooks`), never on the server. Raises ``ValueError`` for a family Flower does not
-        run yet.
+        run yet, and (``wrapped``) for a wrapper whose kind is not in :data:`CLIENT_WRAPPER_KINDS`.
         """
         population = make_algorithm(self.algorithm)
         reason = NOT_SPLITTABLE.get(type(population).__name__)
         if reason is not None:
             raise ValueError(f"{type(population).__name__} cannot run as a Flower federation: {reason}")
         env, family = build_env(self.algorithm, population, self.env_kwargs, self.wrappers if wrapped else ())
+        layer = env
+        while layer is not env.unwrapped:
+            kind = getattr(layer, "kind", None)  # a hook wrapper's kind; other wrappers add no message hook
+            if kind is not None and kind not in CLIENT_WRAPPER_KINDS:
+                raise ValueError(
+                    f"a {kind} wrapper cannot run on a Flower federation: its hook draws from one random stream "
+                    "across every agent's messages, which clients running it apart would not reproduce; use the "
+                    "environment's drop_prob and latency (the server's channel) instead"
+                )
+            layer = layer.env
         if family.name not in SUPPORTED_FAMILIES:
             raise ValueError(
                 f"the Flower adapter runs the families {list(SUPPORTED_FAMILIES)}, not {family.name!r}; "
