@@ -140,8 +140,8 @@ def wrappers_from_config(value: WrapperEntries) -> tuple[Callable[[Any], Any], .
             )
         wrapper = load_object(WRAPPERS[name])
         allowed = _keywords(wrapper)
-        unknown = sorted(set(kwargs) - allowed) if allowed is not None else []
-        if unknown:
+        if allowed is not None and set(kwargs) - allowed:
+            unknown = sorted(set(kwargs) - allowed)
             raise ValueError(f"the wrapper {name!r} takes no keyword {unknown}; its keywords are {sorted(allowed)}")
         factories.append(partial(wrapper, **kwargs))
     return tuple(factories)
