@@ -331,6 +331,12 @@ def test_procurement_peers_relayed_by_the_server_match_the_simulator(algorithm, 
         assert last["cost"] == cost
 
 
+@pytest.mark.slow
+def test_fcb_sync_on_the_simulation_engine_matches_the_simulator():
+    _, expected = assert_same_run("solanki_fcb_sync", {**PROCUREMENT, "horizon": 4}, seed=2, engine=run_flower)
+    assert expected.curves[-1]["peer_messages"] > 0
+
+
 def test_pfcb_with_its_own_noise_reports_the_simulators_privacy():
     env = {**PROCUREMENT, "drop_prob": 0.2}
     flower, expected = assert_same_run(partial(PFCB, t_lo=4), env, seed=3)

@@ -6,7 +6,9 @@ round of Flower messages carries, per client, what to *deliver* (the feedback of
 a message-only phase) and what to *request* (an action, or the messages of a phase); one round per
 slot when the algorithm has no message-only phases. A client replies with its arm, its own outgoing
 messages (as Flower records, see :mod:`fedbandit_envs.flower.records`) and a report (its reward and its
-privacy spent) that the server records but never charges or forwards.
+privacy spent) that the server records but never charges or forwards. Sync-LinUCB's reporting client
+also returns a control field (whether everyone synchronises); the server then asks every client for its
+upload in one more round, and never charges the field.
 
 State: a client keeps its :class:`~fedbandit_envs.flower.agent.AgentShard` in ``context.state`` between
 rounds (pickled into a ``ConfigRecord``, numpy views kept as views), and the privacy mod keeps its
@@ -338,8 +340,8 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
     core = env.unwrapped.core
     m, horizon = core.context.num_agents, core.horizon
     recorder = Recorder(family, spec.name, [spec.seed], checkpoint_slots(horizon, checkpoints))
-    privacy = _ServerPopulation(population, core.context)
-    recorder.attach(core, privacy)
+    server_population = _ServerPopulation(population, core.context)
+    recorder.attach(core, server_population)
     nodes = _wait_for_nodes(grid, m, timeout)
     setup = {n: RecordDict({"op": ConfigRecord({"deliver": "setup", "request": "none"})}) for n in nodes}
     agents = {node: int(reply["action"]["agent"]) for node, reply in _exchange(grid, setup, timeout).items()}
@@ -357,7 +359,7 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
         rounds += 1
         replies = [answers[node_of[agent]] for agent in range(m)]
         for agent, reply in enumerate(replies):
-            privacy.update(agent, reply)
+            server_population.update(agent, reply)
         return replies
 
     arms: list[np.ndarray] = []
@@ -416,7 +418,7 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
             phase = core.next_phase(phase, sent)
         if phase is None:
             recorder.record(core.slot)
-    epsilon, delta = privacy.epsilon_spent(), privacy.delta_spent()
+    epsilon, delta = server_population.epsilon_spent(), server_population.delta_spent()
     return FlowerRun(
         recorder.results,
         np.array(arms),
