@@ -992,11 +992,25 @@ class SyncLinUCB(_LinUCBClients):
 
     def send(self, phase: Phase) -> list[MessageBatch]:
         """Local update; on a trigger every registered client of that replica uploads its buffer."""
+        return self.synchronise(self.trigger(phase))
+
+    def trigger(self, phase: Phase) -> np.ndarray:
+        """The reporting client's local update; (B,) bool: its threshold fires in that replica.
+
+        The first half of :meth:`send`: whether a replica synchronises is decided by the reporting
+        client's own statistics (a federation's reporting client announces it, see :meth:`synchronise`).
+        """
         positions = _reporters(phase)
         clients = self._update(positions)
         self.steps[self._rows, clients] += 1
         ratio = self.stats.log_ratio(self._rows, clients)
-        fire = self.steps[self._rows, clients] * ratio > self.sync_threshold
+        return self.steps[self._rows, clients] * ratio > self.sync_threshold
+
+    def synchronise(self, fire: np.ndarray) -> list[MessageBatch]:
+        """The uploads of every registered client of the replicas where ``fire`` (B,) is set; their steps restart.
+
+        The second half of :meth:`send`, given the reporting client's :meth:`trigger`.
+        """
         if not fire.any():
             return []
         rows, members = np.nonzero(self.registered[fire])

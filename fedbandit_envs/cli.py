@@ -144,8 +144,16 @@ def _parser() -> argparse.ArgumentParser:
         "slots, one ClientApp per agent (see docs/deploying-with-flower.md). Prints the final regret and costs.",
     )
     flower.add_argument("algorithm", help="a registered name (see fedbandit list) or module:Class path")
-    flower.add_argument("--env", default=None, help="environment name: mab or linear (default: the algorithm's)")
+    flower.add_argument(
+        "--env", default=None, help="environment name: mab, linear or procurement (default: the algorithm's)"
+    )
     _add_env_settings(flower, ", e.g. num_agents=10")
+    flower.add_argument(
+        "--wrappers",
+        default="",
+        help="message wrappers (DP) run as a client mod, as in a deployed run config: "
+        "'laplace:epsilon=1.0,calibration=paper,n_agg=6' (several separated by ';'; names: laplace, gaussian, tree)",
+    )
     flower.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
     flower.add_argument(
         "--engine",
@@ -284,8 +292,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _flower(args: argparse.Namespace) -> int:
     from fedbandit_envs.flower import FederationSpec, run_flower, run_local
+    from fedbandit_envs.flower.deploy import wrappers_from_config
 
-    spec = FederationSpec(args.algorithm, ({"env": args.env} if args.env else {}) | dict(args.settings), args.seed)
+    env_kwargs = ({"env": args.env} if args.env else {}) | dict(args.settings)
+    spec = FederationSpec(args.algorithm, env_kwargs, args.seed, wrappers_from_config(args.wrappers))
     done = run_local(spec, args.checkpoints)[0] if args.engine == "local" else run_flower(spec, args.checkpoints)
     last = done.results.curves[-1]
     print(

@@ -15,13 +15,16 @@ pytest.importorskip("flwr")
 from flwr.app import Context, RecordDict  # noqa: E402
 
 from agents.li_song import CDPMAB, hybrid_topology  # noqa: E402
+from agents.li_wang import SyncLinUCB  # noqa: E402
+from agents.solanki import PFCB, EpsilonSchedule  # noqa: E402
 from agents.zhu import FedUCB, GossipUCB  # noqa: E402
 from fedbandit_envs.algorithms import make_algorithm  # noqa: E402
 from fedbandit_envs.cli import main  # noqa: E402
+from fedbandit_envs.families.procurement.env import ProcurementFeedback  # noqa: E402
 from fedbandit_envs.flower import AgentShard, FederationSpec, run_flower, run_local  # noqa: E402
 from fedbandit_envs.flower.apps import _load, _store  # noqa: E402
 from fedbandit_envs.run import run  # noqa: E402
-from wrappers import LaplaceMessageDP  # noqa: E402
+from wrappers import GaussianMessageDP, LaplaceMessageDP, MessageDrops  # noqa: E402
 
 
 class Recording:
@@ -36,7 +39,8 @@ class Recording:
         return getattr(self.inner, name)
 
     def observe(self, feedback) -> None:
-        self.arms.append(feedback.arms[0].copy())
+        arms = feedback.units if isinstance(feedback, ProcurementFeedback) else feedback.arms
+        self.arms.append(arms[0].copy())
         self.rewards.append(feedback.rewards[0].copy())
         self.inner.observe(feedback)
 
@@ -78,7 +82,7 @@ def assert_same_run(algorithm, env_kwargs: dict, seed: int, wrappers=(), engine=
         flower = flower[0]
     np.testing.assert_array_equal(flower.arms, arms)
     np.testing.assert_array_equal(flower.referee_rewards, rewards)
-    if env_kwargs.get("env") != "linear":  # MAB clients draw their own rewards
+    if env_kwargs.get("env", "mab") == "mab":  # MAB clients draw their own rewards
         np.testing.assert_array_equal(flower.rewards, rewards)
     assert without_wall_time(flower.results.curves) == without_wall_time(expected.curves)
     assert without_wall_time(flower.results.agents) == without_wall_time(expected.agents)
@@ -145,20 +149,45 @@ def test_async_linucb_matches_the_simulator():
     assert expected.curves[-1]["up_messages"] > 0 and expected.curves[-1]["down_messages"] > 0
 
 
-@pytest.mark.parametrize(
-    ("algorithm", "env", "reason"),
-    [
-        ("sync_linucb", LINEAR, "its synchronisation is a global event"),
-        (
-            "ddp_mab",
-            {"num_agents": 4, "num_arms": 3, "horizon": 10, "topology": "ring"},
-            "its agents check every relayed",
-        ),
-    ],
-)
-def test_populations_a_client_cannot_split_are_refused_with_the_reason(algorithm, env, reason):
-    with pytest.raises(ValueError, match=f"cannot run as a Flower federation: {reason}"):
-        run_local(FederationSpec(algorithm, env, seed=0))
+def sync_rounds(env: dict, expected) -> int:
+    """The Flower rounds of a Sync-LinUCB run with eager registration: set-up, an act round and a round per
+    report of every slot, the closing round, and one more round per synchronisation (every client uploads)."""
+    syncs, remainder = divmod(expected.curves[-1]["up_messages"], env["num_clients"])
+    assert remainder == 0 and syncs > 0
+    return 2 + env["horizon"] * (1 + env.get("active_per_slot", 1)) + syncs
+
+
+def test_sync_linucb_matches_the_simulator():
+    _, expected = assert_same_run("sync_linucb", LINEAR, seed=6)
+    assert expected.curves[-1]["up_messages"] == expected.curves[-1]["down_messages"] > 0
+
+
+def test_sync_linucb_synchronises_in_one_uncharged_round_more_on_the_simulation_engine():
+    env = {**LINEAR, "horizon": 3}
+    algorithm = partial(SyncLinUCB, threshold=0.0, registration="eager")  # every report synchronises
+    flower, expected = assert_same_run(algorithm, env, seed=6, engine=run_flower)
+    assert flower.rounds == sync_rounds(env, expected) == 2 + 3 * 2 + 3
+
+
+def test_sync_linucb_with_several_active_clients_and_drops_matches_the_simulator():
+    env = {**LINEAR, "active_per_slot": 2, "drop_prob": 0.2, "horizon": 60}
+    algorithm = partial(SyncLinUCB, threshold=0.5, registration="eager")
+    expected, arms, _ = simulate(algorithm, env, seed=6)
+    flower, _ = run_local(
+        FederationSpec(algorithm, env, 6, label="algorithm"), checkpoints=list(range(1, env["horizon"] + 1))
+    )
+    # the PettingZoo path lists a slot's active clients by name, the core in arrival order: same arms per slot
+    np.testing.assert_array_equal(np.sort(flower.arms, axis=1), np.sort(arms, axis=1))
+    assert without_wall_time(flower.results.curves) == without_wall_time(expected.curves)
+    assert without_wall_time(flower.results.agents) == without_wall_time(expected.agents)
+    assert expected.curves[-1]["dropped"] > 0
+    assert flower.rounds == sync_rounds(env, expected)
+
+
+def test_ddp_mab_is_refused_with_the_reason():
+    env = {"num_agents": 4, "num_arms": 3, "horizon": 10, "topology": "ring"}
+    with pytest.raises(ValueError, match="DDPMAB cannot run as a Flower federation: its GIS hop is decided"):
+        run_local(FederationSpec("ddp_mab", env, seed=0))
 
 
 GOSSIP = {"num_agents": 5, "num_arms": 3, "horizon": 80, "topology": "ring", "gossip": "uniform_edge"}
@@ -185,6 +214,12 @@ def test_fed_ucb_under_a_dp_wrapper_spends_the_simulators_privacy():
     spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == GOSSIP["horizon"]]
     np.testing.assert_array_equal(flower.epsilon_spent, spent)
     assert spent == [2.0] * GOSSIP["num_agents"]  # the declared epsilon, charged once per agent, no noise added
+
+
+def test_a_fault_wrapper_is_refused_with_the_reason():
+    spec = FederationSpec("full_sharing_ucb", {"num_agents": 3, "horizon": 5}, 0, [lambda e: MessageDrops(e, prob=0.3)])
+    with pytest.raises(ValueError, match="a message drops wrapper cannot run on a Flower federation: its hook draws"):
+        run_local(spec)
 
 
 def test_client_state_keeps_the_populations_views_across_rounds():
@@ -253,8 +288,8 @@ def test_cli_runs_a_federation_and_writes_the_tables(tmp_path, capsys):
 
 
 def test_cli_names_the_reason_a_federation_cannot_run(capsys):
-    assert main(["flower", "sync_linucb", "--set", "num_clients=3", "--set", "horizon=5", "--engine", "local"]) == 2
-    assert "SyncLinUCB cannot run as a Flower federation" in capsys.readouterr().err
+    assert main(["flower", "ddp_mab", "--set", "num_agents=3", "--set", "horizon=5", "--engine", "local"]) == 2
+    assert "DDPMAB cannot run as a Flower federation" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -276,8 +311,43 @@ def test_a_client_index_beyond_the_agents_is_refused():
         AgentShard(FederationSpec("full_sharing_ucb", {"num_agents": 3, "horizon": 5}, seed=0), agent=3)
 
 
-def test_the_procurement_family_is_refused():
-    with pytest.raises(
-        ValueError, match="the Flower adapter runs the families \\['mab', 'linear'\\], not 'procurement'"
-    ):
-        FederationSpec("solanki_fcb", {}, seed=0).world(wrapped=False)
+PROCUREMENT = {"env": "procurement", "num_agents": 4, "num_producers": 5, "horizon": 40, "instance_seed": 5}
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "cost"),
+    [
+        ("solanki_nf", 0.0),
+        ("solanki_fcb_sync", 6.0 * PROCUREMENT["horizon"]),
+        (partial(PFCB, noise=False, t_lo=4), None),
+    ],
+    ids=["non_federated", "fcb_sync", "fcb"],
+)
+def test_procurement_peers_relayed_by_the_server_match_the_simulator(algorithm, cost):
+    _, expected = assert_same_run(algorithm, PROCUREMENT, seed=2)
+    last = expected.curves[-1]
+    assert (last["peer_messages"] > 0) == (algorithm != "solanki_nf")
+    if cost is not None:  # FCB-sync broadcasts every round: c2 = 1 for each of the 6 agent links used
+        assert last["cost"] == cost
+
+
+@pytest.mark.slow
+def test_fcb_sync_on_the_simulation_engine_matches_the_simulator():
+    _, expected = assert_same_run("solanki_fcb_sync", {**PROCUREMENT, "horizon": 4}, seed=2, engine=run_flower)
+    assert expected.curves[-1]["peer_messages"] > 0
+
+
+def test_pfcb_with_its_own_noise_reports_the_simulators_privacy():
+    env = {**PROCUREMENT, "drop_prob": 0.2}
+    flower, expected = assert_same_run(partial(PFCB, t_lo=4), env, seed=3)
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == env["horizon"]]
+    np.testing.assert_array_equal(flower.epsilon_spent, spent)
+    assert min(spent) > 0 and expected.curves[-1]["dropped"] > 0 and expected.curves[-1]["peer_messages"] > 0
+
+
+def test_pfcb_under_a_gaussian_wrapper_spends_the_simulators_privacy():
+    wrappers = [lambda e: GaussianMessageDP(e, epsilon=EpsilonSchedule(1.0, PROCUREMENT["horizon"]), delta=0.01)]
+    flower, expected = assert_same_run(partial(PFCB, noise="wrapper", t_lo=4), PROCUREMENT, seed=4, wrappers=wrappers)
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == PROCUREMENT["horizon"]]
+    np.testing.assert_array_equal(flower.epsilon_spent, spent)
+    assert min(spent) > 0

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # before flwr is first imported
@@ -28,10 +29,13 @@ pytest.importorskip("flwr")
 
 import tomllib  # noqa: E402
 from flwr.common.config import validate_config  # noqa: E402
-from test_flower import assert_same_run  # noqa: E402
+from test_flower import GOSSIP, assert_same_run, simulate, without_wall_time  # noqa: E402
 
-from fedbandit_envs.flower import FederationSpec  # noqa: E402
-from fedbandit_envs.flower.deploy import spec_from_run_config, write_app  # noqa: E402
+from fedbandit_envs.cli import main  # noqa: E402
+from fedbandit_envs.flower import FederationSpec, run_local  # noqa: E402
+from fedbandit_envs.flower.deploy import spec_from_run_config, wrappers_from_config, write_app  # noqa: E402
+from fedbandit_envs.run import run  # noqa: E402
+from wrappers import LaplaceMessageDP, TreeMessageDP  # noqa: E402
 
 #: Flower's command-line tools, installed beside the interpreter that runs the tests.
 BIN = Path(sys.executable).parent
@@ -198,6 +202,62 @@ def test_the_app_project_is_valid_for_flower_and_its_run_config_is_the_spec(tmp_
 def test_a_bad_run_config_names_what_is_wrong(config, match):
     with pytest.raises(ValueError, match=match):
         spec_from_run_config(config)
+
+
+def test_a_deployed_run_config_naming_a_dp_wrapper_spends_the_simulators_privacy(tmp_path):
+    env = {**GOSSIP, "horizon": 30}
+    wrappers = "laplace:epsilon=0.5,calibration=paper,n_agg=5"
+    path = write_app(tmp_path, "fed_ucb", env, 4, label="algorithm", checkpoints=30, wrappers=wrappers)
+    spec = spec_from_run_config(tomllib.loads(path.read_text())["tool"]["flwr"]["app"]["config"])
+    flower, _ = run_local(spec, checkpoints=list(range(1, 31)))
+    laplace = [lambda env: LaplaceMessageDP(env, epsilon=0.5, calibration="paper", n_agg=5)]
+    expected, arms, _ = simulate("fed_ucb", env, 4, laplace)
+    np.testing.assert_array_equal(flower.arms, arms)
+    assert without_wall_time(flower.results.curves) == without_wall_time(expected.curves)
+    assert without_wall_time(flower.results.agents) == without_wall_time(expected.agents)
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == 30]
+    np.testing.assert_array_equal(flower.epsilon_spent, spent)
+    assert min(spent) > 0 and expected.curves[-1]["peer_messages"] > 0
+
+
+def test_run_config_wrappers_as_text_and_as_json_are_the_same_wrappers():
+    text = wrappers_from_config('laplace:epsilon=0.5,kinds=["rel_mean"],strict=true; tree:epsilon=2')
+    listed = '[{"name": "laplace", "kwargs": {"epsilon": 0.5, "kinds": ["rel_mean"], "strict": true}},'
+    listed += ' {"name": "tree", "kwargs": {"epsilon": 2}}]'
+    for made in (text, wrappers_from_config(listed)):
+        assert [(w.func, w.keywords) for w in made] == [
+            (LaplaceMessageDP, {"epsilon": 0.5, "kinds": ["rel_mean"], "strict": True}),
+            (TreeMessageDP, {"epsilon": 2}),
+        ]
+    assert wrappers_from_config("") == wrappers_from_config(" ; ") == ()
+
+
+@pytest.mark.parametrize(
+    ("wrappers", "match"),
+    [
+        ("lapalce:epsilon=1", r"unknown wrapper 'lapalce' in the run config; the wrappers are \['gaussian', 'laplace'"),
+        ("laplace:epsilon=1,calibraton=paper", r"the wrapper 'laplace' takes no keyword \['calibraton'\]"),
+        ("laplace:epsilon", "a wrapper keyword must be written key=value, got 'epsilon'"),
+        ("drops:prob=0.1", r"unknown wrapper 'drops' .* a fault wrapper cannot run on a Flower federation"),
+        ('{"name": "laplace"}', "a wrapper keyword must be written key=value"),
+        ('[{"name": "laplace", "args": [1]}]', 'a wrapper entry has a "name" and a "kwargs" object only'),
+        ('[{"kwargs": {}}]', r'wrappers as JSON must be a list of \{"name"'),
+        ("laplace:epsilon=-1", "epsilon"),  # the wrapper's own check, when the app is written
+    ],
+)
+def test_a_bad_wrapper_in_a_run_config_is_named_when_the_app_is_written(tmp_path, wrappers, match):
+    with pytest.raises(ValueError, match=match):
+        write_app(tmp_path, "cdp_mab", {"num_agents": 4, "horizon": 9}, 7, wrappers=wrappers)
+
+
+def test_the_cli_runs_a_federation_with_a_dp_wrapper(tmp_path):
+    env = {**GOSSIP, "horizon": 12}
+    args = ["flower", "fed_ucb", *[f"--set={key}={value}" for key, value in env.items()], "--engine", "local"]
+    assert main([*args, "--wrappers", "laplace:epsilon=0.5", "--checkpoints", "1", "--out", str(tmp_path)]) == 0
+    header, row = (tmp_path / "results.csv").read_text().splitlines()
+    laplace = [lambda env: LaplaceMessageDP(env, epsilon=0.5)]
+    expected = run("fed_ucb", env, [0], checkpoints=1, wrappers=laplace, reference=None).curves[-1]["epsilon_max"]
+    assert float(dict(zip(header.split(","), row.split(","), strict=True))["epsilon_max"]) == expected > 0
 
 
 def test_write_app_refuses_a_bad_checkpoint_count(tmp_path):

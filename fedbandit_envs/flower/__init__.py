@@ -1,8 +1,9 @@
 """Run a population as a real federation on Flower (``pip install fedbandit-envs[flower]``).
 
-The adapter turns a server-based reference algorithm of the MAB family into a Flower ``ServerApp`` (the
-coordinator and referee: channel, ledger, regret) and a ``ClientApp`` per agent (its own learner, its
-own arms' rewards; the DP wrappers as a client mod). :func:`run_flower` runs it on Flower's simulation
+The adapter turns a reference algorithm of the MAB, linear or procurement family into a Flower
+``ServerApp`` (the coordinator and referee: channel, ledger, regret; peer messages relayed and charged
+as agent links) and a ``ClientApp`` per agent (its own learner, its own arms' rewards; the DP wrappers as
+a client mod). :func:`run_flower` runs it on Flower's simulation
 engine and returns the simulator's result tables; ``docs/deploying-with-flower.md`` tells the design and
 its limits.
 

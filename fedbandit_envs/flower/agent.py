@@ -31,7 +31,8 @@ import numpy as np
 from fedbandit_envs.algorithms import algorithm_name, make_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.core import Feedback, MessageHook, ObservedRecords, Phase, Step, reset_hooks
-from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
+from fedbandit_envs.families.linear.env import LinearFeedback
+from fedbandit_envs.families.procurement.env import ProcurementFeedback
 from fedbandit_envs.families.registry import Family
 from fedbandit_envs.flower.records import rows_of
 from fedbandit_envs.rewards import NOISE_BLOCK, draw_noise
@@ -39,23 +40,28 @@ from fedbandit_envs.run import build_env, privacy_spent
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.validation import check_int
 
-__all__ = ["NOT_SPLITTABLE", "SUPPORTED_FAMILIES", "AgentHooks", "AgentShard", "FederationSpec"]
+__all__ = ["CLIENT_WRAPPER_KINDS", "NOT_SPLITTABLE", "SUPPORTED_FAMILIES", "AgentHooks", "AgentShard", "FederationSpec"]
 
 #: The families a Flower federation runs on in this version.
-SUPPORTED_FAMILIES = ("mab", "linear")
+SUPPORTED_FAMILIES = ("mab", "linear", "procurement")
 
 #: Populations a client cannot run for its agent alone (by class name), and why. Found by running them
 #: against the simulator; the reasons were read in their code.
 NOT_SPLITTABLE = {
-    "SyncLinUCB": (
-        "its synchronisation is a global event every client learns without a message (free in the paper), "
-        "decided by the acting client's statistics, which the other clients do not hold"
-    ),
     "DDPMAB": (
-        "its agents check every relayed vector against the origin agent's row of the population's arrays, "
-        "which a client does not hold"
+        "its GIS hop is decided from every agent's lists at once: an agent's requests come from its neighbours' "
+        "advertised lists in the same slot as their advertisements, its data from its neighbours' requests, the "
+        "round ends on a free barrier when every agent's list is complete, and every agent aggregates the "
+        "population's one copy of all M epoch vectors (a relayed vector is only checked against it); a client "
+        "holds its own list and vector only"
     ),
 }
+
+
+#: The kinds of message wrappers whose hooks a client runs as the simulator does (``kind`` of a hook wrapper).
+#: The DP wrappers draw their noise from one generator per (sender, kind); the fault wrappers draw their
+#: faults from one stream across every agent's messages, which clients running them apart do not reproduce.
+CLIENT_WRAPPER_KINDS = ("differential privacy",)
 
 
 @dataclass(frozen=True)
@@ -100,20 +106,30 @@ class FederationSpec:
 
         The core is reset without message hooks: on Flower they run on the clients
         (:class:`AgentHooks`), never on the server. Raises ``ValueError`` for a family Flower does not
-        run yet.
+        run yet, and (``wrapped``) for a wrapper whose kind is not in :data:`CLIENT_WRAPPER_KINDS`.
         """
         population = make_algorithm(self.algorithm)
         reason = NOT_SPLITTABLE.get(type(population).__name__)
         if reason is not None:
             raise ValueError(f"{type(population).__name__} cannot run as a Flower federation: {reason}")
         env, family = build_env(self.algorithm, population, self.env_kwargs, self.wrappers if wrapped else ())
+        layer = env
+        while layer is not env.unwrapped:
+            kind = getattr(layer, "kind", None)  # a hook wrapper's kind; other wrappers add no message hook
+            if kind is not None and kind not in CLIENT_WRAPPER_KINDS:
+                raise ValueError(
+                    f"a {kind} wrapper cannot run on a Flower federation: its hook draws from one random stream "
+                    "across every agent's messages, which clients running it apart would not reproduce; use the "
+                    "environment's drop_prob and latency (the server's channel) instead"
+                )
+            layer = layer.env
         if family.name not in SUPPORTED_FAMILIES:
             raise ValueError(
                 f"the Flower adapter runs the families {list(SUPPORTED_FAMILIES)}, not {family.name!r}; "
                 "run this algorithm with fedbandit_envs.run.run instead"
             )
         core = env.unwrapped.core
-        if getattr(core.config, "reward_tape", False):
+        if getattr(getattr(core, "config", None), "reward_tape", False):
             raise ValueError("the Flower adapter draws rewards from the block stream; use reward_tape=False")
         core.reset([self.seed])
         return population, env, family
@@ -134,6 +150,8 @@ class AgentShard:
     On the linear family the environment's stream decides who arrives and draws every active client's
     contexts and reward noise together, so the referee (the server) hands the acting client its contexts
     and its reward, as the PettingZoo environment hands them to an agent; the client keeps only its learner.
+    On the procurement family the referee likewise hands each agent its own round (units, good units,
+    utility), as the PettingZoo environment does.
 
     Args:
         spec: the run.
@@ -141,14 +159,14 @@ class AgentShard:
     """
 
     def __init__(self, spec: FederationSpec, agent: int) -> None:
-        population, env, _ = spec.world(wrapped=False)
+        population, env, family = spec.world(wrapped=False)
         core = env.unwrapped.core
         self.context = core.context
         m = self.context.num_agents
         self.agent = spec.check_agent(agent, m)
         self.population = population
-        self.linear = isinstance(self.context, LinearContext)
-        if not self.linear:
+        self.family = family.name
+        if self.family == "mab":  # the client draws its own rewards; elsewhere the referee hands them out
             self.means = core.means[0, self.agent].copy()
             self.reward_model = core.reward_model
             self._reward_rng = SeedStreams.from_seed(spec.seed).generator("rewards")
@@ -158,6 +176,9 @@ class AgentShard:
         self._step = Step(-1)
         self._arms = np.zeros((1, m), np.int64)
         self._reward = 0.0
+        #: the population synchronises on its reporting client's trigger (Sync-LinUCB): see :meth:`send`
+        self.synchronised = callable(getattr(population, "synchronise", None))
+        self.fired = np.zeros(1, bool)
         population.reset(self.context)
 
     def _draw_reward(self, slot: int, arm: int) -> float:
@@ -185,7 +206,7 @@ class AgentShard:
         self._step = step
         self._arms = np.asarray(action.arms, np.int64).copy()
         out = rows_of(action.messages, "sender", self.agent)
-        if self.linear:
+        if self.family != "mab":
             return self._arms[0], None, out
         self._reward = self._draw_reward(step.slot, int(self._arms[0, self.agent]))
         return self._arms[0], self._reward, out
@@ -194,12 +215,17 @@ class AgentShard:
         """Learn from the slot: the agent's own arms and rewards, the copies addressed to it, and ``facts``.
 
         ``facts`` are the referee's, masked to this agent: the gossip partners of the next slot (MAB
-        family) or the rewards of the agent's positions (linear family).
+        family), the rewards of the agent's positions (linear family), or its units, good units and
+        utility (procurement family).
         """
         own = self.own_columns(self._step)
-        if self.linear:
-            feedback: Any = LinearFeedback(slot, self._step.client_ids(), self._arms, facts["rewards"])
+        feedback: Any
+        if self.family == "linear":
+            feedback = LinearFeedback(slot, self._step.client_ids(), self._arms, facts["rewards"])
             self.observed_total[0, self.agent] += len(own)
+        elif self.family == "procurement":
+            feedback = ProcurementFeedback(slot, facts["units"], facts["successes"], facts["rewards"])
+            self.observed_total[0, self.agent] += 1
         else:
             rewards = np.zeros((1, self.context.num_agents))
             rewards[0, self.agent] = self._reward
@@ -209,8 +235,32 @@ class AgentShard:
         self.population.observe(feedback)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
-        """The agent's own rows of the population's messages in a message-only phase."""
+        """The agent's own rows of the population's messages in a message-only phase.
+
+        A synchronised population (one with ``trigger`` and ``synchronise``, Sync-LinUCB) only runs its
+        trigger here and sends nothing: the reporting client's :attr:`fired` tells the server whether the
+        replica synchronises, and every client then sends its uploads in :meth:`synchronise`.
+        """
+        if self.synchronised:
+            self.fired = np.asarray(self.population.trigger(phase), bool)
+            return []
         return rows_of(self.population.send(phase), "sender", self.agent)
+
+    def privacy_spent(self) -> tuple[float, float] | None:
+        """The agent's (epsilon, delta) under its population's own accounting (e.g. P-FCB's noise), or None."""
+        own = getattr(self.population, "epsilon_spent", None)
+        epsilon = own() if own is not None else None
+        if epsilon is None:
+            return None
+        return float(epsilon[0, self.agent]), float(self.population.delta_spent()[0, self.agent])
+
+    def reports(self, phase: Phase) -> bool:
+        """Whether this agent is the client that reports in ``phase`` (a report round of the linear family)."""
+        return phase.positions is not None and int(phase.positions[0]) in self.own_columns(self._step)
+
+    def synchronise(self, fire: bool) -> list[MessageBatch]:
+        """The agent's own rows of a synchronised population's uploads, given the reporting client's trigger."""
+        return rows_of(self.population.synchronise(np.array([fire])), "sender", self.agent)
 
     def receive(self, phase: Phase, inbox: list[MessageBatch]) -> None:
         """Read the copies addressed to the agent in a message-only phase."""
@@ -232,13 +282,20 @@ class AgentHooks:
 
     def __init__(self, spec: FederationSpec, agent: int) -> None:
         _, env, _ = spec.world(wrapped=True)
-        context = env.unwrapped.core.context
+        core = env.unwrapped.core
+        context = core.context
         self.agent = spec.check_agent(agent, context.num_agents)
-        self.per_arm = not isinstance(context, LinearContext)  # the records the family's core keeps
+        # the records the family's core keeps: per arm (MAB), and the widths it vouches for (procurement)
+        self.per_arm = core.records.has_arm_counts
+        self.widths = core.records.record_widths(0)[None] if core.records.has_record_widths else None
         shape = (1, context.num_agents)
-        records = ObservedRecords(np.zeros(shape, np.int64), np.zeros((*shape, context.num_arms), np.int64))
+        records = self._records(np.zeros(shape, np.int64), np.zeros((*shape, context.num_arms), np.int64))
         streams = [SeedStreams.from_seed(spec.seed)]
         self.message_hooks: tuple[MessageHook, ...] = reset_hooks(tuple(env.message_hooks()), context, streams, records)
+
+    def _records(self, agent_counts: np.ndarray, arm_counts: np.ndarray) -> ObservedRecords:
+        """The client's records as its family's core keeps them."""
+        return ObservedRecords(agent_counts, arm_counts if self.per_arm else None, self.widths)
 
     def privatize(
         self, slot: int, batches: list[MessageBatch], agent_counts: np.ndarray, arm_counts: np.ndarray
@@ -247,7 +304,7 @@ class AgentHooks:
         for hook in self.message_hooks:
             attach = getattr(hook, "attach_records", None)
             if attach is not None:
-                attach(ObservedRecords(agent_counts, arm_counts if self.per_arm else None))
+                attach(self._records(agent_counts, arm_counts))
             batches = hook(slot, batches)
         return batches
 

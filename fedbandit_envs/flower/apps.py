@@ -6,7 +6,9 @@ round of Flower messages carries, per client, what to *deliver* (the feedback of
 a message-only phase) and what to *request* (an action, or the messages of a phase); one round per
 slot when the algorithm has no message-only phases. A client replies with its arm, its own outgoing
 messages (as Flower records, see :mod:`fedbandit_envs.flower.records`) and a report (its reward and its
-privacy spent) that the server records but never charges or forwards.
+privacy spent) that the server records but never charges or forwards. Sync-LinUCB's reporting client
+also returns a control field (whether everyone synchronises); the server then asks every client for its
+upload in one more round, and never charges the field.
 
 State: a client keeps its :class:`~fedbandit_envs.flower.agent.AgentShard` in ``context.state`` between
 rounds (pickled into a ``ConfigRecord``, numpy views kept as views), and the privacy mod keeps its
@@ -30,6 +32,7 @@ from flwr.clientapp.typing import ClientAppCallable
 from flwr.serverapp import Grid, ServerApp
 
 from fedbandit_envs.core import Action, Feedback, Phase, PhaseKind, Step
+from fedbandit_envs.families.procurement.env import ProcurementFeedback
 from fedbandit_envs.flower.agent import AgentHooks, AgentShard, FederationSpec
 from fedbandit_envs.flower.records import batches_from_records, batches_to_records, merge_batches, rows_of
 from fedbandit_envs.run import Recorder, Results, checkpoint_slots
@@ -40,6 +43,10 @@ __all__ = ["FlowerRun", "client_app", "drive", "privacy_mod", "server_app"]
 _SHARD, _HOOKS, _RECORDS = "agent", "hooks", "records"
 #: Record prefixes of the inbox delivered to a client and of the messages it sends.
 _INBOX, _OUT = "inbox", "out"
+#: The reply records of a client's privacy spent: its wrappers' (the privacy mod) and its population's own.
+_PRIVACY = ("privacy", "own_privacy")
+#: The requests a client answers with messages of its own (the privacy mod privatizes them).
+_SENDING = ("act", "send", "synchronise")
 #: The default time a round may take before the server gives up (seconds).
 ROUND_TIMEOUT = 600.0
 
@@ -59,7 +66,8 @@ class FlowerRun:
         ledger: the ledger's totals at the end (:meth:`fedbandit_envs.channel.Ledger.totals`).
         rounds: the rounds of Flower messages the server sent (one message to every client each), the
             set-up round included.
-        epsilon_spent: (M,) epsilon each client's privacy mod accounted, or None without one.
+        epsilon_spent: (M,) epsilon each client reported (its privacy mod's and its population's own
+            accounting), or None when none accounts.
         delta_spent: (M,) delta likewise, or None.
     """
 
@@ -167,8 +175,16 @@ def _client_round(spec: FederationSpec, content: RecordDict, context: Context) -
         if reward is not None:
             reply["report"] = MetricRecord({"reward": reward})
     elif op["request"] == "send":
-        out = shard.send(_phase_from(content["request_phase"]))
+        phase = _phase_from(content["request_phase"])
+        out = shard.send(phase)
+        if shard.synchronised and shard.reports(phase):  # a control field: never charged, never forwarded
+            reply["control"] = ConfigRecord({"synchronise": bool(shard.fired[0])})
+    elif op["request"] == "synchronise":
+        out = shard.synchronise(bool(op["synchronise"]))
     batches_to_records(out, _OUT, reply)
+    spent = shard.privacy_spent()
+    if spent is not None:
+        reply["own_privacy"] = MetricRecord({"epsilon": spent[0], "delta": spent[1]})
     _store(context, _SHARD, shard)
     context.state[_RECORDS] = ArrayRecord(
         {"agent_counts": Array(shard.observed_total), "arm_counts": Array(shard.observed)}
@@ -190,7 +206,7 @@ def privacy_mod(spec: FederationSpec) -> Any:
             return reply
         op = msg.content["op"]
         hooks = AgentHooks(spec, _agent_of(context)) if op["deliver"] == "setup" else _load(context, _HOOKS)
-        if op["request"] in ("act", "send"):
+        if op["request"] in _SENDING:
             records = context.state[_RECORDS]
             sent = hooks.privatize(
                 _request_slot(op, msg.content),
@@ -221,26 +237,43 @@ def client_app(spec: FederationSpec) -> ClientApp:
 
 
 # ---------------------------------------------------------------------- server side
-class _ReportedPrivacy:
-    """The clients' privacy reports, as the recorder reads a population's own accounting."""
+class _ServerPopulation:
+    """The population as the server's recorder sees it: its parameters, and the privacy the clients reported.
 
-    def __init__(self, num_agents: int) -> None:
-        self.epsilon = np.zeros((1, num_agents))
-        self.delta = np.zeros((1, num_agents))
-        self.reported = False
+    The server's copy of the population, reset with the scenario's context, gives the family's metrics the
+    algorithm's public parameters (e.g. the procurement family's exploration length ``tau0``); it never
+    learns. The privacy is the sum of what the clients reported: their wrappers' accounting (the privacy
+    mod's ``privacy`` record) and their population's own (``own_privacy``, e.g. P-FCB's in-agent noise),
+    added in the simulator's order.
+    """
 
-    def update(self, agent: int, record: Mapping[str, Any]) -> None:
-        self.reported = True
-        self.epsilon[0, agent] = float(record["epsilon"])
-        self.delta[0, agent] = float(record["delta"])
+    def __init__(self, population: Any, context: Any) -> None:
+        population.reset(context)
+        self.population = population
+        self.parts = {key: np.zeros((2, 1, context.num_agents)) for key in _PRIVACY}
+        self.reported: dict[str, bool] = dict.fromkeys(_PRIVACY, False)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["population"], name)
+
+    def update(self, agent: int, reply: RecordDict) -> None:
+        """Keep the privacy records of ``agent``'s reply."""
+        for key in _PRIVACY:
+            if key in reply:
+                self.reported[key] = True
+                self.parts[key][:, 0, agent] = reply[key]["epsilon"], reply[key]["delta"]
+
+    def _spent(self, index: int) -> np.ndarray | None:
+        parts = [self.parts[key][index] for key in _PRIVACY if self.reported[key]]
+        return np.sum(parts, axis=0) if parts else None
 
     def epsilon_spent(self) -> np.ndarray | None:
         """(1, M) epsilon the clients reported, or None when none reported."""
-        return self.epsilon.copy() if self.reported else None
+        return self._spent(0)
 
     def delta_spent(self) -> np.ndarray | None:
         """(1, M) delta the clients reported, or None when none reported."""
-        return self.delta.copy() if self.reported else None
+        return self._spent(1)
 
 
 def _wait_for_nodes(grid: Grid, count: int, timeout: float) -> list[int]:
@@ -286,11 +319,17 @@ def _agent_step(step: Step, agent: int) -> ArrayRecord:
 
 
 def _agent_facts(feedback: Any, agent: int) -> ArrayRecord:
-    """What ``agent`` learns from the referee after a pull: its next gossip partner, or its own rewards."""
+    """What ``agent`` learns from the referee after a pull: its next gossip partner, or its own round."""
     if isinstance(feedback, Feedback):
         partners = np.full_like(feedback.partners, -1)
         partners[:, agent] = feedback.partners[:, agent]
         return ArrayRecord({"partners": Array(partners)})
+    if isinstance(feedback, ProcurementFeedback):  # its own row of units, good units and utility
+        rows = {"units": feedback.units, "successes": feedback.successes, "rewards": feedback.rewards}
+        own = {name: np.zeros_like(value) for name, value in rows.items()}
+        for name, value in rows.items():
+            own[name][:, agent] = value[:, agent]
+        return ArrayRecord({name: Array(value) for name, value in own.items()})
     rewards = np.where(feedback.clients == agent, feedback.rewards, 0.0)
     return ArrayRecord({"rewards": Array(np.ascontiguousarray(rewards))})
 
@@ -301,8 +340,8 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
     core = env.unwrapped.core
     m, horizon = core.context.num_agents, core.horizon
     recorder = Recorder(family, spec.name, [spec.seed], checkpoint_slots(horizon, checkpoints))
-    privacy = _ReportedPrivacy(m)
-    recorder.attach(core, privacy)
+    server_population = _ServerPopulation(population, core.context)
+    recorder.attach(core, server_population)
     nodes = _wait_for_nodes(grid, m, timeout)
     setup = {n: RecordDict({"op": ConfigRecord({"deliver": "setup", "request": "none"})}) for n in nodes}
     agents = {node: int(reply["action"]["agent"]) for node, reply in _exchange(grid, setup, timeout).items()}
@@ -311,6 +350,18 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
             f"the federation needs one client per agent with partition-ids 0..{m - 1}, got {sorted(agents.values())}"
         )
     node_of = {agent: node for node, agent in agents.items()}
+    rounds = 1
+
+    def exchange_round(contents: Mapping[int, RecordDict]) -> list[RecordDict]:
+        """One round of Flower messages (content per node); the replies in agent order, privacy recorded."""
+        nonlocal rounds
+        answers = _exchange(grid, contents, timeout)
+        rounds += 1
+        replies = [answers[node_of[agent]] for agent in range(m)]
+        for agent, reply in enumerate(replies):
+            server_population.update(agent, reply)
+        return replies
+
     arms: list[np.ndarray] = []
     rewards: list[np.ndarray] = []
     referee: list[np.ndarray] = []
@@ -318,7 +369,6 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
     extra: dict[int, dict[str, Any]] = {agent: {} for agent in range(m)}  # records delivered with the round
     inbox: list = []
     phase: Phase | None = None
-    rounds = 1
     while True:
         step = core.current_step()
         op = dict(deliver)
@@ -337,14 +387,15 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
                 content["request_phase"] = _phase_record(phase)
             batches_to_records(rows_of(inbox, "recipient", agent), _INBOX, content)
             contents[node_of[agent]] = content
-        answers = _exchange(grid, contents, timeout)
-        rounds += 1
-        replies = [answers[node_of[agent]] for agent in range(m)]
-        for agent, reply in enumerate(replies):
-            if "privacy" in reply:
-                privacy.update(agent, reply["privacy"])
+        replies = exchange_round(contents)
         if op["request"] == "none":
             break
+        fired = [reply["control"]["synchronise"] for reply in replies if "control" in reply]
+        if phase is not None and any(fired):  # the reporting client's trigger fired: everyone uploads
+            sync = {"deliver": "none", "request": "synchronise", "synchronise": True}
+            replies = exchange_round(
+                {node: RecordDict({"op": ConfigRecord(sync), "request_phase": _phase_record(phase)}) for node in nodes}
+            )
         batches = merge_batches([batches_from_records(reply, _OUT) for reply in replies])
         if phase is None:
             owners = step.clients[0] if step.clients is not None else np.arange(m)
@@ -367,7 +418,7 @@ def drive(grid: Grid, spec: FederationSpec, checkpoints: int | Any = 20, timeout
             phase = core.next_phase(phase, sent)
         if phase is None:
             recorder.record(core.slot)
-    epsilon, delta = privacy.epsilon_spent(), privacy.delta_spent()
+    epsilon, delta = server_population.epsilon_spent(), server_population.delta_spent()
     return FlowerRun(
         recorder.results,
         np.array(arms),
