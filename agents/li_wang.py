@@ -35,7 +35,9 @@ client per synchronisation), and even there it is O(p^2) per message and O(p^3) 
 that acts: bases equal to the aggregate are shared snapshots (:class:`AsyncServer`), a received
 replacement is copied when its client next acts, and an upload or a download never factorises a
 matrix (the factorisation waits for the client's next use). All of it is exact: trajectories are bit
-for bit those of the eager representation.
+for bit those of the eager representation, which the reference mode (:mod:`fedbandit_envs.reference`)
+runs instead: every base a per-client copy, every replacement copied and every changed matrix
+factorised when it arrives.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import check_choice
 
@@ -219,7 +222,9 @@ class RidgeStats:
     Sherman-Morrison; added or replaced statistics mark them ``stale`` until the next :meth:`refresh`.
     A replacement (:meth:`set_stats`) is itself deferred: the pair keeps a reference to the received
     row and copies it when it is next used, so a synchronisation costs O(1) per client that does not
-    act. Reading ``v``, ``b`` or ``count`` applies every deferred replacement first.
+    act. Reading ``v``, ``b`` or ``count`` applies every deferred replacement first. In the reference mode
+    (:mod:`fedbandit_envs.reference`) nothing is deferred: a replacement is copied and every added or
+    replaced statistic is factorised at once (the eager refresh).
     Index arguments ``rows, clients`` are equal-length int arrays of distinct (replica, client) pairs.
     """
 
@@ -311,6 +316,8 @@ class RidgeStats:
         self._b.reshape(-1, self.dim)[flat] += b
         self._count.reshape(-1)[flat] += count
         self.stale[rows, clients] = True
+        if reference_active():
+            self._recompute(rows, clients)
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Replace the statistics of each pair (a full synchronisation) by rows of v (n, p, p), b (n, p), count.
@@ -319,6 +326,11 @@ class RidgeStats:
         (message payloads are read-only).
         """
         count = np.broadcast_to(np.asarray(count, np.int64), (len(rows),))
+        if reference_active():
+            self._v[rows, clients], self._b[rows, clients], self._count[rows, clients] = v, b, count
+            self._source[rows, clients] = -1
+            self._recompute(rows, clients)
+            return
         key = self._next_source
         self._next_source += 1
         self._sources[key] = (v, b, count)
@@ -579,7 +591,8 @@ class AsyncServer(Coordinator):
     that equals it, and copied into the client's own row only when the client next uploads. A step
     therefore costs O(p^2) per upload and per distinct base, plus O(1) per registered client, however
     many clients download (gamma = 1: all of them, every step). ``base_v``, ``base_b`` and
-    ``base_count`` give the bases of every client as arrays.
+    ``base_count`` give the bases of every client as arrays. In the reference mode
+    (:mod:`fedbandit_envs.reference`) every base is the client's own copy.
 
     Args:
         gamma_d: the download threshold (scalar or one per client; >= 1, inf = never).
@@ -693,6 +706,11 @@ class AsyncServer(Coordinator):
 
     def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
+        if reference_active():
+            self._snapshot[rows, clients] = -1
+            self._base_v[rows, clients], self._base_b[rows, clients] = self.v[rows], self.b[rows]
+            self._base_count[rows, clients] = self.count[rows]
+            return
         for r in np.unique(rows).tolist() if len(rows) > 1 else rows.tolist():
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
             self._snapshot[r, clients[rows == r]] = self._next_key
