@@ -62,19 +62,20 @@ def li_wang_cases(draw: st.DrawFn) -> Case:
         "active_per_slot": draw(st.integers(1, min(2, n))),
     }
     algorithm = draw(st.sampled_from(["async_linucb", "sync_linucb", "async_linucb_am"]))
-    params: dict[str, Any] = {"pack_symmetric": draw(st.booleans())}
+    params: dict[str, Any] = {
+        "pack_symmetric": draw(st.booleans()),
+        "alpha_mode": draw(st.sampled_from(["theory", "theory_upper"])),  # theory_upper reads the counts
+    }
     if algorithm == "sync_linucb":
         params["threshold"] = draw(st.sampled_from([0.0, 0.2, 1.0, 5.0]))
     else:
         params["gamma"] = draw(st.sampled_from([1.0, 1.3, 2.0, 5.0, math.inf]))
         params["registration"] = draw(st.sampled_from(["lazy", "eager"]))
-    if algorithm == "async_linucb_am":
+    if algorithm == "async_linucb_am":  # d = d_g + the largest local dimension
         g = draw(st.integers(1, d - 1))
-        env.update(
-            mode="heterogeneous",
-            global_dimension=g,
-            local_dimensions=draw(st.lists(st.integers(0, d - g), min_size=n, max_size=n)),
-        )
+        local = draw(st.lists(st.integers(0, d - g), min_size=n, max_size=n))
+        local[draw(st.integers(0, n - 1))] = d - g
+        env.update(mode="heterogeneous", global_dimension=g, local_dimensions=local)
         params["am_init"] = draw(st.sampled_from(["warmup", "ridge"]))
     wrappers = (("drops", {"prob": 0.2}),) if draw(st.booleans()) else ()
     return Case("li_wang", "linear", algorithm, env, params, wrappers, draw(SEEDS))
