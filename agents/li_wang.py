@@ -150,6 +150,12 @@ def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return values[rows]
 
 
+def _chosen(contexts: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """The contexts (B, m, d) of the chosen arms (B, m) among contexts (B, m, K, d)."""
+    b, m = arms.shape
+    return contexts[np.arange(b)[:, None], np.arange(m)[None, :], arms]
+
+
 def _pinv_psd(matrix: np.ndarray) -> np.ndarray:
     """Moore-Penrose pseudo-inverse of a symmetric PSD matrix (eigenvalues below the rank tolerance dropped)."""
     if matrix.shape[0] == 0:
@@ -294,24 +300,30 @@ class RidgeStats:
         self.ld[rows, clients] = log_det(self._v[rows, clients], self.lam)
         self.stale[rows, clients] = False
 
+    def _flat(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
+        """Row indices of the pairs in the (B * N, ...) views of the arrays (one index array: a faster gather)."""
+        return rows * self._count.shape[1] + clients
+
     def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Add one observation (x (n, p), y (n,)) per pair by Sherman-Morrison; returns the outer products."""
         self.refresh(rows, clients)
-        inv = self.inv[rows, clients]
+        flat, p = self._flat(rows, clients), self.dim
+        inv_rows = self.inv.reshape(-1, p, p)
+        inv = inv_rows[flat]
         inv_x = np.einsum("npq,nq->np", inv, x)
         q = np.einsum("np,np->n", x, inv_x)
-        self.inv[rows, clients] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
-        self.ld[rows, clients] += np.log1p(q)
+        inv_rows[flat] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
+        self.ld.reshape(-1)[flat] += np.log1p(q)
         outer = x[:, :, None] * x[:, None, :]
-        self._v[rows, clients] += outer
-        self._b[rows, clients] += x * y[:, None]
-        self._count[rows, clients] += 1
+        self._v.reshape(-1, p, p)[flat] += outer
+        self._b.reshape(-1, p)[flat] += x * y[:, None]
+        self._count.reshape(-1)[flat] += 1
         return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Add received statistics (a download) to each pair."""
         self._apply(rows, clients)
-        flat = rows * self._count.shape[1] + clients  # one index array: a faster gather-add-scatter for many rows
+        flat = self._flat(rows, clients)
         self._v.reshape(-1, self.dim, self.dim)[flat] += v
         self._b.reshape(-1, self.dim)[flat] += b
         self._count.reshape(-1)[flat] += count
@@ -384,9 +396,10 @@ class BufferedStats(RidgeStats):
     def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Add one observation to the statistics and to the upload buffer."""
         outer = super().add_point(rows, clients, x, y)
-        self.dv[rows, clients] += outer
-        self.db[rows, clients] += x * y[:, None]
-        self.dcount[rows, clients] += 1
+        flat = self._flat(rows, clients)
+        self.dv.reshape(-1, self.dim, self.dim)[flat] += outer
+        self.db.reshape(-1, self.dim)[flat] += x * y[:, None]
+        self.dcount.reshape(-1)[flat] += 1
         return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
@@ -884,7 +897,7 @@ class _LinUCBClients(Configured, Population):
             alpha = self._radius(self.stats, self._rows, clients, self.config.sigma)
             arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha).argmax(axis=1)
         self._clients = step_clients
-        self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
+        self._chosen = _chosen(contexts, arms)
         return Action(arms)
 
     def observe(self, feedback: LinearFeedback) -> None:
@@ -1222,17 +1235,24 @@ class AsyncLinUCBAM(_LinUCBClients):
         noise = self.config.sigma + 2.0
         for j in range(step_clients.shape[1]):
             clients, x = step_clients[:, j], contexts[:, j]
-            x_g, x_l = self._parts(x)
-            scores = self.stats.scores(self._rows, clients, x_g, self._radius(self.stats, self._rows, clients, noise))
-            scores += self.local.scores(self._rows, clients, x_l, self._radius(self.local, self._rows, clients, noise))
             warm = ~self.ready[self._rows, clients]
+            if warm.all():  # the UCBs below would all be replaced (their refreshes happen at the upload check)
+                scores = np.empty(x.shape[:2])
+            else:
+                x_g, x_l = self._parts(x)
+                scores = self.stats.scores(
+                    self._rows, clients, x_g, self._radius(self.stats, self._rows, clients, noise)
+                )
+                scores += self.local.scores(
+                    self._rows, clients, x_l, self._radius(self.local, self._rows, clients, noise)
+                )
             if warm.any():
                 r, c, full = self._rows[warm], clients[warm], self._warmup_stats()
                 alpha = self._radius(full, r, c, self.config.sigma)
                 scores[warm] = full.scores(r, c, self._full(x[warm]), alpha)
             arms[:, j] = scores.argmax(axis=1)
         self._clients = step_clients
-        self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
+        self._chosen = _chosen(contexts, arms)
         return Action(arms)
 
     def send(self, phase: Phase) -> list[MessageBatch]:

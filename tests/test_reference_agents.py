@@ -4,17 +4,19 @@ For each subsystem with a cache (Li-Wang's deferred refreshes and shared server 
 reuse, Zhu's ``BinaryTreeBank``, Li-Song's phase views) hypothesis draws random workloads (seeds, sizes, graphs,
 epsilons, horizons) and plays each twice: as it is, and in the reference mode
 (:func:`fedbandit_envs.reference.reference_mode`). The two fingerprints (regret at checkpoints and per agent, the
-ledger, privacy spent, digests of every recorded row; ``tests/fingerprints/record.py``) must be equal.
+ledger, privacy spent, digests of every recorded row; ``tests/fingerprints/record.py``) must be equal, and so must
+the population's state at the end (the statistics the caches stand for, brought up to date on both sides).
 The examples are derandomised (a fixed sequence) and few, so the tier's time stays bounded.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from fingerprints.record import Call, Case, differences, fingerprint
+from fingerprints.record import Call, Case, differences, fingerprint_of, run_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,14 +40,21 @@ GRAPHS = st.one_of(
 )
 
 
-def assert_reference_equal(case: Case) -> None:
-    """The case's fingerprint with the caches and in the reference mode: equal in every field."""
+State = Callable[[Any], dict[str, np.ndarray]]
+
+
+def assert_reference_equal(case: Case, state: State) -> None:
+    """The case's fingerprint and ``state(population)`` with the caches and in the reference mode: equal exactly."""
     assert not reference_active()
-    fast = fingerprint(case)
+    fast_run = run_case(case, "batched")
     with reference_mode():
-        plain = fingerprint(case)
-    found = differences(fast, plain)
+        plain_run = run_case(case, "batched")
+    found = differences(fingerprint_of(case, *fast_run), fingerprint_of(case, *plain_run))
     assert not found, f"{case.spec()}\n  " + "\n  ".join(str(d) for d in found[:10])
+    fast, plain = state(fast_run[1][-1][1]), state(plain_run[1][-1][1])
+    assert fast.keys() == plain.keys()
+    for name in fast:
+        np.testing.assert_array_equal(fast[name], plain[name], err_msg=f"{name} of {case.spec()}")
 
 
 # ---------------------------------------------------------------------------------------------------- Li and Wang
@@ -81,10 +90,35 @@ def li_wang_cases(draw: st.DrawFn) -> Case:
     return Case("li_wang", "linear", algorithm, env, params, wrappers, draw(SEEDS))
 
 
+def ridge_state(stats: Any, prefix: str) -> dict[str, np.ndarray]:
+    """Every client's statistics after a refresh of all of them (and, with a buffer, its upload-trigger base)."""
+    rows, clients = (index.reshape(-1) for index in np.indices(stats.ld.shape))
+    stats.refresh(rows, clients)
+    names = ["v", "b", "count", "inv", "ld"]
+    if hasattr(stats, "ld_w"):
+        stats.log_ratio(rows, clients)
+        names += ["dv", "db", "dcount", "ld_w"]
+    return {f"{prefix}.{name}": getattr(stats, name) for name in names}
+
+
+def li_wang_state(population: Any) -> dict[str, np.ndarray]:
+    """The clients' global (and AM local) statistics and, for Async, the server's aggregate and per-client bases."""
+    state = ridge_state(population.stats, "stats")
+    if hasattr(population, "local"):
+        state.update(ridge_state(population.local, "local"), theta_g=population.theta_g, theta_l=population.theta_l)
+    server = population.server
+    state.update({f"server.{name}": getattr(server, name) for name in ("v", "b", "count")})
+    if hasattr(server, "base_ld"):
+        state.update(
+            {f"server.{name}": getattr(server, name) for name in ("base_v", "base_b", "base_count", "base_ld")}
+        )
+    return state
+
+
 @PROPERTY
 @given(li_wang_cases())
 def test_li_wang_lazy_refresh_and_shared_bases_equal_the_eager_reference(case: Case) -> None:
-    assert_reference_equal(case)
+    assert_reference_equal(case, li_wang_state)
 
 
 # -------------------------------------------------------------------------------------------------- Dubey and Pentland
@@ -107,10 +141,17 @@ def dubey_cases(draw: st.DrawFn) -> Case:
     return Case("dubey", "mab", algorithm, env, params, wrappers, draw(SEEDS))
 
 
+def dubey_state(population: Any) -> dict[str, np.ndarray]:
+    """The pooled statistics of the flooded records (the byzantine agents keep samples instead: none)."""
+    if not hasattr(population, "pooled_counts"):
+        return {}
+    return {"pooled_counts": population.pooled_counts, "pooled_sums": population.pooled_sums}
+
+
 @PROPERTY
 @given(dubey_cases())
 def test_dubey_flooding_layout_reuse_equals_the_fresh_layout(case: Case) -> None:
-    assert_reference_equal(case)
+    assert_reference_equal(case, dubey_state)
 
 
 # ---------------------------------------------------------------------------------------------------- Zhu et al.
@@ -136,10 +177,16 @@ def zhu_cases(draw: st.DrawFn) -> Case:
     return Case("zhu", "mab", "fed_ucb", env, params, (), draw(SEEDS))
 
 
+def zhu_state(population: Any) -> dict[str, np.ndarray]:
+    """Every tree's count, exact and noisy sum and number of draws."""
+    bank = population._trees
+    return {name: getattr(bank, name) for name in ("counts", "exact_sums", "noisy_sums", "noise_draws")}
+
+
 @PROPERTY
 @given(zhu_cases())
 def test_zhu_tree_bank_equals_one_mechanism_per_tree_in_a_run(case: Case) -> None:
-    assert_reference_equal(case)
+    assert_reference_equal(case, zhu_state)
 
 
 @PROPERTY
@@ -199,7 +246,13 @@ def li_song_cases(draw: st.DrawFn) -> Case:
     return Case("li_song", "li_song", algorithm, env, {}, (laplace,), draw(SEEDS))
 
 
+def li_song_state(population: Any) -> dict[str, np.ndarray]:
+    """The federations' phases, epoch ends and arm orders, and the agents' reward sums."""
+    names = ("phase", "end", "order", "commit", "round_hops", "epoch_sums", "explore_sums", "exploit")
+    return {name: getattr(population, name) for name in names}
+
+
 @PROPERTY
 @given(li_song_cases())
 def test_li_song_cached_phase_views_equal_views_recomputed_every_slot(case: Case) -> None:
-    assert_reference_equal(case)
+    assert_reference_equal(case, li_song_state)
