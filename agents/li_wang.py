@@ -301,30 +301,33 @@ class RidgeStats:
         self.ld[rows, clients] = log_det(self._v[rows, clients], self.lam)
         self.stale[rows, clients] = False
 
-    def _flat(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
-        """Row indices of the pairs in the (B * N, ...) views of the arrays (one index array: a faster gather)."""
-        return rows * self._count.shape[1] + clients
+    @staticmethod
+    def _index(rows: np.ndarray, clients: np.ndarray) -> tuple[Any, Any]:
+        """The pairs as an index of the (B, N, ...) arrays; one pair gives views (1, ...) instead of copies."""
+        if len(rows) == 1:  # e.g. Async-LinUCB-AM on one replica: basic indexing, no gather and scatter
+            client = int(clients[0])
+            return int(rows[0]), slice(client, client + 1)
+        return rows, clients
 
     def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Add one observation (x (n, p), y (n,)) per pair by Sherman-Morrison; returns the outer products."""
         self.refresh(rows, clients)
-        flat, p = self._flat(rows, clients), self.dim
-        inv_rows = self.inv.reshape(-1, p, p)
-        inv = inv_rows[flat]
+        at = self._index(rows, clients)
+        inv = self.inv[at]
         inv_x = np.einsum("npq,nq->np", inv, x)
         q = np.einsum("np,np->n", x, inv_x)
-        inv_rows[flat] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
-        self.ld.reshape(-1)[flat] += np.log1p(q)
+        self.inv[at] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
+        self.ld[at] += np.log1p(q)
         outer = x[:, :, None] * x[:, None, :]
-        self._v.reshape(-1, p, p)[flat] += outer
-        self._b.reshape(-1, p)[flat] += x * y[:, None]
-        self._count.reshape(-1)[flat] += 1
+        self._v[at] += outer
+        self._b[at] += x * y[:, None]
+        self._count[at] += 1
         return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Add received statistics (a download) to each pair."""
         self._apply(rows, clients)
-        flat = self._flat(rows, clients)
+        flat = rows * self._count.shape[1] + clients  # one index array: a faster gather-add-scatter for many rows
         self._v.reshape(-1, self.dim, self.dim)[flat] += v
         self._b.reshape(-1, self.dim)[flat] += b
         self._count.reshape(-1)[flat] += count
@@ -356,13 +359,15 @@ class RidgeStats:
     def log_det_and_count(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``ld`` and ``count`` of each pair (after a :meth:`refresh`)."""
         self.refresh(rows, clients)
-        return self.ld[rows, clients], self._count[rows, clients]
+        at = self._index(rows, clients)
+        return self.ld[at], self._count[at]
 
     def scores(self, rows: np.ndarray, clients: np.ndarray, contexts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         """UCB ``x^T theta_hat + alpha ||x||_{(V + lam I)^-1}`` of contexts (n, K, p) for each pair."""
         self.refresh(rows, clients)
-        inv = self.inv[rows, clients]
-        theta = np.einsum("npq,nq->np", inv, self._b[rows, clients])
+        at = self._index(rows, clients)
+        inv = self.inv[at]
+        theta = np.einsum("npq,nq->np", inv, self._b[at])
         mean = np.einsum("nkp,np->nk", contexts, theta)
         width = np.einsum("nkq,nkq->nk", np.einsum("nkp,npq->nkq", contexts, inv), contexts)
         return mean + alpha[:, None] * np.sqrt(np.maximum(width, 0.0))
@@ -397,10 +402,10 @@ class BufferedStats(RidgeStats):
     def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Add one observation to the statistics and to the upload buffer."""
         outer = super().add_point(rows, clients, x, y)
-        flat = self._flat(rows, clients)
-        self.dv.reshape(-1, self.dim, self.dim)[flat] += outer
-        self.db.reshape(-1, self.dim)[flat] += x * y[:, None]
-        self.dcount.reshape(-1)[flat] += 1
+        at = self._index(rows, clients)
+        self.dv[at] += outer
+        self.db[at] += x * y[:, None]
+        self.dcount[at] += 1
         return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
