@@ -291,7 +291,7 @@ class RidgeStats:
 
     def refresh(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Recompute the inverse and log-determinant of stale clients (a factorisation each)."""
-        stale = self.stale[rows, clients]
+        stale = self.stale[self._index(rows, clients)]
         if np.count_nonzero(stale):
             self._recompute(rows[stale], clients[stale])
 
@@ -423,7 +423,8 @@ class BufferedStats(RidgeStats):
     def log_ratio(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
         """``ld(V + lam I) - ld(V - dV + lam I)`` of each pair (the upload trigger's left side)."""
         self.refresh(rows, clients)
-        stale = self.w_stale[rows, clients]
+        at = self._index(rows, clients)
+        stale = self.w_stale[at]
         if np.count_nonzero(stale):
             r, c = rows[stale], clients[stale]
             empty = self.dcount[r, c] == 0  # W = V - 0 = V: ld (fresh since the download) is log det(W + lam I)
@@ -432,7 +433,7 @@ class BufferedStats(RidgeStats):
             if len(r):
                 self.ld_w[r, c] = log_det(self._v[r, c] - self.dv[r, c], self.lam)
             self.w_stale[rows[stale], clients[stale]] = False
-        return self.ld[rows, clients] - self.ld_w[rows, clients]
+        return self.ld[at] - self.ld_w[at]
 
     def take(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Empty the buffers of each pair (an upload); returns (dV, db, dcount).
