@@ -39,6 +39,7 @@ from fedbandit_envs.core import Action, AgentContext, Feedback, Step
 from fedbandit_envs.privacy.accountant import LaplaceEvent, PrivacyAccountant
 from fedbandit_envs.privacy.mechanisms import FixedInterval, IntervalRelease, laplace_noise
 from fedbandit_envs.protocol import Population
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.validation import check_int
 
 declare_message_kinds("dubey_release", "dubey_exact", "dubey_sample")  # public vocabulary under a DP wrapper
@@ -436,9 +437,10 @@ class PrivateMultiAgentUCB(_FloodingUCB):
         keep, at = self._fold_layout(new)
         created = new.created if keep is None else new.created[keep]
         counts, means = new.content["rel_cnt"], new.content["rel_mean"]
-        if keep is None and at is None and bool((created > self._pair_created).all()):
+        if not reference_active() and keep is None and at is None and bool((created > self._pair_created).all()):
             # the usual case: every known origin sent its next record, so the records (in pair order) are the table;
-            # the table takes the records' arrays (nothing else writes to them: the flood only reads its records)
+            # the table takes the records' arrays (nothing else writes to them: the flood only reads its records);
+            # the reference mode takes the general path below instead
             self._pair_created = created
             self._pair_counts = np.asarray(counts, np.int64)
             self._pair_sums = self._pair_counts * means  # a mean sent with count 0 is 0
@@ -459,10 +461,13 @@ class PrivateMultiAgentUCB(_FloodingUCB):
         """Which records are their pair's newest (``None``: all) and their rows in the pair table (``None``: row i).
 
         Records sorted by (pair, created); unknown pairs are added to the table. The answer is kept for the next
-        slot when the flood hands over the same read-only header arrays (its routing plan repeated).
+        slot when the flood hands over the same read-only header arrays (its routing plan repeated), except in the
+        reference mode (:mod:`fedbandit_envs.reference`), which finds the layout afresh every slot.
         """
         headers = (new.replica, new.holder, new.origin)
-        if self._layout is not None and all(a is b for a, b in zip(self._layout[0], headers)):
+        if reference_active():
+            self._layout = None
+        elif self._layout is not None and all(a is b for a, b in zip(self._layout[0], headers)):
             return self._layout[1]
         m = self.num_agents
         pair = (new.replica * m + new.holder) * m + new.origin
@@ -480,7 +485,7 @@ class PrivateMultiAgentUCB(_FloodingUCB):
             if len(pair) == len(self._pairs) and np.array_equal(at, np.arange(len(pair))):
                 at = None
         layout = (None if len(keep) == len(new) else keep, at)
-        if not any(h.flags.writeable for h in headers):
+        if not reference_active() and not any(h.flags.writeable for h in headers):
             self._layout = (headers, layout)
         return layout
 

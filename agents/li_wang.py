@@ -35,11 +35,14 @@ client per synchronisation), and even there it is O(p^2) per message and O(p^3) 
 that acts: bases equal to the aggregate are shared snapshots (:class:`AsyncServer`), a received
 replacement is copied when its client next acts, and an upload or a download never factorises a
 matrix (the factorisation waits for the client's next use). All of it is exact: trajectories are bit
-for bit those of the eager representation.
+for bit those of the eager representation, which the reference mode (:mod:`fedbandit_envs.reference`)
+runs instead: every base a per-client copy, every replacement copied and every changed matrix
+factorised when it arrives.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -53,6 +56,7 @@ from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import check_choice
 
@@ -147,6 +151,12 @@ def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return values[rows]
 
 
+def _chosen(contexts: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """The contexts (B, m, d) of the chosen arms (B, m) among contexts (B, m, K, d)."""
+    b, m = arms.shape
+    return contexts[np.arange(b)[:, None], np.arange(m)[None, :], arms]
+
+
 def _pinv_psd(matrix: np.ndarray) -> np.ndarray:
     """Moore-Penrose pseudo-inverse of a symmetric PSD matrix (eigenvalues below the rank tolerance dropped)."""
     if matrix.shape[0] == 0:
@@ -219,7 +229,9 @@ class RidgeStats:
     Sherman-Morrison; added or replaced statistics mark them ``stale`` until the next :meth:`refresh`.
     A replacement (:meth:`set_stats`) is itself deferred: the pair keeps a reference to the received
     row and copies it when it is next used, so a synchronisation costs O(1) per client that does not
-    act. Reading ``v``, ``b`` or ``count`` applies every deferred replacement first.
+    act. Reading ``v``, ``b`` or ``count`` applies every deferred replacement first. In the reference mode
+    (:mod:`fedbandit_envs.reference`) nothing is deferred: a replacement is copied and every added or
+    replaced statistic is factorised at once (the eager refresh).
     Index arguments ``rows, clients`` are equal-length int arrays of distinct (replica, client) pairs.
     """
 
@@ -260,7 +272,7 @@ class RidgeStats:
         """Copy the deferred replacements of the given pairs into the statistics."""
         source = self._source[rows, clients]
         deferred = source >= 0
-        if not deferred.any():
+        if not np.count_nonzero(deferred):  # (count_nonzero: a quarter of any()'s cost on a few pairs)
             return
         r, c, source = rows[deferred], clients[deferred], source[deferred]
         at = self._source_row[r, c]
@@ -279,8 +291,8 @@ class RidgeStats:
 
     def refresh(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Recompute the inverse and log-determinant of stale clients (a factorisation each)."""
-        stale = self.stale[rows, clients]
-        if stale.any():
+        stale = self.stale[self._index(rows, clients)]
+        if np.count_nonzero(stale):
             self._recompute(rows[stale], clients[stale])
 
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
@@ -289,18 +301,27 @@ class RidgeStats:
         self.ld[rows, clients] = log_det(self._v[rows, clients], self.lam)
         self.stale[rows, clients] = False
 
+    @staticmethod
+    def _index(rows: np.ndarray, clients: np.ndarray) -> tuple[Any, Any]:
+        """The pairs as an index of the (B, N, ...) arrays; one pair gives views (1, ...) instead of copies."""
+        if len(rows) == 1:  # e.g. Async-LinUCB-AM on one replica: basic indexing, no gather and scatter
+            client = int(clients[0])
+            return int(rows[0]), slice(client, client + 1)
+        return rows, clients
+
     def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Add one observation (x (n, p), y (n,)) per pair by Sherman-Morrison; returns the outer products."""
         self.refresh(rows, clients)
-        inv = self.inv[rows, clients]
+        at = self._index(rows, clients)
+        inv = self.inv[at]
         inv_x = np.einsum("npq,nq->np", inv, x)
         q = np.einsum("np,np->n", x, inv_x)
-        self.inv[rows, clients] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
-        self.ld[rows, clients] += np.log1p(q)
+        self.inv[at] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
+        self.ld[at] += np.log1p(q)
         outer = x[:, :, None] * x[:, None, :]
-        self._v[rows, clients] += outer
-        self._b[rows, clients] += x * y[:, None]
-        self._count[rows, clients] += 1
+        self._v[at] += outer
+        self._b[at] += x * y[:, None]
+        self._count[at] += 1
         return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
@@ -311,6 +332,8 @@ class RidgeStats:
         self._b.reshape(-1, self.dim)[flat] += b
         self._count.reshape(-1)[flat] += count
         self.stale[rows, clients] = True
+        if reference_active():
+            self._recompute(rows, clients)
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Replace the statistics of each pair (a full synchronisation) by rows of v (n, p, p), b (n, p), count.
@@ -319,6 +342,11 @@ class RidgeStats:
         (message payloads are read-only).
         """
         count = np.broadcast_to(np.asarray(count, np.int64), (len(rows),))
+        if reference_active():
+            self._v[rows, clients], self._b[rows, clients], self._count[rows, clients] = v, b, count
+            self._source[rows, clients] = -1
+            self._recompute(rows, clients)
+            return
         key = self._next_source
         self._next_source += 1
         self._sources[key] = (v, b, count)
@@ -331,13 +359,15 @@ class RidgeStats:
     def log_det_and_count(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``ld`` and ``count`` of each pair (after a :meth:`refresh`)."""
         self.refresh(rows, clients)
-        return self.ld[rows, clients], self._count[rows, clients]
+        at = self._index(rows, clients)
+        return self.ld[at], self._count[at]
 
     def scores(self, rows: np.ndarray, clients: np.ndarray, contexts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         """UCB ``x^T theta_hat + alpha ||x||_{(V + lam I)^-1}`` of contexts (n, K, p) for each pair."""
         self.refresh(rows, clients)
-        inv = self.inv[rows, clients]
-        theta = np.einsum("npq,nq->np", inv, self._b[rows, clients])
+        at = self._index(rows, clients)
+        inv = self.inv[at]
+        theta = np.einsum("npq,nq->np", inv, self._b[at])
         mean = np.einsum("nkp,np->nk", contexts, theta)
         width = np.einsum("nkq,nkq->nk", np.einsum("nkp,npq->nkq", contexts, inv), contexts)
         return mean + alpha[:, None] * np.sqrt(np.maximum(width, 0.0))
@@ -364,7 +394,7 @@ class BufferedStats(RidgeStats):
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
         super()._recompute(rows, clients)
         pending = self.w_pending[rows, clients]
-        if pending.any():
+        if np.count_nonzero(pending):
             r, c = rows[pending], clients[pending]
             self.ld_w[r, c] = self.ld[r, c]
             self.w_pending[r, c] = False
@@ -372,9 +402,10 @@ class BufferedStats(RidgeStats):
     def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Add one observation to the statistics and to the upload buffer."""
         outer = super().add_point(rows, clients, x, y)
-        self.dv[rows, clients] += outer
-        self.db[rows, clients] += x * y[:, None]
-        self.dcount[rows, clients] += 1
+        at = self._index(rows, clients)
+        self.dv[at] += outer
+        self.db[at] += x * y[:, None]
+        self.dcount[at] += 1
         return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
@@ -392,8 +423,9 @@ class BufferedStats(RidgeStats):
     def log_ratio(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
         """``ld(V + lam I) - ld(V - dV + lam I)`` of each pair (the upload trigger's left side)."""
         self.refresh(rows, clients)
-        stale = self.w_stale[rows, clients]
-        if stale.any():
+        at = self._index(rows, clients)
+        stale = self.w_stale[at]
+        if np.count_nonzero(stale):
             r, c = rows[stale], clients[stale]
             empty = self.dcount[r, c] == 0  # W = V - 0 = V: ld (fresh since the download) is log det(W + lam I)
             self.ld_w[r[empty], c[empty]] = self.ld[r[empty], c[empty]]
@@ -401,7 +433,7 @@ class BufferedStats(RidgeStats):
             if len(r):
                 self.ld_w[r, c] = log_det(self._v[r, c] - self.dv[r, c], self.lam)
             self.w_stale[rows[stale], clients[stale]] = False
-        return self.ld[rows, clients] - self.ld_w[rows, clients]
+        return self.ld[at] - self.ld_w[at]
 
     def take(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Empty the buffers of each pair (an upload); returns (dV, db, dcount).
@@ -579,7 +611,8 @@ class AsyncServer(Coordinator):
     that equals it, and copied into the client's own row only when the client next uploads. A step
     therefore costs O(p^2) per upload and per distinct base, plus O(1) per registered client, however
     many clients download (gamma = 1: all of them, every step). ``base_v``, ``base_b`` and
-    ``base_count`` give the bases of every client as arrays.
+    ``base_count`` give the bases of every client as arrays. In the reference mode
+    (:mod:`fedbandit_envs.reference`) every base is the client's own copy.
 
     Args:
         gamma_d: the download threshold (scalar or one per client; >= 1, inf = never).
@@ -693,6 +726,11 @@ class AsyncServer(Coordinator):
 
     def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
+        if reference_active():
+            self._snapshot[rows, clients] = -1
+            self._base_v[rows, clients], self._base_b[rows, clients] = self.v[rows], self.b[rows]
+            self._base_count[rows, clients] = self.count[rows]
+            return
         for r in np.unique(rows).tolist() if len(rows) > 1 else rows.tolist():
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
             self._snapshot[r, clients[rows == r]] = self._next_key
@@ -866,7 +904,7 @@ class _LinUCBClients(Configured, Population):
             alpha = self._radius(self.stats, self._rows, clients, self.config.sigma)
             arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha).argmax(axis=1)
         self._clients = step_clients
-        self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
+        self._chosen = _chosen(contexts, arms)
         return Action(arms)
 
     def observe(self, feedback: LinearFeedback) -> None:
@@ -1041,7 +1079,7 @@ class _AffineBall:
 
     def scale(self, e: float) -> float:
         """1 / max(|u + c e| / S, 1)."""
-        norm = np.sqrt(max(self.uu + 2.0 * e * self.uc + e * e * self.cc, 0.0))
+        norm = math.sqrt(max(self.uu + 2.0 * e * self.uc + e * e * self.cc, 0.0))  # correctly rounded, as np.sqrt
         return 1.0 / max(norm / self.radius, 1.0)
 
     def dot(self, e: float, a: float) -> float:
@@ -1055,7 +1093,7 @@ class _AffineBall:
     def distance(self, e1: float, a1: float, e2: float, a2: float) -> float:
         """``|theta(e1) - theta(e2)|``."""
         da, db = a1 - a2, e1 * a1 - e2 * a2
-        return float(np.sqrt(max(self.uu * da * da + 2.0 * self.uc * da * db + self.cc * db * db, 0.0)))
+        return math.sqrt(max(self.uu * da * da + 2.0 * self.uc * da * db + self.cc * db * db, 0.0))
 
 
 def am_step(
@@ -1082,8 +1120,8 @@ def am_step(
     at most ``n_am`` times or until both iterates move less than ``tol``. Returns the final pair and
     the partial rewards ``y_g = y - x_l^T theta_l`` and ``y_l = y - x_g^T theta_g``.
     """
-    pinv_g = _pinv_psd(gram_g + np.outer(x_g, x_g))
-    pinv_l = _pinv_psd(gram_l + np.outer(x_l, x_l))
+    pinv_g = _pinv_psd(gram_g + x_g[:, None] * x_g[None, :])  # np.outer's product, without its call overhead
+    pinv_l = _pinv_psd(gram_l + x_l[:, None] * x_l[None, :])
     glob = _AffineBall(pinv_g @ b_g, pinv_g @ x_g, x_g, radius)
     local = _AffineBall(pinv_l @ b_l, pinv_l @ x_l, x_l, radius)
     s = float(x_g @ theta_g)
@@ -1218,17 +1256,27 @@ class AsyncLinUCBAM(_LinUCBClients):
         noise = self.config.sigma + 2.0
         for j in range(step_clients.shape[1]):
             clients, x = step_clients[:, j], contexts[:, j]
-            x_g, x_l = self._parts(x)
-            scores = self.stats.scores(self._rows, clients, x_g, self._radius(self.stats, self._rows, clients, noise))
-            scores += self.local.scores(self._rows, clients, x_l, self._radius(self.local, self._rows, clients, noise))
             warm = ~self.ready[self._rows, clients]
-            if warm.any():
+            num_warm = np.count_nonzero(warm)
+            if num_warm == len(
+                warm
+            ):  # the UCBs below would all be replaced (their refreshes happen at the upload check)
+                scores = np.empty(x.shape[:2])
+            else:
+                x_g, x_l = self._parts(x)
+                scores = self.stats.scores(
+                    self._rows, clients, x_g, self._radius(self.stats, self._rows, clients, noise)
+                )
+                scores += self.local.scores(
+                    self._rows, clients, x_l, self._radius(self.local, self._rows, clients, noise)
+                )
+            if num_warm:
                 r, c, full = self._rows[warm], clients[warm], self._warmup_stats()
                 alpha = self._radius(full, r, c, self.config.sigma)
                 scores[warm] = full.scores(r, c, self._full(x[warm]), alpha)
             arms[:, j] = scores.argmax(axis=1)
         self._clients = step_clients
-        self._chosen = np.take_along_axis(contexts, arms[:, :, None, None], axis=2)[:, :, 0]
+        self._chosen = _chosen(contexts, arms)
         return Action(arms)
 
     def send(self, phase: Phase) -> list[MessageBatch]:
@@ -1278,7 +1326,8 @@ class AsyncLinUCBAM(_LinUCBClients):
         store = self.store.setdefault((b, i), [])
         store.append((x, y))
         local_full = len(store) >= self.full_dims[i] and _rank(stats.v[b, i]) >= self.full_dims[i]
-        if not (local_full or _rank(self.stats.v[b, i]) >= self.d_g):
+        global_v = self.stats.v[b, i]  # no download yet: rank 0, no factorisation needed
+        if not (local_full or self.d_g == 0 or (global_v.any() and _rank(global_v) >= self.d_g)):
             return
         xs = np.stack([point for point, _ in store])
         ys = np.array([value for _, value in store])

@@ -57,11 +57,11 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One run in this process: wall seconds, C_T, R_T and peak RSS (MiB)."""
-    from fedbandit_envs.algorithms import LINEAR_ALGORITHMS, load_object
+    from fedbandit_envs.algorithms import resolve_factory
     from fedbandit_envs.run import run
 
     name, kwargs, env_extra = VARIANTS[spec["variant"]]
-    algorithm = load_object(LINEAR_ALGORITHMS[name])
+    algorithm = resolve_factory(name)
     env = {**PAPER, **env_extra, "num_clients": spec["clients"], "horizon": spec["horizon"]}
     rss_base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start, cpu = time.perf_counter(), time.process_time()

@@ -1,7 +1,8 @@
 """The Li-Wang agents' deferred work is exact: shared server bases, deferred replacements, lazy factorisations.
 
-Each representation is compared bit for bit with the straightforward one it replaces, and the work done
-per slot is checked to touch only the clients that act.
+Each representation is compared bit for bit with the straightforward one it replaces (the reference mode,
+:mod:`fedbandit_envs.reference`, for the deferred replacements; random workloads in
+``tests/test_reference_agents.py``), and the work done per slot is checked to touch only the clients that act.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from agents.li_wang import AsyncLinUCB, BufferedStats, SyncLinUCB, _add_rows, log_det
 from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
+from fedbandit_envs.reference import reference_mode
 
 N, T, D, K = 12, 300, 4, 6
 CONFIG = LinearConfig(num_clients=N, num_arms=K, dimension=D, horizon=T)
@@ -134,22 +136,28 @@ def test_only_the_acting_client_is_factorised(population):
 
 @pytest.mark.parametrize("threshold", [0.0, 0.3, 5.0])
 def test_deferred_replacements_equal_eager_ones(threshold):
-    """Reading ``stats.v`` after every slot (which applies every deferred copy) changes no decision or bit."""
+    """The reference mode (every replacement copied and factorised on arrival) changes no decision or bit."""
     lazy = SyncLinUCB(threshold=threshold)
     eager = SyncLinUCB(threshold=threshold)
     synced = []
 
-    def read_everything(core, step, inbox, uploads):
-        v = eager.stats.v
+    def check_copies(core, step, inbox, uploads):
+        assert not eager.stats._sources and not eager.stats.stale.any()  # nothing deferred, nothing stale
         for batch in inbox:  # every recipient of a synchronisation holds the aggregate, bit for bit
-            np.testing.assert_array_equal(v[0, batch.recipient], np.broadcast_to(eager.server.v[0], (len(batch), D, D)))
+            v = eager.stats._v[0, batch.recipient]
+            np.testing.assert_array_equal(v, np.broadcast_to(eager.server.v[0], (len(batch), D, D)))
             synced.append(len(batch))
 
     lazy_core = drive(lazy)
-    eager_core = drive(eager, after=read_everything)
+    with reference_mode():
+        eager_core = drive(eager, after=check_copies)
     assert synced
     np.testing.assert_array_equal(lazy_core.regret, eager_core.regret)
     assert lazy_core.channel.ledger.totals() == eager_core.channel.ledger.totals()
+    pairs = np.zeros(N, np.int64), np.arange(N)
+    for stats in (lazy.stats, eager.stats):  # the lazy side's pending factorisations done: then every bit agrees
+        stats.refresh(*pairs)
+        stats.log_ratio(*pairs)
     for name in ("v", "b", "count", "inv", "ld", "dv", "ld_w"):
         np.testing.assert_array_equal(getattr(lazy.stats, name), getattr(eager.stats, name))
 

@@ -50,6 +50,7 @@ from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
 from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
 from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import Topology
 
 __all__ = [
@@ -489,7 +490,10 @@ class LiSongPopulation(Configured, Population):
         self._refresh()
 
     def _refresh(self) -> None:
-        """Cache the per-slot views of the phases (they change only at epoch and round ends)."""
+        """Cache the per-slot views of the phases (they change only at epoch and round ends).
+
+        The reference mode (:mod:`fedbandit_envs.reference`) recomputes them at every :meth:`act` and :meth:`observe`.
+        """
         exploring = self.phase == EXPLORE
         self._exploring = exploring
         self._exploring_agents = exploring[self.fed_of]
@@ -539,6 +543,8 @@ class LiSongPopulation(Configured, Population):
         """Exploration arm, exploitation arm (communicating) or commit arm of every agent; hop messages."""
         slot = step.slot
         self._first_hops = []  # a loop without boundary hops sends them with this slot's pull instead
+        if reference_active():
+            self._refresh()
         if self._static is not None:
             return Action(self._static)
         fed_arms = self.order[self._feds, (slot - self.start) % self.size]
@@ -571,6 +577,8 @@ class LiSongPopulation(Configured, Population):
 
     def observe(self, feedback: Feedback) -> None:
         """Accumulate exploration rewards, end epochs, and run the protocol on the inbox."""
+        if reference_active():
+            self._refresh()
         if self._static is not None:
             return
         slot = feedback.slot

@@ -32,6 +32,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from fedbandit_envs.privacy.accountant import GaussianEvent, LaplaceEvent, TreeEvent, real_number
+from fedbandit_envs.reference import reference_active
 
 __all__ = [
     "BinaryTreeBank",
@@ -596,6 +597,11 @@ class BinaryTreeBank(_TreeParameters):
     the node was noised. Only the levels of the count's set bits (its prefix nodes) are kept up to date: a level whose
     bit is clear is never read, and its node is replaced before that bit is set again.
 
+    A bank built while the reference mode is on (:mod:`fedbandit_envs.reference`) is, for its whole life, the plain
+    version: one :class:`BinaryTreeMechanism` per tree, fed record by record in the order above. The switch is read
+    when the bank is built because the two representations cannot hand over a generator mid-stream (the arrays draw
+    ahead).
+
     Args:
         num_trees: number of streams.
         epsilon, stream_length, sensitivity, split, noise_on_empty, horizon: as in :class:`BinaryTreeMechanism`,
@@ -652,6 +658,20 @@ class BinaryTreeBank(_TreeParameters):
         self._row_end = (np.arange(len(self._rngs)) + 1) * self._ahead.shape[1]
         self._next = self._row_end.copy()
         self._index = np.arange(self._num_trees * self._levels)
+        self._plain: list[BinaryTreeMechanism] | None = None
+        if reference_active():
+            self._plain = [
+                BinaryTreeMechanism(
+                    epsilon,
+                    stream_length,
+                    sensitivity,
+                    split,
+                    noise_on_empty,
+                    self._rngs[stream] if self._rngs else None,
+                    horizon=horizon,
+                )
+                for stream in self._stream_of_tree.tolist()
+            ]
 
     # -------------------------------------------------------------- state
     @property
@@ -662,21 +682,29 @@ class BinaryTreeBank(_TreeParameters):
     @property
     def counts(self) -> np.ndarray:
         """Records appended so far to each tree (a copy)."""
+        if self._plain is not None:
+            return np.array([tree.count for tree in self._plain], np.int64)
         return self._counts.copy()
 
     @property
     def exact_sums(self) -> np.ndarray:
         """The exact (non-private) running sum of each tree (a copy); for tests and diagnostics only."""
+        if self._plain is not None:
+            return np.array([tree.exact_sum for tree in self._plain])
         return self._exact_sums.copy()
 
     @property
     def noise_draws(self) -> np.ndarray:
         """Laplace draws made so far by each tree (a copy)."""
+        if self._plain is not None:
+            return np.array([tree.noise_draws for tree in self._plain], np.int64)
         return self._noise_draws.copy()
 
     @property
     def noisy_sums(self) -> np.ndarray:
         """The private running sum of each tree (what its last :meth:`add` returned; 0.0 before any)."""
+        if self._plain is not None:
+            return np.array([tree.noisy_sum for tree in self._plain])
         trees = np.arange(self._num_trees)
         noisy = self._exact_sums.copy()
         for count in np.unique(self._counts):
@@ -689,6 +717,8 @@ class BinaryTreeBank(_TreeParameters):
 
         The same as :meth:`BinaryTreeMechanism.node_noises`; the tree's noisy sum minus its exact sum is their sum.
         """
+        if self._plain is not None:
+            return self._plain[tree].node_noises()
         noises = {}
         for first, last in dyadic_blocks(int(self._counts[tree])):
             level = (last - first + 1).bit_length() - 1
@@ -722,6 +752,8 @@ class BinaryTreeBank(_TreeParameters):
                 f"stream_length={self._stream_length} exceeded (record {count}); "
                 "build the bank with a larger stream_length"
             )
+        if self._plain is not None:
+            return self._plain_add(trees, int(position), values)
         before = self._counts[trees]
         if before.max(initial=0) > position:
             raise ValueError(f"a tree already holds more than position={position} records")
@@ -731,6 +763,18 @@ class BinaryTreeBank(_TreeParameters):
         if self._scale == 0.0 or not len(trees):
             return exact
         return exact + self._record_noise(trees, before, count)
+
+    def _plain_add(self, trees: np.ndarray, position: int, values: np.ndarray) -> np.ndarray:
+        """The reference path of :meth:`add`: each listed tree's own mechanism skips to ``position``, then adds."""
+        assert self._plain is not None, "only a bank built in the reference mode has per-tree mechanisms"
+        noisy = np.empty(len(trees))
+        for n, (tree, value) in enumerate(zip(trees.tolist(), values.tolist())):
+            mechanism = self._plain[tree]
+            if mechanism.count > position:
+                raise ValueError(f"a tree already holds more than position={position} records")
+            mechanism.skip(position - mechanism.count)
+            noisy[n] = mechanism.add(value)
+        return noisy
 
     def _record_noise(self, trees: np.ndarray, before: np.ndarray, count: int) -> np.ndarray:
         """Replace the prefix nodes completed since each tree's last record, drawing those that need noise.

@@ -252,7 +252,11 @@ def run_case(case: Case, path: str) -> tuple[Results, list[tuple[Any, Any, int]]
 
 def fingerprint(case: Case, path: str = "batched") -> dict[str, Any]:
     """The case's fingerprint (see the module docstring), computed on ``path``."""
-    results, runs = run_case(case, path)
+    return fingerprint_of(case, *run_case(case, path))
+
+
+def fingerprint_of(case: Case, results: Results, runs: list[tuple[Any, Any, int]]) -> dict[str, Any]:
+    """The fingerprint of a run of ``case`` that :func:`run_case` returned."""
     stored = set(stored_slots(case.horizon))
     seeds: dict[str, Any] = {}
     for seed, (env, population, replica) in zip(case.seeds, runs):
