@@ -84,7 +84,10 @@ class ClassificationSource(StreamSource):
         instance_seed: int | None = None,
     ) -> None:
         self.data: ClassificationData = load_dataset(dataset, num_features)
-        n = check_int("num_clients", num_clients, 1, self.data.num_samples, hint=f" ({dataset} has that many samples)")
+        samples = self.data.num_samples
+        n = check_int(
+            "num_clients", num_clients, 1, samples, hint=f" (each client needs a sample; {dataset} has {samples})"
+        )
         self.num_agents = n
         self.num_arms = self.data.num_classes
         self.dimension = self.data.dimension
