@@ -99,6 +99,12 @@ PARALLEL_ENVS: dict[str, EnvEntry] = {
         "Li-Wang real-data stand-in (LastFM shape): users replay logged pools of 25 items, reward 1 for the positive",
         {"num_users": 4, "events_scale": 0.3, "catalogue_size": 40, "dimension": 3, "num_arms": 3, "horizon": 40},
     ),
+    "fedbandit/ClassificationBandit-v0": EnvEntry(
+        "fedbandit_envs.families.linear.classification:ClassificationBandit",
+        {},
+        "scikit-learn's digits as a bandit (Bietti et al.): 10 clients (Dirichlet 0.5 class mixes), arms = classes",
+        {"dataset": "iris", "num_clients": 3, "horizon": 40},
+    ),
 }
 
 #: Single-agent Gymnasium ids (``gymnasium.make(id, **kwargs)``). Each registers its default horizon as

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.env_base import population_env_kwargs
+from fedbandit_envs.families.linear.classification import ClassificationBandit
 from fedbandit_envs.families.linear.env import (
     FederatedLinear,
     LinearMetrics,
@@ -545,6 +546,7 @@ FAMILY = register_family(
             "linear": _builder(FederatedLinear),
             "replay": _builder(ReplayStandIn),
             "replay_log": _builder(ReplayLogEnv),
+            "classification": _builder(ClassificationBandit),
         },
         default_env="linear",
         metrics=LinearMetrics,
