@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from agents import solanki_config
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, Sensitive, declare_message_kinds
@@ -741,7 +742,7 @@ class EveryRoundPrivate(PFCB):
         super().__init__(message_epsilon=message_epsilon, **kwargs)
 
 
-register_algorithm("solanki_nf", NonFederated)
-register_algorithm("solanki_fcb_sync", FCBSync)
-register_algorithm("solanki_fcb", FCBExp)
-register_algorithm("solanki_pfcb", PFCB)
+register_algorithm("solanki_nf", NonFederated, config=solanki_config.NonFederatedConfig)
+register_algorithm("solanki_fcb_sync", FCBSync, config=solanki_config.FCBSyncConfig)
+register_algorithm("solanki_fcb", FCBExp, config=solanki_config.FCBExpConfig)
+register_algorithm("solanki_pfcb", PFCB, config=solanki_config.PFCBConfig)
