@@ -182,7 +182,9 @@ class JobResult:
 
 
 def import_targets(scenario: Scenario) -> None:
-    """Import the scenario's runner, algorithms and wrappers: a bad path fails before any job runs.
+    """Import the scenario's runner, algorithms and wrappers, and check the algorithms' keywords at every point.
+
+    A bad path or keyword fails before any job runs (:meth:`Scenario.check_algorithms`).
 
     Importing in the parent process also lets forked pool workers share the imported modules.
     """
@@ -197,6 +199,7 @@ def import_targets(scenario: Scenario) -> None:
                 f"{what} of scenario {scenario.name!r}: cannot import {path!r} ({error}); use a registered "
                 f"algorithm name (fedbandit list) or an importable 'package.module:Attribute'"
             ) from error
+    scenario.check_algorithms()
 
 
 def cell_id(scenario: Scenario, label: str, point: Mapping[str, Any]) -> str:
