@@ -1,0 +1,216 @@
+"""The typed algorithm configurations (issue 19): one checked frozen dataclass per registered algorithm.
+
+The registry checks the keywords of ``make_algorithm`` and of the scenarios through them; the CLI refuses a
+bad algorithm keyword of a sweep before anything is written; the documentation lists every field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+
+from agents import dubey, dubey_config, li_wang, solanki, solanki_config, zhu
+from agents.li_song import CDPMAB, DDPMAB
+from fedbandit_envs.algorithms import (
+    check_algorithm_options,
+    config_field_docs,
+    make_algorithm,
+    options_markdown,
+    registered_algorithms,
+)
+from fedbandit_envs.bench.jobs import resolve_scenario
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario
+from fedbandit_envs.bench.sweep import run_sweep
+from fedbandit_envs.cli import main
+from fedbandit_envs.families.procurement.oracles import ORACLES
+from fedbandit_envs.privacy.mechanisms import BinaryTreeMechanism
+from fedbandit_envs.validation import CheckedConfig
+
+ALGORITHMS = registered_algorithms()
+NAMES = sorted(ALGORITHMS)
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def typed_keywords(name: str) -> list[str]:
+    """The keywords of ``name`` whose annotation is checked (not ``Any``)."""
+    spec = ALGORITHMS[name]
+    hints = typing.get_type_hints(spec.config)
+    return [keyword for keyword in spec.keywords() if hints[keyword] is not Any]
+
+
+# ---------------------------------------------------------------------------------------- the configs
+@pytest.mark.parametrize("name", NAMES)
+def test_every_algorithm_has_a_frozen_checked_config_with_documented_fields(name):
+    spec = ALGORITHMS[name]
+    assert spec.config is not None and issubclass(spec.config, CheckedConfig)
+    assert spec.config.__dataclass_params__.frozen
+    config = spec.check_options({})
+    fields = {entry.name for entry in dataclasses.fields(spec.config)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.epsilon = 1.0
+    assert set(spec.keywords()) <= fields
+    docs = config_field_docs(spec.config)
+    assert all(docs.get(keyword, "").strip() for keyword in spec.keywords()), sorted(set(spec.keywords()) - set(docs))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_constructor_defaults_are_valid_configs(name):
+    spec = ALGORITHMS[name]
+    defaults = spec.defaults()
+    assert set(defaults) == set(spec.keywords())
+    spec.check_options(defaults)
+    make_algorithm(name, **defaults)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_keyword_of_the_wrong_type_is_refused_by_name(name):
+    for keyword in typed_keywords(name):
+        with pytest.raises(TypeError, match=rf"^{keyword}\b"):
+            make_algorithm(name, **{keyword: object()})
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if ALGORITHMS[name].keywords()])
+def test_an_unknown_keyword_gets_a_did_you_mean(name):
+    keyword = ALGORITHMS[name].keywords()[0]
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{keyword}x' \(did you mean '{keyword}'\?\)"):
+        make_algorithm(name, **{f"{keyword}x": 1})
+
+
+def test_a_baseline_takes_no_keywords():
+    with pytest.raises(TypeError, match="random got an unexpected keyword argument 'seed'; it takes no keywords"):
+        make_algorithm("random", seed=3)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "error", "pattern"),
+    [
+        ("dubey_cooperative_ucb", {"gamma": 1.5}, TypeError, "gamma must be an integer"),
+        ("dubey_cooperative_ucb", {"gamma": True}, TypeError, "gamma must be an integer"),
+        ("dubey_cooperative_ucb", {"gamma": -1}, ValueError, "gamma must be >= 0"),
+        ("dubey_byzantine_ucb", {"eps_alg": 0.5}, ValueError, "eps_alg must be < 0.5"),
+        ("dubey_byzantine_ucb", {"estimator": "prasad_shortest"}, ValueError, "mean 'prasad_shortest_interval'"),
+        ("dubey_private_ucb", {"strict_dp": 1}, TypeError, "strict_dp must be True or False"),
+        ("dubey_dp_ucb_int", {"dp_eps": 0.0}, ValueError, "dp_eps must be > 0"),
+        ("fed_ucb", {"epsilon": 0}, ValueError, "epsilon must be > 0"),
+        ("fed_ucb", {"clip_for_dp": (1.0, 0.0)}, ValueError, "clip_for_dp must be"),
+        ("fed_ucb", {"profile": "paper_litteral"}, ValueError, "did you mean 'paper_literal'"),
+        ("gossip_ucb", {"alpha1": float("inf")}, ValueError, "alpha1 must be a finite number"),
+        ("cdp_mab", {"rounds": 2.0}, TypeError, "rounds must be an integer"),
+        ("cdp_mab", {"delta_schedule_base": 1.0}, ValueError, "delta_schedule_base must be < 1"),
+        ("cdp_mab", {"delta_schedule_base": "orcale"}, ValueError, "did you mean 'oracle'"),
+        ("hdp_mab", {"first_hop_free": "yes"}, TypeError, "first_hop_free must be True or False"),
+        ("async_linucb", {"alpha_mode": "theroy"}, ValueError, "did you mean 'theory'"),
+        ("async_linucb_am", {"n_am": 2.5}, TypeError, "n_am must be an integer"),
+        ("sync_linucb", {"threshold": "paper"}, ValueError, "threshold must be one of"),
+        ("solanki_pfcb", {"t_lo": 200.0}, TypeError, "t_lo must be an integer"),
+        ("solanki_pfcb", {"noise": "wrap"}, ValueError, "did you mean 'wrapper'"),
+        ("solanki_fcb", {"noise": True}, ValueError, "noise must be one of False"),
+        ("solanki_nf", {"explore_rounds": 0}, ValueError, "explore_rounds must be >= 1"),
+        ("solanki_nf", {"oracle": "greed"}, ValueError, "did you mean 'greedy'"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(name, options, error, pattern):
+    with pytest.raises(error, match=pattern):
+        make_algorithm(name, **options)
+
+
+def test_configured_algorithms_apply_their_fixed_values_and_refuse_the_others():
+    assert ALGORITHMS["ddp_mab"].check_options({}).noise == "agent"  # DDP-MAB fixes agent noise
+    assert "noise" not in ALGORITHMS["ddp_mab"].keywords()
+    with pytest.raises(TypeError, match="DDPMAB got an unexpected keyword argument 'noise'"):
+        DDPMAB(noise="agent")
+    assert make_algorithm("cdp_mab", rounds=3).config == CDPMAB(rounds=3).config
+    assert make_algorithm("fed_ucb", epsilon=2).config == zhu.FedUCBConfig(epsilon=2)
+
+
+def test_the_literal_options_agree_with_the_modules_constants():
+    assert get_args(dubey_config.TieBreak) == dubey.TIE_BREAKS
+    assert get_args(dubey_config.CountField) == dubey.COUNT_FIELDS
+    assert get_args(dubey_config.Estimator) == dubey.ESTIMATORS
+    assert get_args(dubey_config.BonusForm) == dubey.BONUS_FORMS
+    assert get_args(dubey_config.SampleBackend) == dubey.BACKENDS
+    assert set(get_args(solanki_config.Preset)) == set(solanki.PRESETS)
+    assert get_args(solanki_config.VMode) == solanki.V_MODES
+    assert get_args(solanki_config.Schedule) == solanki.SCHEDULES
+    assert get_args(solanki_config.Accounting) == solanki.COMPOSITION_MODES
+    assert set(get_args(solanki_config.OracleName)) == set(ORACLES)
+    assert get_args(zhu.EpsilonSplit) == BinaryTreeMechanism.SPLITS
+    assert set(get_args(zhu.ProfileName)) == set(zhu.PROFILES)
+    assert get_args(li_wang.SyncPreset) == li_wang.SYNC_PRESETS
+
+
+# ---------------------------------------------------------------------------------------- scenarios and the CLI
+def test_a_registered_algorithm_spec_is_checked_when_built():
+    with pytest.raises(ValueError, match="epsilon must be > 0"):
+        AlgorithmSpec("fed_ucb", {"epsilon": -1.0})
+    with pytest.raises(TypeError, match="did you mean 'epsilon'"):
+        AlgorithmSpec("fed_ucb", {"epsilonn": 1.0})
+    assert AlgorithmSpec("fed_ucb", {"epsilon": 2.0}).kwargs == {"epsilon": 2.0}
+
+
+def test_a_scenario_checks_every_algorithm_at_every_sweep_point():
+    algorithms = {"fed": AlgorithmSpec("fed_ucb"), "gossip": AlgorithmSpec("gossip_ucb")}
+    with pytest.raises(ValueError, match=r"algorithm 'fed' of scenario 't/x' with alg\.epsilon=0: epsilon must be > 0"):
+        Scenario("t/x", "t", "", {}, {"fed": algorithms["fed"]}, sweep={"alg.epsilon": [1, 0]})
+    with pytest.raises(
+        TypeError, match="algorithm 'gossip' .* gossip_ucb got an unexpected keyword argument 'epsilon'"
+    ):
+        Scenario("t/x", "t", "", {}, algorithms, sweep={"alg.epsilon": [1]})
+
+
+def test_a_path_spec_is_checked_before_a_sweep_writes_anything(tmp_path):
+    spec = AlgorithmSpec("agents.zhu:FedUCB", {"epsilon": "1"})  # not imported when built
+    scenario = Scenario("t/path", "t", "", {"num_agents": 3}, {"fed": spec})
+    with pytest.raises(TypeError, match="algorithm 'fed' of scenario 't/path': epsilon must be a real number"):
+        run_sweep(scenario, tmp_path / "out", backend="inprocess")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_sweep_override_of_an_algorithm_keyword_is_checked_at_resolution():
+    with pytest.raises(ValueError, match=r"with alg\.epsilon=-1: epsilon must be > 0"):
+        resolve_scenario("zhu/sa_epsilon", overrides={"sweep": {"alg.epsilon": [-1]}})
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize(
+    ("sweep", "message"),
+    [
+        ('{"alg.epsilon": [1, -2]}', "epsilon must be > 0.0, got -2.0"),
+        ('{"alg.epsilon": ["abc"]}', "epsilon must be a real number"),
+        ('{"alg.epsilonn": [1]}', "(did you mean 'epsilon'?)"),
+    ],
+)
+def test_cli_refuses_a_bad_algorithm_keyword_before_writing(sweep, message, dry_run, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["sweep", "zhu/sa_epsilon", "--out", str(out), "--backend", "inprocess", "--no-progress"]
+    code = main([*argv, "--set", f"sweep={sweep}", *(["--dry-run"] if dry_run else [])])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("fedbandit sweep: error: algorithm 'fed_ucb'"), err
+    assert message in err
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------- docs
+def test_the_options_page_lists_every_field_of_every_algorithm():
+    page = (DOCS / "reference" / "algorithm-options.md").read_text()
+    assert "<!-- fedbandit-algorithm-options -->" in page
+    markdown = options_markdown()
+    for name, spec in ALGORITHMS.items():
+        section = markdown.split(f"## `{name}`\n", 1)[1].split("\n## ", 1)[0]
+        for keyword in spec.keywords():
+            assert f"| `{keyword}` |" in section, (name, keyword)
+        assert section.count("\n| `") == len(spec.keywords())
+
+
+def test_check_algorithm_options_of_an_unregistered_factory_checks_nothing():
+    class Mine:
+        def __init__(self, anything: int = 0) -> None:
+            self.anything = anything
+
+    assert check_algorithm_options(Mine, {"anything": "x"}) is None
+    assert make_algorithm(Mine, anything="x").anything == "x"
