@@ -54,7 +54,7 @@ from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.topology import SERVER
-from fedbandit_envs.validation import CheckedConfig, check_choice, option
+from fedbandit_envs.validation import CheckedConfig, check_choice, check_real_array, option
 
 declare_message_kinds("upload", "sync_upload")  # public vocabulary under a DP wrapper
 
@@ -437,7 +437,7 @@ def _positive(name: str, value: Any) -> float:
 
 def _threshold(name: str, value: Any) -> np.ndarray:
     """A gamma threshold (scalar or per client), checked to be >= 1 (spec D2)."""
-    array = np.asarray(value, dtype=np.float64)
+    array = check_real_array(name, value)
     if array.ndim > 1 or np.any(np.isnan(array)) or np.any(array < 1.0):
         raise ValueError(
             f"{name} must be >= 1 (a scalar or one value per client; inf = never communicate): a threshold "
@@ -539,7 +539,7 @@ class LiWangConfig(CheckedConfig):
             "am_tol": float(self.am_tol),
         }
         if self.theta_g_init is not None:
-            normalised["theta_g_init"] = np.asarray(self.theta_g_init, dtype=np.float64)
+            normalised["theta_g_init"] = check_real_array("theta_g_init", self.theta_g_init)
         for name, value in normalised.items():
             object.__setattr__(self, name, value)
 

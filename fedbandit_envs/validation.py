@@ -11,6 +11,7 @@ fix it, at construction or parse time, before any state changes:
 * :func:`check_keywords`: keyword names against the accepted ones, again with a suggestion;
   :func:`keyword_checked` applies it to a class's constructor;
 * :func:`check_int_array`: the vectorised integer check of a header array (message senders, recipients, counts);
+* :func:`check_real_array`: a number or an array of numbers as a float64 array (no bools, strings or objects);
 * :func:`check_memory`: a size limit derived from the memory a configuration needs (:class:`MemoryLimitError`);
 * :class:`CheckedConfig`: the base of frozen configuration dataclasses whose fields are checked against their
   annotations (``int``, ``float``, ``bool``, ``str``, ``Literal[...]``, unions with ``None``, tuples, callables)
@@ -54,6 +55,7 @@ __all__ = [
     "check_options",
     "check_memory",
     "check_real",
+    "check_real_array",
     "check_render_mode",
     "check_seeds",
     "did_you_mean",
@@ -249,6 +251,21 @@ def check_int_array(name: str, values: Any, minimum: int | None, maximum: int = 
     if array.size and int(array.max()) > maximum:
         raise ValueError(f"{name} must be <= {maximum} for every row, got {int(array[array > maximum][0])}")
     return array
+
+
+def check_real_array(name: str, values: Any) -> np.ndarray:
+    """Return ``values`` (a number or a nested sequence of numbers) as a float64 array after checking its dtype.
+
+    Integer and float arrays, numbers and lists of them are accepted; bool, string, object and ragged inputs
+    raise a ``TypeError`` naming ``name`` (the caller checks shape and range).
+    """
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        raise TypeError(f"{name} must be a number or an array of numbers, got a ragged {_describe(values)}") from None
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a number or an array of numbers, got {_describe(values)}")
+    return array.astype(np.float64)
 
 
 def check_seeds(seeds: Any) -> list[int]:

@@ -181,6 +181,7 @@ def test_a_sweep_override_of_an_algorithm_keyword_is_checked_at_resolution():
     [
         ('{"alg.epsilon": [1, -2]}', "epsilon must be > 0.0, got -2.0"),
         ('{"alg.epsilon": ["abc"]}', "epsilon must be a real number"),
+        ('{"alg.epsilon": [[]]}', "epsilon must be a real number"),
         ('{"alg.epsilonn": [1]}', "(did you mean 'epsilon'?)"),
     ],
 )

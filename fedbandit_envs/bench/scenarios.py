@@ -231,11 +231,12 @@ class Scenario:
         not imported). A bad keyword raises a ``TypeError`` / ``ValueError`` naming the algorithm, the scenario,
         the sweep values and the field.
         """
-        settings = {tuple(sorted(split_point(point)["alg"].items())) for point in self.points()}
+        alg_parts = [sorted(split_point(point)["alg"].items()) for point in self.points()]
+        settings = {repr(part): part for part in alg_parts}  # distinct, values may be unhashable
         for label, spec in self.algorithms.items():
             if registered_only and not is_registered(spec.path):
                 continue
-            for setting in sorted(settings, key=repr):
+            for setting in settings.values():
                 try:
                     spec.check(dict(setting))
                 except (TypeError, ValueError) as error:
