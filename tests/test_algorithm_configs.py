@@ -11,8 +11,11 @@ import typing
 from pathlib import Path
 from typing import Any, get_args
 
+import gymnasium
+import pettingzoo
 import pytest
 
+import fedbandit_envs  # noqa: F401  (registers the ids)
 from agents import dubey, dubey_config, li_wang, solanki, solanki_config, zhu
 from agents.li_song import CDPMAB, DDPMAB
 from fedbandit_envs.algorithms import (
@@ -26,6 +29,10 @@ from fedbandit_envs.bench.jobs import resolve_scenario
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario
 from fedbandit_envs.bench.sweep import run_sweep
 from fedbandit_envs.cli import main
+from fedbandit_envs.families.linear import replay
+from fedbandit_envs.families.linear.replay import StandInSource
+from fedbandit_envs.families.mab.core import MABConfig
+from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.families.procurement.oracles import ORACLES
 from fedbandit_envs.privacy.mechanisms import BinaryTreeMechanism
 from fedbandit_envs.validation import CheckedConfig
@@ -215,3 +222,74 @@ def test_check_algorithm_options_of_an_unregistered_factory_checks_nothing():
 
     assert check_algorithm_options(Mine, {"anything": "x"}) is None
     assert make_algorithm(Mine, anything="x").anything == "x"
+
+
+# ---------------------------------------------------------------------------------------- the smaller leftovers
+@pytest.mark.parametrize(
+    ("options", "error", "pattern"),
+    [
+        ({"horizon": 1.5}, TypeError, "horizon must be an integer"),
+        ({"horizon": "10"}, TypeError, "horizon must be an integer"),
+        ({"num_arms": 2.5}, TypeError, "num_arms must be an integer"),
+        ({"dimension": 2.5}, TypeError, "dimension must be an integer"),
+        (
+            {"num_arms": 30, "catalogue_size": 20},
+            ValueError,
+            r"num_arms must be <= 20, got 30 \(at most catalogue_size",
+        ),
+        ({"profile": "lastfn"}, ValueError, "did you mean 'lastfm'"),
+        ({"order": "files"}, ValueError, "did you mean 'file'"),
+        ({"rho": 1.5}, ValueError, "rho must be <= 1.0"),
+        ({"instance_seed": -1}, ValueError, "instance_seed must be >= 0"),
+    ],
+)
+def test_the_stand_in_source_is_a_checked_frozen_dataclass(options, error, pattern):
+    with pytest.raises(error, match=pattern):
+        StandInSource(**{"num_users": 5, "events_scale": 0.001, **options})
+
+
+def test_the_stand_in_source_holds_the_values_in_use():
+    source = StandInSource("movielens", num_users=4, events_scale=0.001, num_arms=5, dimension=3)
+    assert dataclasses.is_dataclass(source) and source.profile is replay.PROFILES["movielens"]
+    assert (source.num_agents, source.num_arms, source.dimension, source.rho) == (4, 5, 3, 0.95)
+    assert source.horizon == int(source.user_counts.sum())  # the log's length without a horizon
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        source.rho = 0.5
+    assert set(get_args(replay.ProfileName)) == set(replay.PROFILES)
+    with pytest.raises(TypeError, match="horizon must be an integer"):
+        pettingzoo.make("parallel", "fedbandit/ReplayStandIn-v0", num_users=4, events_scale=0.3, horizon=1.5)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"instance_params": 3}, TypeError),
+        ({"reward_params": [("sigma", 1.0)]}, TypeError),
+        ({"topology_params": {1: 0.5}}, TypeError),
+    ],
+)
+def test_mab_option_mappings_are_checked_once_by_the_config_with_the_same_errors(options, error):
+    with pytest.raises(error) as direct:
+        MABConfig(num_agents=3, num_arms=2, horizon=5, **options)
+    with pytest.raises(error) as through_env:
+        FederatedMAB(num_agents=3, num_arms=2, horizon=5, **options)
+    assert str(through_env.value) == str(direct.value)
+    if "topology_params" not in options:  # the single-agent views take the instance and reward options
+        with pytest.raises(error) as through_view:
+            gymnasium.make("fedbandit/LocalBandit-v0", **options)
+        assert str(through_view.value).startswith(str(direct.value))
+
+
+def test_federated_mab_links_to_the_config_instead_of_repeating_its_field_docs():
+    doc = FederatedMAB.__doc__
+    assert "MABConfig" in doc
+    assert "M >= 1" not in doc and "common random numbers" not in doc
+
+
+def test_single_aggregator_checks_the_peer_keywords_by_name_even_when_alone():
+    with pytest.raises(TypeError, match=r"peer_params of peer_algorithm='pfcb': .*did you mean 'epsilon'"):
+        gymnasium.make("fedbandit/ProcurementClient-v0", peer_params={"epsilonn": 0.5})
+    with pytest.raises(ValueError, match="peer_params of peer_algorithm='fcb': t_lo must be >= 1"):
+        gymnasium.make("fedbandit/SingleAggregator-v0", num_agents=1, peer_algorithm="fcb", peer_params={"t_lo": 0})
+    env = gymnasium.make("fedbandit/ProcurementClient-v0", peer_params={"epsilon": 0.5, "t_lo": 16})
+    assert env.unwrapped.population.epsilon == 0.5

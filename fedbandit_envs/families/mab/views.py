@@ -31,7 +31,7 @@ from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import message_phases
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.rendering import VIEW_RENDER_MODES, RenderedView
-from fedbandit_envs.validation import check_choice, check_options, check_render_mode, discrete_action, keyword_checked
+from fedbandit_envs.validation import check_choice, check_render_mode, discrete_action, keyword_checked
 
 __all__ = [
     "OBSERVATIONS",
@@ -304,9 +304,9 @@ def _server_problem(
         num_arms=num_arms,
         horizon=horizon,
         instance=instance,
-        instance_params=check_options("instance_params", instance_params),
+        instance_params=instance_params,
         reward_model=reward_model,
-        reward_params=check_options("reward_params", reward_params),
+        reward_params=reward_params,
         topology="server",
         channel=channel or ChannelConfig(),
         instance_seed=instance_seed,
