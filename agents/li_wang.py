@@ -798,6 +798,11 @@ class _LinUCBClients(Configured, Population):
 
     config: LiWangConfig
 
+    def memory_parts(self, context: LinearContext) -> dict[str, float]:
+        """The d x d statistics per client (V, its inverse, the pending update) and the server's copy of each."""
+        b, n, d = context.num_replicas, context.num_agents, context.dimension
+        return {"client matrices (replicas x clients x d x d x 8 B, 4 copies)": 32.0 * b * n * d * d}
+
     def _async_server(self, part: str) -> AsyncServer:
         """The event-triggered server of Algorithm 1 for the ``part`` of the statistics that is communicated."""
         c = self.config

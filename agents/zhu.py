@@ -206,6 +206,14 @@ class GossipUCB(Population):
     def __init__(self, alpha1: float | None = None, count_sync: CountSync = "neighbours") -> None:
         self._configure(GossipUCBConfig(alpha1=alpha1, count_sync=count_sync))
 
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The agent x agent table of received counts and the per-(agent, arm) statistics :meth:`reset` allocates."""
+        b, n, m = context.num_replicas, context.num_agents, context.num_arms
+        return {
+            "received counts (agents x replicas x agents x arms x 8 B)": 8.0 * n * b * n * m,
+            "statistics (replicas x agents x arms x 8 B, 6 tables)": 48.0 * b * n * m,
+        }
+
     def _configure(self, config: GossipUCBConfig) -> None:
         """Keep the checked keywords."""
         self.config = config

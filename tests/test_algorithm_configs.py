@@ -35,7 +35,8 @@ from fedbandit_envs.families.mab.core import MABConfig
 from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.families.procurement.oracles import ORACLES
 from fedbandit_envs.privacy.mechanisms import BinaryTreeMechanism
-from fedbandit_envs.validation import CheckedConfig
+from fedbandit_envs.run import run
+from fedbandit_envs.validation import MEMORY_LIMIT_VARIABLE, CheckedConfig, MemoryLimitError
 
 ALGORITHMS = registered_algorithms()
 NAMES = sorted(ALGORITHMS)
@@ -293,3 +294,35 @@ def test_single_aggregator_checks_the_peer_keywords_by_name_even_when_alone():
         gymnasium.make("fedbandit/SingleAggregator-v0", num_agents=1, peer_algorithm="fcb", peer_params={"t_lo": 0})
     env = gymnasium.make("fedbandit/ProcurementClient-v0", peer_params={"epsilon": 0.5, "t_lo": 16})
     assert env.unwrapped.population.epsilon == 0.5
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize(
+    ("algorithm", "env", "pattern"),
+    [
+        (
+            "gossip_ucb",
+            {
+                "env": "mab",
+                "num_agents": 400,
+                "num_arms": 10,
+                "horizon": 20,
+                "topology": "ring",
+                "gossip": "uniform_edge",
+            },
+            r"GossipUCB \(1 replica\(s\) of 400 agents\) would need about 0.012\d GiB .*received counts",
+        ),
+        (
+            "async_linucb",
+            {"env": "linear", "num_clients": 30, "dimension": 200, "horizon": 10},
+            r"AsyncLinUCB \(1 replica\(s\) of 30 agents\) would need about 0.035\d GiB .*client matrices",
+        ),
+    ],
+)
+def test_agents_check_the_memory_of_their_tables_before_reset(algorithm, env, pattern, batched, monkeypatch):
+    # about 12 MB (N^2 M received counts) and 36 MB (4 N d^2 matrices): above a 10 MB limit, before any allocation
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, "0.01")
+    with pytest.raises(MemoryLimitError, match=pattern):
+        run(algorithm, env, [0], checkpoints=1, batched=batched)
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, "0.05")
+    assert len(run(algorithm, env, [0], checkpoints=1, batched=batched).curves) == 1

@@ -37,7 +37,7 @@ import numpy as np
 from gymnasium import spaces
 
 from fedbandit_envs.algorithms import check_algorithm_options, resolve_factory
-from fedbandit_envs.core import message_phases
+from fedbandit_envs.core import message_phases, reset_population
 from fedbandit_envs.families.procurement.env import (
     InstanceFamily,
     ProcurementConfig,
@@ -137,7 +137,7 @@ class SingleAggregatorEnv(RenderedView):
         replica_seed = int(seed) if seed is not None else int(self.np_random.integers(2**63 - 1))
         self.core.reset([replica_seed])
         if self.population is not None:
-            self.population.reset(self.core.context)
+            reset_population(self.population, self.core.context)
         n, m = self.core.instance.num_agents, self.core.instance.num_producers
         self._inbox = np.zeros((max(n - 1, 0), 2, m), np.float32)
         self._inbox_mask = np.zeros(max(n - 1, 0), np.int8)
