@@ -76,8 +76,8 @@ ProfileName = Literal["strict", "paper_literal"]
 class Profile(TypedDict):
     """The Fed_UCB options a profile fixes (each may be overridden by its keyword)."""
 
-    eps_split: str
-    dp_init: str
+    eps_split: EpsilonSplit
+    dp_init: DPInit
     log_n_floor: bool
     noise_on_empty: bool
 
@@ -462,8 +462,8 @@ class FedUCB(GossipUCB):
             clip_for_dp = (float(clip_for_dp[0]), float(clip_for_dp[1]))
         self.epsilon = epsilon
         self.profile = profile
-        self.eps_split = eps_split
-        self.dp_init = dp_init
+        self.eps_split: EpsilonSplit = eps_split
+        self.dp_init: DPInit = dp_init
         self.log_n_floor = log_n_floor
         self.noise_on_empty = noise_on_empty
         self.dp_bonus_scale = dp_bonus_scale

@@ -366,9 +366,9 @@ def _check_union(name: str, value: Any, members: tuple[Any, ...], limits: Mappin
             return
         except (TypeError, ValueError) as error:
             errors.append(error)
-    for error in errors:
-        if isinstance(error, ValueError):
-            raise error
+    for found in errors:
+        if isinstance(found, ValueError):
+            raise found
     if len(errors) == 1 and value is not None:
         raise errors[0]
     raise TypeError(f"{name} must be {' or '.join(map(_hint_text, members))}, got {_describe(value)}")
@@ -410,10 +410,14 @@ def _check_value(name: str, value: Any, hint: Any, limits: Mapping[str, Any]) ->
         raise TypeError(f"{name} must be {_hint_text(origin or hint)}, got {_describe(value)}")
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _field_hints(cls: type) -> dict[str, Any]:
     """The evaluated annotations of a dataclass (read once per class)."""
-    return typing.get_type_hints(cls)
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def check_fields(config: Any) -> None:
@@ -421,11 +425,14 @@ def check_fields(config: Any) -> None:
 
     ``int`` (:func:`check_int`), ``float`` (:func:`check_real`), ``bool`` (:func:`check_bool`), ``str``,
     ``Literal[...]`` (:func:`check_choice`, with a "did you mean"), unions (``X | None``,
-    ``float | Literal["oracle"]``), ``tuple[...]``, callables and classes are checked; ``Any`` is not. The
-    first bad field raises a ``TypeError`` (wrong type) or ``ValueError`` (wrong value) that names it.
+    ``float | Literal["oracle"]``), ``tuple[...]``, callables and classes are checked; ``Any`` and fields with
+    ``init=False`` (derived on construction) are not. The first bad field raises a ``TypeError`` (wrong type)
+    or ``ValueError`` (wrong value) that names it.
     """
     hints = _field_hints(type(config))
     for entry in dataclasses.fields(config):
+        if not entry.init:
+            continue  # derived on construction, not given
         _check_value(entry.name, getattr(config, entry.name), hints[entry.name], entry.metadata.get(_LIMITS, {}))
 
 

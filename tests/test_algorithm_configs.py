@@ -251,8 +251,9 @@ def test_the_stand_in_source_is_a_checked_frozen_dataclass(options, error, patte
 
 def test_the_stand_in_source_holds_the_values_in_use():
     source = StandInSource("movielens", num_users=4, events_scale=0.001, num_arms=5, dimension=3)
-    assert dataclasses.is_dataclass(source) and source.profile is replay.PROFILES["movielens"]
-    assert (source.num_agents, source.num_arms, source.dimension, source.rho) == (4, 5, 3, 0.95)
+    assert dataclasses.is_dataclass(source) and source.dataset is replay.PROFILES["movielens"]
+    assert (source.num_agents, source.num_arms, source.dimension, source.similarity) == (4, 5, 3, 0.95)
+    assert (source.profile, source.rho) == ("movielens", None)  # the fields keep what was given
     assert source.horizon == int(source.user_counts.sum())  # the log's length without a horizon
     with pytest.raises(dataclasses.FrozenInstanceError):
         source.rho = 0.5

@@ -30,7 +30,7 @@ draw identical noise (common random numbers).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 
@@ -390,7 +390,7 @@ class LiSongPopulation(Configured, Population):
                     f"the DP wrapper's n_agg={n_agg} must equal the agents averaged per round ({expected}): "
                     f"pass n_agg={expected} to the wrapper"
                 )
-            config = replace(config, epsilon=float(epsilon), privacy_calibration=calibration)
+            config = replace(config, epsilon=float(epsilon), privacy_calibration=cast(Calibration, calibration))
         if delta is not None and config.rounds is not None and config.delta_schedule_base == "oracle":
             config = replace(config, delta_schedule_base=float(delta))
         self.config = config

@@ -25,9 +25,9 @@ the order from ``arrivals``, the shuffles from ``contexts`` and the random polic
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 
@@ -277,6 +277,8 @@ class _ReplaySource(StreamSource):
     active_per_slot = 1
     reward_bounds = (0.0, 1.0)
     has_baseline = True
+    #: ``"random_user"`` or ``"file"`` (set with the shape).
+    order: ReplayOrder
 
     def _set_shape(self, log_shape: tuple[int, int, int, int], horizon: int | None, order: str, bound: float) -> None:
         """Set N, T, K, d from (users, events, K, d) of the log; ``horizon`` may shorten the replay."""
@@ -320,8 +322,8 @@ class StandInSource(CheckedConfig, _ReplaySource):
     The per-user event counts are the dataset's shape: they are drawn once (from ``instance_seed``, or
     0 without one), so every episode replays a log of the same length; the catalogue, the users'
     preferences and the pools are drawn per instance. The fields are checked on construction
-    (:class:`~fedbandit_envs.validation.CheckedConfig`); ``profile``, ``rho``, ``beta`` and ``horizon`` then
-    hold the values in use (the profile's, and the log's length without ``horizon``).
+    (:class:`~fedbandit_envs.validation.CheckedConfig`); the values in use are then derived (``dataset``,
+    ``users``, ``similarity``, ``temperature``, ``horizon``: the log's length without one).
 
     Attributes:
         profile: a :data:`PROFILES` key or a :class:`ReplayProfile`.
@@ -349,16 +351,28 @@ class StandInSource(CheckedConfig, _ReplaySource):
     num_arms: int = option(25, minimum=2)
     order: ReplayOrder = "random_user"
     instance_seed: int | None = option(None, minimum=0)
+    #: The dataset's shape in use (``profile``, resolved).
+    dataset: ReplayProfile = field(init=False, repr=False, compare=False)
+    #: N, the number of users (``num_users``, or the profile's).
+    users: int = field(init=False, repr=False, compare=False)
+    #: The similarity and softmax temperature in use (``rho`` and ``beta``, or the profile's).
+    similarity: float = field(init=False, repr=False, compare=False)
+    temperature: float = field(init=False, repr=False, compare=False)
+    #: d and K of the catalogue and the pools.
+    num_features: int = field(init=False, repr=False, compare=False)
+    pool_size: int = field(init=False, repr=False, compare=False)
+    #: Events per user (drawn once, from ``instance_seed``).
+    user_counts: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         profile = self.profile if isinstance(self.profile, ReplayProfile) else PROFILES[self.profile]
         check_int("num_arms", self.num_arms, 2, self.catalogue_size, hint=" (at most catalogue_size)")
         resolved = {
-            "profile": profile,
+            "dataset": profile,
             "users": int(profile.num_users if self.num_users is None else self.num_users),
-            "rho": float(profile.rho if self.rho is None else self.rho),
-            "beta": float(profile.beta if self.beta is None else self.beta),
+            "similarity": float(profile.rho if self.rho is None else self.rho),
+            "temperature": float(profile.beta if self.beta is None else self.beta),
             "num_features": int(self.dimension),
             "pool_size": int(self.num_arms),
         }
@@ -381,7 +395,7 @@ class StandInSource(CheckedConfig, _ReplaySource):
     def counts(self, streams: SeedStreams) -> np.ndarray:
         """Per-user event counts of the profile's activity model (the dataset's shape, fixed per instance seed)."""
         rng = streams.generator("instance")
-        n, profile = self.users, self.profile
+        n, profile = self.users, self.dataset
         if profile.activity == "poisson":
             counts = np.maximum(rng.poisson(profile.total_events / profile.num_users, n), 5)
         elif profile.activity == "table2":
@@ -405,14 +419,15 @@ class StandInSource(CheckedConfig, _ReplaySource):
         catalogue /= np.linalg.norm(catalogue, axis=1, keepdims=True)
         shared = _unit_rows(rng.standard_normal((1, d)))
         theta = _unit_rows(
-            np.sqrt(self.rho) * shared + np.sqrt(1 - self.rho) * _unit_rows(rng.standard_normal((self.users, d)))
+            np.sqrt(self.similarity) * shared
+            + np.sqrt(1 - self.similarity) * _unit_rows(rng.standard_normal((self.users, d)))
         )
         users = np.repeat(np.arange(self.users), self.user_counts)
         pools = _distinct_rows(rng, len(users), k, m)
         positive = np.empty(len(users), np.int64)
         for start in range(0, len(users), 8192):
             chunk = slice(start, start + 8192)
-            scores = self.beta * np.einsum("ekd,ed->ek", catalogue[pools[chunk]], theta[users[chunk]])
+            scores = self.temperature * np.einsum("ekd,ed->ek", catalogue[pools[chunk]], theta[users[chunk]])
             positive[chunk] = np.argmax(scores + rng.gumbel(size=scores.shape), axis=1)
         rows = np.arange(len(users))
         first = pools[rows, positive].copy()
@@ -422,7 +437,8 @@ class StandInSource(CheckedConfig, _ReplaySource):
 
     def replica(self, streams: SeedStreams, instance_streams: SeedStreams) -> _ReplayReplica:
         """One episode: a freshly drawn (or, with ``instance_seed``, the fixed) log, replayed."""
-        return _ReplayReplica(self.make_log(instance_streams), self.horizon, self.order, streams)
+        horizon = cast(int, self.horizon)  # the log's length or the given horizon, resolved on construction
+        return _ReplayReplica(self.make_log(instance_streams), horizon, self.order, streams)
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -463,7 +479,7 @@ class ReplayStandIn(FederatedLinear):
 
     def __init__(
         self,
-        profile: str | ReplayProfile = "lastfm",
+        profile: ProfileName | ReplayProfile = "lastfm",
         num_users: int | None = None,
         events_scale: float = 1.0,
         horizon: int | None = None,
@@ -473,7 +489,7 @@ class ReplayStandIn(FederatedLinear):
         catalogue_size: int = 5000,
         dimension: int = 25,
         num_arms: int = 25,
-        order: str = "random_user",
+        order: ReplayOrder = "random_user",
         instance_seed: int | None = None,
         c1: float = 0.0,
         price_per_message: float = 1.0,
