@@ -327,3 +327,15 @@ def test_agents_check_the_memory_of_their_tables_before_reset(algorithm, env, pa
         run(algorithm, env, [0], checkpoints=1, batched=batched)
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, "0.05")
     assert len(run(algorithm, env, [0], checkpoints=1, batched=batched).curves) == 1
+
+
+def test_cli_points_an_algorithm_keyword_set_directly_to_the_sweep(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["sweep", "zhu/sa_epsilon", "--out", str(out), "--dry-run", "--set", "alg.epsilon=3"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert (
+        "--set alg.epsilon: an algorithm keyword is set through the sweep, e.g. --set 'sweep={\"alg.epsilon\": [3]}'"
+        in err
+    )
+    assert not out.exists()

@@ -98,6 +98,14 @@ def resolve_scenario(
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a Scenario or a registered name, got {scenario!r}")
     if overrides:
+        for key in overrides:
+            target, dot, kwarg = str(key).partition(".")
+            if dot and target in ("alg", "wrapper"):
+                raise ValueError(
+                    f"--set {key}: an {'algorithm' if target == 'alg' else 'wrapper'} keyword is set through the "
+                    f"sweep, e.g. --set 'sweep={{\"{key}\": [{overrides[key]!r}]}}' (--set sets environment "
+                    "keywords, seeds, checkpoints and the sweep)"
+                )
         if "sweep" in overrides:
             _check_sweep(overrides["sweep"])
         merged = {**scenario.scales.get(scale, {}), **overrides}
