@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 import gymnasium
+import numpy as np
 import pettingzoo
 import pytest
 
@@ -36,7 +37,13 @@ from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.families.procurement.oracles import ORACLES
 from fedbandit_envs.privacy.mechanisms import BinaryTreeMechanism
 from fedbandit_envs.run import run
-from fedbandit_envs.validation import MEMORY_LIMIT_VARIABLE, CheckedConfig, MemoryLimitError
+from fedbandit_envs.validation import (
+    MEMORY_LIMIT_VARIABLE,
+    CheckedConfig,
+    MemoryLimitError,
+    check_real_array,
+    option,
+)
 
 ALGORITHMS = registered_algorithms()
 NAMES = sorted(ALGORITHMS)
@@ -339,3 +346,74 @@ def test_cli_points_an_algorithm_keyword_set_directly_to_the_sweep(tmp_path, cap
         in err
     )
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------- the checker itself
+@dataclasses.dataclass(frozen=True)
+class Example(CheckedConfig):
+    """A config with one field of each kind the checker reads.
+
+    Attributes:
+        count: an integer >= 1.
+        share: a real in [0, 0.5).
+        mode: a string option.
+        base: a real in (0, 1) or ``"oracle"``.
+        noise: a flag or ``"wrapper"``.
+        clip: a pair of reals, or None.
+        schedule: a callable, or None.
+        age: an integer >= 0, or None.
+        anything: not checked.
+    """
+
+    count: int = option(1, minimum=1)
+    share: float = option(0.0, minimum=0.0, maximum=0.5, exclusive_maximum=True)
+    mode: typing.Literal["random", "lowest"] = "random"
+    base: float | typing.Literal["oracle"] = option(
+        "oracle", minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True
+    )
+    noise: bool | typing.Literal["wrapper"] = True
+    clip: tuple[float, float] | None = None
+    schedule: typing.Callable[[int], bool] | None = None
+    age: int | None = option(None, minimum=0)
+    anything: Any = None
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"count": 1.5}, TypeError, "count must be an integer (Python or numpy int; not bool, float), got 1.5 (float)"),
+        ({"count": True}, TypeError, "count must be an integer"),
+        ({"count": 0}, ValueError, "count must be >= 1, got 0"),
+        ({"share": 0.5}, ValueError, "share must be < 0.5, got 0.5"),
+        ({"share": float("nan")}, ValueError, "share must be a finite number, got nan"),
+        ({"mode": "rand"}, ValueError, "mode must be one of 'random', 'lowest', got 'rand' (did you mean 'random'?)"),
+        ({"mode": 1}, TypeError, "mode must be one of 'random', 'lowest', got 1 (int)"),
+        ({"base": "orcale"}, ValueError, "base must be one of 'oracle', got 'orcale' (did you mean 'oracle'?)"),
+        ({"base": 1.0}, ValueError, "base must be < 1.0, got 1.0"),
+        ({"base": None}, TypeError, "base must be a real number or 'oracle', got None (NoneType)"),
+        ({"noise": 1}, TypeError, "noise must be True or False or 'wrapper', got 1 (int)"),
+        ({"clip": (0.0,)}, ValueError, "clip must have 2 entries, got 1: (0.0,)"),
+        ({"clip": (0.0, "a")}, TypeError, "clip[1] must be a real number"),
+        ({"schedule": 3}, TypeError, "schedule must be callable, got 3 (int)"),
+        ({"age": -1}, ValueError, "age must be >= 0, got -1"),
+    ],
+)
+def test_checked_config_checks_every_field_by_its_annotation(options, error, message):
+    with pytest.raises(error) as raised:
+        Example(**options)
+    assert str(raised.value).startswith(message)
+
+
+def test_checked_config_accepts_numpy_numbers_and_leaves_any_alone():
+    accepted = Example(count=np.int64(3), share=np.float32(0.25), base=0.5, noise="wrapper", clip=[0, 1], anything=[])
+    assert accepted.count == 3 and accepted.anything == []
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'cont' \(did you mean 'count'\?\)"):
+        Example.from_options("Example", {"cont": 2})
+    assert config_field_docs(Example)["schedule"] == "a callable, or None."
+
+
+def test_real_arrays_are_checked_by_name():
+    assert check_real_array("gamma", [1, 2.5]).dtype == np.float64
+    for bad in ([True, False], ["a"], {"a": 1}, [[1.0], [1.0, 2.0]]):
+        with pytest.raises(TypeError, match="gamma must be a number or an array of numbers"):
+            check_real_array("gamma", bad)
