@@ -7,6 +7,8 @@ of a federation spread their first pulls over the arms.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from fedbandit_envs.algorithms import register_algorithm
@@ -15,10 +17,24 @@ from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.topology import SERVER
+from fedbandit_envs.validation import CheckedConfig
 
 declare_message_kinds("pooled", "sample")  # public vocabulary under a DP wrapper
 
-__all__ = ["FullSharingCoordinator", "FullSharingUCB", "IndependentUCB1", "Random", "RoundRobin", "ucb1_arms"]
+__all__ = [
+    "FullSharingCoordinator",
+    "FullSharingUCB",
+    "IndependentUCB1",
+    "NoOptions",
+    "Random",
+    "RoundRobin",
+    "ucb1_arms",
+]
+
+
+@dataclass(frozen=True)
+class NoOptions(CheckedConfig):
+    """The config of the baselines, which take no keywords: any keyword is refused with the list of none."""
 
 
 def ucb1_arms(counts: np.ndarray, sums: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -178,7 +194,7 @@ class FullSharingUCB(Population):
                 self.sums[batch.replica, batch.recipient] = batch.payload["sums"]
 
 
-register_algorithm("random", Random)
-register_algorithm("round_robin", RoundRobin)
-register_algorithm("independent_ucb1", IndependentUCB1)
-register_algorithm("full_sharing_ucb", FullSharingUCB)
+register_algorithm("random", Random, config=NoOptions)
+register_algorithm("round_robin", RoundRobin, config=NoOptions)
+register_algorithm("independent_ucb1", IndependentUCB1, config=NoOptions)
+register_algorithm("full_sharing_ucb", FullSharingUCB, config=NoOptions)

@@ -14,6 +14,8 @@ from inspect import Parameter, Signature
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from fedbandit_envs.validation import check_keywords
+
 __all__ = ["Configured"]
 
 
@@ -40,11 +42,13 @@ class Configured:
         cls.__signature__ = Signature(parameters)  # type: ignore[attr-defined]  # read by inspect.signature
 
     def __init__(self, **options: Any) -> None:
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            config = self.config_class
-            raise TypeError(
-                f"{type(self).__name__} got unexpected keywords {unknown}; it takes {list(self.options)} "
-                f"(see {config.__module__}.{config.__qualname__})"
-            )
-        self.config = self.config_class(**{**self.defaults, **options, **self.fixed})
+        self.config = self.make_config(**options)
+
+    @classmethod
+    def make_config(cls, **options: Any) -> Any:
+        """The config of the keyword ``options`` with this algorithm's defaults and fixed values (checked).
+
+        An unknown keyword raises a ``TypeError`` with a "did you mean"; the config checks the values.
+        """
+        check_keywords(cls.__name__, options, cls.options)
+        return cls.config_class(**{**cls.defaults, **options, **cls.fixed})

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from agents import dubey_config
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
 from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
@@ -871,8 +872,8 @@ class ByzantineProofUCB(_FloodingUCB):
         self.samples.add(np.concatenate(cells), np.concatenate(values))
 
 
-register_algorithm("dubey_private_ucb", PrivateMultiAgentUCB)
-register_algorithm("dubey_cooperative_ucb", CooperativeUCB)
-register_algorithm("dubey_byzantine_ucb", ByzantineProofUCB)
-register_algorithm("dubey_ucb1", IndividualUCB1)
-register_algorithm("dubey_dp_ucb_int", DPUCBInt)
+register_algorithm("dubey_private_ucb", PrivateMultiAgentUCB, config=dubey_config.PrivateMultiAgentUCBConfig)
+register_algorithm("dubey_cooperative_ucb", CooperativeUCB, config=dubey_config.CooperativeUCBConfig)
+register_algorithm("dubey_byzantine_ucb", ByzantineProofUCB, config=dubey_config.ByzantineProofUCBConfig)
+register_algorithm("dubey_ucb1", IndividualUCB1, config=dubey_config.IndividualUCB1Config)
+register_algorithm("dubey_dp_ucb_int", DPUCBInt, config=dubey_config.DPUCBIntConfig)

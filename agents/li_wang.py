@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -58,7 +58,7 @@ from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
-from fedbandit_envs.validation import check_choice
+from fedbandit_envs.validation import CheckedConfig, check_choice, check_real_array, option
 
 declare_message_kinds("upload", "sync_upload")  # public vocabulary under a DP wrapper
 
@@ -88,11 +88,13 @@ __all__ = [
     "table1_bounds",
 ]
 
-ALPHA_MODES = ("theory", "constant", "theory_upper")
-REGISTRATIONS = ("lazy", "eager")
-AM_INITS = ("warmup", "given", "ridge")
-FEATURE_MAPS = ("split", "duplicate")
-SYNC_PRESETS = ("paper_regret", "paper_comm", "match_regret", "match_comm")
+AlphaMode = Literal["theory", "constant", "theory_upper"]
+Registration = Literal["lazy", "eager"]
+AMInit = Literal["warmup", "given", "ridge"]
+FeatureMap = Literal["split", "duplicate"]
+SyncPreset = Literal["paper_regret", "paper_comm", "match_regret", "match_comm"]
+ALPHA_MODES, REGISTRATIONS, AM_INITS = get_args(AlphaMode), get_args(Registration), get_args(AMInit)
+FEATURE_MAPS, SYNC_PRESETS = get_args(FeatureMap), get_args(SyncPreset)
 
 #: Numerical rank: an eigenvalue counts when it exceeds ``RANK_TOL * max(1, largest eigenvalue)``
 #: (spec section 2.5); the AM pseudo-inverses drop the same eigenvalues.
@@ -467,7 +469,7 @@ def _positive(name: str, value: Any) -> float:
 
 def _threshold(name: str, value: Any) -> np.ndarray:
     """A gamma threshold (scalar or per client), checked to be >= 1 (spec D2)."""
-    array = np.asarray(value, dtype=np.float64)
+    array = check_real_array(name, value)
     if array.ndim > 1 or np.any(np.isnan(array)) or np.any(array < 1.0):
         raise ValueError(
             f"{name} must be >= 1 (a scalar or one value per client; inf = never communicate): a threshold "
@@ -497,9 +499,12 @@ def _sender_rows(batch: MessageBatch) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------------- hyper-parameters
-@dataclass
-class LiWangConfig:
+@dataclass(frozen=True)
+class LiWangConfig(CheckedConfig):
     """Hyper-parameters of the Li-Wang clients, checked and normalised (each algorithm takes some as keywords).
+
+    Types, options and bounds are checked on construction (:class:`~fedbandit_envs.validation.CheckedConfig`);
+    the thresholds are then normalised to arrays.
 
     Attributes:
         gamma: threshold for both events (the paper's experiments use gamma_U = gamma_D = gamma).
@@ -531,56 +536,44 @@ class LiWangConfig:
     gamma: Any = 2.0
     gamma_u: Any = None
     gamma_d: Any = None
-    threshold: float | str = 10.0
-    lam: float = 0.1
-    delta: float = 0.1
-    sigma: float = 0.1
-    norm_bound: float = 1.0
-    alpha_mode: str = "theory"
-    alpha: float = 0.3
-    registration: str = "lazy"
+    threshold: float | SyncPreset = option(10.0, minimum=0.0, finite=False)
+    lam: float = option(0.1, minimum=0.0, exclusive_minimum=True)
+    delta: float = option(0.1, minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
+    sigma: float = option(0.1, minimum=0.0)
+    norm_bound: float = option(1.0, minimum=0.0, exclusive_minimum=True)
+    alpha_mode: AlphaMode = "theory"
+    alpha: float = option(0.3, minimum=0.0, finite=False)
+    registration: Registration = "lazy"
     pack_symmetric: bool = False
-    dimension: int | None = None
-    am_init: str = "warmup"
-    theta_g_init: np.ndarray | None = None
-    n_am: int = 100
-    am_tol: float = 1e-10
-    feature_map: str = "split"
+    dimension: int | None = option(None, minimum=1)
+    am_init: AMInit = "warmup"
+    theta_g_init: Any = None
+    n_am: int = option(100, minimum=1)
+    am_tol: float = option(1e-10, minimum=0.0, exclusive_minimum=True)
+    feature_map: FeatureMap = "split"
 
     def __post_init__(self) -> None:
-        self.lam = _positive("lam", self.lam)
-        delta = self.delta
-        self.delta = float(delta)
-        if not 0.0 < self.delta < 1.0:
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-        sigma = self.sigma
-        self.sigma = float(sigma)
-        if not (np.isfinite(self.sigma) and self.sigma >= 0):
-            raise ValueError(f"sigma must be a finite number >= 0, got {sigma!r}")
-        self.norm_bound = _positive("norm_bound", self.norm_bound)
-        self.alpha_mode = check_choice("alpha_mode", self.alpha_mode, ALPHA_MODES)
-        alpha = self.alpha
-        self.alpha = float(alpha)
-        if self.alpha_mode == "constant" and not (np.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha must be a finite number >= 0 with alpha_mode='constant', got {alpha!r}")
-        self.registration = check_choice("registration", self.registration, REGISTRATIONS)
-        self.pack_symmetric = bool(self.pack_symmetric)
-        self.gamma_u = _threshold("gamma_u", self.gamma if self.gamma_u is None else self.gamma_u)
-        self.gamma_d = _threshold("gamma_d", self.gamma if self.gamma_d is None else self.gamma_d)
-        if isinstance(self.threshold, str):
-            check_choice("threshold", self.threshold, SYNC_PRESETS)
-        elif not float(self.threshold) >= 0 or np.isnan(float(self.threshold)):
-            raise ValueError(f"threshold D must be a number >= 0 or one of {SYNC_PRESETS}, got {self.threshold!r}")
-        self.am_init = check_choice("am_init", self.am_init, AM_INITS)
+        super().__post_init__()
+        if self.alpha_mode == "constant" and not np.isfinite(self.alpha):
+            raise ValueError(f"alpha must be a finite number >= 0 with alpha_mode='constant', got {self.alpha!r}")
         if self.am_init == "given" and self.theta_g_init is None:
             raise ValueError("am_init='given' needs theta_g_init (an initial estimate of the global parameter)")
+        normalised = {
+            "lam": float(self.lam),
+            "delta": float(self.delta),
+            "sigma": float(self.sigma),
+            "norm_bound": float(self.norm_bound),
+            "alpha": float(self.alpha),
+            "pack_symmetric": bool(self.pack_symmetric),
+            "gamma_u": _threshold("gamma_u", self.gamma if self.gamma_u is None else self.gamma_u),
+            "gamma_d": _threshold("gamma_d", self.gamma if self.gamma_d is None else self.gamma_d),
+            "n_am": int(self.n_am),
+            "am_tol": float(self.am_tol),
+        }
         if self.theta_g_init is not None:
-            self.theta_g_init = np.asarray(self.theta_g_init, dtype=np.float64)
-        if int(self.n_am) < 1:
-            raise ValueError(f"n_am must be >= 1, got {self.n_am}")
-        self.n_am = int(self.n_am)
-        self.am_tol = _positive("am_tol", self.am_tol)
-        self.feature_map = check_choice("feature_map", self.feature_map, FEATURE_MAPS)
+            normalised["theta_g_init"] = check_real_array("theta_g_init", self.theta_g_init)
+        for name, value in normalised.items():
+            object.__setattr__(self, name, value)
 
 
 #: The options every Li-Wang client takes (the LinUCB side), and the event thresholds of Async-LinUCB.
@@ -842,6 +835,11 @@ class _LinUCBClients(Configured, Population):
     config_class = LiWangConfig
 
     config: LiWangConfig
+
+    def memory_parts(self, context: LinearContext) -> dict[str, float]:
+        """The d x d statistics per client (V, its inverse, the pending update) and the server's copy of each."""
+        b, n, d = context.num_replicas, context.num_agents, context.dimension
+        return {"client matrices (replicas x clients x d x d x 8 B, 4 copies)": 32.0 * b * n * d * d}
 
     def _async_server(self, part: str) -> AsyncServer:
         """The event-triggered server of Algorithm 1 for the ``part`` of the statistics that is communicated."""

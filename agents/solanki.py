@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from agents import solanki_config
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, Sensitive, declare_message_kinds
@@ -217,15 +218,8 @@ class NonFederated(Population[ProcurementContext]):
     For ``t <= tau0 = explore_len(1)`` an agent buys one unit from every producer; afterwards it plays
     ``Oracle(q+, v, c_j, k_j, alpha + gamma, rho)`` with ``q+ = clip(Y/W, 0, 1) + sqrt(3 ln t / (2 W))`` (D-14).
 
-    Args:
-        preset: ``"default"`` (v = the clipped mean, gamma = 0.01) or ``"paper_literal"`` (v = q+, gamma = 0) (D-07).
-        v_mode: override of the preset's constraint vector: ``"ucb"``, ``"mean"`` or ``"lcb"`` (lcb deadlocks).
-        gamma: override of the preset's margin on alpha.
-        oracle: ``"greedy"`` (default, D-08), ``"exact"``, or an
-            :class:`~fedbandit_envs.families.procurement.oracles.Oracle`.
-        zeta: exploration accuracy of ``explore_len`` (D-13: 1.0).
-        y: the ``y`` of ``explore_len`` (D-13: 1.0).
-        explore_rounds: force tau0 (e.g. to compare algorithms with equal exploration).
+    Keyword arguments: the fields of :class:`agents.solanki_config.NonFederatedConfig` (documented and checked
+    there when the algorithm is made through the registry or a scenario).
     """
 
     families = ("procurement",)
@@ -322,9 +316,8 @@ class FCBSync(NonFederated):
     setting every agent picks the same vector each round. Messages are not private (kind ``"fcb_sync"``,
     payload ``l`` and ``x`` as integers, no privacy declaration).
 
-    Args:
-        literal_width: use Alg. 1 line 15's ``sqrt(3 ln(nt) / (2 n W))`` (D-15) instead.
-        **kwargs: preset, v_mode, gamma, oracle, zeta, y, explore_rounds, as in :class:`NonFederated`.
+    Keyword arguments: the fields of :class:`agents.solanki_config.FCBSyncConfig` (``literal_width`` and
+    those of :class:`NonFederated`).
     """
 
     message_kind = "fcb_sync"
@@ -397,24 +390,8 @@ class PFCB(NonFederated):
     ``"disjoint"`` (one release per message), or two fields ``"w"`` and ``"y"`` for ``"basic_strict"`` (two
     releases). ``"disjoint"`` also declares ``z`` as the partition (each window holds disjoint rounds).
 
-    Args:
-        epsilon: the total budget eps (the schedule asserts ``sum_z eps_z <= eps``).
-        delta: delta of every message.
-        t_lo: first round of the communication window (200).
-        t_hi: last round of the communication window (40000).
-        accept_width_mult: omega1, the multiplier of the acceptance interval (D-16: 0.1).
-        comm_weight: omega2, the weight of accepted data (D-16: 10).
-        schedule: ``"pow2"`` (D-17), ``"literal"`` or ``"every_round"``.
-        noise: ``True`` (in-agent Gaussian noise, accounted by the agent), ``False`` (exact sums: FCBExp), or
-            ``"wrapper"`` (raw sums declared ``Sensitive``; a DP wrapper must add the noise).
-        check_basis: ``"effective"`` (Procedure 1, D-20) or ``"local"`` (the §5.4 text rule).
-        accounting: how the release is declared and accounted: ``"basic"`` (the paper's, default),
-            ``"basic_strict"`` (w and y as two releases, D-11) or ``"disjoint"`` (parallel over windows).
-        strict: multiply sigma by sqrt(2) (calibration for the pair's L2 sensitivity sqrt(2) k, D-11).
-        eps_log: the log of ``eps_z``'s ``log T`` term: ``"log2"`` (D-10) or ``"ln"``.
-        message_epsilon: a fixed epsilon per message instead of the ``eps_z`` schedule (the §5.1 ablation;
-            the ``sum <= eps`` check and the budget are then off).
-        **kwargs: preset, v_mode, gamma, oracle, zeta, y, explore_rounds, as in :class:`NonFederated`.
+    Keyword arguments: the fields of :class:`agents.solanki_config.PFCBConfig` (the budget, the window, the
+    omegas, the schedule, the noise and accounting modes, and those of :class:`NonFederated`).
     """
 
     message_kind = "pfcb"
@@ -741,7 +718,7 @@ class EveryRoundPrivate(PFCB):
         super().__init__(message_epsilon=message_epsilon, **kwargs)
 
 
-register_algorithm("solanki_nf", NonFederated)
-register_algorithm("solanki_fcb_sync", FCBSync)
-register_algorithm("solanki_fcb", FCBExp)
-register_algorithm("solanki_pfcb", PFCB)
+register_algorithm("solanki_nf", NonFederated, config=solanki_config.NonFederatedConfig)
+register_algorithm("solanki_fcb_sync", FCBSync, config=solanki_config.FCBSyncConfig)
+register_algorithm("solanki_fcb", FCBExp, config=solanki_config.FCBExpConfig)
+register_algorithm("solanki_pfcb", PFCB, config=solanki_config.PFCBConfig)

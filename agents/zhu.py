@@ -30,7 +30,8 @@ child per agent (Fed_UCB's Laplace draws), spec §2.7; switching DP on never cha
 from __future__ import annotations
 
 import math
-from typing import Any, TypedDict
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict, get_args
 
 import numpy as np
 
@@ -38,15 +39,22 @@ from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
-from fedbandit_envs.privacy.mechanisms import BinaryTreeBank, BinaryTreeMechanism
+from fedbandit_envs.privacy.mechanisms import BinaryTreeBank
 from fedbandit_envs.protocol import Population
+from fedbandit_envs.validation import CheckedConfig, option
 
 declare_message_kinds("counts", "theta")  # public vocabulary under a DP wrapper
 
 __all__ = [
     "COUNT_SYNC_MODES",
     "PROFILES",
+    "CountSync",
+    "DPInit",
+    "EpsilonSplit",
+    "FedUCBConfig",
+    "GossipUCBConfig",
     "Profile",
+    "ProfileName",
     "FedUCB",
     "GossipUCB",
     "default_alpha1",
@@ -55,14 +63,21 @@ __all__ = [
 ]
 
 #: ``count_sync`` modes (D6): ñ to every neighbour every round (the paper's box), or only over the gossip edge.
-COUNT_SYNC_MODES = ("neighbours", "gossip_edge_only")
+CountSync = Literal["neighbours", "gossip_edge_only"]
+COUNT_SYNC_MODES = get_args(CountSync)
+#: Fed_UCB's split of epsilon over the tree levels (D10), a key of ``BinaryTreeMechanism.SPLITS``.
+EpsilonSplit = Literal["levels", "ln_T"]
+#: Fed_UCB's init sample (D11): noised as stream index 1, or the paper's raw X(0).
+DPInit = Literal["noised", "raw"]
+#: The names of :data:`PROFILES`.
+ProfileName = Literal["strict", "paper_literal"]
 
 
 class Profile(TypedDict):
     """The Fed_UCB options a profile fixes (each may be overridden by its keyword)."""
 
-    eps_split: str
-    dp_init: str
+    eps_split: EpsilonSplit
+    dp_init: DPInit
     log_n_floor: bool
     noise_on_empty: bool
 
@@ -72,6 +87,56 @@ PROFILES: dict[str, Profile] = {
     "strict": {"eps_split": "levels", "dp_init": "noised", "log_n_floor": True, "noise_on_empty": False},
     "paper_literal": {"eps_split": "ln_T", "dp_init": "raw", "log_n_floor": False, "noise_on_empty": False},
 }
+
+
+@dataclass(frozen=True)
+class GossipUCBConfig(CheckedConfig):
+    """Keywords of :class:`GossipUCB`, checked on construction.
+
+    Attributes:
+        alpha1: α₁ of eq. (11) (D8), a finite number; ``None`` gives ``64 / N**17``. Only reported in
+            :meth:`GossipUCB.indices`.
+        count_sync: ``"neighbours"`` (default, D6: ñ to every neighbour every round) or ``"gossip_edge_only"``
+            (non-paper variant: ñ only over the active gossip edge; voids Lemmas 1-3).
+    """
+
+    alpha1: float | None = None
+    count_sync: CountSync = "neighbours"
+
+
+@dataclass(frozen=True)
+class FedUCBConfig(GossipUCBConfig):
+    """Keywords of :class:`FedUCB`, checked on construction (``None`` knobs take the profile's value).
+
+    Attributes:
+        epsilon: total privacy level ε of each agent's stream, > 0 (``math.inf``: no noise).
+        profile: ``"strict"`` (spec decisions) or ``"paper_literal"``; sets the defaults of the next four knobs.
+        eps_split: ``"levels"`` (D10: ε′ = ε / (floor(log2(T+1)) + 1), a guaranteed ε) or ``"ln_T"`` (ε′ = ε / ln T).
+        dp_init: ``"noised"`` (D11: the init sample is stream index 1 and is noised) or ``"raw"`` (paper: X̃(0) = X(0)
+            un-noised, the trees cover rounds 1..T only).
+        log_n_floor: D12: ``l(n) = max(ln n, 1)`` in eq. (12) (True) or the literal ``ln n`` (False).
+        noise_on_empty: D13: noise tree nodes without an observation too (False: the text's reading).
+        dp_bonus_scale: multiplier of the 128-term of eq. (12), finite and >= 0; 1.0 is the paper. Smaller values
+            are a labelled CI-scale device only (spec §2.5, §4.2; project decision P2).
+        clip_for_dp: ``(lo, hi)`` with finite lo < hi: clip observations before they enter S and the trees;
+            sensitivity ``hi - lo`` (D18). ``None``: sensitivity 1, a nominal epsilon unless the rewards lie in a
+            range of width <= 1.
+    """
+
+    epsilon: float = option(1.0, minimum=0.0, exclusive_minimum=True, finite=False)
+    profile: ProfileName = "strict"
+    eps_split: EpsilonSplit | None = None
+    dp_init: DPInit | None = None
+    log_n_floor: bool | None = None
+    noise_on_empty: bool | None = None
+    dp_bonus_scale: float = option(1.0, minimum=0.0)
+    clip_for_dp: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.clip_for_dp is not None and not self.clip_for_dp[0] < self.clip_for_dp[1]:
+            raise ValueError(f"clip_for_dp must be (lo, hi) with finite lo < hi, got {self.clip_for_dp!r}")
+
 
 #: Policy uniforms are drawn per replica in blocks of this many main rounds (part of the draw order).
 POLICY_BLOCK = 256
@@ -128,23 +193,32 @@ class GossipUCB(Population):
     takes the argmax over ϑ + bonus *without* α₁ (α₁ is arm-independent; adding it could flip floating-point
     near-ties, spec §2.3), so trajectories do not depend on ``alpha1``.
 
-    Args:
-        alpha1: α₁ of eq. (11) (D8); ``None`` gives ``64 / N**17``. Only reported in :meth:`indices`.
-        count_sync: ``"neighbours"`` (default, D6: ñ to every neighbour every round) or ``"gossip_edge_only"``
-            (non-paper variant: ñ only over the active gossip edge; voids Lemmas 1-3).
+    Keyword arguments: the fields of :class:`GossipUCBConfig` (``alpha1``, ``count_sync``), checked there.
+
+    Attributes:
+        config: the checked keywords.
     """
 
     families = ("mab",)
 
     supports_batching = True
 
-    def __init__(self, alpha1: float | None = None, count_sync: str = "neighbours") -> None:
-        if alpha1 is not None and (isinstance(alpha1, bool) or not math.isfinite(_as_float("alpha1", alpha1))):
-            raise ValueError(f"alpha1 must be a finite number or None (64 / N**17), got {alpha1!r}")
-        if count_sync not in COUNT_SYNC_MODES:
-            raise ValueError(f"count_sync must be one of {COUNT_SYNC_MODES}, got {count_sync!r}")
-        self.alpha1 = alpha1
-        self.count_sync = count_sync
+    def __init__(self, alpha1: float | None = None, count_sync: CountSync = "neighbours") -> None:
+        self._configure(GossipUCBConfig(alpha1=alpha1, count_sync=count_sync))
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The agent x agent table of received counts and the per-(agent, arm) statistics :meth:`reset` allocates."""
+        b, n, m = context.num_replicas, context.num_agents, context.num_arms
+        return {
+            "received counts (agents x replicas x agents x arms x 8 B)": 8.0 * n * b * n * m,
+            "statistics (replicas x agents x arms x 8 B, 6 tables)": 48.0 * b * n * m,
+        }
+
+    def _configure(self, config: GossipUCBConfig) -> None:
+        """Keep the checked keywords."""
+        self.config = config
+        self.alpha1 = config.alpha1
+        self.count_sync = config.count_sync
 
     # ------------------------------------------------------------------ episode
     def reset(self, context: AgentContext) -> None:
@@ -340,19 +414,11 @@ class FedUCB(GossipUCB):
     wrapper charges the declared epsilon once per agent and adds no noise. With ``epsilon=math.inf`` there are no
     draws, the bound is eq. (11), and the trajectory equals Gossip_UCB's bit for bit under the strict profile (T11).
 
-    Args:
-        epsilon: total privacy level ε of each agent's stream, > 0 (``math.inf``: no noise).
-        profile: ``"strict"`` (spec decisions) or ``"paper_literal"``; sets the defaults of the next four knobs.
-        eps_split: ``"levels"`` (D10: ε′ = ε / (floor(log2(T+1)) + 1), a guaranteed ε) or ``"ln_T"`` (ε′ = ε / ln T).
-        dp_init: ``"noised"`` (D11: the init sample is stream index 1 and is noised) or ``"raw"`` (paper: X̃(0) = X(0)
-            un-noised, the trees cover rounds 1..T only).
-        log_n_floor: D12: ``l(n) = max(ln n, 1)`` in eq. (12) (True) or the literal ``ln n`` (False).
-        noise_on_empty: D13: noise tree nodes without an observation too (False: the text's reading).
-        dp_bonus_scale: multiplier of the 128-term of eq. (12); 1.0 is the paper. Smaller values are a labelled
-            CI-scale device only (spec §2.5, §4.2; project decision P2).
-        clip_for_dp: ``(lo, hi)``: clip observations before they enter S and the trees; sensitivity ``hi - lo``
-            (D18). ``None``: sensitivity 1, a nominal epsilon unless the rewards lie in a range of width <= 1.
-        alpha1, count_sync: as in :class:`GossipUCB`.
+    Keyword arguments: the fields of :class:`FedUCBConfig` (``epsilon``, ``profile``, the four knobs a profile
+    sets, ``dp_bonus_scale``, ``clip_for_dp``) and of :class:`GossipUCBConfig`, checked there.
+
+    Attributes:
+        config: the checked keywords (the profile's knobs as given; the resolved ones are attributes).
     """
 
     #: Account key of the agents' own mechanism in a DP wrapper's accountant.
@@ -361,47 +427,43 @@ class FedUCB(GossipUCB):
     def __init__(
         self,
         epsilon: float = 1.0,
-        profile: str = "strict",
+        profile: ProfileName = "strict",
         *,
-        eps_split: str | None = None,
-        dp_init: str | None = None,
+        eps_split: EpsilonSplit | None = None,
+        dp_init: DPInit | None = None,
         log_n_floor: bool | None = None,
         noise_on_empty: bool | None = None,
         dp_bonus_scale: float = 1.0,
         clip_for_dp: tuple[float, float] | None = None,
         alpha1: float | None = None,
-        count_sync: str = "neighbours",
+        count_sync: CountSync = "neighbours",
     ) -> None:
-        super().__init__(alpha1=alpha1, count_sync=count_sync)
-        epsilon = _as_float("epsilon", epsilon)
-        if not epsilon > 0:
-            raise ValueError(f"epsilon must be > 0 (math.inf for no noise), got {epsilon}")
-        if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
+        config = FedUCBConfig(
+            alpha1=alpha1,
+            count_sync=count_sync,
+            epsilon=epsilon,
+            profile=profile,
+            eps_split=eps_split,
+            dp_init=dp_init,
+            log_n_floor=log_n_floor,
+            noise_on_empty=noise_on_empty,
+            dp_bonus_scale=dp_bonus_scale,
+            clip_for_dp=clip_for_dp,
+        )
+        self._configure(config)
+        epsilon = float(epsilon)
         defaults = PROFILES[profile]
         eps_split = defaults["eps_split"] if eps_split is None else eps_split
         dp_init = defaults["dp_init"] if dp_init is None else dp_init
         log_n_floor = defaults["log_n_floor"] if log_n_floor is None else log_n_floor
         noise_on_empty = defaults["noise_on_empty"] if noise_on_empty is None else noise_on_empty
-        if eps_split not in BinaryTreeMechanism.SPLITS:
-            raise ValueError(f"eps_split must be one of {BinaryTreeMechanism.SPLITS}, got {eps_split!r}")
-        if dp_init not in ("noised", "raw"):
-            raise ValueError(f"dp_init must be 'noised' or 'raw', got {dp_init!r}")
-        for name, flag in (("log_n_floor", log_n_floor), ("noise_on_empty", noise_on_empty)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool (or None for the profile's value), got {flag!r}")
-        dp_bonus_scale = _as_float("dp_bonus_scale", dp_bonus_scale)
-        if not (dp_bonus_scale >= 0 and math.isfinite(dp_bonus_scale)):
-            raise ValueError(f"dp_bonus_scale must be finite and >= 0 (1.0 is the paper), got {dp_bonus_scale}")
+        dp_bonus_scale = float(dp_bonus_scale)
         if clip_for_dp is not None:
-            lo, hi = (_as_float("clip_for_dp", v) for v in clip_for_dp)
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise ValueError(f"clip_for_dp must be (lo, hi) with finite lo < hi, got {clip_for_dp!r}")
-            clip_for_dp = (lo, hi)
+            clip_for_dp = (float(clip_for_dp[0]), float(clip_for_dp[1]))
         self.epsilon = epsilon
         self.profile = profile
-        self.eps_split = eps_split
-        self.dp_init = dp_init
+        self.eps_split: EpsilonSplit = eps_split
+        self.dp_init: DPInit = dp_init
         self.log_n_floor = log_n_floor
         self.noise_on_empty = noise_on_empty
         self.dp_bonus_scale = dp_bonus_scale
@@ -510,12 +572,6 @@ class FedUCB(GossipUCB):
         return noisy / self.counts.reshape(-1)[cells]
 
 
-def _as_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    return float(value)
-
-
 def _check_context(context: AgentContext, algorithm: str) -> None:
     """N >= 3, a horizon beyond the warm-up, and a connected agent graph with an edge in every replica."""
     n, m = context.num_agents, context.num_arms
@@ -537,5 +593,5 @@ def _check_context(context: AgentContext, algorithm: str) -> None:
             )
 
 
-register_algorithm("gossip_ucb", GossipUCB)
-register_algorithm("fed_ucb", FedUCB)
+register_algorithm("gossip_ucb", GossipUCB, config=GossipUCBConfig)
+register_algorithm("fed_ucb", FedUCB, config=FedUCBConfig)

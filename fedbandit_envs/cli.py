@@ -72,8 +72,9 @@ def _add_sweep_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override an environment keyword, seeds or checkpoints (repeatable; VALUE is JSON or text, "
-        "e.g. seeds=[100,101] or seeds=100:110)",
+        help="override an environment keyword, seeds, checkpoints or the sweep (repeatable; VALUE is JSON or text, "
+        'e.g. seeds=[100,101], seeds=100:110 or sweep={"alg.epsilon":[1,2]}; algorithm keywords are checked '
+        "before anything is written)",
     )
     parser.add_argument(
         "--backend",

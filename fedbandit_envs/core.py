@@ -397,3 +397,16 @@ def play_slot(core: Any, population: Any) -> None:
     feedback = core.play(checked_action(population, population.act(core.current_step())))
     population.observe(feedback)
     message_phases(core, population)
+
+
+def reset_population(population: Any, context: AgentContext) -> None:
+    """``population.reset(context)`` after checking the memory its ``memory_parts(context)`` declares.
+
+    Raises :class:`~fedbandit_envs.validation.MemoryLimitError` (naming the population, the sizes and the fix)
+    before anything is allocated. A population without ``memory_parts`` is reset unchecked.
+    """
+    declared = getattr(population, "memory_parts", None)
+    if declared is not None:
+        what = f"{type(population).__name__} ({context.num_replicas} replica(s) of {context.num_agents} agents)"
+        check_memory(what, declared(context))
+    population.reset(context)

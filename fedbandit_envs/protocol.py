@@ -99,6 +99,15 @@ class Population(ABC, Generic[ContextT]):
         """The server this algorithm needs, or None (the default: no server)."""
         return None
 
+    def memory_parts(self, context: ContextT) -> dict[str, float]:
+        """Bytes of the large arrays :meth:`reset` allocates for ``context`` (name -> bytes; default: none).
+
+        :func:`~fedbandit_envs.core.reset_population` checks them against the memory limit before the reset, as
+        the environments check theirs (:func:`~fedbandit_envs.validation.check_memory`). Declare arrays that grow
+        faster than agents x arms (those the environment's own check does not bound), e.g. agent x agent tables.
+        """
+        return {}
+
     @abstractmethod
     def reset(self, context: ContextT) -> None:
         """Start an episode; draw randomness only from ``context.agent_rngs()``.

@@ -11,7 +11,11 @@ fix it, at construction or parse time, before any state changes:
 * :func:`check_keywords`: keyword names against the accepted ones, again with a suggestion;
   :func:`keyword_checked` applies it to a class's constructor;
 * :func:`check_int_array`: the vectorised integer check of a header array (message senders, recipients, counts);
-* :func:`check_memory`: a size limit derived from the memory a configuration needs (:class:`MemoryLimitError`).
+* :func:`check_real_array`: a number or an array of numbers as a float64 array (no bools, strings or objects);
+* :func:`check_memory`: a size limit derived from the memory a configuration needs (:class:`MemoryLimitError`);
+* :class:`CheckedConfig`: the base of frozen configuration dataclasses whose fields are checked against their
+  annotations (``int``, ``float``, ``bool``, ``str``, ``Literal[...]``, unions with ``None``, tuples, callables)
+  and the bounds given with :func:`option` (:func:`check_fields`).
 
 The memory limit is :data:`DEFAULT_MEMORY_LIMIT` bytes unless the environment variable
 :data:`MEMORY_LIMIT_VARIABLE` gives another number of GiB (e.g. ``FEDBANDIT_MEMORY_LIMIT_GIB=64``).
@@ -19,25 +23,31 @@ The memory limit is :data:`DEFAULT_MEMORY_LIMIT` bytes unless the environment va
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import difflib
 import functools
 import inspect
 import os
+import types
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral, Real
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import gymnasium
 import numpy as np
 
 __all__ = [
     "AGENT_OVERHEAD",
+    "CheckedConfig",
     "DEFAULT_MEMORY_LIMIT",
     "INT64_MAX",
     "INT64_MIN",
     "MEMORY_LIMIT_VARIABLE",
     "MemoryLimitError",
     "check_bool",
+    "check_fields",
     "check_choice",
     "check_int",
     "check_int_array",
@@ -45,11 +55,13 @@ __all__ = [
     "check_options",
     "check_memory",
     "check_real",
+    "check_real_array",
     "check_render_mode",
     "check_seeds",
     "did_you_mean",
     "keyword_checked",
     "memory_limit",
+    "option",
     "population_memory",
 ]
 
@@ -110,11 +122,13 @@ def check_real(
     *,
     finite: bool = True,
     exclusive_minimum: bool = False,
+    exclusive_maximum: bool = False,
 ) -> float:
     """Return ``value`` as a float after checking it is a real number within the bounds.
 
     Python and numpy integers and floats are accepted; ``bool`` and strings raise a ``TypeError``. NaN always
-    raises; infinities raise unless ``finite=False``. ``exclusive_minimum`` makes the lower bound strict.
+    raises; infinities raise unless ``finite=False``. ``exclusive_minimum`` (``exclusive_maximum``) makes the
+    lower (upper) bound strict.
     """
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value[()]
@@ -125,8 +139,8 @@ def check_real(
         raise ValueError(f"{name} must be a finite number, got {number}")
     if minimum is not None and (number <= minimum if exclusive_minimum else number < minimum):
         raise ValueError(f"{name} must be {'>' if exclusive_minimum else '>='} {minimum}, got {number}")
-    if maximum is not None and number > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {number}")
+    if maximum is not None and (number >= maximum if exclusive_maximum else number > maximum):
+        raise ValueError(f"{name} must be {'<' if exclusive_maximum else '<='} {maximum}, got {number}")
     return number
 
 
@@ -182,9 +196,9 @@ def check_keywords(where: str, given: Iterable[str], accepted: Iterable[str]) ->
     allowed = list(accepted)
     for keyword in given:
         if keyword not in allowed:
+            accepted = f"accepted: {', '.join(allowed)}" if allowed else "it takes no keywords"
             raise TypeError(
-                f"{where} got an unexpected keyword argument {keyword!r}{did_you_mean(keyword, allowed)}; "
-                f"accepted: {', '.join(allowed)}"
+                f"{where} got an unexpected keyword argument {keyword!r}{did_you_mean(keyword, allowed)}; {accepted}"
             )
 
 
@@ -239,6 +253,21 @@ def check_int_array(name: str, values: Any, minimum: int | None, maximum: int = 
     return array
 
 
+def check_real_array(name: str, values: Any) -> np.ndarray:
+    """Return ``values`` (a number or a nested sequence of numbers) as a float64 array after checking its dtype.
+
+    Integer and float arrays, numbers and lists of them are accepted; bool, string, object and ragged inputs
+    raise a ``TypeError`` naming ``name`` (the caller checks shape and range).
+    """
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        raise TypeError(f"{name} must be a number or an array of numbers, got a ragged {_describe(values)}") from None
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a number or an array of numbers, got {_describe(values)}")
+    return array.astype(np.float64)
+
+
 def check_seeds(seeds: Any) -> list[int]:
     """Return ``seeds`` as a non-empty list of non-negative Python ints, else raise.
 
@@ -265,6 +294,168 @@ def check_options(name: str, value: Any) -> dict[str, Any]:
         if not isinstance(key, str):
             raise TypeError(f"{name} keys must be option names (str), got {_describe(key)}")
     return dict(value)
+
+
+#: The ``dataclasses.field`` metadata key under which :func:`option` stores a field's bounds.
+_LIMITS = "fedbandit_limits"
+
+
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    default_factory: Any = dataclasses.MISSING,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+    exclusive_maximum: bool = False,
+    finite: bool = True,
+) -> Any:
+    """A field of a :class:`CheckedConfig` with bounds on its numbers (``dataclasses.field`` with metadata).
+
+    ``int`` fields use ``minimum`` and ``maximum`` (:func:`check_int`); ``float`` fields use all the bounds
+    (:func:`check_real`; ``finite=False`` admits infinities). Annotations say the rest (type, ``Literal`` options).
+    """
+    limits = {
+        "minimum": minimum,
+        "maximum": maximum,
+        "exclusive_minimum": exclusive_minimum,
+        "exclusive_maximum": exclusive_maximum,
+        "finite": finite,
+    }
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={_LIMITS: limits})
+
+
+def _hint_text(hint: Any) -> str:
+    """An annotation in words for an error message (``1.0``-style numbers, ``'a' or 'b'`` for literals)."""
+    if hint is type(None):
+        return "None"
+    if get_origin(hint) is Literal:
+        return " or ".join(repr(option) for option in get_args(hint))
+    if get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_hint_text(member) for member in get_args(hint))
+    if isinstance(hint, type):
+        return {"int": "an integer", "float": "a real number", "bool": "True or False", "str": "a string"}.get(
+            hint.__name__, f"a {hint.__name__}"
+        )
+    return str(hint)
+
+
+def _check_literal(name: str, value: Any, options: tuple[Any, ...]) -> None:
+    """``value`` is one of ``options`` (same type and value: ``1`` is not ``True``)."""
+    if all(isinstance(o, str) for o in options):
+        check_choice(name, value, options)
+        return
+    if any(type(value) is type(o) and value == o for o in options):
+        return
+    listed = ", ".join(repr(o) for o in options)
+    if not any(type(value) is type(o) for o in options):
+        raise TypeError(f"{name} must be one of {listed}, got {_describe(value)}")
+    raise ValueError(f"{name} must be one of {listed}, got {value!r}{did_you_mean(value, map(str, options))}")
+
+
+def _check_union(name: str, value: Any, members: tuple[Any, ...], limits: Mapping[str, Any]) -> None:
+    """``value`` fits one member of the union; a value error of a fitting type wins over type errors."""
+    if value is None and type(None) in members:
+        return
+    errors: list[Exception] = []
+    for member in members:
+        if member is type(None):
+            continue
+        try:
+            _check_value(name, value, member, limits)
+            return
+        except (TypeError, ValueError) as error:
+            errors.append(error)
+    for found in errors:
+        if isinstance(found, ValueError):
+            raise found
+    if len(errors) == 1 and value is not None:
+        raise errors[0]
+    raise TypeError(f"{name} must be {' or '.join(map(_hint_text, members))}, got {_describe(value)}")
+
+
+def _check_tuple(name: str, value: Any, items: tuple[Any, ...], limits: Mapping[str, Any]) -> None:
+    """``value`` is a tuple (or list) whose entries fit ``items`` (``tuple[float, ...]``: any length)."""
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"{name} must be a tuple, got {_describe(value)}")
+    variable = len(items) == 2 and items[1] is Ellipsis
+    if not variable and len(value) != len(items):
+        raise ValueError(f"{name} must have {len(items)} entries, got {len(value)}: {value!r}")
+    for index, entry in enumerate(value):
+        _check_value(f"{name}[{index}]", entry, items[0] if variable else items[index], limits)
+
+
+def _check_value(name: str, value: Any, hint: Any, limits: Mapping[str, Any]) -> None:
+    """Check ``value`` against the annotation ``hint`` and the bounds ``limits`` (see :func:`check_fields`)."""
+    origin = get_origin(hint)
+    if hint is Any:
+        return
+    if origin is Literal:
+        _check_literal(name, value, get_args(hint))
+    elif origin in (typing.Union, types.UnionType):
+        _check_union(name, value, get_args(hint), limits)
+    elif hint is bool:
+        check_bool(name, value)
+    elif hint is int:
+        low, high = limits.get("minimum"), limits.get("maximum")
+        check_int(name, value, INT64_MIN if low is None else int(low), INT64_MAX if high is None else int(high))
+    elif hint is float:
+        check_real(name, value, **limits)
+    elif origin is tuple:
+        _check_tuple(name, value, get_args(hint), limits)
+    elif hint is collections.abc.Callable or origin is collections.abc.Callable:
+        if not callable(value):
+            raise TypeError(f"{name} must be callable, got {_describe(value)}")
+    elif isinstance(origin or hint, type) and not isinstance(value, origin or hint):
+        raise TypeError(f"{name} must be {_hint_text(origin or hint)}, got {_describe(value)}")
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _field_hints(cls: type) -> dict[str, Any]:
+    """The evaluated annotations of a dataclass (read once per class)."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def check_fields(config: Any) -> None:
+    """Check every field of the dataclass instance ``config`` against its annotation and :func:`option` bounds.
+
+    ``int`` (:func:`check_int`), ``float`` (:func:`check_real`), ``bool`` (:func:`check_bool`), ``str``,
+    ``Literal[...]`` (:func:`check_choice`, with a "did you mean"), unions (``X | None``,
+    ``float | Literal["oracle"]``), ``tuple[...]``, callables and classes are checked; ``Any`` and fields with
+    ``init=False`` (derived on construction) are not. The first bad field raises a ``TypeError`` (wrong type)
+    or ``ValueError`` (wrong value) that names it.
+    """
+    hints = _field_hints(type(config))
+    for entry in dataclasses.fields(config):
+        if not entry.init:
+            continue  # derived on construction, not given
+        _check_value(entry.name, getattr(config, entry.name), hints[entry.name], entry.metadata.get(_LIMITS, {}))
+
+
+_C = TypeVar("_C", bound="CheckedConfig")
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckedConfig:
+    """Base of frozen configuration dataclasses: every field is checked on construction (:func:`check_fields`).
+
+    Subclasses are ``@dataclass(frozen=True)``, document each field under ``Attributes:`` in their docstring,
+    annotate string options as ``Literal`` and give bounds with :func:`option`; a subclass with checks across
+    fields overrides ``__post_init__`` and calls ``super().__post_init__()`` first.
+    """
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    @classmethod
+    def from_options(cls: type[_C], where: str, options: Mapping[str, Any]) -> _C:
+        """The config of the keyword ``options`` of ``where``; an unknown keyword gets a "did you mean"."""
+        check_keywords(where, options, [entry.name for entry in dataclasses.fields(cls)])
+        return cls(**options)
 
 
 #: Bytes per agent outside the state arrays (its name, its spaces, its dict entries), measured with tracemalloc.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.baselines import Random
+from agents.baselines import NoOptions, Random
 from fedbandit_envs.algorithms import find_algorithm, make_algorithm, register_algorithm, registered_algorithms
 from fedbandit_envs.run import run
 
@@ -70,7 +70,7 @@ def test_the_reference_algorithms_register_themselves_with_their_families():
 def test_registration_refuses_bad_entries():
     with pytest.raises(ValueError, match="already registered"):
         register_algorithm("random", lambda: None, "mab")
-    register_algorithm("random", Random)  # the same entry again is harmless
+    register_algorithm("random", Random, config=NoOptions)  # the same entry again is harmless
     with pytest.raises(ValueError, match="without ':'"):
         register_algorithm("a:b", Random)
     with pytest.raises(TypeError, match="callable"):

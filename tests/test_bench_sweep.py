@@ -98,8 +98,10 @@ def test_resolve_scenario_applies_scale_overrides_and_seeds():
 def test_sweep_parameter_clashes_are_errors():
     with pytest.raises(ValueError, match="'seed' column"):
         param_columns(Scenario("t/x", "t", "", {}, {"a": AlgorithmSpec("random")}, sweep={"env.seed": (1,)}))
-    clash = Scenario("t/x", "t", "", {}, {"a": AlgorithmSpec("random")}, sweep={"env.p": (1,), "alg.p": (2,)})
-    with pytest.raises(ValueError, match="both map to the result column 'p'"):
+    clash = Scenario(
+        "t/x", "t", "", {}, {"a": AlgorithmSpec("cdp_mab")}, sweep={"env.rounds": (1,), "alg.rounds": (2,)}
+    )
+    with pytest.raises(ValueError, match="both map to the result column 'rounds'"):
         param_columns(clash)
 
 

@@ -134,6 +134,26 @@ def test_fuzz_sweep_settings_refused_before_writing(given_settings, tmp_path, ca
         assert not out.exists()
 
 
+#: Keywords of Fed_UCB (the algorithm of zhu/sa_epsilon) and near misses, for ``--set sweep={"alg.<key>": [...]}``.
+ALGORITHM_KEYS = ["epsilon", "profile", "eps_split", "dp_bonus_scale", "clip_for_dp", "alpha1", "epsilonn", "gamma"]
+
+
+@settings(FUZZ, max_examples=40)
+@given(key=st.sampled_from(ALGORITHM_KEYS), value=json_values)
+def test_fuzz_sweep_algorithm_keywords_refused_before_writing(key, value, tmp_path, capsys):
+    # a malformed algorithm keyword of the sweep is refused at parse time, naming the keyword, with or without
+    # --dry-run, and nothing is written; a valid one passes the dry run
+    out = tmp_path / "out"
+    setting = "sweep=" + json.dumps({f"alg.{key}": [value]})
+    argv = ["sweep", "zhu/sa_epsilon", "--out", str(out), "--no-progress", "--set", setting]
+    status, errors = outcome([*argv, "--dry-run"], capsys)
+    assert not out.exists()
+    if status == 2:
+        assert f"alg.{key}" in errors[-1] or key in errors[-1], (argv, errors)
+        assert outcome([*argv, "--backend", "inprocess"], capsys)[0] == 2
+        assert not out.exists()
+
+
 #: Not numbers or small numbers (a large valid horizon or seed count would really run).
 garbage = st.text(max_size=6) | st.integers(-(2**70), 3).map(str) | st.floats().map(str)
 number_options = ["--agents", "--arms", "--horizon", "--seeds", "--instance-seed", "--c1", "--c2", "--checkpoints"]

@@ -2,6 +2,9 @@
 
 Properties (issue 19):
 
+* a malformed keyword of a registered algorithm raises ``ValueError`` or ``TypeError`` naming it, before
+  construction (``make_algorithm`` checks it through the algorithm's config); an accepted one constructs;
+
 * a malformed constructor argument raises ``ValueError`` or ``TypeError`` (or a documented subclass such as
   ``MemoryLimitError``) whose message names the argument, at construction; a construction that succeeds
   also resets;
@@ -29,6 +32,7 @@ from hypothesis import strategies as st
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
 from fedbandit_envs import SERVER, Message
+from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
 from fedbandit_envs.families.linear import FederatedLinear
 from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
 
@@ -226,3 +230,32 @@ def test_rejected_view_step_changes_nothing(env_id, data, seed):
     for _ in range(data.draw(st.integers(1, 4), label="steps")):
         bad = data.draw(BAD_ARMS, label="action")
         reject_then_compare(env, twin, lambda bad=bad: bad, env.action_space.sample(), "action|arm|unit|integer")
+
+
+# ---------------------------------------------------------------------------------------- algorithm keywords
+#: The reference agents (other test modules may register algorithms of their own).
+ALGORITHMS = {
+    name: spec for name, spec in registered_algorithms().items() if spec.factory.__module__.startswith("agents.")
+}
+
+#: Examples per registered algorithm.
+ALGORITHM_EXAMPLES = 25
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+@settings(FUZZ, max_examples=ALGORITHM_EXAMPLES)
+@given(data=st.data())
+def test_malformed_algorithm_keyword_is_refused_by_name(algorithm, data):
+    # the registry refuses a malformed keyword by name before construction; what it accepts, the constructor
+    # builds (no error is left for later)
+    spec = ALGORITHMS[algorithm]
+    names = list(spec.keywords())
+    typos = [name[:-1] for name in names if len(name) > 3]
+    name = data.draw(st.sampled_from(names + typos + ["bogus"]), label="keyword")
+    value = data.draw(BAD_VALUES, label="value")
+    try:
+        population = make_algorithm(algorithm, **{name: value})
+    except (ValueError, TypeError) as error:
+        assert names_the_argument(str(error), name, value), f"{name}={value!r} raised {error!r}"
+        return
+    assert population is not None and spec.factory(**{name: value}) is not None

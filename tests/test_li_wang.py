@@ -384,7 +384,7 @@ def test_bad_thresholds_and_parameters():
         AsyncLinUCB(gamma_d=[1.0, 0.9])
     with pytest.raises(ValueError, match="gamma_u must be >= 1"):
         AsyncLinUCBAM(gamma=float("nan"))
-    with pytest.raises(ValueError, match="threshold D"):
+    with pytest.raises(ValueError, match="threshold must be >= 0"):
         SyncLinUCB(threshold=-1.0)
     with pytest.raises(ValueError, match="alpha_mode"):
         AsyncLinUCB(alpha_mode="optimistic")

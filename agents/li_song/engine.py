@@ -30,18 +30,16 @@ draw identical noise (common random numbers).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 
 from agents.configured import Configured
 from agents.li_song.schedules import (
     CALIBRATIONS,
+    Calibration,
     EpochPlan,
     algorithm_epsilon,
-    check_epsilon,
-    check_participation,
-    check_rounds,
     eliminate,
     epoch_plan,
     target_accuracy,
@@ -52,6 +50,7 @@ from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import Topology
+from fedbandit_envs.validation import CheckedConfig, option
 
 __all__ = [
     "LiSongServer",
@@ -68,15 +67,20 @@ __all__ = [
 ]
 
 #: D7: what happens when the round cap R is reached with more than one active arm.
-AFTER_CAP = ("commit", "round_robin")
+AfterCap = Literal["commit", "round_robin"]
+AFTER_CAP = get_args(AfterCap)
 #: D11: the arm pulled during communication slots (the agent's non-private mean, or the last aggregate).
-EXPLOIT_SOURCES = ("local", "last_global")
+ExploitSource = Literal["local", "last_global"]
+EXPLOIT_SOURCES = get_args(ExploitSource)
 #: D4: what the elimination averages (historical means, or the epoch-only means as an ablation).
-AGGREGATES = ("ybar", "yhat")
+Aggregate = Literal["ybar", "yhat"]
+AGGREGATES = get_args(Aggregate)
 #: D5: how the HDP server combines its components.
-HYBRID_AGGREGATIONS = ("weighted", "unweighted")
+HybridAggregation = Literal["weighted", "unweighted"]
+HYBRID_AGGREGATIONS = get_args(HybridAggregation)
 #: Who adds the Laplace noise: the DP wrapper (``Sensitive`` fields) or the agent itself (``Privatized``).
-NOISE_SOURCES = ("wrapper", "agent")
+NoiseSource = Literal["wrapper", "agent"]
+NOISE_SOURCES = get_args(NoiseSource)
 
 #: Phases of a federation.
 EXPLORE, COMMUNICATE, COMMIT, CYCLE = 0, 1, 2, 3
@@ -85,20 +89,19 @@ EXPLORE, COMMUNICATE, COMMIT, CYCLE = 0, 1, 2, 3
 ACCOUNT_KEY = "li_song_epoch_means"
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
 @dataclass(frozen=True)
-class LiSongConfig:
+class LiSongConfig(CheckedConfig):
     """Hyper-parameters of a Li-Song population and its server (each class documents the ones it uses).
 
+    Every field is checked on construction against its annotation and bounds
+    (:class:`~fedbandit_envs.validation.CheckedConfig`).
+
     Attributes:
-        epsilon: the privacy parameter epsilon (None: non-private, no privacy term in S(r) and C(r)).
+        epsilon: the privacy parameter epsilon, finite and > 0 (None: non-private, no privacy term in S(r)
+            and C(r)).
         privacy_calibration: ``"paper"`` or ``"strict"`` (D13, see :data:`CALIBRATIONS`).
         participation: p in (0, 1]; N = ceil(p M) agents upload per round (D12).
-        rounds: the round cap R (None: the standard 2^-r schedule without a cap).
+        rounds: the round cap R >= 1 (None: the standard 2^-r schedule without a cap).
         delta_schedule_base: Delta of the Delta^(r/R) schedule: a float in (0, 1) or ``"oracle"`` (D6).
         after_cap: ``"commit"`` or ``"round_robin"`` (D7).
         exploit_source: ``"local"`` or ``"last_global"`` (D11).
@@ -108,36 +111,19 @@ class LiSongConfig:
         first_hop_free: send a round's first hop at the boundary after the epoch, without a pull (D9).
     """
 
-    epsilon: float | None = 1.0
-    privacy_calibration: str = "paper"
-    participation: float = 1.0
-    rounds: int | None = None
-    delta_schedule_base: float | str = "oracle"
-    after_cap: str = "commit"
-    exploit_source: str = "local"
-    noise: str = "wrapper"
-    aggregate: str = "ybar"
-    hybrid_aggregation: str = "weighted"
+    epsilon: float | None = option(1.0, minimum=0.0, exclusive_minimum=True)
+    privacy_calibration: Calibration = "paper"
+    participation: float = option(1.0, minimum=0.0, maximum=1.0, exclusive_minimum=True)
+    rounds: int | None = option(None, minimum=1)
+    delta_schedule_base: float | Literal["oracle"] = option(
+        "oracle", minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True
+    )
+    after_cap: AfterCap = "commit"
+    exploit_source: ExploitSource = "local"
+    noise: NoiseSource = "wrapper"
+    aggregate: Aggregate = "ybar"
+    hybrid_aggregation: HybridAggregation = "weighted"
     first_hop_free: bool = True
-
-    def __post_init__(self) -> None:
-        check_epsilon(self.epsilon)
-        check_participation(self.participation)
-        check_rounds(self.rounds)
-        _check_choice("privacy_calibration", self.privacy_calibration, CALIBRATIONS)
-        _check_choice("after_cap", self.after_cap, AFTER_CAP)
-        _check_choice("exploit_source", self.exploit_source, EXPLOIT_SOURCES)
-        _check_choice("noise", self.noise, NOISE_SOURCES)
-        _check_choice("aggregate", self.aggregate, AGGREGATES)
-        _check_choice("hybrid_aggregation", self.hybrid_aggregation, HYBRID_AGGREGATIONS)
-        if not isinstance(self.first_hop_free, bool | np.bool_):
-            raise TypeError(f"first_hop_free must be True or False, got {self.first_hop_free!r}")
-        base = self.delta_schedule_base
-        if base != "oracle":
-            if isinstance(base, bool) or not isinstance(base, int | float | np.floating):
-                raise TypeError(f"delta_schedule_base must be 'oracle' or a float in (0, 1), got {base!r}")
-            if not 0.0 < float(base) < 1.0:
-                raise ValueError(f"delta_schedule_base must lie in (0, 1) (the minimum gap Delta, D6), got {base}")
 
     @classmethod
     def options_except(cls, *names: str) -> tuple[str, ...]:
@@ -405,7 +391,7 @@ class LiSongPopulation(Configured, Population):
                     f"the DP wrapper's n_agg={n_agg} must equal the agents averaged per round ({expected}): "
                     f"pass n_agg={expected} to the wrapper"
                 )
-            config = replace(config, epsilon=float(epsilon), privacy_calibration=calibration)
+            config = replace(config, epsilon=float(epsilon), privacy_calibration=cast(Calibration, calibration))
         if delta is not None and config.rounds is not None and config.delta_schedule_base == "oracle":
             config = replace(config, delta_schedule_base=float(delta))
         self.config = config

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
 __all__ = [
     "CALIBRATIONS",
+    "Calibration",
     "EpochPlan",
     "algorithm_epsilon",
     "check_epsilon",
     "check_participation",
-    "check_rounds",
     "eliminate",
     "epoch_plan",
     "participants",
@@ -33,7 +34,8 @@ __all__ = [
 
 #: Privacy calibrations (D13): ``"paper"`` uses the user's epsilon in the algorithm (the messages are then
 #: (n_agg * epsilon)-DP); ``"strict"`` makes epsilon the end-to-end guarantee (epsilon / n_agg inside).
-CALIBRATIONS = ("paper", "strict")
+Calibration = Literal["paper", "strict"]
+CALIBRATIONS = get_args(Calibration)
 
 
 def check_participation(p: float) -> float:
@@ -43,17 +45,6 @@ def check_participation(p: float) -> float:
     if not 0.0 < float(p) <= 1.0:
         raise ValueError(f"participation must lie in (0, 1] (the share of agents uploading per round), got {p}")
     return float(p)
-
-
-def check_rounds(rounds: int | None) -> int | None:
-    """Return the round cap R (None: no cap) after checking it is an integer >= 1."""
-    if rounds is None:
-        return None
-    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer):
-        raise TypeError(f"rounds must be an int >= 1 or None (no cap), got {rounds!r}")
-    if rounds < 1:
-        raise ValueError(f"rounds must be >= 1 (the cap R on communication rounds), got {rounds}; use None for no cap")
-    return int(rounds)
 
 
 def check_epsilon(epsilon: float | None) -> float | None:

@@ -98,6 +98,14 @@ def resolve_scenario(
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a Scenario or a registered name, got {scenario!r}")
     if overrides:
+        for key in overrides:
+            target, dot, kwarg = str(key).partition(".")
+            if dot and target in ("alg", "wrapper"):
+                raise ValueError(
+                    f"--set {key}: an {'algorithm' if target == 'alg' else 'wrapper'} keyword is set through the "
+                    f"sweep, e.g. --set 'sweep={{\"{key}\": [{overrides[key]!r}]}}' (--set sets environment "
+                    "keywords, seeds, checkpoints and the sweep)"
+                )
         if "sweep" in overrides:
             _check_sweep(overrides["sweep"])
         merged = {**scenario.scales.get(scale, {}), **overrides}
@@ -182,7 +190,9 @@ class JobResult:
 
 
 def import_targets(scenario: Scenario) -> None:
-    """Import the scenario's runner, algorithms and wrappers: a bad path fails before any job runs.
+    """Import the scenario's runner, algorithms and wrappers, and check the algorithms' keywords at every point.
+
+    A bad path or keyword fails before any job runs (:meth:`Scenario.check_algorithms`).
 
     Importing in the parent process also lets forked pool workers share the imported modules.
     """
@@ -197,6 +207,7 @@ def import_targets(scenario: Scenario) -> None:
                 f"{what} of scenario {scenario.name!r}: cannot import {path!r} ({error}); use a registered "
                 f"algorithm name (fedbandit list) or an importable 'package.module:Attribute'"
             ) from error
+    scenario.check_algorithms()
 
 
 def cell_id(scenario: Scenario, label: str, point: Mapping[str, Any]) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fedbandit_envs.algorithms import load_object, resolve_factory
+from fedbandit_envs.algorithms import check_algorithm_options, is_registered, load_object, resolve_factory
 from fedbandit_envs.run import Results
 from fedbandit_envs.seeding import resolve_seeds
 
@@ -29,10 +29,23 @@ SWEEP_TARGETS = ("env", "alg", "wrapper")
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """An algorithm by import path (or a name known to the runner) and constructor keywords."""
+    """An algorithm by import path (or a name known to the runner) and constructor keywords.
+
+    The keywords of a registered name are checked when the spec is built, through the algorithm's registered
+    config (:func:`~fedbandit_envs.algorithms.check_algorithm_options`); those of a ``"module:Class"`` path when
+    a sweep imports it (:meth:`check`).
+    """
 
     path: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if is_registered(self.path):
+            self.check()
+
+    def check(self, extra: Mapping[str, Any] | None = None) -> None:
+        """Check the keywords (``extra`` overriding) through the algorithm's registered config, if it has one."""
+        check_algorithm_options(self.path, {**self.kwargs, **(extra or {})})
 
     def factory(self, extra: Mapping[str, Any] | None = None) -> Callable[[], Any]:
         """A zero-argument factory building a fresh instance (``extra`` keywords override)."""
@@ -209,6 +222,26 @@ class Scenario:
         unknown = set(self.scales) - set(SCALES)
         if unknown:
             raise ValueError(f"unknown scales {sorted(unknown)}; use {SCALES}")
+        self.check_algorithms(registered_only=True)
+
+    def check_algorithms(self, registered_only: bool = False) -> None:
+        """Check every algorithm's keywords at every sweep point (its ``alg.*`` values) through its config.
+
+        ``registered_only`` checks the algorithms given by registered name only (a ``"module:Class"`` path is
+        not imported). A bad keyword raises a ``TypeError`` / ``ValueError`` naming the algorithm, the scenario,
+        the sweep values and the field.
+        """
+        alg_parts = [sorted(split_point(point)["alg"].items()) for point in self.points()]
+        settings = {repr(part): part for part in alg_parts}  # distinct, values may be unhashable
+        for label, spec in self.algorithms.items():
+            if registered_only and not is_registered(spec.path):
+                continue
+            for setting in settings.values():
+                try:
+                    spec.check(dict(setting))
+                except (TypeError, ValueError) as error:
+                    where = f" with {', '.join(f'alg.{k}={v!r}' for k, v in setting)}" if setting else ""
+                    raise type(error)(f"algorithm {label!r} of scenario {self.name!r}{where}: {error}") from error
 
     def at_scale(self, scale: str) -> Scenario:
         """Return the scenario with the overrides of ``scale`` applied."""

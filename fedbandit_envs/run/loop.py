@@ -22,7 +22,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from fedbandit_envs.algorithms import algorithm_name, make_algorithm, supported_families
-from fedbandit_envs.core import checked_action, checked_batches, play_slot
+from fedbandit_envs.core import checked_action, checked_batches, play_slot, reset_population
 from fedbandit_envs.families.registry import Family, family_of_env, find_family
 from fedbandit_envs.run.recorder import Recorder
 from fedbandit_envs.run.results import Results, checkpoint_slots
@@ -102,7 +102,7 @@ def _play_batched(plan: _Plan) -> Results:
     population, env, recorder = plan.build()
     core = env.unwrapped.core
     core.reset(list(plan.seeds), hooks=env.message_hooks())
-    population.reset(core.context)
+    reset_population(population, core.context)
     recorder.attach(core, population)
     for t in tqdm(range(core.horizon), disable=not plan.progress, desc=recorder.label, mininterval=0.5):
         play_slot(core, population)
@@ -122,7 +122,7 @@ def _play_pettingzoo(plan: _Plan) -> Results:
         population, env, recorder = plan.build()
         base = env.unwrapped
         observations, _ = env.reset(seed=seed)
-        population.reset(base.context)
+        reset_population(population, base.context)
         recorder.attach(base.core, population)
         with tqdm(total=base.core.horizon, disable=not plan.progress, desc=f"seed {seed}", mininterval=0.5) as bar:
             step = None

@@ -25,9 +25,9 @@ the order from ``arrivals``, the shuffles from ``contexts`` and the random polic
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 
@@ -45,20 +45,23 @@ from fedbandit_envs.families.registry import Family, register_family
 from fedbandit_envs.observations import InboxForm
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.validation import (
+    CheckedConfig,
     check_choice,
     check_int,
     check_memory,
-    check_real,
     keyword_checked,
+    option,
     population_memory,
 )
 
 __all__ = [
     "ORDERS",
     "PROFILES",
+    "ProfileName",
     "ReplayLog",
     "ReplayLogEnv",
     "ReplayLogSource",
+    "ReplayOrder",
     "ReplayProfile",
     "ReplayStandIn",
     "StandInSource",
@@ -69,7 +72,8 @@ __all__ = [
     "write_features",
 ]
 
-ORDERS = ("random_user", "file")
+ReplayOrder = Literal["random_user", "file"]
+ORDERS = get_args(ReplayOrder)
 
 #: Table 2 of the paper (appendix H, corrected in spec D20): Delicious users per activity group
 #: "0-10", "10-20", ..., "90-100" interactions.
@@ -110,6 +114,8 @@ PROFILES: dict[str, ReplayProfile] = {
     "delicious": ReplayProfile("delicious", 1867, 104799, 0.05, 10.0, "table2"),
     "movielens": ReplayProfile("movielens", 54, 214729, 0.95, 10.0, "lognormal"),
 }
+#: The names of :data:`PROFILES`.
+ProfileName = Literal["lastfm", "delicious", "movielens"]
 
 
 # ---------------------------------------------------------------------- logs
@@ -272,20 +278,27 @@ class _ReplaySource(StreamSource):
     active_per_slot = 1
     reward_bounds = (0.0, 1.0)
     has_baseline = True
+    #: ``"random_user"`` or ``"file"`` (set with the shape).
+    order: ReplayOrder
 
     def _set_shape(self, log_shape: tuple[int, int, int, int], horizon: int | None, order: str, bound: float) -> None:
         """Set N, T, K, d from (users, events, K, d) of the log; ``horizon`` may shorten the replay."""
         num_users, num_events, num_arms, dimension = log_shape
-        self.order = check_choice("order", order, ORDERS)
+        check_choice("order", order, ORDERS)
         if horizon is not None:
             horizon = check_int("horizon", horizon, 1, num_events, hint=f" (the log has {num_events} events)")
-        self.num_agents = num_users
-        self.num_arms = num_arms
-        self.dimension = dimension
-        self.global_dimension = dimension
-        self.local_dimensions = (0,) * num_users
-        self.horizon = num_events if horizon is None else horizon
-        self.context_bound = bound
+        shape = {
+            "order": order,
+            "num_agents": num_users,
+            "num_arms": num_arms,
+            "dimension": dimension,
+            "global_dimension": dimension,
+            "local_dimensions": (0,) * num_users,
+            "horizon": num_events if horizon is None else horizon,
+            "context_bound": bound,
+        }
+        for name, value in shape.items():  # object.__setattr__: a frozen StandInSource sets its shape too
+            object.__setattr__(self, name, value)
 
 
 class ReplayLogSource(_ReplaySource):
@@ -303,54 +316,69 @@ class ReplayLogSource(_ReplaySource):
         return _ReplayReplica(self.log, self.horizon, self.order, streams)
 
 
-class StandInSource(_ReplaySource):
+@dataclass(frozen=True)
+class StandInSource(CheckedConfig, _ReplaySource):
     """The synthetic stand-in of a dataset (spec section 4.5); its log is drawn from the ``instance`` stream.
 
     The per-user event counts are the dataset's shape: they are drawn once (from ``instance_seed``, or
     0 without one), so every episode replays a log of the same length; the catalogue, the users'
-    preferences and the pools are drawn per instance.
+    preferences and the pools are drawn per instance. The fields are checked on construction
+    (:class:`~fedbandit_envs.validation.CheckedConfig`); the values in use are then derived (``dataset``,
+    ``users``, ``similarity``, ``temperature``, ``horizon``: the log's length without one).
 
-    Args:
+    Attributes:
         profile: a :data:`PROFILES` key or a :class:`ReplayProfile`.
-        num_users: override N (CI-scale twins; activity keeps its per-user distribution, Delicious
+        num_users: override N, >= 1 (CI-scale twins; activity keeps its per-user distribution, Delicious
             scales its heavy users and total with N).
-        events_scale: multiply every user's event count (CI-scale twins).
-        horizon: replay only the first T events of the stream.
-        rho, beta: override the profile's similarity and softmax temperature.
-        catalogue_size: M items (default 5000).
-        dimension: d (default 25).
-        num_arms: K (default 25).
+        events_scale: multiply every user's event count, > 0 (CI-scale twins).
+        horizon: replay only the first T events of the stream (1 <= T <= the log's events).
+        rho: override the profile's similarity, in [0, 1].
+        beta: override the profile's softmax temperature, >= 0.
+        catalogue_size: M items, >= 2 (default 5000).
+        dimension: d, >= 1 (default 25).
+        num_arms: K, 2 <= K <= catalogue_size (default 25).
         order: ``"random_user"`` or ``"file"`` (the generated order, user by user).
-        instance_seed: fix the synthetic log across resets.
+        instance_seed: fix the synthetic log across resets, >= 0.
     """
 
-    def __init__(
-        self,
-        profile: str | ReplayProfile = "lastfm",
-        num_users: int | None = None,
-        events_scale: float = 1.0,
-        horizon: int | None = None,
-        rho: float | None = None,
-        beta: float | None = None,
-        catalogue_size: int = 5000,
-        dimension: int = 25,
-        num_arms: int = 25,
-        order: str = "random_user",
-        instance_seed: int | None = None,
-    ) -> None:
-        if not isinstance(profile, ReplayProfile):
-            profile = PROFILES[check_choice("profile", profile, sorted(PROFILES))]
-        self.profile = profile
-        self.users = check_int("num_users", profile.num_users if num_users is None else num_users, 1)
-        self.events_scale = check_real("events_scale", events_scale, 0.0, exclusive_minimum=True)
-        self.rho = check_real("rho", profile.rho if rho is None else rho, 0.0, 1.0)
-        self.beta = check_real("beta", profile.beta if beta is None else beta, 0.0)
-        self.catalogue_size = check_int("catalogue_size", catalogue_size, 2)
-        self.num_features = check_int("dimension", dimension, 1)
-        self.pool_size = check_int("num_arms", num_arms, 2, self.catalogue_size, hint=" (at most catalogue_size)")
-        if instance_seed is not None:
-            check_int("instance_seed", instance_seed, 0)
-        self.instance_seed = instance_seed
+    profile: ProfileName | ReplayProfile = "lastfm"
+    num_users: int | None = option(None, minimum=1)
+    events_scale: float = option(1.0, minimum=0.0, exclusive_minimum=True)
+    horizon: int | None = option(None, minimum=1)  # type: ignore[assignment]  # None until the log's length
+    rho: float | None = option(None, minimum=0.0, maximum=1.0)
+    beta: float | None = option(None, minimum=0.0)
+    catalogue_size: int = option(5000, minimum=2)
+    dimension: int = option(25, minimum=1)
+    num_arms: int = option(25, minimum=2)
+    order: ReplayOrder = "random_user"
+    instance_seed: int | None = option(None, minimum=0)
+    #: The dataset's shape in use (``profile``, resolved).
+    dataset: ReplayProfile = field(init=False, repr=False, compare=False)
+    #: N, the number of users (``num_users``, or the profile's).
+    users: int = field(init=False, repr=False, compare=False)
+    #: The similarity and softmax temperature in use (``rho`` and ``beta``, or the profile's).
+    similarity: float = field(init=False, repr=False, compare=False)
+    temperature: float = field(init=False, repr=False, compare=False)
+    #: d and K of the catalogue and the pools.
+    num_features: int = field(init=False, repr=False, compare=False)
+    pool_size: int = field(init=False, repr=False, compare=False)
+    #: Events per user (drawn once, from ``instance_seed``).
+    user_counts: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        profile = self.profile if isinstance(self.profile, ReplayProfile) else PROFILES[self.profile]
+        check_int("num_arms", self.num_arms, 2, self.catalogue_size, hint=" (at most catalogue_size)")
+        resolved = {
+            "dataset": profile,
+            "users": int(profile.num_users if self.num_users is None else self.num_users),
+            "similarity": float(profile.rho if self.rho is None else self.rho),
+            "temperature": float(profile.beta if self.beta is None else self.beta),
+            "num_features": int(self.dimension),
+            "pool_size": int(self.num_arms),
+        }
+        for name, value in resolved.items():
+            object.__setattr__(self, name, value)
         events = self.users * profile.total_events / profile.num_users * self.events_scale
         check_memory(
             f"StandInSource(num_users={self.users}, events_scale={self.events_scale})",
@@ -360,14 +388,15 @@ class StandInSource(_ReplaySource):
                 **population_memory(self.users, 1, (self.users + 1) ** 2 * 24, 0),
             },
         )
-        self.user_counts = self.counts(SeedStreams.from_seed(0 if instance_seed is None else instance_seed))
+        seed = 0 if self.instance_seed is None else self.instance_seed
+        object.__setattr__(self, "user_counts", self.counts(SeedStreams.from_seed(seed)))
         shape = (self.users, int(self.user_counts.sum()), self.pool_size, self.num_features)
-        self._set_shape(shape, horizon, order, 1.0)
+        self._set_shape(shape, self.horizon, self.order, 1.0)
 
     def counts(self, streams: SeedStreams) -> np.ndarray:
         """Per-user event counts of the profile's activity model (the dataset's shape, fixed per instance seed)."""
         rng = streams.generator("instance")
-        n, profile = self.users, self.profile
+        n, profile = self.users, self.dataset
         if profile.activity == "poisson":
             counts = np.maximum(rng.poisson(profile.total_events / profile.num_users, n), 5)
         elif profile.activity == "table2":
@@ -391,14 +420,15 @@ class StandInSource(_ReplaySource):
         catalogue /= np.linalg.norm(catalogue, axis=1, keepdims=True)
         shared = _unit_rows(rng.standard_normal((1, d)))
         theta = _unit_rows(
-            np.sqrt(self.rho) * shared + np.sqrt(1 - self.rho) * _unit_rows(rng.standard_normal((self.users, d)))
+            np.sqrt(self.similarity) * shared
+            + np.sqrt(1 - self.similarity) * _unit_rows(rng.standard_normal((self.users, d)))
         )
         users = np.repeat(np.arange(self.users), self.user_counts)
         pools = _distinct_rows(rng, len(users), k, m)
         positive = np.empty(len(users), np.int64)
         for start in range(0, len(users), 8192):
             chunk = slice(start, start + 8192)
-            scores = self.beta * np.einsum("ekd,ed->ek", catalogue[pools[chunk]], theta[users[chunk]])
+            scores = self.temperature * np.einsum("ekd,ed->ek", catalogue[pools[chunk]], theta[users[chunk]])
             positive[chunk] = np.argmax(scores + rng.gumbel(size=scores.shape), axis=1)
         rows = np.arange(len(users))
         first = pools[rows, positive].copy()
@@ -408,7 +438,8 @@ class StandInSource(_ReplaySource):
 
     def replica(self, streams: SeedStreams, instance_streams: SeedStreams) -> _ReplayReplica:
         """One episode: a freshly drawn (or, with ``instance_seed``, the fixed) log, replayed."""
-        return _ReplayReplica(self.make_log(instance_streams), self.horizon, self.order, streams)
+        horizon = cast(int, self.horizon)  # the log's length or the given horizon, resolved on construction
+        return _ReplayReplica(self.make_log(instance_streams), horizon, self.order, streams)
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -449,7 +480,7 @@ class ReplayStandIn(FederatedLinear):
 
     def __init__(
         self,
-        profile: str | ReplayProfile = "lastfm",
+        profile: ProfileName | ReplayProfile = "lastfm",
         num_users: int | None = None,
         events_scale: float = 1.0,
         horizon: int | None = None,
@@ -459,7 +490,7 @@ class ReplayStandIn(FederatedLinear):
         catalogue_size: int = 5000,
         dimension: int = 25,
         num_arms: int = 25,
-        order: str = "random_user",
+        order: ReplayOrder = "random_user",
         instance_seed: int | None = None,
         c1: float = 0.0,
         price_per_message: float = 1.0,

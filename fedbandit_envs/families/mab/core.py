@@ -50,7 +50,8 @@ class MABConfig:
         horizon: T >= 1 slots (truncation).
         instance: ``"uniform"``, ``"heterogeneous"``, a mean vector or (M, K) matrix, a BanditInstance, or
             a callable ``(rng, M, K) -> means``.
-        instance_params: keyword arguments of the instance generator (e.g. ``h_max``).
+        instance_params: keyword arguments of the instance generator (e.g. ``h_max``); None: none. Every
+            ``*_params`` mapping is copied to a dict on construction.
         reward_model: ``"bernoulli"``, ``"gaussian"``, ``"beta"`` or a RewardModel.
         reward_params: keyword arguments of the reward model (e.g. ``sigma``).
         topology: a topology name (``"server"``, ``"complete"``, ``"ring"``, ...), a Topology, or an adjacency matrix.
@@ -65,11 +66,11 @@ class MABConfig:
     num_arms: int
     horizon: int
     instance: InstanceName | Any = "uniform"
-    instance_params: Mapping[str, Any] = field(default_factory=dict)
+    instance_params: Mapping[str, Any] | None = None
     reward_model: RewardModelName | RewardModel = "bernoulli"
-    reward_params: Mapping[str, Any] = field(default_factory=dict)
+    reward_params: Mapping[str, Any] | None = None
     topology: TopologyName | Topology | np.ndarray = "server"
-    topology_params: Mapping[str, Any] = field(default_factory=dict)
+    topology_params: Mapping[str, Any] | None = None
     channel: ChannelConfig = field(default_factory=ChannelConfig)
     reward_tape: bool = False
     instance_seed: int | None = None
@@ -88,9 +89,9 @@ class MABConfig:
         for name in ("instance_params", "reward_params", "topology_params"):
             object.__setattr__(self, name, check_options(name, getattr(self, name)))
         check_memory(f"FederatedMAB(num_agents={self.num_agents}, num_arms={self.num_arms})", self.memory_parts())
-        object.__setattr__(self, "reward_model", make_reward_model(self.reward_model, **dict(self.reward_params)))
-        check_instance(self.instance, self.num_agents, self.num_arms, **dict(self.instance_params))
-        check_topology(self.topology, self.num_agents, **dict(self.topology_params))
+        object.__setattr__(self, "reward_model", make_reward_model(self.reward_model, **(self.reward_params or {})))
+        check_instance(self.instance, self.num_agents, self.num_arms, **(self.instance_params or {}))
+        check_topology(self.topology, self.num_agents, **(self.topology_params or {}))
 
     def memory_parts(self, replicas: int = 1) -> dict[str, float]:
         """Bytes of the largest arrays of ``replicas`` replicas (for :func:`~fedbandit_envs.validation.check_memory`).
@@ -138,7 +139,7 @@ class FederatedMABCore(ChannelCore):
                 cfg.num_agents,
                 cfg.num_arms,
                 (fixed_instance or s).generator("instance"),
-                **dict(cfg.instance_params),
+                **(cfg.instance_params or {}),
             )
             for s in streams
         ]
@@ -146,7 +147,7 @@ class FederatedMABCore(ChannelCore):
             self.reward_model.validate_means(instance.means)
         self.topologies: list[Topology] = [
             build_topology(
-                cfg.topology, cfg.num_agents, (fixed_topology or s).generator("topology"), **dict(cfg.topology_params)
+                cfg.topology, cfg.num_agents, (fixed_topology or s).generator("topology"), **(cfg.topology_params or {})
             )
             for s in streams
         ]

@@ -28,7 +28,7 @@ from fedbandit_envs.observations import (
 )
 from fedbandit_envs.seeding import EpisodeSeeds
 from fedbandit_envs.topology import GossipActivation, Topology, TopologyName
-from fedbandit_envs.validation import check_options, check_render_mode, keyword_checked
+from fedbandit_envs.validation import check_render_mode, keyword_checked
 
 
 @keyword_checked
@@ -44,17 +44,9 @@ class FederatedMAB(ProtocolParallelEnv):
     and the communication ledger are hidden from the agents and reported in ``infos`` and :meth:`state`.
 
     Args:
-        num_agents: M >= 1.
-        num_arms: K >= 2.
-        horizon: T >= 1 slots.
-        instance: ``"uniform"`` (homogeneous U[0,1] means), ``"heterogeneous"`` (per-agent means with
-            exact global means), a mean vector or (M, K) matrix, or a callable ``(rng, M, K) -> means``.
-        instance_params: options of the instance generator (e.g. ``{"h_max": 0.3}``).
-        reward_model: ``"bernoulli"``, ``"gaussian"``, ``"beta"``, or a RewardModel.
-        reward_params: options of the reward model (e.g. ``{"sigma": 1.0}``).
-        topology: ``"server"``, ``"star"``, ``"complete"``, ``"ring"``, ``"path"``, ``"grid"``,
-            ``"erdos_renyi"``, ``"regular"``, a Topology, or an adjacency matrix.
-        topology_params: options of the topology (e.g. ``{"p": 0.2}``).
+        num_agents, num_arms, horizon, instance, instance_params, reward_model, reward_params, topology,
+            topology_params, reward_tape, instance_seed, topology_seed: the problem, documented (and checked)
+            once in :class:`~fedbandit_envs.families.mab.core.MABConfig`.
         c1: cost of an agent-server link used in a slot; c2: of an agent-agent link.
         link_accounting: ``"used_links"`` or ``"graph_edges"`` (see :class:`CostModel`).
         free_server_downlink: the server's replies open no link (the papers' convention).
@@ -62,8 +54,6 @@ class FederatedMAB(ProtocolParallelEnv):
         latency, latency_jitter, drop_prob: channel imperfections (see :class:`ChannelConfig`).
         gossip: ``None``, ``"uniform_edge"`` or ``"node_then_neighbour"`` gossip-edge activation.
         record_messages: keep one ledger record per transmitted copy.
-        reward_tape: common random numbers per (agent, arm, pull index).
-        instance_seed, topology_seed: fix the instance / random topology across resets.
         coordinator: the server of the algorithm being played (see ``fedbandit_envs.protocol.Coordinator``).
         boundary_hops: offer message-only boundary steps after every slot but the last.
         inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"`` (see
@@ -117,11 +107,11 @@ class FederatedMAB(ProtocolParallelEnv):
             num_arms=num_arms,
             horizon=horizon,
             instance=instance,
-            instance_params=check_options("instance_params", instance_params),
+            instance_params=instance_params,
             reward_model=reward_model,
-            reward_params=check_options("reward_params", reward_params),
+            reward_params=reward_params,
             topology=topology,
-            topology_params=check_options("topology_params", topology_params),
+            topology_params=topology_params,
             channel=channel,
             reward_tape=reward_tape,
             instance_seed=instance_seed,

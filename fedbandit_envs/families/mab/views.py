@@ -28,10 +28,10 @@ from gymnasium import spaces
 
 from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.channel import ChannelConfig, CostModel, MessageBatch
-from fedbandit_envs.core import message_phases
+from fedbandit_envs.core import message_phases, reset_population
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.rendering import VIEW_RENDER_MODES, RenderedView
-from fedbandit_envs.validation import check_choice, check_options, check_render_mode, discrete_action, keyword_checked
+from fedbandit_envs.validation import check_choice, check_render_mode, discrete_action, keyword_checked
 
 __all__ = [
     "OBSERVATIONS",
@@ -304,9 +304,9 @@ def _server_problem(
         num_arms=num_arms,
         horizon=horizon,
         instance=instance,
-        instance_params=check_options("instance_params", instance_params),
+        instance_params=instance_params,
         reward_model=reward_model,
-        reward_params=check_options("reward_params", reward_params),
+        reward_params=reward_params,
         topology="server",
         channel=channel or ChannelConfig(),
         instance_seed=instance_seed,
@@ -553,7 +553,7 @@ class FederatedClientEnv(_CoreView):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         """Start an episode (``options`` is unused); the peers and the server reset from the same seed."""
         self._start(self.core, seed)
-        self.population.reset(self.core.context)
+        reset_population(self.population, self.core.context)
         num_arms = self.core.config.num_arms
         self._pooled_counts = np.zeros(num_arms, np.int64)
         self._pooled_sums = np.zeros(num_arms)

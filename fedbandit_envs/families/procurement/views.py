@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.algorithms import resolve_factory
-from fedbandit_envs.core import message_phases
+from fedbandit_envs.algorithms import check_algorithm_options, resolve_factory
+from fedbandit_envs.core import message_phases, reset_population
 from fedbandit_envs.families.procurement.env import (
     InstanceFamily,
     ProcurementConfig,
@@ -68,7 +68,8 @@ class SingleAggregatorEnv(RenderedView):
             (see :class:`~fedbandit_envs.families.procurement.env.ProcurementConfig`; ``num_agents=1`` is the
             non-federated setting).
         peer_algorithm: the peers' algorithm, a key of :data:`PEER_ALGORITHMS` (used when n > 1).
-        peer_params: keyword arguments of the peers' algorithm (e.g. ``{"epsilon": 0.5, "t_lo": 16}``).
+        peer_params: keyword arguments of the peers' algorithm (e.g. ``{"epsilon": 0.5, "t_lo": 16}``), checked
+            through its registered config (an unknown keyword gets a "did you mean"), even when alone.
         observation: ``"flat"`` (default) or ``"dict"``.
         render_mode: None, ``"ansi"`` (a text line) or ``"rgb_array"`` (a bar chart of the units bought from each
             producer in the last round over its capacity); see :mod:`fedbandit_envs.rendering`.
@@ -92,7 +93,12 @@ class SingleAggregatorEnv(RenderedView):
         self.render_mode = check_render_mode(render_mode, VIEW_RENDER_MODES)
         check_choice("observation", observation, OBSERVATION_MODES)
         check_choice("peer_algorithm", peer_algorithm, sorted(PEER_ALGORITHMS))  # checked even when alone
+        peer = PEER_ALGORITHMS[peer_algorithm]
         peer_options = check_options("peer_params", peer_params)
+        try:
+            check_algorithm_options(peer, peer_options)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"peer_params of peer_algorithm={peer_algorithm!r}: {error}") from error
         self.observation_mode = observation
         config = ProcurementConfig(
             num_agents, num_producers, horizon, instance, instance_params, alpha, rho, instance_seed=instance_seed
@@ -102,7 +108,7 @@ class SingleAggregatorEnv(RenderedView):
         n, m = problem.num_agents, problem.num_producers
         self.population = None
         if n > 1:
-            self.population = resolve_factory(PEER_ALGORITHMS[peer_algorithm])(**peer_options)
+            self.population = resolve_factory(peer)(**peer_options)  # checked above
         self._capacity = problem.capacities[LEARNER].astype(np.float64)
         self.action_space = spaces.MultiDiscrete(problem.capacities[LEARNER] + 1)
         self.observation_space = self._make_space(n, m, problem.capacities[LEARNER], horizon)
@@ -131,7 +137,7 @@ class SingleAggregatorEnv(RenderedView):
         replica_seed = int(seed) if seed is not None else int(self.np_random.integers(2**63 - 1))
         self.core.reset([replica_seed])
         if self.population is not None:
-            self.population.reset(self.core.context)
+            reset_population(self.population, self.core.context)
         n, m = self.core.instance.num_agents, self.core.instance.num_producers
         self._inbox = np.zeros((max(n - 1, 0), 2, m), np.float32)
         self._inbox_mask = np.zeros(max(n - 1, 0), np.int8)
