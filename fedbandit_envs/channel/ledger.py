@@ -27,7 +27,8 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.channel.messages import MessageBatch, _frozen
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import check_bool, check_choice, check_real
 
@@ -77,11 +78,6 @@ def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None)
     """Sums of integer ``weights`` (exact in float64 below 2**53; 1 each without) per index value in ``[0, size)``."""
     counts = np.bincount(index, weights=weights, minlength=size)
     return counts if weights is None else counts.astype(np.int64)
-
-
-def _held(array: np.ndarray) -> np.ndarray:
-    """``array`` itself if it is read-only, else a copy (for arrays kept after the call that received them)."""
-    return array.copy() if array.flags.writeable else array
 
 
 def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -186,13 +182,16 @@ class Ledger:
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
-        # queued copies: per transmitted batch its layout (index into _layouts) and header arrays
-        self._layouts: dict[tuple[str, int, int], int] = {}  # (kind, scalars per row, bytes per row) -> index
-        self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
+        # layouts seen: layout key -> index, and per index the (kind, scalars per row, bytes per row) of a row
+        self._layouts: dict[tuple, int] = {}
+        self._layout_sizes: list[tuple[str, int, int]] = []
+        # queued copies: per transmitted batch its layout index and header arrays (held read-only)
+        self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._queued_rows = 0
-        # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number)
-        self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
-        self._closed_links: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
+        # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number); each entry
+        # is a transmitted batch's header arrays and the index of its first record
+        self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self._closed_links: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]] = []
         self._closed_slots = 0
 
     # ------------------------------------------------------------------ costs, derived when read
@@ -218,51 +217,58 @@ class Ledger:
         """Agent ids as node indices: ``SERVER`` (-1) becomes ``num_agents``."""
         return np.remainder(ids, self._num_agents + 1)
 
+    def _layout(self, batch: MessageBatch) -> int:
+        """The index of the layout of ``batch`` (kind, scalars and bytes per row), registered on first sight."""
+        key = batch.layout_key()
+        index = self._layouts.get(key)
+        if index is None:
+            index = self._layouts[key] = len(self._layouts)
+            self._layout_sizes.append((batch.kind, batch.scalars_per_row, batch.bytes_per_row))
+            for totals in (self._kind_messages, self._kind_bytes):
+                totals.setdefault(batch.kind, np.zeros(self._num_replicas, np.int64))
+        return index
+
     def transmit(self, slot: int, batch: MessageBatch) -> None:
-        """Count the copies of an expanded batch (explicit recipients) sent in ``slot``."""
+        """Count the copies of an expanded batch (explicit recipients) sent in ``slot``.
+
+        The batch's header arrays are queued (a writeable one is copied, so that a later write by its owner cannot
+        change what was sent) and tallied in bulk later; in the reference mode (:mod:`fedbandit_envs.reference`)
+        they are tallied at once, row by row (:meth:`_plain_copies`).
+        """
         rows = len(batch)
         if rows == 0:
             return
         self.version = next(_VERSIONS)
-        # the queues hold the header arrays until the next tally: a writeable one is copied, so that a later write by
-        # its owner cannot change what was sent
-        b, sender, recipient, count = (_held(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count))
-        row_bytes = batch.bytes_per_row
-        layout = (batch.kind, batch.scalars_per_row, row_bytes)
-        if layout not in self._layouts:
-            self._layouts[layout] = len(self._layouts)
-            for totals in (self._kind_messages, self._kind_bytes):
-                totals.setdefault(batch.kind, np.zeros(self._num_replicas, np.int64))
-        packed = count.max() > 1
-        # ids are queued as sent (SERVER = -1) and turned into node indices when tallied
-        self._queued_copies.append((self._layouts[layout], b, sender, recipient, count if packed else None))
-        self._queued_rows += rows
+        layout = self._layout(batch)
+        header = replica, sender, recipient, count = tuple(
+            map(_frozen, (batch.replica, batch.sender, batch.recipient, batch.count))
+        )
+        first_record, self._num_records = self._num_records, self._num_records + rows
+        self._slot_links.append((replica, sender, recipient, first_record))
         model = self.cost_model
         if model.price_per_message or model.price_per_byte:
-            price = model.price_per_message * count + model.price_per_byte * row_bytes
-            _add(self._price_cost, b, price)
-            _add(self._price_node_cost, b * (self._num_agents + 1) + self._node(sender), price)
-        first_row = self._num_records
-        self._num_records += rows
-        opens_link: slice | np.ndarray = slice(None)
-        if model.free_server_downlink and sender.min() == SERVER:  # the server's copies open no link
-            opens_link = np.flatnonzero(sender != SERVER)
-        record_rows = np.arange(first_row, self._num_records)[opens_link] if self.record_messages else None
-        self._slot_links.append((b[opens_link], sender[opens_link], recipient[opens_link], record_rows))
+            price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
+            _add(self._price_cost, replica, price)
+            _add(self._price_node_cost, replica * (self._num_agents + 1) + self._node(sender), price)
         if self.record_messages:
             self._records.append(
                 {
                     "slot": np.full(rows, slot, np.int64),
-                    "replica": b.copy(),
-                    "sender": batch.sender.copy(),
-                    "recipient": batch.recipient.copy(),
+                    "replica": replica.copy(),
+                    "sender": sender.copy(),
+                    "recipient": recipient.copy(),
                     "kind": np.full(rows, batch.kind, dtype=object),
-                    "messages": batch.count.copy(),
+                    "messages": count.copy(),
                     "scalars": np.full(rows, batch.scalars_per_row, np.int64),
-                    "bytes": np.full(rows, row_bytes, np.int64),
+                    "bytes": np.full(rows, batch.bytes_per_row, np.int64),
                     "dropped": np.zeros(rows, bool),
                 }
             )
+        if reference_active():
+            self._plain_copies(layout, *header)
+            return
+        self._queued_copies.append((layout, *header))
+        self._queued_rows += rows
         if self._queued_rows >= self.TALLY_ROWS:
             self._tally()
 
@@ -273,12 +279,18 @@ class Ledger:
             self._records[-1]["dropped"] = dropped.copy()
 
     def close_slot(self) -> None:
-        """Close the slot just played: its used links are priced (each two-way link once) at the next tally."""
+        """Close the slot just played: its used links are priced (each two-way link once) at the next tally.
+
+        In the reference mode they are priced at once, copy by copy (:meth:`_plain_links`).
+        """
         if not self._slot_links:
             return
         self.version = next(_VERSIONS)
-        self._closed_links.extend((self._closed_slots, *links) for links in self._slot_links)
-        self._slot_links.clear()
+        if reference_active():
+            self._plain_links(self._slot_links)
+        else:
+            self._closed_links.extend((self._closed_slots, *links) for links in self._slot_links)
+        self._slot_links = []
         self._closed_slots += 1
 
     # ------------------------------------------------------------------ tallies
@@ -296,11 +308,10 @@ class Ledger:
         lengths = [len(r) for r in replica]
         replica = np.concatenate(replica)
         sender, recipient = self._node(np.concatenate(sender)), self._node(np.concatenate(recipient))
-        packed = any(c is not None for c in count)
-        if packed:
-            count = np.concatenate([np.ones(k, np.int64) if c is None else c for c, k in zip(count, lengths)])
+        count = np.concatenate(count)
+        packed = bool(count.max() > 1)
         # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
-        num_layouts, num_replicas, n = len(self._layouts), self._num_replicas, self._num_agents + 1
+        num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
         base = (np.repeat(layout_of, lengths) * num_replicas + replica) * n
         sent_copies = _int_counts(base + sender, size).reshape(shape)
@@ -310,7 +321,7 @@ class Ledger:
             received_logical = _int_counts(base + recipient, size, count).reshape(shape)
         else:
             sent_logical, received_logical = sent_copies, received_copies
-        kinds, scalars_per_row, bytes_per_row = zip(*self._layouts)
+        kinds, scalars_per_row, bytes_per_row = zip(*self._layout_sizes)
         row_bytes = np.array(bytes_per_row, np.int64)[:, None, None]
         copies, logical = sent_copies.sum(axis=2), sent_logical.sum(axis=2)  # (layouts, B)
         sent_bytes, received_bytes = (sent_copies * row_bytes).sum(axis=0), (received_copies * row_bytes).sum(axis=0)
@@ -335,13 +346,22 @@ class Ledger:
     def _tally_links(self) -> None:
         """Charge each distinct two-way link of each closed slot once, to the sender of its first copy."""
         closed, self._closed_links = self._closed_links, []
-        slot, replica, a, b, row = zip(*closed)
-        lengths = [len(r) for r in replica]
-        if not any(lengths):  # only the server's free downlink was used
-            return
+        slot, replica, a, b, first_record = zip(*closed)
+        lengths = np.array([len(r) for r in replica])
         num_keys = (slot[-1] - slot[0] + 1) * self._num_replicas * (self._num_agents + 1) ** 2
         slot = np.repeat(np.asarray(slot) - slot[0], lengths)
-        replica, a, b = np.concatenate(replica), self._node(np.concatenate(a)), self._node(np.concatenate(b))
+        replica, sender, a, b = (
+            np.concatenate(replica),
+            np.concatenate(a),
+            self._node(np.concatenate(a)),
+            self._node(np.concatenate(b)),
+        )
+        row = np.repeat(np.asarray(first_record) - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(replica))
+        if self.cost_model.free_server_downlink:  # the server's copies open no link
+            opens = np.flatnonzero(sender != SERVER)
+            slot, replica, a, b, row = slot[opens], replica[opens], a[opens], b[opens], row[opens]
+        if len(replica) == 0:  # only the server's free downlink was used
+            return
         n = self._num_agents + 1
         low, high = np.minimum(a, b), np.maximum(a, b)
         server_link = high == self._num_agents
@@ -360,12 +380,63 @@ class Ledger:
         self._links += _int_counts(replica[server_first], self._num_replicas)
         self._links += _int_counts(replica[peer_first], self._num_replicas, units)
         if self.record_messages:
-            row = np.concatenate(row)
             c1, c2 = self.cost_model.c1, self.cost_model.c2
             self._record_link_cost.append((row[server_first], np.full(len(server_first), c1)))
             self._record_link_cost.append(
                 (row[peer_first], c2 * (np.ones(len(peer_first)) if units is None else units))
             )
+
+    # ------------------------------------------------------------------ the reference versions of the tallies
+    def _plain_copies(
+        self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
+    ) -> None:
+        """The reference version of :meth:`_tally_copies` for one batch: add its copies to the totals one by one."""
+        kind, scalars, row_bytes = self._layout_sizes[layout]
+        server = self._num_agents
+        for b, s, r, c in zip(replica.tolist(), sender.tolist(), recipient.tolist(), count.tolist()):
+            s, r = server if s == SERVER else s, server if r == SERVER else r
+            direction = 0 if r == server else 1 if s == server else 2  # up, down, peer
+            self._copies[b] += 1
+            self._messages[b] += c
+            self._scalars[b] += scalars
+            self._bytes[b] += row_bytes
+            self._sent_messages[b, s] += c
+            self._sent_bytes[b, s] += row_bytes
+            self._received_messages[b, r] += c
+            self._received_bytes[b, r] += row_bytes
+            self._direction_messages[b, direction] += c
+            self._direction_bytes[b, direction] += row_bytes
+            self._kind_messages[kind][b] += c
+            self._kind_bytes[kind][b] += row_bytes
+
+    def _plain_links(self, slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]) -> None:
+        """The reference version of :meth:`_tally_links` for one slot, copy by copy in order.
+
+        Each two-way link (with ``"graph_edges"``: each component) is charged the first time a copy uses it, to that
+        copy's sender.
+        """
+        server, model = self._num_agents, self.cost_model
+        used: set[tuple] = set()
+        for replica, sender, recipient, first_record in slot_links:
+            for row, (b, s, r) in enumerate(zip(replica.tolist(), sender.tolist(), recipient.tolist())):
+                if s == SERVER and model.free_server_downlink:
+                    continue
+                s, r = server if s == SERVER else s, server if r == SERVER else r
+                if server in (s, r):
+                    link, units, price = ("server", b, min(s, r)), 1, model.c1
+                elif model.link_accounting == "used_links":
+                    link, units, price = ("peer", b, min(s, r), max(s, r)), 1, model.c2
+                else:
+                    component = int(self._component_of[b, min(s, r)])
+                    units = int(self._component_edges[b, component])
+                    link, price = ("component", b, component), model.c2 * units
+                if link in used:
+                    continue
+                used.add(link)
+                self._links[b] += units
+                (self._server_links if link[0] == "server" else self._peer_links)[b, s] += units
+                if self.record_messages:
+                    self._record_link_cost.append((np.array([first_record + row]), np.array([price])))
 
     # ------------------------------------------------------------------ reports
     def totals(self, replica: int = 0) -> dict[str, float]:
