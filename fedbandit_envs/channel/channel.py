@@ -169,20 +169,25 @@ class Channel:
 
     # ------------------------------------------------------------------ gossip
     def sample_gossip_partners(self) -> np.ndarray:
-        """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none (read-only)."""
+        """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none (read-only).
+
+        Edges are drawn a block of slots at a time (see ``reset``); in the reference mode
+        (:mod:`fedbandit_envs.reference`) each slot's edges are drawn alone by :meth:`_plain_gossip_partners`, the
+        same draws (a block already drawn is used up first).
+        """
         if self.config.gossip is None:
             return self.no_partners
         if self._gossip_offset == len(self._gossip_partners):
+            if reference_active():
+                return self._plain_gossip_partners()
             size = self._gossip_block
             pairs = np.empty((self.num_replicas, size, 2), np.int64)
             for b, rng in enumerate(self._rngs):
                 if self.config.gossip == "uniform_edge":
                     pairs[b] = self._edges[b][rng.integers(len(self._edges[b]), size=size)]
                     continue
-                for r in range(size):  # a uniform agent, then a uniform neighbour (no agent is isolated)
-                    i = int(rng.integers(self.num_agents))
-                    neighbours = self._topologies[b].neighbours(i)
-                    pairs[b, r] = i, neighbours[rng.integers(len(neighbours))]
+                for r in range(size):
+                    pairs[b, r] = self._node_then_neighbour(b)
             self._gossip_offset = 0
             # partners of every slot of the block at once: [r, b] is slot r's (B, M) partner array
             partners = np.full((size, self.num_replicas, self.num_agents), -1, np.int64)
@@ -194,6 +199,25 @@ class Channel:
             self._gossip_partners = partners
         partners = self._gossip_partners[self._gossip_offset]
         self._gossip_offset += 1
+        return partners
+
+    def _node_then_neighbour(self, replica: int) -> tuple[int, int]:
+        """A uniform agent of ``replica``, then a uniform neighbour of it (no agent is isolated under gossip)."""
+        rng = self._rngs[replica]
+        i = int(rng.integers(self.num_agents))
+        neighbours = self._topologies[replica].neighbours(i)
+        return i, int(neighbours[rng.integers(len(neighbours))])
+
+    def _plain_gossip_partners(self) -> np.ndarray:
+        """The reference version of a block of gossip edges: one slot, one edge per replica, set pair by pair."""
+        partners = np.full((self.num_replicas, self.num_agents), -1, np.int64)
+        for b, rng in enumerate(self._rngs):
+            if self.config.gossip == "uniform_edge":
+                i, j = self._edges[b][rng.integers(len(self._edges[b]))].tolist()
+            else:
+                i, j = self._node_then_neighbour(b)
+            partners[b, i], partners[b, j] = j, i
+        partners.setflags(write=False)
         return partners
 
     # ------------------------------------------------------------------ routing

@@ -214,8 +214,8 @@ class Ledger:
 
     # ------------------------------------------------------------------ transmission
     def _node(self, ids: np.ndarray) -> np.ndarray:
-        """Agent ids as node indices: ``SERVER`` (-1) becomes ``num_agents``."""
-        return np.remainder(ids, self._num_agents + 1)
+        """Agent ids as node indices: ``SERVER`` (-1) becomes ``num_agents`` (by a sign-bit mask, not a modulo)."""
+        return ids + ((ids >> 63) & (self._num_agents + 1))
 
     def _layout(self, batch: MessageBatch) -> int:
         """The index of the layout of ``batch`` (kind, scalars and bytes per row), registered on first sight."""
@@ -346,20 +346,21 @@ class Ledger:
     def _tally_links(self) -> None:
         """Charge each distinct two-way link of each closed slot once, to the sender of its first copy."""
         closed, self._closed_links = self._closed_links, []
-        slot, replica, a, b, first_record = zip(*closed)
+        slot, replica, sender, recipient, first_record = zip(*closed)
         lengths = np.array([len(r) for r in replica])
         num_keys = (slot[-1] - slot[0] + 1) * self._num_replicas * (self._num_agents + 1) ** 2
         slot = np.repeat(np.asarray(slot) - slot[0], lengths)
-        replica, sender, a, b = (
-            np.concatenate(replica),
-            np.concatenate(a),
-            self._node(np.concatenate(a)),
-            self._node(np.concatenate(b)),
-        )
-        row = np.repeat(np.asarray(first_record) - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(replica))
+        replica, sender, recipient = np.concatenate(replica), np.concatenate(sender), np.concatenate(recipient)
+        row = None
+        if self.record_messages:  # the record index of each copy
+            row = np.repeat(np.asarray(first_record) - (np.cumsum(lengths) - lengths), lengths) + np.arange(
+                len(replica)
+            )
         if self.cost_model.free_server_downlink:  # the server's copies open no link
             opens = np.flatnonzero(sender != SERVER)
-            slot, replica, a, b, row = slot[opens], replica[opens], a[opens], b[opens], row[opens]
+            slot, replica, sender, recipient = slot[opens], replica[opens], sender[opens], recipient[opens]
+            row = None if row is None else row[opens]
+        a, b = self._node(sender), self._node(recipient)
         if len(replica) == 0:  # only the server's free downlink was used
             return
         n = self._num_agents + 1
@@ -379,7 +380,7 @@ class Ledger:
         self._peer_links += _int_counts(replica[peer_first] * n + a[peer_first], size, units).reshape(-1, n)
         self._links += _int_counts(replica[server_first], self._num_replicas)
         self._links += _int_counts(replica[peer_first], self._num_replicas, units)
-        if self.record_messages:
+        if row is not None:
             c1, c2 = self.cost_model.c1, self.cost_model.c2
             self._record_link_cost.append((row[server_first], np.full(len(server_first), c1)))
             self._record_link_cost.append(
