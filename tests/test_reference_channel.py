@@ -99,10 +99,13 @@ def workload(seed: int, gossip: bool = False) -> tuple[list[Topology], ChannelCo
         for kind, width in (("a", 1), ("b", 3), ("c", 2)):
             if rng.random() < 0.3:
                 continue
-            if kind in last and rng.random() < 0.5:  # the same header again, a new payload
+            if (
+                kind in last and rng.random() < 0.6
+            ):  # the same header again (or its senders to NEIGHBOURS), a new payload
                 old = last[kind]
                 payload = {"v": rng.normal(size=(len(old), width)), "k": old.payload["k"]}
-                batch = MessageBatch(kind, old.replica, old.sender, old.recipient, payload)
+                recipient = old.recipient if rng.random() < 0.7 else np.full(len(old), NEIGHBOURS)
+                batch = MessageBatch(kind, old.replica, old.sender, recipient, payload)
             else:
                 batch = random_batch(rng, topologies, kind, width)
             last[kind] = batch
