@@ -22,6 +22,7 @@ node and multiplied by their price when read, so a total does not depend on when
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -92,6 +93,22 @@ def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     np.minimum.at(first, keys, np.arange(len(keys)))
     values = np.flatnonzero(first < len(keys))
     return values, first[values]
+
+
+def _distinct(items: list[Any], key: Callable[[Any], Hashable]) -> tuple[list[Any], np.ndarray]:
+    """The items of distinct ``key``, in the order first seen, and the times each key occurs."""
+    index: dict[Hashable, int] = {}
+    distinct, times = [], []
+    for item in items:
+        k = key(item)
+        i = index.get(k)
+        if i is None:
+            index[k] = len(distinct)
+            distinct.append(item)
+            times.append(1)
+        else:
+            times[i] += 1
+    return distinct, np.array(times, np.int64)
 
 
 #: Version stamps of ledgers: every reset, transmission and closed slot with links takes a fresh one.
@@ -302,23 +319,29 @@ class Ledger:
             self._tally_links()
 
     def _tally_copies(self) -> None:
-        """Copies, messages, scalars and bytes per replica, node, direction and kind of the queued batches."""
+        """Copies, messages, scalars and bytes per replica, node, direction and kind of the queued batches.
+
+        A header sent again and again (the same read-only arrays, e.g. a kept expansion) is tallied once, weighted by
+        the times it was sent.
+        """
         queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
-        layout_of, replica, sender, recipient, count = zip(*queued)
+        entries, times = _distinct(queued, lambda entry: (entry[0], *map(id, entry[1:])))
+        layout_of, replica, sender, recipient, count = zip(*entries)
         lengths = [len(r) for r in replica]
         replica = np.concatenate(replica)
         sender, recipient = self._node(np.concatenate(sender)), self._node(np.concatenate(recipient))
         count = np.concatenate(count)
-        packed = bool(count.max() > 1)
+        repeats = None if times.max() == 1 else np.repeat(times, lengths)  # the times each row was sent
+        logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
         # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
         num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
         base = (np.repeat(layout_of, lengths) * num_replicas + replica) * n
-        sent_copies = _int_counts(base + sender, size).reshape(shape)
-        received_copies = _int_counts(base + recipient, size).reshape(shape)
-        if packed:
-            sent_logical = _int_counts(base + sender, size, count).reshape(shape)
-            received_logical = _int_counts(base + recipient, size, count).reshape(shape)
+        sent_copies = _int_counts(base + sender, size, repeats).reshape(shape)
+        received_copies = _int_counts(base + recipient, size, repeats).reshape(shape)
+        if logical_weights is not repeats:
+            sent_logical = _int_counts(base + sender, size, logical_weights).reshape(shape)
+            received_logical = _int_counts(base + recipient, size, logical_weights).reshape(shape)
         else:
             sent_logical, received_logical = sent_copies, received_copies
         kinds, scalars_per_row, bytes_per_row = zip(*self._layout_sizes)
@@ -344,25 +367,39 @@ class Ledger:
             self._kind_bytes[kind] += copies[index] * bytes_per_row[index]
 
     def _tally_links(self) -> None:
-        """Charge each distinct two-way link of each closed slot once, to the sender of its first copy."""
-        closed, self._closed_links = self._closed_links, []
-        slot, replica, sender, recipient, first_record = zip(*closed)
+        """Charge each distinct two-way link of each closed slot once, to the sender of its first copy.
+
+        Slots that sent the same header arrays in the same order (e.g. kept expansions) used the same links: one of
+        them is priced, weighted by their number (without records, which are kept per copy).
+        """
+        by_slot: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]] = {}
+        for entry in self._closed_links:
+            by_slot.setdefault(entry[0], []).append(entry)
+        self._closed_links = []
+        record = self.record_messages
+
+        def signature(entries: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]) -> tuple:
+            ids = tuple(id(array) for entry in entries for array in entry[1:4])
+            return (entries[0][0], *ids) if record else ids
+
+        slots, times = _distinct(list(by_slot.values()), signature)
+        entries = [entry for entries in slots for entry in entries]
+        _, replica, sender, recipient, first_record = zip(*entries)
         lengths = np.array([len(r) for r in replica])
-        num_keys = (slot[-1] - slot[0] + 1) * self._num_replicas * (self._num_agents + 1) ** 2
-        slot = np.repeat(np.asarray(slot) - slot[0], lengths)
+        num_keys = len(slots) * self._num_replicas * (self._num_agents + 1) ** 2
+        slot = np.repeat([j for j, entries in enumerate(slots) for _ in entries], lengths)
         replica, sender, recipient = np.concatenate(replica), np.concatenate(sender), np.concatenate(recipient)
         row = None
-        if self.record_messages:  # the record index of each copy
-            row = np.repeat(np.asarray(first_record) - (np.cumsum(lengths) - lengths), lengths) + np.arange(
-                len(replica)
-            )
+        if record:  # the record index of each copy
+            starts = np.asarray(first_record) - (np.cumsum(lengths) - lengths)
+            row = np.repeat(starts, lengths) + np.arange(len(replica))
         if self.cost_model.free_server_downlink:  # the server's copies open no link
             opens = np.flatnonzero(sender != SERVER)
             slot, replica, sender, recipient = slot[opens], replica[opens], sender[opens], recipient[opens]
             row = None if row is None else row[opens]
-        a, b = self._node(sender), self._node(recipient)
         if len(replica) == 0:  # only the server's free downlink was used
             return
+        a, b = self._node(sender), self._node(recipient)
         n = self._num_agents + 1
         low, high = np.minimum(a, b), np.maximum(a, b)
         server_link = high == self._num_agents
@@ -375,11 +412,17 @@ class Ledger:
         to_server = server_link[first]
         server_first, peer_first = first[to_server], first[~to_server]
         units = None if used_links else self._component_edges[replica[peer_first], low[peer_first]]
+        server_weights = None if times.max() == 1 else times[slot[server_first]]
+        peer_weights = None if times.max() == 1 else times[slot[peer_first]]
+        if units is not None:
+            peer_weights = units if peer_weights is None else units * peer_weights
         size = self._num_replicas * n
-        self._server_links += _int_counts(replica[server_first] * n + a[server_first], size).reshape(-1, n)
-        self._peer_links += _int_counts(replica[peer_first] * n + a[peer_first], size, units).reshape(-1, n)
-        self._links += _int_counts(replica[server_first], self._num_replicas)
-        self._links += _int_counts(replica[peer_first], self._num_replicas, units)
+        self._server_links += _int_counts(replica[server_first] * n + a[server_first], size, server_weights).reshape(
+            -1, n
+        )
+        self._peer_links += _int_counts(replica[peer_first] * n + a[peer_first], size, peer_weights).reshape(-1, n)
+        self._links += _int_counts(replica[server_first], self._num_replicas, server_weights)
+        self._links += _int_counts(replica[peer_first], self._num_replicas, peer_weights)
         if row is not None:
             c1, c2 = self.cost_model.c1, self.cost_model.c2
             self._record_link_cost.append((row[server_first], np.full(len(server_first), c1)))

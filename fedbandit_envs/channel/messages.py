@@ -318,8 +318,11 @@ class MessageBatch:
             payload, count = self.payload, _frozen(self.count)
         else:
             payload = {k: v.take(rows, axis=0) for k, v in self.payload.items()}
-            count = self.count.take(rows)
-            count.setflags(write=False)
+            if self.count is _constant(len(self), 1):  # the default: shared ones again
+                count = _constant(len(rows), 1)
+            else:
+                count = self.count.take(rows)
+                count.setflags(write=False)
         batch = MessageBatch._trusted(self.kind, replica, sender, recipient, payload, count, slot, self.privacy)
         return self._sharing_layout(batch)
 
