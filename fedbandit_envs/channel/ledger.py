@@ -98,7 +98,8 @@ def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
 def _distinct(items: list[Any], key: Callable[[Any], Hashable]) -> tuple[list[Any], np.ndarray]:
     """The items of distinct ``key``, in the order first seen, and the times each key occurs."""
     index: dict[Hashable, int] = {}
-    distinct, times = [], []
+    distinct: list[Any] = []
+    times: list[int] = []
     for item in items:
         k = key(item)
         i = index.get(k)
@@ -257,8 +258,8 @@ class Ledger:
             return
         self.version = next(_VERSIONS)
         layout = self._layout(batch)
-        header = replica, sender, recipient, count = tuple(
-            map(_frozen, (batch.replica, batch.sender, batch.recipient, batch.count))
+        replica, sender, recipient, count = (
+            _frozen(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count)
         )
         first_record, self._num_records = self._num_records, self._num_records + rows
         self._slot_links.append((replica, sender, recipient, first_record))
@@ -282,9 +283,9 @@ class Ledger:
                 }
             )
         if reference_active():
-            self._plain_copies(layout, *header)
+            self._plain_copies(layout, replica, sender, recipient, count)
             return
-        self._queued_copies.append((layout, *header))
+        self._queued_copies.append((layout, replica, sender, recipient, count))
         self._queued_rows += rows
         if self._queued_rows >= self.TALLY_ROWS:
             self._tally()
@@ -326,17 +327,17 @@ class Ledger:
         """
         queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
         entries, times = _distinct(queued, lambda entry: (entry[0], *map(id, entry[1:])))
-        layout_of, replica, sender, recipient, count = zip(*entries)
-        lengths = [len(r) for r in replica]
-        replica = np.concatenate(replica)
-        sender, recipient = self._node(np.concatenate(sender)), self._node(np.concatenate(recipient))
-        count = np.concatenate(count)
+        lengths = [len(entry[1]) for entry in entries]
+        replica, sender_ids, recipient_ids, count = (
+            np.concatenate([entry[i] for entry in entries]) for i in range(1, 5)
+        )
+        sender, recipient = self._node(sender_ids), self._node(recipient_ids)
         repeats = None if times.max() == 1 else np.repeat(times, lengths)  # the times each row was sent
         logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
         # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
         num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
-        base = (np.repeat(layout_of, lengths) * num_replicas + replica) * n
+        base = (np.repeat([entry[0] for entry in entries], lengths) * num_replicas + replica) * n
         sent_copies = _int_counts(base + sender, size, repeats).reshape(shape)
         received_copies = _int_counts(base + recipient, size, repeats).reshape(shape)
         if logical_weights is not repeats:
@@ -384,14 +385,13 @@ class Ledger:
 
         slots, times = _distinct(list(by_slot.values()), signature)
         entries = [entry for entries in slots for entry in entries]
-        _, replica, sender, recipient, first_record = zip(*entries)
-        lengths = np.array([len(r) for r in replica])
+        lengths = np.array([len(entry[1]) for entry in entries])
         num_keys = len(slots) * self._num_replicas * (self._num_agents + 1) ** 2
         slot = np.repeat([j for j, entries in enumerate(slots) for _ in entries], lengths)
-        replica, sender, recipient = np.concatenate(replica), np.concatenate(sender), np.concatenate(recipient)
+        replica, sender, recipient = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
         row = None
         if record:  # the record index of each copy
-            starts = np.asarray(first_record) - (np.cumsum(lengths) - lengths)
+            starts = np.array([entry[4] for entry in entries]) - (np.cumsum(lengths) - lengths)
             row = np.repeat(starts, lengths) + np.arange(len(replica))
         if self.cost_model.free_server_downlink:  # the server's copies open no link
             opens = np.flatnonzero(sender != SERVER)
@@ -461,6 +461,7 @@ class Ledger:
         """
         server, model = self._num_agents, self.cost_model
         used: set[tuple] = set()
+        link: tuple
         for replica, sender, recipient, first_record in slot_links:
             for row, (b, s, r) in enumerate(zip(replica.tolist(), sender.tolist(), recipient.tolist())):
                 if s == SERVER and model.free_server_downlink:
