@@ -17,6 +17,10 @@ The ledger tallies in bulk: :meth:`Ledger.transmit` queues each batch's header a
 :meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read
 (or once they hold :attr:`Ledger.TALLY_ROWS` rows). Link costs are kept as integer link counts per
 node and multiplied by their price when read, so a total does not depend on when it was tallied.
+A header sent again and again (the channel reuses the read-only header arrays of a repeated header) is
+tallied once and weighted by the times it was sent, and so is a slot that sent the same headers as
+another. In the reference mode (:mod:`fedbandit_envs.reference`) every batch and every slot's links
+are tallied at once, copy by copy, instead.
 """
 
 from __future__ import annotations
