@@ -284,7 +284,10 @@ class Channel:
         )
 
     def _plan(self, batch: MessageBatch, broadcast: np.ndarray | None) -> _HeaderPlan:
-        """One row per linked node of a broadcast row, in row order (ascending nodes, the server last)."""
+        """The plan of a checked header: one row per linked node of a broadcast row, in row order.
+
+        Linked nodes ascend, the server last; ``broadcast`` is the mask of the broadcast rows, or None if there is none.
+        """
         if broadcast is None:
             return _HeaderPlan(batch, None, batch.recipient)
         m = self.num_agents
@@ -299,7 +302,7 @@ class Channel:
         return _HeaderPlan(batch, rows, expanded)
 
     def _plain_plan(self, batch: MessageBatch) -> _HeaderPlan:
-        """The reference version of :meth:`_route_plan`: check the batch, then expand it row by row from the links."""
+        """The reference version of :meth:`_plan`: check the batch, then expand it row by row from the links."""
         self._check(batch)
         m = self.num_agents
         rows, recipients = [], []
