@@ -338,12 +338,15 @@ def test_header_arrays_a_population_rewrites_after_play_do_not_change_its_inbox(
     """On the batched core too: the delivered copies hold read-only header arrays, never the population's."""
     core = FederatedMAB(3, 3, 10, topology="complete").core
     core.reset([0, 1])
-    replica, sender, recipient = np.array([0, 1]), np.array([0, 2]), np.array([1, NEIGHBOURS])
-    batch = MessageBatch("note", replica, sender, recipient, {"value": np.ones(2)})
+    replica, sender, recipient, count = np.array([0, 1]), np.array([0, 2]), np.array([1, 0]), np.array([3, 1])
+    read_only_count = count.view()
+    read_only_count.setflags(write=False)  # read-only, yet its owner can still write to the array under it
+    batch = MessageBatch("note", replica, sender, recipient, {"value": np.ones(2)}, count=read_only_count)
     feedback = core.play(Action(np.zeros((2, 3), np.int64), [batch]))
-    replica[:], sender[:], recipient[:] = 1, 1, 0
+    replica[:], sender[:], recipient[:], count[:] = 1, 1, 0, 5
     (delivered,) = feedback.inbox
-    assert delivered.replica.tolist() == [0, 1, 1] and delivered.sender.tolist() == [0, 2, 2]
-    assert delivered.recipient.tolist() == [1, 0, 1]
+    assert delivered.replica.tolist() == [0, 1] and delivered.sender.tolist() == [0, 2]
+    assert delivered.recipient.tolist() == [1, 0] and delivered.count.tolist() == [3, 1]
+    assert core.channel.ledger.messages.tolist() == [3, 1]
     for name in ("replica", "sender", "recipient", "count"):
         assert not getattr(delivered, name).flags.writeable

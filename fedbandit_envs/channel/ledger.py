@@ -32,7 +32,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from fedbandit_envs.channel.messages import MessageBatch, _frozen
+from fedbandit_envs.channel.messages import MessageBatch
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import check_bool, check_choice, check_real
@@ -83,6 +83,15 @@ def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None)
     """Sums of integer ``weights`` (exact in float64 below 2**53; 1 each without) per index value in ``[0, size)``."""
     counts = np.bincount(index, weights=weights, minlength=size)
     return counts if weights is None else counts.astype(np.int64)
+
+
+def _held(array: np.ndarray) -> np.ndarray:
+    """``array`` if it is read-only, else a read-only copy (for arrays kept after the call that received them)."""
+    if not array.flags.writeable:
+        return array
+    copy = array.copy()
+    copy.setflags(write=False)
+    return copy
 
 
 def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -263,7 +272,7 @@ class Ledger:
         self.version = next(_VERSIONS)
         layout = self._layout(batch)
         replica, sender, recipient, count = (
-            _frozen(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count)
+            _held(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count)
         )
         first_record, self._num_records = self._num_records, self._num_records + rows
         self._slot_links.append((replica, sender, recipient, first_record))

@@ -43,15 +43,6 @@ def _as_payload(payload: Mapping[str, object], where: str) -> dict[str, np.ndarr
     return out
 
 
-def _frozen(array: np.ndarray) -> np.ndarray:
-    """``array`` if it is read-only, else a read-only copy (for arrays held after the call that received them)."""
-    if not array.flags.writeable:
-        return array
-    copy = array.copy()
-    copy.setflags(write=False)
-    return copy
-
-
 @functools.lru_cache(maxsize=64)
 def _constant(n: int, value: int) -> np.ndarray:
     """A read-only (n,) int64 array of ``value``, shared by the batches that take the default ``count`` or ``slot``."""
@@ -312,10 +303,14 @@ class MessageBatch:
         """Rows ``rows`` (indices; payload and count follow them) under the given header and ``slot`` arrays.
 
         ``rows=None`` keeps every row in order and shares the payload (no copy). The arrays hold one int64 entry per
-        row and are trusted: neither checked nor copied. The counts of the result are read-only.
+        row and are trusted: neither checked nor copied. The counts of the result are read-only and never this
+        batch's own array (the shared default ones excepted), which its sender may still write to.
         """
         if rows is None:
-            payload, count = self.payload, _frozen(self.count)
+            payload, count = self.payload, self.count
+            if count is not _constant(len(self), 1):
+                count = count.copy()
+                count.setflags(write=False)
         else:
             payload = {k: v.take(rows, axis=0) for k, v in self.payload.items()}
             if self.count is _constant(len(self), 1):  # the default: shared ones again
