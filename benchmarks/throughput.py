@@ -429,6 +429,15 @@ def build_rows() -> list[Row]:
     return rows
 
 
+def selected_rows(rows: list[Row], prefixes: list[str]) -> list[Row]:
+    """The rows whose name starts with one of ``prefixes``, and the floors they are compared with, in order."""
+    chosen = {r.name for r in rows if r.name.startswith(tuple(prefixes))}
+    if not chosen:
+        raise SystemExit(f"--rows {' '.join(prefixes)} matches no row; rows are named like {rows[0].name!r}")
+    chosen |= {name for r in rows if r.name in chosen for name in (r.floor, r.tuned_floor) if name is not None}
+    return [r for r in rows if r.name in chosen]
+
+
 def nice(n: float) -> int:
     """Round up to two significant digits."""
     n = max(int(np.ceil(n)), 1)
@@ -616,6 +625,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--message-volume", action="store_true", help="only compare array and single messages as their number grows"
     )
+    parser.add_argument(
+        "--rows",
+        nargs="+",
+        metavar="PREFIX",
+        help="only the rows whose name starts with a PREFIX (e.g. batched/ api/), and their floors",
+    )
     args = parser.parse_args(argv)
     global clock
     clock = CLOCKS[args.clock]
@@ -629,8 +644,9 @@ def main(argv: list[str] | None = None) -> int:
 
     target = args.seconds or (0.3 if args.quick else 2.0)
     repeats = args.repeats or (1 if args.quick else 5)
-    rows = build_rows()
+    rows = build_rows() if args.rows is None else selected_rows(build_rows(), args.rows)
     info = machine_info()
+    info["load_average_at_start"] = list(os.getloadavg())
     print(
         f"fedbandit-envs throughput  {info['date']}  {info['platform']}  "
         f"numpy {info['numpy']}  cpus {info['cpu_count']}"
@@ -656,6 +672,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = []
     print()
     for name, limit in TARGETS.items():
+        if name not in by_name:
+            continue
         best, median = by_name[name]["ratio_floor_over_row"], by_name[name]["median_ratio_floor_over_row"]
         verdict = "MET" if median <= limit else "MISSED"
         print(f"target: floor / row <= {limit} for {name}: median {median:.2f} (best {best:.2f}) -> {verdict}")

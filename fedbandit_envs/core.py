@@ -342,7 +342,8 @@ def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int)
         raise ValueError(f"arms must have shape ({axes}) = {shape}, got {arms.shape}")
     if arms.dtype.kind not in "iu":
         raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
-    if arms.min() < 0 or arms.max() >= num_arms:
+    # int64 (the common case): one reduction, negatives seen as huge unsigned values
+    if arms.view(np.uint64).max() >= num_arms if arms.dtype == np.int64 else arms.min() < 0 or arms.max() >= num_arms:
         bad = arms[(arms < 0) | (arms >= num_arms)][0]
         raise ValueError(f"arm {bad} is out of range: arms are 0..{num_arms - 1}")
     return arms.astype(np.int64, copy=False)

@@ -21,6 +21,7 @@ from test_messaging_conformance import EchoServer
 from fedbandit_envs.channel import NEIGHBOURS, Message, MessageBatch, batches_from_messages
 from fedbandit_envs.channel.messages import batches_by_key
 from fedbandit_envs.channel.privacy import Public, Sensitive
+from fedbandit_envs.core import Action
 from fedbandit_envs.env_base import MESSAGE, ProtocolParallelEnv
 from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.mab.env import FederatedMAB
@@ -310,3 +311,42 @@ def test_a_per_agent_learner_may_only_send_as_itself() -> None:
 
     with pytest.raises(ValueError, match=r"agent 0 sent a MessageBatch\('told'\) whose row 0 has sender=1"):
         run(lambda: PerAgentPopulation(lambda: Spoofer(True)), {"num_agents": 3, "horizon": 5}, [0], 1)
+
+
+# ---------------------------------------------------------------------------------------------------- aliasing
+@pytest.mark.parametrize("latency", [0, 1])
+def test_header_arrays_a_learner_rewrites_after_step_do_not_change_what_was_routed(latency: int) -> None:
+    """The env routes copies of a sent batch's header arrays: a learner reusing its buffers cannot rewrite history."""
+    env = FederatedMAB(3, 3, 10, topology="complete", inbox="batches", latency=latency, record_messages=True)
+    env.reset(seed=0)
+    replica, sender, recipient = np.zeros(1, np.int64), np.array([0]), np.array([1])
+    batch = MessageBatch("note", replica, sender, recipient, {"value": np.ones(1)})
+    assert batch.sender is sender and batch.recipient is recipient  # int64 headers are held as given
+    observations, *_ = env.step({a: {"arm": 0, "messages": [batch] if a == "agent_0" else []} for a in env.agents})
+    replica[:], sender[:], recipient[:] = 0, 2, 0  # the learner writes into its arrays after the step
+    if latency:
+        observations, *_ = env.step({a: {"arm": 0} for a in env.agents})
+    (received,) = observations["agent_1"]["inbox"]
+    assert received.sender.tolist() == [0] and received.recipient.tolist() == [1]
+    assert len(observations["agent_0"]["inbox"]) == len(observations["agent_2"]["inbox"]) == 0
+    assert env.ledger.sent_messages[0].tolist() == [1, 0, 0, 0]
+    assert env.ledger.received_messages[0].tolist() == [0, 1, 0, 0]
+    assert env.ledger.records()["recipient"].tolist() == [1]
+
+
+def test_header_arrays_a_population_rewrites_after_play_do_not_change_its_inbox() -> None:
+    """On the batched core too: the delivered copies hold read-only header arrays, never the population's."""
+    core = FederatedMAB(3, 3, 10, topology="complete").core
+    core.reset([0, 1])
+    replica, sender, recipient, count = np.array([0, 1]), np.array([0, 2]), np.array([1, 0]), np.array([3, 1])
+    read_only_count = count.view()
+    read_only_count.setflags(write=False)  # read-only, yet its owner can still write to the array under it
+    batch = MessageBatch("note", replica, sender, recipient, {"value": np.ones(2)}, count=read_only_count)
+    feedback = core.play(Action(np.zeros((2, 3), np.int64), [batch]))
+    replica[:], sender[:], recipient[:], count[:] = 1, 1, 0, 5
+    (delivered,) = feedback.inbox
+    assert delivered.replica.tolist() == [0, 1] and delivered.sender.tolist() == [0, 2]
+    assert delivered.recipient.tolist() == [1, 0] and delivered.count.tolist() == [3, 1]
+    assert core.channel.ledger.messages.tolist() == [3, 1]
+    for name in ("replica", "sender", "recipient", "count"):
+        assert not getattr(delivered, name).flags.writeable

@@ -785,10 +785,15 @@ def test_prepare_expands_a_repeated_header_exactly_each_time() -> None:
         assert np.array_equal(batch.payload["n"], broadcast_batch(seed, rows).payload["n"])  # input untouched
 
 
-def test_prepare_of_explicit_recipients_returns_the_batch() -> None:
+def test_prepare_of_explicit_recipients_shares_the_payload_under_a_read_only_header() -> None:
     channel = prepared_channel()
     batch = MessageBatch("x", [0, 0, 1], [0, SERVER, 2], [SERVER, 2, 3], {"v": np.ones((3, 1))})
-    assert channel.prepare([batch, MessageBatch("x", [], [], [], {"v": np.ones((0, 1))})]) == [batch]
+    (prepared,) = channel.prepare([batch, MessageBatch("x", [], [], [], {"v": np.ones((0, 1))})])
+    assert prepared.payload is batch.payload and prepared.kind == batch.kind
+    for name in ("replica", "sender", "recipient", "count", "slot"):
+        array, given = getattr(prepared, name), getattr(batch, name)
+        assert np.array_equal(array, given) and not array.flags.writeable
+        assert name in ("count", "slot") or not np.shares_memory(array, given)  # count and slot: shared read-only
 
 
 def not_linked(sender: int, recipient: int, kind: str = "counts") -> str:
@@ -895,7 +900,8 @@ def test_a_server_sender_from_the_agents_is_refused_before_any_other_error() -> 
             channel.prepare(batches, from_agents=True)
     with pytest.raises(ValueError, match=f"^{not_linked(1, 3, 'x')}$"):
         channel.prepare([unlinked, explicit])
-    assert channel.prepare([explicit]) == [explicit]
+    (prepared,) = channel.prepare([explicit])
+    assert prepared.recipient.tolist() == [SERVER, 0] and prepared.payload is explicit.payload
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
 from fedbandit_envs.validation import check_bool, check_choice, check_int, check_int_array, check_real
 
@@ -78,23 +79,31 @@ class ChannelConfig:
         return bool(np.any(np.asarray(self.latency) > 0) or self.latency_jitter > 0)
 
 
-class _ExpansionPlan:
-    """The ``NEIGHBOURS`` expansion of one batch header: its ``rows`` under the expanded header arrays."""
+class _HeaderPlan:
+    """A checked batch header of one kind, kept for the later batches with the same header.
 
-    def __init__(self, batch: MessageBatch, rows: np.ndarray, recipient: np.ndarray) -> None:
-        self.header = batch.header_key()
+    Holds read-only copies of the routed header arrays (the ``NEIGHBOURS`` rows expanded to one row per linked
+    node, the payload rows ``rows`` under them; ``rows`` is None when the header has no broadcast row), so a
+    batch routed with it no longer aliases the sender's arrays.
+    """
+
+    def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray) -> None:
+        self.key = batch.header_key()
         self.rows = rows
-        self.expanded = (batch.replica[rows], batch.sender[rows], recipient, np.full(len(rows), -1, np.int64))
-        for array in (rows, *self.expanded):
+        self.server_sender = bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
+        if rows is None:
+            header = (batch.replica.copy(), batch.sender.copy(), recipient.copy())
+        else:
+            header = (batch.replica[rows], batch.sender[rows], recipient)
+        for array in header:
             array.setflags(write=False)
-
-    def matches(self, batch: MessageBatch) -> bool:
-        """Whether ``batch`` has exactly this header (so this expansion and its link checks hold for it)."""
-        return self.header == batch.header_key()
+        self.header = header
+        self.unsent = np.full(len(recipient), -1, np.int64)
+        self.unsent.setflags(write=False)
 
     def apply(self, batch: MessageBatch) -> MessageBatch:
-        """The expanded copies of ``batch`` (unsent: slot -1)."""
-        return batch.regrouped(self.rows, *self.expanded)
+        """``batch`` (whose header this is) under the plan's read-only header, unsent (slot -1)."""
+        return batch.regrouped(self.rows, *self.header, self.unsent)
 
 
 class Channel:
@@ -131,7 +140,7 @@ class Channel:
             np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
         self.ledger.reset(self.num_replicas, m, np.stack(components), edges)
         self._in_flight: dict[int, list[MessageBatch]] = {}
-        self._plans: dict[str, _ExpansionPlan] = {}
+        self._plans: dict[str, _HeaderPlan] = {}
         self.no_partners = np.full((self.num_replicas, m), -1, np.int64)
         self.no_partners.setflags(write=False)
         self._edges = [t.edges() for t in topologies]
@@ -160,20 +169,25 @@ class Channel:
 
     # ------------------------------------------------------------------ gossip
     def sample_gossip_partners(self) -> np.ndarray:
-        """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none (read-only)."""
+        """Draw the gossip edge of the next slot per replica; (B, M) partner index, -1 for none (read-only).
+
+        Edges are drawn a block of slots at a time (see ``reset``); in the reference mode
+        (:mod:`fedbandit_envs.reference`) each slot's edges are drawn alone by :meth:`_plain_gossip_partners`, the
+        same draws (a block already drawn is used up first).
+        """
         if self.config.gossip is None:
             return self.no_partners
         if self._gossip_offset == len(self._gossip_partners):
+            if reference_active():
+                return self._plain_gossip_partners()
             size = self._gossip_block
             pairs = np.empty((self.num_replicas, size, 2), np.int64)
             for b, rng in enumerate(self._rngs):
                 if self.config.gossip == "uniform_edge":
                     pairs[b] = self._edges[b][rng.integers(len(self._edges[b]), size=size)]
                     continue
-                for r in range(size):  # a uniform agent, then a uniform neighbour (no agent is isolated)
-                    i = int(rng.integers(self.num_agents))
-                    neighbours = self._topologies[b].neighbours(i)
-                    pairs[b, r] = i, neighbours[rng.integers(len(neighbours))]
+                for r in range(size):
+                    pairs[b, r] = self._node_then_neighbour(b)
             self._gossip_offset = 0
             # partners of every slot of the block at once: [r, b] is slot r's (B, M) partner array
             partners = np.full((size, self.num_replicas, self.num_agents), -1, np.int64)
@@ -187,21 +201,45 @@ class Channel:
         self._gossip_offset += 1
         return partners
 
-    # ------------------------------------------------------------------ routing
-    def _expand(self, batch: MessageBatch) -> MessageBatch:
-        """Replace ``NEIGHBOURS`` recipients by one row per neighbour and check every link exists.
+    def _node_then_neighbour(self, replica: int) -> tuple[int, int]:
+        """A uniform agent of ``replica``, then a uniform neighbour of it (no agent is isolated under gossip)."""
+        rng = self._rngs[replica]
+        i = int(rng.integers(self.num_agents))
+        neighbours = self._topologies[replica].neighbours(i)
+        return i, int(neighbours[rng.integers(len(neighbours))])
 
-        The expansion of a batch with broadcast rows is kept per kind and reused while a later batch of that
-        kind has equal replica, sender and recipient arrays (the links are fixed within an episode).
+    def _plain_gossip_partners(self) -> np.ndarray:
+        """The reference version of a block of gossip edges: one slot, one edge per replica, set pair by pair."""
+        partners = np.full((self.num_replicas, self.num_agents), -1, np.int64)
+        for b, rng in enumerate(self._rngs):
+            if self.config.gossip == "uniform_edge":
+                i, j = self._edges[b][rng.integers(len(self._edges[b]))].tolist()
+            else:
+                i, j = self._node_then_neighbour(b)
+            partners[b, i], partners[b, j] = j, i
+        partners.setflags(write=False)
+        return partners
+
+    # ------------------------------------------------------------------ routing
+    def _kept_plan(self, batch: MessageBatch) -> _HeaderPlan | None:
+        """The plan kept for the kind of ``batch`` if it has the same header, else None.
+
+        Always None in the reference mode (:mod:`fedbandit_envs.reference`), which keeps nothing.
         """
         plan = self._plans.get(batch.kind)
-        if plan is not None and plan.matches(batch):
-            return plan.apply(batch)
-        broadcast = self._check(batch)
-        if broadcast is None:
-            return batch
-        plan = self._plans[batch.kind] = self._plan(batch, broadcast)
-        return plan.apply(batch)
+        if plan is None or reference_active() or plan.key != batch.header_key():
+            return None
+        return plan
+
+    def _new_plan(self, batch: MessageBatch) -> _HeaderPlan:
+        """Check ``batch`` and plan its routing; the plan is kept for the kind (the links are fixed in an episode).
+
+        In the reference mode nothing is kept and every batch is checked and expanded by :meth:`_plain_plan`.
+        """
+        if reference_active():
+            return self._plain_plan(batch)
+        plan = self._plans[batch.kind] = self._plan(batch, self._check(batch))
+        return plan
 
     def _check(self, batch: MessageBatch) -> np.ndarray | None:
         """Raise ``ValueError`` for an unknown id or a missing link.
@@ -245,8 +283,13 @@ class Channel:
             f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
         )
 
-    def _plan(self, batch: MessageBatch, broadcast: np.ndarray) -> _ExpansionPlan:
-        """One row per linked node of a broadcast row, in row order (ascending nodes, the server last)."""
+    def _plan(self, batch: MessageBatch, broadcast: np.ndarray | None) -> _HeaderPlan:
+        """The plan of a checked header: one row per linked node of a broadcast row, in row order.
+
+        Linked nodes ascend, the server last; ``broadcast`` is the mask of the broadcast rows, or None if there is none.
+        """
+        if broadcast is None:
+            return _HeaderPlan(batch, None, batch.recipient)
         m = self.num_agents
         flat = batch.replica * (m + 1) + np.where(batch.sender == SERVER, m, batch.sender)
         start = self._neighbour_ptr[flat]
@@ -256,7 +299,24 @@ class Channel:
         copied = broadcast[rows]
         expanded = batch.recipient[rows]
         expanded[copied] = self._neighbour_ids[position[copied]]
-        return _ExpansionPlan(batch, rows, expanded)
+        return _HeaderPlan(batch, rows, expanded)
+
+    def _plain_plan(self, batch: MessageBatch) -> _HeaderPlan:
+        """The reference version of :meth:`_plan`: check the batch, then expand it row by row from the links."""
+        self._check(batch)
+        m = self.num_agents
+        rows, recipients = [], []
+        for row, (b, sender, recipient) in enumerate(
+            zip(*(a.tolist() for a in (batch.replica, batch.sender, batch.recipient)))
+        ):
+            if recipient != NEIGHBOURS:
+                rows.append(row)
+                recipients.append(recipient)
+                continue
+            for node in np.flatnonzero(self._links[b, m if sender == SERVER else sender]).tolist():
+                rows.append(row)
+                recipients.append(SERVER if node == m else node)
+        return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64))
 
     def prepare(self, batches: Sequence[MessageBatch], *, from_agents: bool = False) -> list[MessageBatch]:
         """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect on the episode.
@@ -264,11 +324,19 @@ class Channel:
         Raises ``ValueError`` for an unknown sender or recipient or a missing link, so that a caller
         can validate a whole slot before changing any state. With ``from_agents`` (the agents' own batches),
         a SERVER sender in any batch raises, and that error is reported before any other of the slot.
-        (The expansion of a repeated header is kept, see :meth:`_expand`.)
+
+        The batches returned hold read-only copies of the header arrays, never the caller's arrays, so a sender
+        that writes into its arrays later cannot change what was routed. A header is checked, expanded and copied
+        once per kind and reused while the kind's next batches repeat it (see :meth:`_kept_plan`).
         """
-        if from_agents and any(len(b) and b.sender.min() <= SERVER and (b.sender == SERVER).any() for b in batches):
+        batches = [batch for batch in batches if len(batch)]
+        kept = [self._kept_plan(batch) for batch in batches]
+        if from_agents and any(
+            b.sender.min() <= SERVER and (b.sender == SERVER).any() if plan is None else plan.server_sender
+            for b, plan in zip(batches, kept)
+        ):
             raise ValueError(AGENTS_AS_SERVER)
-        return [self._expand(batch) for batch in batches if len(batch)]
+        return [(plan or self._new_plan(batch)).apply(batch) for batch, plan in zip(batches, kept)]
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Send prepared batches in ``slot``: record them in the ledger, then drop and delay copies.

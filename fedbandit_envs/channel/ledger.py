@@ -17,17 +17,23 @@ The ledger tallies in bulk: :meth:`Ledger.transmit` queues each batch's header a
 :meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read
 (or once they hold :attr:`Ledger.TALLY_ROWS` rows). Link costs are kept as integer link counts per
 node and multiplied by their price when read, so a total does not depend on when it was tallied.
+A header sent again and again (the channel reuses the read-only header arrays of a repeated header) is
+tallied once and weighted by the times it was sent, and so is a slot that sent the same headers as
+another. In the reference mode (:mod:`fedbandit_envs.reference`) every batch and every slot's links
+are tallied at once, copy by copy, instead.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import numpy as np
 
 from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import check_bool, check_choice, check_real
 
@@ -80,8 +86,12 @@ def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None)
 
 
 def _held(array: np.ndarray) -> np.ndarray:
-    """``array`` itself if it is read-only, else a copy (for arrays kept after the call that received them)."""
-    return array.copy() if array.flags.writeable else array
+    """``array`` if it is read-only, else a read-only copy (for arrays kept after the call that received them)."""
+    if not array.flags.writeable:
+        return array
+    copy = array.copy()
+    copy.setflags(write=False)
+    return copy
 
 
 def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,6 +106,23 @@ def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     np.minimum.at(first, keys, np.arange(len(keys)))
     values = np.flatnonzero(first < len(keys))
     return values, first[values]
+
+
+def _distinct(items: list[Any], key: Callable[[Any], Hashable]) -> tuple[list[Any], np.ndarray]:
+    """The items of distinct ``key``, in the order first seen, and the times each key occurs."""
+    index: dict[Hashable, int] = {}
+    distinct: list[Any] = []
+    times: list[int] = []
+    for item in items:
+        k = key(item)
+        i = index.get(k)
+        if i is None:
+            index[k] = len(distinct)
+            distinct.append(item)
+            times.append(1)
+        else:
+            times[i] += 1
+    return distinct, np.array(times, np.int64)
 
 
 #: Version stamps of ledgers: every reset, transmission and closed slot with links takes a fresh one.
@@ -186,13 +213,16 @@ class Ledger:
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
-        # queued copies: per transmitted batch its layout (index into _layouts) and header arrays
-        self._layouts: dict[tuple[str, int, int], int] = {}  # (kind, scalars per row, bytes per row) -> index
-        self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
+        # layouts seen: layout key -> index, and per index the (kind, scalars per row, bytes per row) of a row
+        self._layouts: dict[tuple, int] = {}
+        self._layout_sizes: list[tuple[str, int, int]] = []
+        # queued copies: per transmitted batch its layout index and header arrays (held read-only)
+        self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._queued_rows = 0
-        # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number)
-        self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
-        self._closed_links: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
+        # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number); each entry
+        # is a transmitted batch's header arrays and the index of its first record
+        self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self._closed_links: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]] = []
         self._closed_slots = 0
 
     # ------------------------------------------------------------------ costs, derived when read
@@ -215,54 +245,61 @@ class Ledger:
 
     # ------------------------------------------------------------------ transmission
     def _node(self, ids: np.ndarray) -> np.ndarray:
-        """Agent ids as node indices: ``SERVER`` (-1) becomes ``num_agents``."""
-        return np.remainder(ids, self._num_agents + 1)
+        """Agent ids as node indices: ``SERVER`` (-1) becomes ``num_agents`` (by a sign-bit mask, not a modulo)."""
+        return ids + ((ids >> 63) & (self._num_agents + 1))
+
+    def _layout(self, batch: MessageBatch) -> int:
+        """The index of the layout of ``batch`` (kind, scalars and bytes per row), registered on first sight."""
+        key = batch.layout_key()
+        index = self._layouts.get(key)
+        if index is None:
+            index = self._layouts[key] = len(self._layouts)
+            self._layout_sizes.append((batch.kind, batch.scalars_per_row, batch.bytes_per_row))
+            for totals in (self._kind_messages, self._kind_bytes):
+                totals.setdefault(batch.kind, np.zeros(self._num_replicas, np.int64))
+        return index
 
     def transmit(self, slot: int, batch: MessageBatch) -> None:
-        """Count the copies of an expanded batch (explicit recipients) sent in ``slot``."""
+        """Count the copies of an expanded batch (explicit recipients) sent in ``slot``.
+
+        The batch's header arrays are queued (a writeable one is copied, so that a later write by its owner cannot
+        change what was sent) and tallied in bulk later; in the reference mode (:mod:`fedbandit_envs.reference`)
+        they are tallied at once, row by row (:meth:`_plain_copies`).
+        """
         rows = len(batch)
         if rows == 0:
             return
         self.version = next(_VERSIONS)
-        # the queues hold the header arrays until the next tally: a writeable one is copied, so that a later write by
-        # its owner cannot change what was sent
-        b, sender, recipient, count = (_held(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count))
-        row_bytes = batch.bytes_per_row
-        layout = (batch.kind, batch.scalars_per_row, row_bytes)
-        if layout not in self._layouts:
-            self._layouts[layout] = len(self._layouts)
-            for totals in (self._kind_messages, self._kind_bytes):
-                totals.setdefault(batch.kind, np.zeros(self._num_replicas, np.int64))
-        packed = count.max() > 1
-        # ids are queued as sent (SERVER = -1) and turned into node indices when tallied
-        self._queued_copies.append((self._layouts[layout], b, sender, recipient, count if packed else None))
-        self._queued_rows += rows
+        layout = self._layout(batch)
+        replica, sender, recipient, count = (
+            _held(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count)
+        )
+        first_record, self._num_records = self._num_records, self._num_records + rows
+        self._slot_links.append((replica, sender, recipient, first_record))
         model = self.cost_model
         if model.price_per_message or model.price_per_byte:
-            price = model.price_per_message * count + model.price_per_byte * row_bytes
-            _add(self._price_cost, b, price)
-            _add(self._price_node_cost, b * (self._num_agents + 1) + self._node(sender), price)
-        first_row = self._num_records
-        self._num_records += rows
-        opens_link: slice | np.ndarray = slice(None)
-        if model.free_server_downlink and sender.min() == SERVER:  # the server's copies open no link
-            opens_link = np.flatnonzero(sender != SERVER)
-        record_rows = np.arange(first_row, self._num_records)[opens_link] if self.record_messages else None
-        self._slot_links.append((b[opens_link], sender[opens_link], recipient[opens_link], record_rows))
+            price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
+            _add(self._price_cost, replica, price)
+            _add(self._price_node_cost, replica * (self._num_agents + 1) + self._node(sender), price)
         if self.record_messages:
             self._records.append(
                 {
                     "slot": np.full(rows, slot, np.int64),
-                    "replica": b.copy(),
-                    "sender": batch.sender.copy(),
-                    "recipient": batch.recipient.copy(),
+                    "replica": replica.copy(),
+                    "sender": sender.copy(),
+                    "recipient": recipient.copy(),
                     "kind": np.full(rows, batch.kind, dtype=object),
-                    "messages": batch.count.copy(),
+                    "messages": count.copy(),
                     "scalars": np.full(rows, batch.scalars_per_row, np.int64),
-                    "bytes": np.full(rows, row_bytes, np.int64),
+                    "bytes": np.full(rows, batch.bytes_per_row, np.int64),
                     "dropped": np.zeros(rows, bool),
                 }
             )
+        if reference_active():
+            self._plain_copies(layout, replica, sender, recipient, count)
+            return
+        self._queued_copies.append((layout, replica, sender, recipient, count))
+        self._queued_rows += rows
         if self._queued_rows >= self.TALLY_ROWS:
             self._tally()
 
@@ -273,12 +310,18 @@ class Ledger:
             self._records[-1]["dropped"] = dropped.copy()
 
     def close_slot(self) -> None:
-        """Close the slot just played: its used links are priced (each two-way link once) at the next tally."""
+        """Close the slot just played: its used links are priced (each two-way link once) at the next tally.
+
+        In the reference mode they are priced at once, copy by copy (:meth:`_plain_links`).
+        """
         if not self._slot_links:
             return
         self.version = next(_VERSIONS)
-        self._closed_links.extend((self._closed_slots, *links) for links in self._slot_links)
-        self._slot_links.clear()
+        if reference_active():
+            self._plain_links(self._slot_links)
+        else:
+            self._closed_links.extend((self._closed_slots, *links) for links in self._slot_links)
+        self._slot_links = []
         self._closed_slots += 1
 
     # ------------------------------------------------------------------ tallies
@@ -290,27 +333,32 @@ class Ledger:
             self._tally_links()
 
     def _tally_copies(self) -> None:
-        """Copies, messages, scalars and bytes per replica, node, direction and kind of the queued batches."""
+        """Copies, messages, scalars and bytes per replica, node, direction and kind of the queued batches.
+
+        A header sent again and again (the same read-only arrays, e.g. a kept expansion) is tallied once, weighted by
+        the times it was sent.
+        """
         queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
-        layout_of, replica, sender, recipient, count = zip(*queued)
-        lengths = [len(r) for r in replica]
-        replica = np.concatenate(replica)
-        sender, recipient = self._node(np.concatenate(sender)), self._node(np.concatenate(recipient))
-        packed = any(c is not None for c in count)
-        if packed:
-            count = np.concatenate([np.ones(k, np.int64) if c is None else c for c, k in zip(count, lengths)])
+        entries, times = _distinct(queued, lambda entry: (entry[0], *map(id, entry[1:])))
+        lengths = [len(entry[1]) for entry in entries]
+        replica, sender_ids, recipient_ids, count = (
+            np.concatenate([entry[i] for entry in entries]) for i in range(1, 5)
+        )
+        sender, recipient = self._node(sender_ids), self._node(recipient_ids)
+        repeats = None if times.max() == 1 else np.repeat(times, lengths)  # the times each row was sent
+        logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
         # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
-        num_layouts, num_replicas, n = len(self._layouts), self._num_replicas, self._num_agents + 1
+        num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
-        base = (np.repeat(layout_of, lengths) * num_replicas + replica) * n
-        sent_copies = _int_counts(base + sender, size).reshape(shape)
-        received_copies = _int_counts(base + recipient, size).reshape(shape)
-        if packed:
-            sent_logical = _int_counts(base + sender, size, count).reshape(shape)
-            received_logical = _int_counts(base + recipient, size, count).reshape(shape)
+        base = (np.repeat([entry[0] for entry in entries], lengths) * num_replicas + replica) * n
+        sent_copies = _int_counts(base + sender, size, repeats).reshape(shape)
+        received_copies = _int_counts(base + recipient, size, repeats).reshape(shape)
+        if logical_weights is not repeats:
+            sent_logical = _int_counts(base + sender, size, logical_weights).reshape(shape)
+            received_logical = _int_counts(base + recipient, size, logical_weights).reshape(shape)
         else:
             sent_logical, received_logical = sent_copies, received_copies
-        kinds, scalars_per_row, bytes_per_row = zip(*self._layouts)
+        kinds, scalars_per_row, bytes_per_row = zip(*self._layout_sizes)
         row_bytes = np.array(bytes_per_row, np.int64)[:, None, None]
         copies, logical = sent_copies.sum(axis=2), sent_logical.sum(axis=2)  # (layouts, B)
         sent_bytes, received_bytes = (sent_copies * row_bytes).sum(axis=0), (received_copies * row_bytes).sum(axis=0)
@@ -333,15 +381,38 @@ class Ledger:
             self._kind_bytes[kind] += copies[index] * bytes_per_row[index]
 
     def _tally_links(self) -> None:
-        """Charge each distinct two-way link of each closed slot once, to the sender of its first copy."""
-        closed, self._closed_links = self._closed_links, []
-        slot, replica, a, b, row = zip(*closed)
-        lengths = [len(r) for r in replica]
-        if not any(lengths):  # only the server's free downlink was used
+        """Charge each distinct two-way link of each closed slot once, to the sender of its first copy.
+
+        Slots that sent the same header arrays in the same order (e.g. kept expansions) used the same links: one of
+        them is priced, weighted by their number (without records, which are kept per copy).
+        """
+        by_slot: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]] = {}
+        for entry in self._closed_links:
+            by_slot.setdefault(entry[0], []).append(entry)
+        self._closed_links = []
+        record = self.record_messages
+
+        def signature(entries: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]) -> tuple:
+            ids = tuple(id(array) for entry in entries for array in entry[1:4])
+            return (entries[0][0], *ids) if record else ids
+
+        slots, times = _distinct(list(by_slot.values()), signature)
+        entries = [entry for entries in slots for entry in entries]
+        lengths = np.array([len(entry[1]) for entry in entries])
+        num_keys = len(slots) * self._num_replicas * (self._num_agents + 1) ** 2
+        slot = np.repeat([j for j, entries in enumerate(slots) for _ in entries], lengths)
+        replica, sender, recipient = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
+        row = None
+        if record:  # the record index of each copy
+            starts = np.array([entry[4] for entry in entries]) - (np.cumsum(lengths) - lengths)
+            row = np.repeat(starts, lengths) + np.arange(len(replica))
+        if self.cost_model.free_server_downlink:  # the server's copies open no link
+            opens = np.flatnonzero(sender != SERVER)
+            slot, replica, sender, recipient = slot[opens], replica[opens], sender[opens], recipient[opens]
+            row = None if row is None else row[opens]
+        if len(replica) == 0:  # only the server's free downlink was used
             return
-        num_keys = (slot[-1] - slot[0] + 1) * self._num_replicas * (self._num_agents + 1) ** 2
-        slot = np.repeat(np.asarray(slot) - slot[0], lengths)
-        replica, a, b = np.concatenate(replica), self._node(np.concatenate(a)), self._node(np.concatenate(b))
+        a, b = self._node(sender), self._node(recipient)
         n = self._num_agents + 1
         low, high = np.minimum(a, b), np.maximum(a, b)
         server_link = high == self._num_agents
@@ -354,18 +425,76 @@ class Ledger:
         to_server = server_link[first]
         server_first, peer_first = first[to_server], first[~to_server]
         units = None if used_links else self._component_edges[replica[peer_first], low[peer_first]]
+        server_weights = None if times.max() == 1 else times[slot[server_first]]
+        peer_weights = None if times.max() == 1 else times[slot[peer_first]]
+        if units is not None:
+            peer_weights = units if peer_weights is None else units * peer_weights
         size = self._num_replicas * n
-        self._server_links += _int_counts(replica[server_first] * n + a[server_first], size).reshape(-1, n)
-        self._peer_links += _int_counts(replica[peer_first] * n + a[peer_first], size, units).reshape(-1, n)
-        self._links += _int_counts(replica[server_first], self._num_replicas)
-        self._links += _int_counts(replica[peer_first], self._num_replicas, units)
-        if self.record_messages:
-            row = np.concatenate(row)
+        self._server_links += _int_counts(replica[server_first] * n + a[server_first], size, server_weights).reshape(
+            -1, n
+        )
+        self._peer_links += _int_counts(replica[peer_first] * n + a[peer_first], size, peer_weights).reshape(-1, n)
+        self._links += _int_counts(replica[server_first], self._num_replicas, server_weights)
+        self._links += _int_counts(replica[peer_first], self._num_replicas, peer_weights)
+        if row is not None:
             c1, c2 = self.cost_model.c1, self.cost_model.c2
             self._record_link_cost.append((row[server_first], np.full(len(server_first), c1)))
             self._record_link_cost.append(
                 (row[peer_first], c2 * (np.ones(len(peer_first)) if units is None else units))
             )
+
+    # ------------------------------------------------------------------ the reference versions of the tallies
+    def _plain_copies(
+        self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
+    ) -> None:
+        """The reference version of :meth:`_tally_copies` for one batch: add its copies to the totals one by one."""
+        kind, scalars, row_bytes = self._layout_sizes[layout]
+        server = self._num_agents
+        for b, s, r, c in zip(replica.tolist(), sender.tolist(), recipient.tolist(), count.tolist()):
+            s, r = server if s == SERVER else s, server if r == SERVER else r
+            direction = 0 if r == server else 1 if s == server else 2  # up, down, peer
+            self._copies[b] += 1
+            self._messages[b] += c
+            self._scalars[b] += scalars
+            self._bytes[b] += row_bytes
+            self._sent_messages[b, s] += c
+            self._sent_bytes[b, s] += row_bytes
+            self._received_messages[b, r] += c
+            self._received_bytes[b, r] += row_bytes
+            self._direction_messages[b, direction] += c
+            self._direction_bytes[b, direction] += row_bytes
+            self._kind_messages[kind][b] += c
+            self._kind_bytes[kind][b] += row_bytes
+
+    def _plain_links(self, slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]) -> None:
+        """The reference version of :meth:`_tally_links` for one slot, copy by copy in order.
+
+        Each two-way link (with ``"graph_edges"``: each component) is charged the first time a copy uses it, to that
+        copy's sender.
+        """
+        server, model = self._num_agents, self.cost_model
+        used: set[tuple] = set()
+        link: tuple
+        for replica, sender, recipient, first_record in slot_links:
+            for row, (b, s, r) in enumerate(zip(replica.tolist(), sender.tolist(), recipient.tolist())):
+                if s == SERVER and model.free_server_downlink:
+                    continue
+                s, r = server if s == SERVER else s, server if r == SERVER else r
+                if server in (s, r):
+                    link, units, price = ("server", b, min(s, r)), 1, model.c1
+                elif model.link_accounting == "used_links":
+                    link, units, price = ("peer", b, min(s, r), max(s, r)), 1, model.c2
+                else:
+                    component = int(self._component_of[b, min(s, r)])
+                    units = int(self._component_edges[b, component])
+                    link, price = ("component", b, component), model.c2 * units
+                if link in used:
+                    continue
+                used.add(link)
+                self._links[b] += units
+                (self._server_links if link[0] == "server" else self._peer_links)[b, s] += units
+                if self.record_messages:
+                    self._record_link_cost.append((np.array([first_record + row]), np.array([price])))
 
     # ------------------------------------------------------------------ reports
     def totals(self, replica: int = 0) -> dict[str, float]:

@@ -240,6 +240,12 @@ class MessageBatch:
         )
         return batch
 
+    def _sharing_layout(self, batch: MessageBatch) -> MessageBatch:
+        """``batch`` (rows of this batch, the same layout) given this batch's computed layout key, if any."""
+        if "_layout" in self.__dict__:
+            batch.__dict__["_layout"] = self.__dict__["_layout"]
+        return batch
+
     def take(self, rows: np.ndarray | slice) -> MessageBatch:
         """The sub-batch of the given row indices, boolean mask, or slice (a slice shares the arrays: no copy)."""
         batch = MessageBatch._trusted(
@@ -252,9 +258,7 @@ class MessageBatch:
             self.slot[rows],
             self.privacy,
         )
-        if "_layout" in self.__dict__:  # the same layout (see layout_key)
-            batch.__dict__["_layout"] = self.__dict__["_layout"]
-        return batch
+        return self._sharing_layout(batch)
 
     def split_rows(self) -> list[MessageBatch]:
         """One sub-batch per row, in order (views of this batch's arrays, no copy)."""
@@ -289,30 +293,42 @@ class MessageBatch:
         )
 
     def regrouped(
-        self, rows: np.ndarray, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, slot: np.ndarray
+        self,
+        rows: np.ndarray | None,
+        replica: np.ndarray,
+        sender: np.ndarray,
+        recipient: np.ndarray,
+        slot: np.ndarray,
     ) -> MessageBatch:
         """Rows ``rows`` (indices; payload and count follow them) under the given header and ``slot`` arrays.
 
-        The arrays hold one int64 entry per row and are trusted: neither checked nor copied.
+        ``rows=None`` keeps every row in order and shares the payload (no copy). The arrays hold one int64 entry per
+        row and are trusted: neither checked nor copied. The counts of the result are read-only and never this
+        batch's own array (the shared default ones excepted), which its sender may still write to.
         """
-        return MessageBatch._trusted(
-            self.kind,
-            replica,
-            sender,
-            recipient,
-            {k: v.take(rows, axis=0) for k, v in self.payload.items()},
-            self.count.take(rows),
-            slot,
-            self.privacy,
-        )
+        if rows is None:
+            payload, count = self.payload, self.count
+            if count is not _constant(len(self), 1):
+                count = count.copy()
+                count.setflags(write=False)
+        else:
+            payload = {k: v.take(rows, axis=0) for k, v in self.payload.items()}
+            if self.count is _constant(len(self), 1):  # the default: shared ones again
+                count = _constant(len(rows), 1)
+            else:
+                count = self.count.take(rows)
+                count.setflags(write=False)
+        batch = MessageBatch._trusted(self.kind, replica, sender, recipient, payload, count, slot, self.privacy)
+        return self._sharing_layout(batch)
 
     def stamped(self, slot: int) -> MessageBatch:
         """The same rows (payload shared, not copied) stamped with the send ``slot``."""
         slots = np.empty(len(self), np.int64)
         slots.fill(slot)  # np.full, without its Python-level overhead
-        return MessageBatch._trusted(
+        batch = MessageBatch._trusted(
             self.kind, self.replica, self.sender, self.recipient, self.payload, self.count, slots, self.privacy
         )
+        return self._sharing_layout(batch)
 
     def with_payload(self, payload: Mapping[str, np.ndarray], privacy: PrivacySchema | None) -> MessageBatch:
         """The same rows with a new payload and privacy declaration (e.g. after a DP wrapper noised it)."""

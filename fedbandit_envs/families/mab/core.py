@@ -157,6 +157,9 @@ class FederatedMABCore(ChannelCore):
         self.num_replicas = b
         self._rows = np.arange(b)[:, None]
         self._cols = np.arange(m)[None, :]
+        # flat offsets of (replica, agent, arm 0) in means and of (replica, arm 0) in gaps: one take per gather
+        self._mean_cells = (np.arange(b * m) * cfg.num_arms).reshape(b, m)
+        self._gap_cells = self._rows * cfg.num_arms
         self._reward_rngs = [s.generator("rewards") for s in streams]
         self._noise = np.empty((b, 0, m))
         self._pulls = np.zeros((b, m, cfg.num_arms), np.int64)
@@ -224,11 +227,11 @@ class FederatedMABCore(ChannelCore):
         prepared = prepare_outgoing(self.channel, messages, self.coordinator)
         prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         noise = self._reward_noise(arms)
-        means = self.means[self._rows, self._cols, arms]
+        means = self.means.reshape(-1).take(self._mean_cells + arms)
         rewards = self.reward_model.transform(means, noise)
         if self.config.reward_tape:
             self._pulls[self._rows, self._cols, arms] += 1
-        self.last_regret = self.gaps[self._rows, arms]
+        self.last_regret = self.gaps.reshape(-1).take(self._gap_cells + arms)
         self.regret += self.last_regret
         if self.message_hooks:  # only the hooks read the counts
             self._observed[self._rows, self._cols, arms] += 1

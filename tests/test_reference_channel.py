@@ -1,0 +1,195 @@
+"""The channel's and the ledger's caches against their plain reference versions, bit for bit, on random workloads.
+
+With :func:`fedbandit_envs.reference.reference_mode` on, the ledger tallies every copy and every slot's links at
+once, one by one; the channel checks and expands every batch from the links row by row (no kept header plans) and
+draws every slot's gossip edges alone (no blocks). Each test plays one random workload (random topologies, batch
+headers with broadcasts and repeated headers, kinds and layouts, drops, latency, gossip) with the fast paths and
+again in the reference mode, and compares everything observable exactly. Hypothesis draws the workload's seed;
+examples are bounded (``max_examples``) so the module stays within seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fedbandit_envs import NEIGHBOURS, SERVER, MessageBatch
+from fedbandit_envs.channel import Channel, ChannelConfig, CostModel
+from fedbandit_envs.channel.ledger import DIRECTIONS, Ledger
+from fedbandit_envs.reference import reference_mode
+from fedbandit_envs.topology import Topology
+
+PROPERTY = settings(max_examples=25, deadline=None, database=None)
+SEEDS = st.integers(0, 2**32 - 1)
+
+#: Every total the ledger reports (per replica, node, direction or kind).
+LEDGER_TOTALS = (
+    "messages", "copies", "scalars", "bytes", "links", "link_cost", "cost", "dropped", "sent_messages", "sent_bytes",
+    "received_messages", "received_bytes", "node_cost", "direction_messages", "direction_bytes",
+)  # fmt: skip
+
+
+def random_topology(rng: np.random.Generator, num_agents: int, connected: bool) -> Topology:
+    """A random graph (a ring under it when ``connected``) with random server links."""
+    adjacency = np.triu(rng.random((num_agents, num_agents)) < 0.4, 1)
+    if connected:
+        adjacency[np.arange(num_agents - 1), np.arange(1, num_agents)] = True
+    adjacency = adjacency | adjacency.T
+    return Topology(adjacency, rng.random(num_agents) < 0.6, "random")
+
+
+def random_config(rng: np.random.Generator, num_agents: int, gossip: bool) -> ChannelConfig:
+    """Random prices, link accounting, latency (a number or a matrix), jitter, drops and gossip."""
+    costs = CostModel(
+        c1=float(rng.choice([0.0, 0.1, 1.0])),
+        c2=float(rng.choice([0.3, 1.0])),
+        link_accounting=str(rng.choice(["used_links", "graph_edges"])),  # type: ignore[arg-type]
+        free_server_downlink=bool(rng.random() < 0.5),
+        price_per_message=float(rng.choice([0.0, 0.25])),
+        price_per_byte=float(rng.choice([0.0, 0.01])),
+    )
+    latency: Any = int(rng.integers(0, 2))
+    if rng.random() < 0.3:
+        latency = rng.integers(0, 3, (num_agents + 1, num_agents + 1))
+    return ChannelConfig(
+        costs=costs,
+        latency=latency,
+        latency_jitter=int(rng.integers(0, 2)),
+        drop_prob=float(rng.choice([0.0, 0.3])),
+        gossip=str(rng.choice(["uniform_edge", "node_then_neighbour"])) if gossip else None,  # type: ignore[arg-type]
+        record_messages=bool(rng.random() < 0.7),
+    )
+
+
+def random_batch(rng: np.random.Generator, topologies: list[Topology], kind: str, width: int) -> MessageBatch:
+    """Rows from linked nodes to a linked node or NEIGHBOURS (the server too), packed counts now and then."""
+    m = topologies[0].num_agents
+    rows = []
+    for _ in range(int(rng.integers(1, 9))):
+        b = int(rng.integers(len(topologies)))
+        links = np.zeros((m + 1, m + 1), bool)
+        links[:m, :m] = topologies[b].adjacency
+        links[:m, m] = links[m, :m] = topologies[b].server_links
+        senders = np.flatnonzero(links.any(axis=1))
+        if len(senders) == 0:
+            continue
+        s = int(rng.choice(senders))
+        to = NEIGHBOURS if rng.random() < 0.4 else int(rng.choice(np.flatnonzero(links[s])))
+        rows.append((b, SERVER if s == m else s, SERVER if to == m else to))
+    replica, sender, recipient = (np.array(column, np.int64) for column in zip(*rows)) if rows else ([], [], [])
+    n = len(replica)
+    count = rng.integers(1, 4, n) if rng.random() < 0.3 else None
+    payload = {"v": rng.normal(size=(n, width)), "k": rng.integers(0, 9, (n, 1)).astype(np.int32)}
+    return MessageBatch(kind, replica, sender, recipient, payload, count=count)
+
+
+def workload(seed: int, gossip: bool = False) -> tuple[list[Topology], ChannelConfig, list[list[MessageBatch]]]:
+    """B replicas of M agents, a channel config and each slot's batches (kinds a-c; a kind repeats a header often)."""
+    rng = np.random.default_rng(seed)
+    num_replicas, num_agents = int(rng.integers(1, 4)), int(rng.integers(2, 6))
+    topologies = [random_topology(rng, num_agents, gossip) for _ in range(num_replicas)]
+    config = random_config(rng, num_agents, gossip)
+    slots: list[list[MessageBatch]] = []
+    last: dict[str, MessageBatch] = {}
+    for _ in range(int(rng.integers(4, 14))):
+        batches = []
+        for kind, width in (("a", 1), ("b", 3), ("c", 2)):
+            if rng.random() < 0.3:
+                continue
+            if (
+                kind in last and rng.random() < 0.6
+            ):  # the same header again (or its senders to NEIGHBOURS), a new payload
+                old = last[kind]
+                payload = {"v": rng.normal(size=(len(old), width)), "k": old.payload["k"]}
+                recipient = old.recipient if rng.random() < 0.7 else np.full(len(old), NEIGHBOURS)
+                batch = MessageBatch(kind, old.replica, old.sender, recipient, payload)
+            else:
+                batch = random_batch(rng, topologies, kind, width)
+            last[kind] = batch
+            batches.append(batch)
+        slots.append(batches)
+    return topologies, config, slots
+
+
+def play(topologies: list[Topology], config: ChannelConfig, slots: list[list[MessageBatch]], read_every: int) -> dict:
+    """Route every slot's batches through a fresh channel; everything it delivered and the ledger's totals."""
+    channel = Channel(config)
+    channel.reset(topologies, [np.random.default_rng([7, b]) for b in range(len(topologies))])
+    delivered, partners = [], []
+    for slot, batches in enumerate(slots):
+        partners.append(channel.sample_gossip_partners().copy())
+        arrived = channel.due(slot) + channel.transmit(slot, channel.prepare(batches))
+        delivered.extend(arrived)
+        channel.close_slot()
+        if read_every and slot % read_every == 0:
+            channel.ledger.totals(0)  # a read mid-episode tallies the queues
+    return {"delivered": delivered, "partners": partners, "ledger": channel.ledger}
+
+
+def assert_same_batches(fast: list[MessageBatch], plain: list[MessageBatch]) -> None:
+    assert len(fast) == len(plain)
+    for a, b in zip(fast, plain):
+        assert a.kind == b.kind and a.privacy == b.privacy and a.payload.keys() == b.payload.keys()
+        for name in ("replica", "sender", "recipient", "count", "slot"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), name
+        for name in a.payload:
+            assert a.payload[name].dtype == b.payload[name].dtype
+            np.testing.assert_array_equal(a.payload[name], b.payload[name])
+
+
+def assert_same_ledger(fast: Ledger, plain: Ledger) -> None:
+    for name in LEDGER_TOTALS:
+        x, y = getattr(fast, name), getattr(plain, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name  # bit for bit, floats included
+    assert fast.kind_messages.keys() == plain.kind_messages.keys()
+    for kind in fast.kind_messages:
+        assert np.array_equal(fast.kind_messages[kind], plain.kind_messages[kind])
+        assert np.array_equal(fast.kind_bytes[kind], plain.kind_bytes[kind])
+    if fast.record_messages:
+        plain_records = plain.records()
+        for column, values in fast.records().items():
+            np.testing.assert_array_equal(values, plain_records[column])
+
+
+@PROPERTY
+@given(seed=SEEDS, read_every=st.sampled_from([0, 1, 3]))
+def test_ledger_tallies_equal_the_reference(seed: int, read_every: int) -> None:
+    """Bulk tallies (read at any time, or tallied after every batch) equal copy-by-copy tallies at once."""
+    topologies, config, slots = workload(seed)
+    fast = play(topologies, config, slots, read_every)
+    with reference_mode():
+        plain = play(topologies, config, slots, read_every)
+    assert_same_ledger(fast["ledger"], plain["ledger"])
+    totals = fast["ledger"].totals(0)
+    assert set(totals) >= {f"{d}_messages" for d in DIRECTIONS}
+
+
+@PROPERTY
+@given(seed=SEEDS)
+def test_expansion_plans_equal_the_reference(seed: int) -> None:
+    """Kept header plans route every batch (repeated headers, broadcasts, drops, delays) as a fresh row-by-row
+    expansion does: the same copies, in the same order, with the same payloads."""
+    topologies, config, slots = workload(seed)
+    fast = play(topologies, config, slots, 0)
+    with reference_mode():
+        plain = play(topologies, config, slots, 0)
+    assert_same_batches(fast["delivered"], plain["delivered"])
+    assert_same_ledger(fast["ledger"], plain["ledger"])
+
+
+@PROPERTY
+@given(seed=SEEDS, horizon=st.integers(1, 600))
+def test_gossip_blocks_equal_the_reference(seed: int, horizon: int) -> None:
+    """Gossip partners drawn in blocks are the partners drawn one slot at a time (blocks of 256 crossed)."""
+    topologies, config, _ = workload(seed, gossip=True)
+    fast = play(topologies, config, [[]] * horizon, 0)["partners"]
+    with reference_mode():
+        plain = play(topologies, config, [[]] * horizon, 0)["partners"]
+    assert len(fast) == len(plain) == horizon
+    for a, b in zip(fast, plain):
+        assert np.array_equal(a, b)
+    assert all((a >= 0).sum(axis=1).tolist() == [2] * len(topologies) for a in fast)  # one edge per replica
