@@ -271,16 +271,17 @@ def test_a_loopback_deployment_with_a_superlink_and_supernodes_matches_the_simul
         pytest.skip(f"flower-superlink is not installed beside {sys.executable}")
     with loopback_federation(tmp_path, NUM_NODES) as env:
 
-        def deployed(spec, checkpoints):
-            result = tmp_path / "run.pkl"
+        def deployed(spec, checkpoints, wrappers=""):
+            result = tmp_path / f"run_{spec.algorithm}.pkl"
             app = write_app(
-                tmp_path / "app",
+                tmp_path / f"app_{spec.algorithm}",
                 spec.algorithm,
                 spec.env_kwargs,
                 spec.seed,
                 result,
                 label=spec.label or "",
                 checkpoints=len(checkpoints),  # 1..T: T evenly spaced checkpoints
+                wrappers=wrappers,
             ).parent
             started = subprocess.run(
                 [str(BIN / "flwr"), "run", str(app), "loopback"],
@@ -299,5 +300,17 @@ def test_a_loopback_deployment_with_a_superlink_and_supernodes_matches_the_simul
         flower, _ = assert_same_run(
             "full_sharing_ucb", {"num_agents": NUM_NODES, "num_arms": 4, "horizon": 6}, seed=3, engine=deployed
         )
+        # The same federation runs a second app whose run config names a DP wrapper: the clients privatize
+        # their messages as the simulator's wrapper does, and spend the same privacy.
+        # Fed_UCB's gossip (relayed by the server, charged as agent links) sends from the first slot.
+        text = "laplace:epsilon=0.5,calibration=paper,n_agg=5"
+        laplace = [lambda env: LaplaceMessageDP(env, epsilon=0.5, calibration="paper", n_agg=5)]
+        gossip = {**GOSSIP, "num_agents": NUM_NODES, "horizon": 6}
+        private, expected = assert_same_run(
+            "fed_ucb", gossip, 4, laplace, engine=lambda spec, checkpoints: deployed(spec, checkpoints, text)
+        )
     assert flower.ledger["messages"] > 0
     assert flower.rounds == 6 + 2  # the set-up round, one round per slot, the closing round
+    spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == 6]
+    np.testing.assert_array_equal(private.epsilon_spent, spent)
+    assert min(spent) > 0 and private.ledger["messages"] > 0
