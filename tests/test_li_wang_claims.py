@@ -11,14 +11,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from agents.li_wang import LiWangConfig, log_det_bound
 from fedbandit_envs.bench.catalogue.li_wang import (
     FIG2A,
     FIG2B,
     FIG2C,
     FIG3,
+    SYNTHETIC_LAM,
     async_label,
     frontier_comparisons,
     grid_monotone,
+    payload_dimension,
     reward_order,
     threshold_algorithms,
 )
@@ -109,21 +112,94 @@ def test_frontier_comparison_by_hand():
 
 
 def test_grid_monotone_by_hand():
-    """S1's rule: C_T non-increasing (a saturated plateau is allowed) and falling overall; R_T within 10%."""
+    """S1's rule: uploads non-increasing (a saturated plateau is allowed) and falling overall; R_T within 10%."""
 
     def rows(points):
         return Results(
             curves=[
-                {"algorithm": f"sync D={d}", "seed": 0, "slot": 1, "messages": c, "group_regret": r}
-                for d, c, r in points
+                {
+                    "algorithm": f"sync D={d}",
+                    "seed": 0,
+                    "slot": 1,
+                    "messages": 2 * up,
+                    "up_messages": up,
+                    "group_regret": r,
+                }
+                for d, up, r in points
             ]
         )
 
     claim = grid_monotone("s1", "sync")
     assert claim.check(rows([(1, 500, 10.0), (10, 200, 9.5), (100, 200, 30.0)])).passed  # 5% dip, plateau
     assert not claim.check(rows([(1, 500, 10.0), (10, 200, 8.0)])).passed  # regret fell by 20%
-    assert not claim.check(rows([(1, 500, 10.0), (10, 600, 12.0)])).passed  # communication rose
+    assert not claim.check(rows([(1, 500, 10.0), (10, 600, 12.0)])).passed  # uploads rose
     assert not claim.check(rows([(1, 200, 10.0), (10, 200, 12.0)])).passed  # no fall at all
+    with pytest.raises(ValueError, match="only Async-LinUCB"):
+        grid_monotone("s1", "sync", lam=0.1)
+    with pytest.raises(ValueError, match="family must be"):
+        grid_monotone("s1", "both")
+
+
+def test_async_grid_rule_is_uploads_and_the_e5_bound_not_falling_communication():
+    """S1 for Async (decision P3): C_T may rise along the grid (downloads), uploads may not; C_T < M L_T / log gamma.
+
+    Made-up runs with d = 2 (6 scalars a message), T = 100, lam = 0.1: L_T = 2 log(1 + 100 / 0.2) = 12.43,
+    so with M = 3 registered clients the bound at gamma = e is 37.3 and at gamma = e^2 18.6.
+    """
+    gain = 2 * np.log1p(100 / 0.2)
+    assert log_det_bound(2, 100, 0.1) == pytest.approx(gain)
+
+    def results(points, arrivals=(5, 0, 7, 1)):
+        curves = [
+            {
+                "algorithm": async_label(g),
+                "seed": 0,
+                "slot": 100,
+                "messages": c,
+                "scalars": 6 * c,
+                "up_messages": up,
+                "group_regret": r,
+            }
+            for g, c, up, r in points
+        ]
+        agents = [
+            {"algorithm": async_label(g), "seed": 0, "slot": slot, "agent": i, "arrivals": a if slot == 100 else 9}
+            for g, *_ in points
+            for slot in (50, 100)
+            for i, a in enumerate(arrivals)
+        ]
+        return Results(curves=curves, agents=agents)
+
+    claim = grid_monotone("s1", "async", lam=0.1)
+    rising = [(np.e, 20, 10, 5.0), (np.e**2, 18, 4, 6.0), (INF, 0, 0, 50.0)]
+    verdict = claim.check(results(rising))
+    assert verdict.passed, verdict.evidence
+    assert [e["bound"] for e in verdict.values["bounds"]] == pytest.approx([3 * gain, 3 * gain / 2, 0.0])
+    assert "in 3 of 3 runs" in verdict.evidence
+    over = [(np.e, 20, 10, 5.0), (np.e**2, 19, 4, 6.0), (INF, 0, 0, 50.0)]  # 19 > 18.6 at gamma = e^2
+    assert not claim.check(results(over)).passed
+    assert not claim.check(results([(np.e, 20, 10, 5.0), (INF, 1, 0, 50.0)])).passed  # gamma = inf sent something
+    assert not claim.check(results([(np.e, 20, 4, 5.0), (np.e**2, 18, 10, 6.0)])).passed  # uploads rose
+    unreadable = Results(
+        curves=[{**row, "scalars": 7 * row["messages"]} for row in results(rising).curves],
+        agents=results(rising).agents,
+    )
+    verdict = claim.check(unreadable)
+    assert not verdict.passed and "d unreadable from the ledger in 2" in verdict.evidence
+
+
+def test_payload_dimension_reads_d_off_the_ledger():
+    assert payload_dimension(25 * 110, 25) == 10  # d^2 + d = 110 scalars a message
+    assert payload_dimension(650 * 3, 3) == 25
+    assert payload_dimension(0, 0) is None
+    assert payload_dimension(7 * 4, 4) is None  # no integer d has d^2 + d = 7
+    assert payload_dimension(111, 2) is None  # not a whole number of scalars per message
+
+
+def test_synthetic_lambda_is_the_agents_default():
+    """The S1 bound uses the catalogue's lambda; the Fig. 2 algorithms leave lambda at the agents' default."""
+    assert LiWangConfig().lam == SYNTHETIC_LAM
+    assert all("lam" not in spec.kwargs for spec in FIG2A.algorithms.values())
 
 
 def test_reward_order_counts_seeds_by_hand():
@@ -176,3 +252,4 @@ def test_paper_scale_frontier(scenario, winner):
     assert check.passed, check.evidence
     assert regret[(async_label(INF),)] >= 5 * regret[(async_label(2.0),)]
     assert np.isfinite(regret[(async_label(2.0),)])
+
