@@ -410,3 +410,59 @@ def _fig3(profile: str) -> Scenario:
 
 
 FIG3 = {profile: _fig3(profile) for profile in ("lastfm", "delicious", "movielens")}
+
+# ---------------------------------------------------------------------- Table 2 (S7, a soft check)
+#: Table 2's activity groups (spec section 4.4): users with 10 g .. 10 g + 9 events, g = 0 .. 9; heavier users
+#: (the stand-in's heavy users) are outside the table.
+TABLE2_GROUPS = 10
+#: S7's thresholds: gamma = 3 (every group uploads) and high thresholds, the paper's 6001 among them.
+TABLE2_GAMMAS = (3.0, 101.0, 1001.0, 6001.0)
+
+
+def table2_algorithms() -> dict[str, AlgorithmSpec]:
+    """Async-LinUCB with the real-data settings (spec D7) at every threshold of :data:`TABLE2_GAMMAS`."""
+    return {async_label(g): AlgorithmSpec(ASYNC, {"gamma": g, **REAL_DATA}) for g in TABLE2_GAMMAS}
+
+
+def table2_uploads(results: Results, label: str) -> dict[int, dict[int, int]]:
+    """Uploads per seed and Table 2 activity group of the run ``label``: ``{seed: {group: uploads}}``.
+
+    A client's group is its number of events (the ``arrivals`` column of the ``agents`` table at the run's last
+    checkpoint) // 10; clients with 100 events or more are group :data:`TABLE2_GROUPS` (outside Table 2). Its
+    uploads are its ``messages_sent`` (a client sends nothing but uploads).
+    """
+    last = {row["seed"]: row["slot"] for row in final_rows(results.curves) if row["algorithm"] == label}
+    groups: dict[int, dict[int, int]] = {seed: dict.fromkeys(range(TABLE2_GROUPS + 1), 0) for seed in last}
+    for row in results.agents:
+        if row["algorithm"] == label and row["slot"] == last.get(row["seed"]):
+            group = min(int(row["arrivals"]) // 10, TABLE2_GROUPS)
+            groups[row["seed"]][group] += int(row["messages_sent"])
+    return groups
+
+
+def table2_pattern(results: Results, low: float = 3.0, band: tuple[float, float] = (0.01, 0.02)) -> dict[str, Any]:
+    """Spec S7 on the delicious stand-in (a soft check: reported, not gated): Table 2's upload pattern.
+
+    The high threshold is the Async run whose mean C_T over mean C_T(gamma = ``low``) lies nearest (in log) to
+    ``band``; ``top_share`` is the share of its Table 2 uploads (groups 0-9, all seeds) from the two most active
+    groups (80-90 and 90-100 events), which S7 expects >= 70%; ``every_group_uploads`` says whether at gamma =
+    ``low`` each Table 2 group uploads at least once in every seed.
+    """
+    means = final_means(results, "messages")
+    comm = {float(label.partition("=")[2]): value for (label,), value in means.items() if label.startswith("async ")}
+    if low not in comm or len(comm) < 2:
+        raise ValueError(f"table2_pattern needs Async runs at gamma = {low} and higher; got gammas {sorted(comm)}")
+    centre = math.sqrt(band[0] * band[1])
+    ratios = {gamma: value / comm[low] for gamma, value in comm.items() if gamma > low}
+    high = min(ratios, key=lambda gamma: abs(math.log(max(ratios[gamma], 1e-300) / centre)))
+    at_low, at_high = table2_uploads(results, async_label(low)), table2_uploads(results, async_label(high))
+    table = [sum(groups[g] for groups in at_high.values()) for g in range(TABLE2_GROUPS)]
+    top = table[-2] + table[-1]
+    return {
+        "high": high,
+        "comm_ratio": ratios[high],
+        "uploads_high": table,
+        "top_share": top / sum(table) if sum(table) else math.nan,
+        "every_group_uploads": all(min(groups[g] for groups in at_low.values()) >= 1 for g in range(TABLE2_GROUPS)),
+        "uploads_low": [sum(groups[g] for groups in at_low.values()) for g in range(TABLE2_GROUPS)],
+    }
