@@ -29,10 +29,10 @@ What S1 and S3 can claim (measured 2026-11-27):
   neighbours, and every Async run's C_T lies strictly below M L_T / log gamma, with M the clients that
   arrived, L_T = d log(1 + T / (d lam)) (for Sync-LinUCB C_T is exactly twice the uploads, so its rule is the
   spec's). Measured: at the CI scale the rule held on all 10 blocks of 3 seeds (30 seeds, 36 Async runs with
-  a bound per block, largest C_T / bound 0.37); at the paper scale (Fig. 2a, seed 0, gamma = 1.1 ... 1001, inf; the three
-  smallest gammas not run) uploads 1556, 1108, 1016, 1000, 73, 63, 56, 26, 23, 0 fall, R_T 388, 401, 413, 413,
-  786, 804, 956, 1349, 1542, 7869 rises, and C_T is 0.12-0.27 of the bound (660k of 2.46M at gamma = 1.1, 21.9k
-  of 97.9k at gamma = 11), all 1000 clients registered.
+  a bound per block, largest C_T / bound 0.37); at the paper scale (Fig. 2a, seed 0, gamma = 1.1 ... 1001,
+  inf; the three smallest gammas not run) uploads 1556, 1108, 1016, 1000, 73, 63, 56, 26, 23, 0 fall, R_T
+  388, 401, 413, 413, 786, 804, 956, 1349, 1542, 7869 rises, and C_T is 0.12-0.27 of the bound (660k of 2.46M
+  at gamma = 1.1, 21.9k of 97.9k at gamma = 11), all 1000 clients registered.
 * S3 (Sync ahead at matched communication under uniform arrivals) does not hold at the CI scale: over 10 blocks
   of 3 seeds it passes on 2, and all 30 seeds pooled give 7 of 11 comparisons for Sync (< 2/3). Sync's edge is
   N^(1/4): 3.2 at N = 100 against 5.6 at the paper's N = 1000, where S3 passes. A larger twin at the same
@@ -137,12 +137,12 @@ def communication_bounds(results: Results, lam: float) -> list[dict[str, Any]]:
         if key in finals and row["slot"] == finals[key]["slot"] and row["arrivals"] > 0:
             registered[key] += 1
     entries = []
-    for (label, seed), row in sorted(finals.items()):
+    for (label, seed), final in sorted(finals.items()):
         gamma = float(label.partition("=")[2])
         if not label.startswith("async ") or gamma == 1.0:
             continue
-        comm, horizon = int(row["messages"]), int(row["slot"])
-        dimension = payload_dimension(int(row["scalars"]), comm)
+        comm, horizon = int(final["messages"]), int(final["slot"])
+        dimension = payload_dimension(int(final["scalars"]), comm)
         if math.isinf(gamma) or comm == 0:
             bound, ok = (0.0 if math.isinf(gamma) else math.inf), comm == 0
         elif dimension is None:
