@@ -48,8 +48,8 @@ What S1 and S3 can claim (measured 2026-11-27):
   at d = 10; Sync's trigger multiplies the log-det ratio by the steps since the last round and keeps
   synchronising.
   S3 is therefore checked by ``li_wang/fig2a_frontier``, whose CI twin has d = K = 25, with its measured pass
-  rate: it held on 3 of 3 blocks of 3 seeds run so far (blocks 0, 1 and 5; 9 to 11 comparisons each, every one
-  for Sync), at about 90 s of CPU per block on one core.
+  rate: it held on 10 of 10 blocks of 3 seeds (seeds 0-29; 9 to 11 comparisons per block, every one for Sync),
+  at about 90 s of CPU per block on one core.
 """
 
 from __future__ import annotations
@@ -347,10 +347,16 @@ def _fig2(name: str, arrival: str, claims: Sequence[Claim], rates: dict[str, tup
 FIG2A_PASS_RATES = {"async_monotone": (10, 10), "sync_monotone": (10, 10), "extremes": (10, 10)}
 #: Fig. 2a carries S1 and S2; S3 is checked by :data:`FIG2A_FRONTIER`, whose CI twin is in the paper's regime.
 FIG2A = _fig2("fig2a_uniform", "uniform", (), FIG2A_PASS_RATES, "0:30 in blocks of 3")
-#: Pass rates at the CI scale (blocks of 3 seeds).
-FIG2B_PASS_RATES = {"async_monotone": (3, 4), "sync_monotone": (4, 4), "extremes": (4, 4), "async_frontier": (4, 4)}
+#: Pass rates at the CI scale over 10 blocks of 3 seeds. S1 failed on block 3 only: mean uploads 15 at gamma = 317
+#: and 15.3 at 1001 (one upload more in 3 seeds, where uploads saturate); its E5 bound held (C_T <= 0.43 of it).
+FIG2B_PASS_RATES = {
+    "async_monotone": (9, 10),
+    "sync_monotone": (10, 10),
+    "extremes": (10, 10),
+    "async_frontier": (10, 10),
+}
 FIG2B = _fig2(
-    "fig2b_zipf", "zipf", (frontier_favours("async_frontier", "async"),), FIG2B_PASS_RATES, "0:12 in blocks of 3"
+    "fig2b_zipf", "zipf", (frontier_favours("async_frontier", "async"),), FIG2B_PASS_RATES, "0:30 in blocks of 3"
 )
 
 #: The grid points of S3's comparisons: gamma = 1, 1.01, 1.03 and D = 0.01, 0.03 sit on the regret floor (never
@@ -360,22 +366,20 @@ FRONTIER_DS = tuple(d for d in D_GRID if d >= 0.1)
 #: S3's CI twin: N = 100 and T/N = 30 arrivals per client as at the CI scale of Fig. 2a, but the paper's d = K = 25.
 FRONTIER_CI = {"num_clients": 100, "num_arms": 25, "dimension": 25, "horizon": 3000, "seeds": 3}
 #: S3's pass rate at that CI twin (blocks of 3 seeds).
-FIG2A_FRONTIER_PASS_RATES = {"sync_frontier": (3, 3)}
+FIG2A_FRONTIER_PASS_RATES = {"sync_frontier": (10, 10)}
 FIG2A_FRONTIER = li_wang_scenario(
     "fig2a_frontier",
     "Fig. 2a's frontier comparison (S3): Async-LinUCB (gamma grid) against Sync-LinUCB (D grid) under uniform "
     "arrivals, on the grid points that reach the compared region; each point is (C_T, R_T) at t = T.",
     {**SYNTHETIC, "arrival": "uniform"},
     threshold_algorithms(FRONTIER_GAMMAS, FRONTIER_DS),
-    with_pass_rates(
-        (frontier_favours("sync_frontier", "sync"),), FIG2A_FRONTIER_PASS_RATES, "0:6 and 15:18 in blocks of 3"
-    ),
+    with_pass_rates((frontier_favours("sync_frontier", "sync"),), FIG2A_FRONTIER_PASS_RATES, "0:30 in blocks of 3"),
     ci=FRONTIER_CI,
 )
 
 # ---------------------------------------------------------------------- Fig. 2c
 #: Pass rates at the CI scale (blocks of 3 seeds).
-FIG2C_PASS_RATES = {"regret_falls_with_dg": (2, 2), "communication_grows_with_dg": (2, 2)}
+FIG2C_PASS_RATES = {"regret_falls_with_dg": (10, 10), "communication_grows_with_dg": (10, 10)}
 FIG2C = li_wang_scenario(
     "fig2c_global_dimension",
     "Fig. 2c: Async-LinUCB-AM (gamma = 5) on heterogeneous clients, d_g + d_i = 25, swept over d_g.",
@@ -393,7 +397,7 @@ FIG2C = li_wang_scenario(
             ),
         ),
         FIG2C_PASS_RATES,
-        "0:6 in blocks of 3",
+        "0:30 in blocks of 3",
     ),
     ci={"num_clients": 100, "horizon": 3000, "seeds": 3},
     sweep={"env.global_dimension": [4, 8, 12, 16, 20, 24]},
