@@ -54,6 +54,7 @@ from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
+from fedbandit_envs.families.linear.bounds import communication_bound, log_det_bound
 from fedbandit_envs.families.linear.env import LinearContext, LinearFeedback
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.reference import reference_active
@@ -1363,19 +1364,6 @@ class AsyncLinUCBAM(_LinUCBClients):
 
 
 # ---------------------------------------------------------------------- theory helpers (spec sections 4.6 and 5)
-def log_det_bound(dimension: int, horizon: int, lam: float, context_norm: float = 1.0) -> float:
-    """``L_T <= d log(1 + T max|x|^2 / (d lam))``, the bound on ``ld(lam I + S_T) - d log lam`` (spec E5)."""
-    return float(dimension * np.log1p(horizon * context_norm**2 / (dimension * lam)))
-
-
-def communication_bound(num_clients: int, log_det_gain: float, gamma_u: float, gamma_d: float) -> float:
-    """Spec E5: ``C_T < M L_T / log min(gamma_U, gamma_D)`` for M registered clients (inf at gamma = 1)."""
-    gamma_min = min(float(gamma_u), float(gamma_d))
-    if gamma_min <= 1.0:
-        return float("inf")
-    return float(num_clients * log_det_gain / np.log(gamma_min))
-
-
 def regret_factor(gamma: float, num_clients: int) -> float:
     """Table 1's regret factor ``sqrt(gamma [1 + (N - 1)(gamma - 1)])``."""
     return float(np.sqrt(gamma * (1.0 + (num_clients - 1) * (gamma - 1.0))))
