@@ -351,3 +351,62 @@ def test_pfcb_under_a_gaussian_wrapper_spends_the_simulators_privacy():
     spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == PROCUREMENT["horizon"]]
     np.testing.assert_array_equal(flower.epsilon_spent, spent)
     assert min(spent) > 0
+
+
+#: One small run of every algorithm the adapter supports, on Flower's simulation engine (the tests above run
+#: the same apps over the in-process grid). About a second per Flower round on a loaded 2-core machine, so
+#: these are in the slow tier; horizons are the shortest at which each algorithm sends messages.
+ENGINE_CASES = {
+    "cdp_mab_laplace": (
+        partial(CDPMAB, rounds=3, delta_schedule_base=0.7, participation=0.5),
+        {**CDP, "horizon": 200},
+        [lambda env: LaplaceMessageDP(env, epsilon=1.0, calibration="paper", n_agg=3)],
+    ),
+    "async_linucb": ("async_linucb", {**LINEAR, "horizon": 20}, ()),
+    "async_linucb_am": (
+        "async_linucb_am",
+        {**LINEAR, "mode": "heterogeneous", "global_dimension": 2, "local_dimensions": 1, "horizon": 60},
+        (),
+    ),
+    "one_linucb": ("one_linucb", {**LINEAR, "horizon": 10}, ()),
+    "n_linucb": ("n_linucb", {**LINEAR, "horizon": 10}, ()),
+    "hdp_mab": (
+        "hdp_mab",
+        {
+            "num_agents": 6,
+            "num_arms": 4,
+            "horizon": 260,
+            "instance_seed": 2,
+            "topology": hybrid_topology(6, [1, 2, 3], "path"),
+        },
+        (),
+    ),
+    "dubey_cooperative_ucb": (
+        "dubey_cooperative_ucb",
+        {"num_agents": 4, "num_arms": 3, "horizon": 8, "topology": "ring"},
+        (),
+    ),
+    "dubey_ucb1": ("dubey_ucb1", {"num_agents": 4, "num_arms": 3, "horizon": 8, "topology": "ring"}, ()),
+    "independent_ucb1": ("independent_ucb1", {"num_agents": 3, "num_arms": 3, "horizon": 6}, ()),
+    "random": ("random", {"num_agents": 3, "num_arms": 3, "horizon": 4}, ()),
+    "gossip_ucb_drops": ("gossip_ucb", {**GOSSIP, "num_agents": 4, "horizon": 10, "drop_prob": 0.3}, ()),
+    "fed_ucb_laplace": (
+        partial(FedUCB, epsilon=2.0),
+        {**GOSSIP, "num_agents": 4, "horizon": 10},
+        [lambda env: LaplaceMessageDP(env, epsilon=0.5)],
+    ),
+    "solanki_nf": ("solanki_nf", {**PROCUREMENT, "horizon": 6}, ()),
+    "fcb": (partial(PFCB, noise=False, t_lo=4), {**PROCUREMENT, "horizon": 10}, ()),
+    "pfcb": (partial(PFCB, t_lo=4), {**PROCUREMENT, "horizon": 10}, ()),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(ENGINE_CASES))
+def test_every_supported_algorithm_on_the_simulation_engine_matches_the_simulator(case):
+    algorithm, env, wrappers = ENGINE_CASES[case]
+    flower, expected = assert_same_run(algorithm, env, seed=3, wrappers=wrappers, engine=run_flower)
+    if wrappers or case == "pfcb":  # privatized on the clients (P-FCB with its own noise)
+        spent = [row["epsilon_spent"] for row in expected.agents if row["slot"] == env["horizon"]]
+        np.testing.assert_array_equal(flower.epsilon_spent, spent)
+        assert max(spent) > 0
