@@ -1,24 +1,31 @@
 """Figures from tidy results (needs the ``plot`` extra: matplotlib).
 
 * :func:`plot_regret`: group regret vs slot, mean over seeds with a min-max or 95% CI band.
-* :func:`plot_figure`: any :class:`~fedbandit_envs.bench.scenarios.FigureSpec`: a metric vs slot, or
-  its final value vs a swept parameter, one line per ``hue`` value and one panel per ``facet`` value
-  (the per-scenario figures that mirror the papers').
+* :func:`plot_figure`: any :class:`~fedbandit_envs.bench.scenarios.FigureSpec`: a metric vs slot, its final
+  value vs a swept parameter (points with error bars per category for a categorical parameter), or a
+  trade-off of two final values, one line per ``hue`` value and one panel per ``facet`` value (the
+  per-scenario figures that mirror the papers').
 * :func:`plot_regret_vs_cost` and :func:`plot_regret_vs_epsilon`: final regret against communication
   cost or privacy, with 95% confidence intervals on both axes.
 
-Every function writes each path it is given (PNG, SVG or PDF by the suffix) atomically and returns
-the paths.
+Every figure stays legible at any number of lines: each line gets its own (colour, line style, marker)
+(:func:`line_styles`), the legend sits outside the axes at the right of the figure (never over the
+data or the title), axes go logarithmic when the data span decades (:func:`axis_scale`) and categorical
+parameters (seeds, instance ids, names) are never drawn as a line over a numeric axis
+(:func:`is_categorical`). Every function writes each path it is given (PNG, SVG or PDF by the suffix)
+atomically and returns the paths.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fedbandit_envs.bench.scenarios import FigureSpec
@@ -30,16 +37,48 @@ from fedbandit_envs.run import Results
 PathLike = str | Path
 BANDS = ("minmax", "ci95")
 LABELS = {
-    "slot": "slot",
+    "slot": "slot t",
     "group_regret": "group pseudo-regret",
-    "mean_regret": "mean pseudo-regret per agent",
+    "mean_regret": "pseudo-regret per agent",
     "cost": f"communication cost ({UNITS['cost'][0]})",
     "link_cost": f"link cost ({UNITS['cost'][0]})",
     "messages": unit_heading("messages"),
     "bytes": unit_heading("bytes"),
     "epsilon_max": "epsilon spent (max over agents)",
     "epsilon_mean": "epsilon spent (mean over agents)",
+    "epsilon": "privacy budget epsilon",
+    "frr": "FRR (federated / non-federated regret)",
+    "normalised_reward": "reward / reward of random",
 }
+#: Ten well-separated colours; with :data:`LINESTYLES` and :data:`MARKERS` they give 320 distinct lines.
+COLOURS = (
+    "tab:blue",
+    "tab:orange",
+    "tab:green",
+    "tab:red",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:gray",
+    "tab:olive",
+    "tab:cyan",
+)
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: Parameter names that identify things rather than measure them (see :func:`is_categorical`).
+CATEGORICAL_NAMES = frozenset({"seed", "instance", "graph", "topology", "profile", "arrival", "mode", "homogeneous"})
+#: Fonts for figures pasted into a paper at column width.
+STYLE = {
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 8.5,
+    "figure.titlesize": 11,
+}
+#: Legend entries per legend column before the legend gets another column.
+LEGEND_ROWS = 26
 
 
 def _pyplot():
@@ -57,7 +96,7 @@ def _as_paths(paths: PathLike | Sequence[PathLike]) -> list[Path]:
     return [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
 
 
-def save_figure(figure: Any, paths: PathLike | Sequence[PathLike], dpi: int = 120) -> list[Path]:
+def save_figure(figure: Any, paths: PathLike | Sequence[PathLike], dpi: int = 150) -> list[Path]:
     """Write a matplotlib figure to every path (format from the suffix), atomically, then close it."""
     plt = _pyplot()
     written = []
@@ -72,6 +111,58 @@ def save_figure(figure: Any, paths: PathLike | Sequence[PathLike], dpi: int = 12
     finally:
         plt.close(figure)
     return written
+
+
+def line_styles(count: int) -> list[dict[str, str]]:
+    """``count`` distinct matplotlib styles (``color``, ``linestyle``, ``marker``), one per line.
+
+    Line ``i`` gets colour ``i mod 10``, line style ``(i div 10) mod 4`` and marker ``(i div 40) mod 8``, so
+    the first 40 lines differ in (colour, line style) and up to 320 in (colour, line style, marker).
+    """
+    limit = len(COLOURS) * len(LINESTYLES) * len(MARKERS)
+    if count > limit:
+        raise ValueError(f"at most {limit} lines can be told apart, got {count}: facet the figure or use fewer hues")
+    per_style = len(COLOURS) * len(LINESTYLES)
+    return [
+        {
+            "color": COLOURS[i % len(COLOURS)],
+            "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
+            "marker": MARKERS[(i // per_style) % len(MARKERS)],
+        }
+        for i in range(count)
+    ]
+
+
+def axis_scale(values: Iterable[Any], log: bool | None = None) -> tuple[str, dict[str, float]]:
+    """The matplotlib scale and its keywords for an axis showing ``values`` (non-finite values are ignored).
+
+    The rule with ``log=None``: a logarithmic axis when every value is >= 0 and the positive ones span more
+    than two decades (largest / smallest > 100); ``"symlog"`` (linear up to the smallest positive value,
+    logarithmic beyond, so that zeros stay visible) instead of ``"log"`` when some values are exactly 0;
+    otherwise linear. ``log=True`` asks for the logarithmic axis whatever the span (still ``"symlog"`` with
+    zeros, and linear if a value is negative: nothing is hidden), ``log=False`` for a linear one.
+    """
+    finite = np.array([float(v) for v in values], dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    positive = finite[finite > 0]
+    if log is False or not positive.size or (finite < 0).any():
+        return "linear", {}
+    if log is None and positive.max() <= 100 * positive.min():
+        return "linear", {}
+    if (finite == 0).any():
+        return "symlog", {"linthresh": float(positive.min())}
+    return "log", {}
+
+
+def is_categorical(column: str, values: Sequence[Any]) -> bool:
+    """Whether a parameter is drawn as categories (points per category) rather than on a numeric axis.
+
+    Categorical: values that are not all finite numbers (strings, booleans, graphs, None), and parameters
+    that identify rather than measure, whatever their type: names in :data:`CATEGORICAL_NAMES` or ending in
+    ``seed`` or ``_id`` (``instance_seed`` 0 and 1 are two instances, not two amounts).
+    """
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+    return not numeric or column in CATEGORICAL_NAMES or column.endswith(("seed", "_id"))
 
 
 def _curves(results: Results, columns: Sequence[str]) -> pd.DataFrame:
@@ -94,16 +185,24 @@ def _label(column: str) -> str:
     return LABELS.get(column, column)
 
 
-def _key_text(columns: Sequence[str], key: tuple) -> str:
-    if list(columns) == ["algorithm"]:
-        return str(key[0])
-    return ", ".join(f"{c}={v}" if c != "algorithm" else str(v) for c, v in zip(columns, key))
+def _key_text(columns: Sequence[str], key: tuple, names: Mapping[str, str] | None = None) -> str:
+    """A legend / panel text for the values ``key`` of ``columns``; ``names`` renames values (by ``str(value)``)."""
+    names = names or {}
+    parts = []
+    for column, value in zip(columns, key):
+        if str(value) in names:
+            parts.append(names[str(value)])
+        else:
+            parts.append(str(value) if column in ("algorithm", "_series") else f"{column}={value}")
+    return ", ".join(parts)
 
 
-def _grid(plt: Any, panels: int) -> tuple[Any, list[Any]]:
+def _grid(plt: Any, panels: int, entries: int) -> tuple[Any, list[Any]]:
+    """A figure of ``panels`` axes (at most 3 a row), tall enough for a legend of ``entries`` at its right."""
     columns = min(3, panels)
     rows = math.ceil(panels / columns)
-    size = (6.4 if columns == 1 else 4.6 * columns, 4.2 * rows)
+    legend_height = 0.2 * min(entries, LEGEND_ROWS) + 1.2
+    size = (6.0 if columns == 1 else 4.4 * columns, max(3.9 * rows, legend_height))
     figure, axes = plt.subplots(rows, columns, figsize=size, layout="constrained", squeeze=False)
     flat = list(axes.flat)
     for extra in flat[panels:]:
@@ -111,9 +210,60 @@ def _grid(plt: Any, panels: int) -> tuple[Any, list[Any]]:
     return figure, flat[:panels]
 
 
-def _numeric(values: Sequence[Any]) -> bool:
-    """Whether the values can go on a numeric axis (finite numbers); otherwise they are categories."""
-    return all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+def _set_scale(axes: Any, axis: str, scale: tuple[str, dict[str, float]]) -> None:
+    name, keywords = scale
+    (axes.set_xscale if axis == "x" else axes.set_yscale)(name, **keywords)
+
+
+def _band_text(band: str, counts: Iterable[int]) -> str:
+    """What the band is and how many runs each point averages (a range when it varies)."""
+    counts = sorted(set(int(n) for n in counts))
+    runs = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    what = "min-max over runs" if band == "minmax" else "95% CI of the mean"
+    return f"mean of {runs} run(s) per point; band: {what}"
+
+
+def _legend(axes: Any, entries: Mapping[str, Any]) -> None:
+    """One legend for the whole figure, outside ``axes`` (the top-right panel) at its right (label -> handle).
+
+    Attached to the axes, below the figure title: the constrained layout makes room for it.
+    """
+    if entries:
+        columns = math.ceil(len(entries) / LEGEND_ROWS)
+        axes.legend(
+            list(entries.values()),
+            list(entries),
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            ncols=columns,
+        )
+
+
+def _frame_for(results: Results, spec: FigureSpec, runs: Sequence[str]) -> pd.DataFrame:
+    """The rows ``spec`` draws, with ``_series`` / ``_point`` / ``_order`` columns from its ``series`` pattern."""
+    extra = [*spec.hue, *spec.facet, *spec.reference, *([] if spec.kind == "tradeoff" else [spec.x])]
+    frame = _curves(results, list(dict.fromkeys([spec.x, spec.y, "seed", "slot", *extra, *runs])))
+    if not spec.series:
+        return frame
+    pattern = re.compile(spec.series)
+    parsed = [pattern.fullmatch(str(label)) for label in frame["algorithm"]]
+    unmatched = sorted({str(label) for label, match in zip(frame["algorithm"], parsed) if match is None})
+    if unmatched:
+        raise ValueError(f"series pattern {spec.series!r} does not match the algorithm label(s) {unmatched}")
+    groups = [match.groupdict() for match in parsed if match is not None]
+    return frame.assign(
+        _series=[g.get("series") or "" for g in groups],
+        _point=[g.get("point") or "" for g in groups],
+        _order=[float(g["value"]) if g.get("value") else math.nan for g in groups],
+    )
+
+
+def _reference_mask(frame: pd.DataFrame, reference: Mapping[str, Any]) -> pd.Series:
+    mask = pd.Series(bool(reference), index=frame.index)
+    for column, value in reference.items():
+        mask &= frame[column] == value
+    return mask
 
 
 def plot_figure(
@@ -121,8 +271,11 @@ def plot_figure(
 ) -> list[Path]:
     """Draw a :class:`FigureSpec`: mean of ``spec.y`` with a band, per ``hue`` value, one panel per ``facet`` value.
 
-    With ``spec.x == "slot"`` the lines are curves over the checkpoints; otherwise each run's final
-    value (last checkpoint) is plotted against the parameter column ``spec.x``.
+    With ``spec.x == "slot"`` the lines are curves over the checkpoints; with a numeric parameter ``spec.x``
+    each run's final value (last checkpoint) is plotted against it; a categorical parameter
+    (:func:`is_categorical`) gets one point with error bars per category and hue value, side by side, no
+    line. ``kind="tradeoff"`` plots final ``y`` against final ``x`` (see :class:`FigureSpec`). Axis scales
+    follow :func:`axis_scale` unless ``spec.logx`` / ``spec.logy`` say otherwise.
 
     Args:
         results: tidy results (``curves`` rows).
@@ -132,38 +285,141 @@ def plot_figure(
     """
     if spec.band not in BANDS:
         raise ValueError(f"band must be one of {BANDS}, got {spec.band!r}")
-    hue, facet = list(spec.hue), list(spec.facet)
-    frame = _curves(results, [spec.x, spec.y, "seed", "slot", *hue, *facet])
+    frame = _frame_for(results, spec, runs)
+    hue = ["_series"] if spec.series else list(spec.hue)
+    run_columns = list(dict.fromkeys([*spec.hue, *spec.facet, *([] if spec.kind == "tradeoff" else [spec.x]), *runs]))
+    reference = _reference_mask(frame, spec.reference)
+    keys = list(dict.fromkeys(tuple(k) if isinstance(k, tuple) else (k,) for k, _ in _groups(frame[~reference], hue)))
+    styles = dict(zip(keys, line_styles(len(keys))))
     plt = _pyplot()
-    panels = list(_groups(frame, facet))
-    figure, axes_list = _grid(plt, len(panels))
+    with plt.rc_context(STYLE):
+        panels = list(_groups(frame, spec.facet))
+        lines = len(keys) * (2 if spec.reference else 1)
+        figure, axes_list = _grid(plt, len(panels), lines)
+        entries: dict[str, Any] = {}
+        counts: list[int] = []
+        for axes, (panel, subset) in zip(axes_list, panels):
+            if spec.x != "slot":
+                subset = final_checkpoint(subset, [*run_columns, "seed"])
+            drawer = _tradeoff_panel if spec.kind == "tradeoff" else _line_panel
+            counts += drawer(axes, subset, spec, hue, run_columns, styles, entries)
+            if spec.facet:
+                axes.set_title(_key_text(spec.facet, panel if isinstance(panel, tuple) else (panel,), spec.names))
+            axes.grid(alpha=0.3)
+        _legend(axes_list[min(2, len(axes_list) - 1)], entries)
+        title = spec.title or _label(spec.y)
+        band = spec.band if spec.kind == "line" else "ci95"
+        figure.suptitle(f"{title}\n{_band_text(band, counts)}")
+        return save_figure(figure, paths)
+
+
+def _line_panel(
+    axes: Any,
+    subset: pd.DataFrame,
+    spec: FigureSpec,
+    hue: Sequence[str],
+    run_columns: Sequence[str],
+    styles: Mapping[tuple, dict[str, str]],
+    entries: dict[str, Any],
+) -> list[int]:
+    """``spec.y`` against ``spec.x`` (slot or parameter) on ``axes``; returns the run counts of the points."""
     low, high = ("min", "max") if spec.band == "minmax" else ("ci95_low", "ci95_high")
-    for axes, (panel, subset) in zip(axes_list, panels):
-        if spec.x != "slot":
-            subset = final_checkpoint(subset, list(dict.fromkeys([*hue, *facet, spec.x, *runs, "seed"])))
-        summary = summarize(subset, spec.y, by=(*hue, spec.x))
-        categories = list(dict.fromkeys(summary[spec.x].tolist()))
-        numeric = _numeric(categories)
-        position = summary[spec.x] if numeric else summary[spec.x].map({c: i for i, c in enumerate(categories)})
-        summary["_x"] = position  # "_": no parameter column is overwritten
-        for key, points in _groups(summary, hue):
-            points = points.sort_values("_x", kind="stable")
-            label = f"{_key_text(hue, key)} (n={points['n'].iloc[0]})"
-            line = axes.plot(points["_x"], points["mean"], marker=None if spec.x == "slot" else "o", label=label)[0]
-            axes.fill_between(points["_x"], points[low], points[high], alpha=0.2, color=line.get_color())
-        axes.set_xscale("log" if spec.logx and numeric else "linear")
-        if not numeric:
-            axes.set_xticks(range(len(categories)), [str(c) for c in categories])
-        axes.set_yscale("log" if spec.logy else "linear")
-        axes.set_xlabel(_label(spec.x))
-        axes.set_ylabel(_label(spec.y) if spec.x == "slot" else f"final {_label(spec.y)}")
-        if facet:
-            axes.set_title(_key_text(facet, panel), fontsize=10)
-        axes.grid(alpha=0.3)
-        axes.legend(fontsize=8)
-    band = "min-max over seeds" if spec.band == "minmax" else "95% CI of the mean"
-    figure.suptitle(f"{spec.title or _label(spec.y)} (band: {band})", fontsize=11)
-    return save_figure(figure, paths)
+    reference = _reference_mask(subset, spec.reference)
+    summary = summarize(subset[~reference], spec.y, by=(*hue, spec.x))
+    categories = list(dict.fromkeys(summary[spec.x].tolist()))
+    categorical = spec.x != "slot" and is_categorical(spec.x, categories)
+    lines = list(_groups(summary, hue))
+    for index, (key, points) in enumerate(lines):
+        key = key if isinstance(key, tuple) else (key,)
+        style, label = styles[key], _key_text(hue, key, spec.names) if hue else spec.y
+        if categorical:
+            offset = (index - (len(lines) - 1) / 2) * 0.7 / max(len(lines), 1)
+            where = points[spec.x].map({c: i for i, c in enumerate(categories)}) + offset
+            errors = [points["mean"] - points[low], points[high] - points["mean"]]
+            handle = axes.errorbar(
+                where, points["mean"], yerr=errors, fmt=style["marker"], color=style["color"], capsize=3
+            )
+        else:
+            points = points.sort_values(spec.x, kind="stable")
+            every = max(1, len(points) // 8) if spec.x == "slot" else 1
+            (handle,) = axes.plot(points[spec.x], points["mean"], markevery=every, markersize=5, **style)
+            axes.fill_between(points[spec.x], points[low], points[high], alpha=0.15, color=style["color"])
+        entries.setdefault(label, handle)
+    if reference.any():
+        _reference_lines(axes, subset[reference], spec, hue, styles, entries)
+    if categorical:
+        labels = [str(c) for c in categories]
+        axes.set_xticks(range(len(categories)), labels, rotation=30 if sum(map(len, labels)) > 40 else 0)
+        axes.set_xlim(-0.6, len(categories) - 0.4)
+    else:
+        _set_scale(axes, "x", ("linear", {}) if spec.x == "slot" else axis_scale(categories, spec.logx))
+    # The y scale is decided from the values the lines end at (curves over slot all start near 0).
+    finals = summary[summary[spec.x] == summary[spec.x].max()] if spec.x == "slot" else summary
+    _set_scale(axes, "y", axis_scale(finals["mean"], spec.logy))
+    axes.set_xlabel(spec.xlabel or _label(spec.x))
+    axes.set_ylabel(spec.ylabel or (_label(spec.y) if spec.x == "slot" else f"final {_label(spec.y)}"))
+    return summary["n"].tolist()
+
+
+def _reference_lines(
+    axes: Any,
+    rows: pd.DataFrame,
+    spec: FigureSpec,
+    hue: Sequence[str],
+    styles: Mapping[tuple, dict[str, str]],
+    entries: dict[str, Any],
+) -> None:
+    """One horizontal dashed line per hue value at the final mean of the reference ``rows``."""
+    finals = final_checkpoint(rows, [*hue, *spec.reference, "seed"])
+    for key, points in _groups(finals, hue):
+        key = key if isinstance(key, tuple) else (key,)
+        colour = styles.get(key, {"color": "black"})["color"]
+        handle = axes.axhline(points[spec.y].mean(), color=colour, linestyle=(0, (6, 3)), linewidth=1.2, alpha=0.8)
+        entries.setdefault(f"{_key_text(hue, key, spec.names)}: {spec.reference_label}", handle)
+
+
+def _tradeoff_panel(
+    axes: Any,
+    final: pd.DataFrame,
+    spec: FigureSpec,
+    hue: Sequence[str],
+    run_columns: Sequence[str],
+    styles: Mapping[tuple, dict[str, str]],
+    entries: dict[str, Any],
+) -> list[int]:
+    """Final ``spec.y`` against final ``spec.x`` with 95% CIs on both; the points of each line joined in order."""
+    series_columns = ["algorithm", "_point", "_order"] if spec.series else []
+    point_columns = list(dict.fromkeys([*hue, *series_columns, *run_columns]))
+    xs = summarize(final, spec.x, by=point_columns)
+    table = summarize(final, spec.y, by=point_columns).assign(_x=xs["mean"], _x_error=xs["mean"] - xs["ci95_low"])
+    labelled = [c for c in run_columns if c not in hue and c not in series_columns and c != "algorithm"]
+    for key, members in _groups(table, hue):
+        key = key if isinstance(key, tuple) else (key,)
+        style = styles[key]
+        if spec.series:
+            members = members.sort_values("_order", kind="stable")
+            texts = members["_point"].tolist()
+        else:
+            if labelled and _numeric(members[labelled[0]]):
+                members = members.sort_values(labelled[0], kind="stable")
+            texts = [_key_text(labelled, tuple(row)) for row in members[labelled].itertuples(index=False)]
+        errors = {"xerr": members["_x_error"], "yerr": members["mean"] - members["ci95_low"]}
+        handle = axes.errorbar(
+            members["_x"], members["mean"], **errors, capsize=2, elinewidth=0.8, markersize=5, **style
+        )
+        entries.setdefault(_key_text(hue, key, spec.names), handle)
+        if len(members) > 1:
+            for text, x, y in zip(texts, members["_x"], members["mean"]):
+                axes.annotate(text, (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points", color=style["color"])
+    _set_scale(axes, "x", axis_scale(table["_x"], spec.logx))
+    _set_scale(axes, "y", axis_scale(table["mean"], spec.logy))
+    axes.set_xlabel(spec.xlabel or f"final {_label(spec.x)}")
+    axes.set_ylabel(spec.ylabel or f"final {_label(spec.y)}")
+    return table["n"].tolist()
+
+
+def _numeric(values: pd.Series) -> bool:
+    return bool(pd.api.types.is_numeric_dtype(values)) and not pd.api.types.is_bool_dtype(values)
 
 
 def plot_regret(results: Results, path: str | Path, band: str = "minmax", title: str | None = None) -> Path:
@@ -183,7 +439,7 @@ def plot_tradeoff(
     hue: Sequence[str] = ("algorithm",),
     runs: Sequence[str] = (),
     title: str | None = None,
-    logx: bool = False,
+    logx: bool | None = None,
 ) -> list[Path]:
     """Final ``y`` against final ``x`` (both measured), one point per hue value and run group, 95% CI error bars.
 
@@ -192,39 +448,16 @@ def plot_tradeoff(
         paths: output file(s).
         x: the measured column on the x axis (e.g. ``"cost"``, ``"epsilon_max"``).
         y: the measured column on the y axis.
-        hue: columns giving one colour per value.
-        runs: further columns identifying a run (e.g. swept parameters): one point per value, annotated.
+        hue: columns giving one line (style) per value.
+        runs: further columns identifying a run (e.g. swept parameters): one point per value, annotated and
+            joined in order of the first.
         title: the figure title.
-        logx: logarithmic x axis.
+        logx: logarithmic x axis (``None``: decided from the data, :func:`axis_scale`).
     """
-    frame = _curves(results, [x, y, "seed", "slot", *hue, *runs])
-    plt = _pyplot()
-    groups = list(dict.fromkeys([*hue, *runs]))
-    final = final_checkpoint(frame, [*groups, "seed"])
-    xs = summarize(final, x, by=groups)
-    # The x statistics as columns starting with "_", so that no parameter column is overwritten.
-    table = summarize(final, y, by=groups).assign(_x=xs["mean"], _x_error=xs["mean"] - xs["ci95_low"])
-    figure, axes = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
-    for key, members in _groups(table, hue):
-        label = f"{_key_text(hue, key)} (n={members['n'].iloc[0]})"
-        errors = {"xerr": members["_x_error"], "yerr": members["mean"] - members["ci95_low"]}
-        axes.errorbar(members["_x"], members["mean"], **errors, fmt="o", capsize=3, label=label)
-        if len(groups) > len(hue):
-            for point in members.to_dict("records"):
-                axes.annotate(
-                    _key_text(groups[len(hue) :], tuple(point[c] for c in groups[len(hue) :])),
-                    (point["_x"], point["mean"]),
-                    fontsize=7,
-                    xytext=(4, 4),
-                    textcoords="offset points",
-                )
-    axes.set_xscale("log" if logx and bool((xs["mean"] > 0).all()) else "linear")
-    axes.set_xlabel(f"final {_label(x)}")
-    axes.set_ylabel(f"final {_label(y)}")
-    axes.set_title(title or f"{_label(y)} vs {_label(x)} (95% CI)", fontsize=11)
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
-    return save_figure(figure, paths)
+    spec = FigureSpec(
+        "tradeoff", x=x, y=y, hue=hue, title=title or f"{_label(y)} vs {_label(x)}", logx=logx, kind="tradeoff"
+    )
+    return plot_figure(results, spec, paths, runs=[r for r in runs if r not in hue])
 
 
 def plot_regret_vs_cost(
