@@ -269,10 +269,25 @@ def _reference_mask(frame: pd.DataFrame, reference: Mapping[str, Any]) -> pd.Ser
 def plot_figure(
     results: Results, spec: FigureSpec, paths: PathLike | Sequence[PathLike], runs: Sequence[str] = ()
 ) -> list[Path]:
-    """Draw a :class:`FigureSpec`: mean of ``spec.y`` with a band, per ``hue`` value, one panel per ``facet`` value.
+    """Draw a :class:`FigureSpec` (:func:`draw_figure`) and write it to ``paths`` (the suffix picks the format).
 
-    With ``spec.x == "slot"`` the lines are curves over the checkpoints; with a numeric parameter ``spec.x``
-    each run's final value (last checkpoint) is plotted against it; a categorical parameter
+    Args:
+        results: tidy results (``curves`` rows).
+        spec: what to draw.
+        paths: output file(s).
+        runs: further columns identifying a run besides hue, facet, x and seed (e.g. other swept parameters).
+    """
+    plt = _pyplot()
+    with plt.rc_context(STYLE):
+        return save_figure(draw_figure(results, spec, runs), paths)
+
+
+def draw_figure(results: Results, spec: FigureSpec, runs: Sequence[str] = ()) -> Any:
+    """The matplotlib figure of a :class:`FigureSpec`: mean of ``spec.y`` with a band per ``hue`` value, by ``facet``.
+
+    Close the figure with ``matplotlib.pyplot.close`` or write it with :func:`save_figure`. With
+    ``spec.x == "slot"`` the lines are curves over the checkpoints; with a numeric parameter ``spec.x`` each
+    run's final value (last checkpoint) is plotted against it; a categorical parameter
     (:func:`is_categorical`) gets one point with error bars per category and hue value, side by side, no
     line. ``kind="tradeoff"`` plots final ``y`` against final ``x`` (see :class:`FigureSpec`). Axis scales
     follow :func:`axis_scale` unless ``spec.logx`` / ``spec.logy`` say otherwise.
@@ -280,7 +295,6 @@ def plot_figure(
     Args:
         results: tidy results (``curves`` rows).
         spec: what to draw.
-        paths: output file(s); the suffix picks the format.
         runs: further columns identifying a run besides hue, facet, x and seed (e.g. other swept parameters).
     """
     if spec.band not in BANDS:
@@ -310,7 +324,7 @@ def plot_figure(
         title = spec.title or _label(spec.y)
         band = spec.band if spec.kind == "line" else "ci95"
         figure.suptitle(f"{title}\n{_band_text(band, counts)}")
-        return save_figure(figure, paths)
+    return figure
 
 
 def _line_panel(
@@ -393,12 +407,12 @@ def _tradeoff_panel(
     xs = summarize(final, spec.x, by=point_columns)
     table = summarize(final, spec.y, by=point_columns).assign(_x=xs["mean"], _x_error=xs["mean"] - xs["ci95_low"])
     labelled = [c for c in run_columns if c not in hue and c not in series_columns and c != "algorithm"]
-    for key, members in _groups(table, hue):
+    for index, (key, members) in enumerate(_groups(table, hue)):
         key = key if isinstance(key, tuple) else (key,)
         style = styles[key]
         if spec.series:
             members = members.sort_values("_order", kind="stable")
-            texts = members["_point"].tolist()
+            texts = [_short(text) for text in members["_point"]]
         else:
             if labelled and _numeric(members[labelled[0]]):
                 members = members.sort_values(labelled[0], kind="stable")
@@ -409,13 +423,25 @@ def _tradeoff_panel(
         )
         entries.setdefault(_key_text(hue, key, spec.names), handle)
         if len(members) > 1:
+            # Alternate lines label above-right and below-right of their dots, so that lines close together stay apart.
+            offset = (4, 3) if index % 2 == 0 else (4, -10)
             for text, x, y in zip(texts, members["_x"], members["mean"]):
-                axes.annotate(text, (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points", color=style["color"])
+                axes.annotate(text, (x, y), fontsize=7, xytext=offset, textcoords="offset points", color=style["color"])
     _set_scale(axes, "x", axis_scale(table["_x"], spec.logx))
     _set_scale(axes, "y", axis_scale(table["mean"], spec.logy))
     axes.set_xlabel(spec.xlabel or f"final {_label(spec.x)}")
     axes.set_ylabel(spec.ylabel or f"final {_label(spec.y)}")
     return table["n"].tolist()
+
+
+def _short(text: str) -> str:
+    """A point label: a number to 3 significant digits (``"317.228"`` -> ``"317"``, ``"1001"`` -> ``"1001"``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    short = f"{value:.3g}"
+    return f"{value:.0f}" if "e" in short else short
 
 
 def _numeric(values: pd.Series) -> bool:
