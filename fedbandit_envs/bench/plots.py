@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -220,7 +221,7 @@ def _band_text(band: str, counts: Iterable[int]) -> str:
     counts = sorted(set(int(n) for n in counts))
     runs = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     what = "min-max over runs" if band == "minmax" else "95% CI of the mean"
-    return f"mean of {runs} run(s) per point; band: {what}"
+    return f"mean of {runs} run(s) per point; bands and error bars: {what}"
 
 
 def _legend(axes: Any, entries: Mapping[str, Any]) -> None:
@@ -264,6 +265,17 @@ def _reference_mask(frame: pd.DataFrame, reference: Mapping[str, Any]) -> pd.Ser
     for column, value in reference.items():
         mask &= frame[column] == value
     return mask
+
+
+@dataclass(frozen=True)
+class _Drawing:
+    """What every panel of a figure shares: the spec, the hue columns, the run columns, line styles, legend entries."""
+
+    spec: FigureSpec
+    hue: Sequence[str]
+    run_columns: Sequence[str]
+    styles: Mapping[tuple, dict[str, str]]
+    entries: dict[str, Any]
 
 
 def plot_figure(
@@ -310,33 +322,26 @@ def draw_figure(results: Results, spec: FigureSpec, runs: Sequence[str] = ()) ->
         panels = list(_groups(frame, spec.facet))
         lines = len(keys) * (2 if spec.reference else 1)
         figure, axes_list = _grid(plt, len(panels), lines)
-        entries: dict[str, Any] = {}
+        drawing = _Drawing(spec, hue, run_columns, styles, {})
         counts: list[int] = []
         for axes, (panel, subset) in zip(axes_list, panels):
             if spec.x != "slot":
                 subset = final_checkpoint(subset, [*run_columns, "seed"])
             drawer = _tradeoff_panel if spec.kind == "tradeoff" else _line_panel
-            counts += drawer(axes, subset, spec, hue, run_columns, styles, entries)
+            counts += drawer(axes, subset, drawing)
             if spec.facet:
                 axes.set_title(_key_text(spec.facet, panel if isinstance(panel, tuple) else (panel,), spec.names))
             axes.grid(alpha=0.3)
-        _legend(axes_list[min(2, len(axes_list) - 1)], entries)
+        _legend(axes_list[min(2, len(axes_list) - 1)], drawing.entries)
         title = spec.title or _label(spec.y)
         band = spec.band if spec.kind == "line" else "ci95"
         figure.suptitle(f"{title}\n{_band_text(band, counts)}")
     return figure
 
 
-def _line_panel(
-    axes: Any,
-    subset: pd.DataFrame,
-    spec: FigureSpec,
-    hue: Sequence[str],
-    run_columns: Sequence[str],
-    styles: Mapping[tuple, dict[str, str]],
-    entries: dict[str, Any],
-) -> list[int]:
+def _line_panel(axes: Any, subset: pd.DataFrame, drawing: _Drawing) -> list[int]:
     """``spec.y`` against ``spec.x`` (slot or parameter) on ``axes``; returns the run counts of the points."""
+    spec, hue, styles, entries = drawing.spec, drawing.hue, drawing.styles, drawing.entries
     low, high = ("min", "max") if spec.band == "minmax" else ("ci95_low", "ci95_high")
     reference = _reference_mask(subset, spec.reference)
     summary = summarize(subset[~reference], spec.y, by=(*hue, spec.x))
@@ -360,7 +365,7 @@ def _line_panel(
             axes.fill_between(points[spec.x], points[low], points[high], alpha=0.15, color=style["color"])
         entries.setdefault(label, handle)
     if reference.any():
-        _reference_lines(axes, subset[reference], spec, hue, styles, entries)
+        _reference_lines(axes, subset[reference], drawing)
     if categorical:
         labels = [str(c) for c in categories]
         axes.set_xticks(range(len(categories)), labels, rotation=30 if sum(map(len, labels)) > 40 else 0)
@@ -375,33 +380,20 @@ def _line_panel(
     return summary["n"].tolist()
 
 
-def _reference_lines(
-    axes: Any,
-    rows: pd.DataFrame,
-    spec: FigureSpec,
-    hue: Sequence[str],
-    styles: Mapping[tuple, dict[str, str]],
-    entries: dict[str, Any],
-) -> None:
+def _reference_lines(axes: Any, rows: pd.DataFrame, drawing: _Drawing) -> None:
     """One horizontal dashed line per hue value at the final mean of the reference ``rows``."""
+    spec, hue = drawing.spec, drawing.hue
     finals = final_checkpoint(rows, [*hue, *spec.reference, "seed"])
     for key, points in _groups(finals, hue):
         key = key if isinstance(key, tuple) else (key,)
-        colour = styles.get(key, {"color": "black"})["color"]
+        colour = drawing.styles.get(key, {"color": "black"})["color"]
         handle = axes.axhline(points[spec.y].mean(), color=colour, linestyle=(0, (6, 3)), linewidth=1.2, alpha=0.8)
-        entries.setdefault(f"{_key_text(hue, key, spec.names)}: {spec.reference_label}", handle)
+        drawing.entries.setdefault(f"{_key_text(hue, key, spec.names)}: {spec.reference_label}", handle)
 
 
-def _tradeoff_panel(
-    axes: Any,
-    final: pd.DataFrame,
-    spec: FigureSpec,
-    hue: Sequence[str],
-    run_columns: Sequence[str],
-    styles: Mapping[tuple, dict[str, str]],
-    entries: dict[str, Any],
-) -> list[int]:
+def _tradeoff_panel(axes: Any, final: pd.DataFrame, drawing: _Drawing) -> list[int]:
     """Final ``spec.y`` against final ``spec.x`` with 95% CIs on both; the points of each line joined in order."""
+    spec, hue, run_columns = drawing.spec, drawing.hue, drawing.run_columns
     series_columns = ["algorithm", "_point", "_order"] if spec.series else []
     point_columns = list(dict.fromkeys([*hue, *series_columns, *run_columns]))
     xs = summarize(final, spec.x, by=point_columns)
@@ -409,7 +401,7 @@ def _tradeoff_panel(
     labelled = [c for c in run_columns if c not in hue and c not in series_columns and c != "algorithm"]
     for index, (key, members) in enumerate(_groups(table, hue)):
         key = key if isinstance(key, tuple) else (key,)
-        style = styles[key]
+        style = drawing.styles[key]
         if spec.series:
             members = members.sort_values("_order", kind="stable")
             texts = [_short(text) for text in members["_point"]]
@@ -421,7 +413,7 @@ def _tradeoff_panel(
         handle = axes.errorbar(
             members["_x"], members["mean"], **errors, capsize=2, elinewidth=0.8, markersize=5, **style
         )
-        entries.setdefault(_key_text(hue, key, spec.names), handle)
+        drawing.entries.setdefault(_key_text(hue, key, spec.names), handle)
         if len(members) > 1:
             # Alternate lines label above-right and below-right of their dots, so that lines close together stay apart.
             offset = (4, 3) if index % 2 == 0 else (4, -10)

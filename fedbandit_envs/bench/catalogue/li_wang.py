@@ -225,9 +225,7 @@ COST_AXIS = "communication cost $C_T$ (messages)"
 REGRET_AXIS = "accumulated regret $R_T$"
 
 
-def frontier_figure(
-    name: str, title: str, y: str = "group_regret", ylabel: str = "accumulated regret R_T"
-) -> FigureSpec:
+def frontier_figure(name: str, title: str, y: str = "group_regret", ylabel: str = REGRET_AXIS) -> FigureSpec:
     """Figs. 2-3: final ``y`` against C_T on a log axis, one line per protocol, each dot labelled by its threshold."""
     return FigureSpec(
         name,
