@@ -106,7 +106,10 @@ def draw_figures(
     Always: regret vs slot (one line per algorithm and value of the last swept parameter, one panel per
     value of the others) and regret vs communication cost. With
     privacy (an ``epsilon`` parameter or an ``epsilon_max`` column): regret vs epsilon. Then the
-    scenario's own ``figures``, or, when it declares none, final regret against each swept parameter.
+    scenario's own ``figures`` (the mirrors of the paper's), or, when it declares none, final regret against
+    each swept parameter (points with error bars per category for a categorical one, such as
+    ``instance_seed``: :func:`~fedbandit_envs.bench.plots.is_categorical`). Every figure keeps its legend
+    outside the axes and one distinct line style per line (:mod:`fedbandit_envs.bench.plots`).
     """
     from fedbandit_envs.bench import plots
 
