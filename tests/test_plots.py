@@ -63,13 +63,11 @@ def overlaps(a, b):
 
 
 def test_line_styles_are_distinct_beyond_ten_colours():
-    styles = plots.line_styles(45)
-    pairs = {(s["color"], s["linestyle"]) for s in styles[:40]}
-    assert len(pairs) == 40  # colour x line style: 40 distinct lines before markers are needed
-    assert len({tuple(s.values()) for s in styles}) == 45
-    assert len({tuple(s.values()) for s in plots.line_styles(320)}) == 320
-    with pytest.raises(ValueError, match="at most 320 lines"):
-        plots.line_styles(321)
+    styles = plots.line_styles(80)
+    assert len({(s["color"], s["linestyle"]) for s in styles[:40]}) == 40  # lines differ in colour x line style
+    assert len({(s["color"], s["marker"]) for s in styles}) == 80  # single points differ in colour x marker
+    with pytest.raises(ValueError, match="at most 80 lines"):
+        plots.line_styles(81)
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ LABELS = {
     "frr": "FRR (federated / non-federated regret)",
     "normalised_reward": "reward / reward of random",
 }
-#: Ten well-separated colours; with :data:`LINESTYLES` and :data:`MARKERS` they give 320 distinct lines.
+#: Ten well-separated colours; with :data:`LINESTYLES` and :data:`MARKERS` they give 80 distinct lines.
 COLOURS = (
     "tab:blue",
     "tab:orange",
@@ -117,18 +117,17 @@ def save_figure(figure: Any, paths: PathLike | Sequence[PathLike], dpi: int = 15
 def line_styles(count: int) -> list[dict[str, str]]:
     """``count`` distinct matplotlib styles (``color``, ``linestyle``, ``marker``), one per line.
 
-    Line ``i`` gets colour ``i mod 10``, line style ``(i div 10) mod 4`` and marker ``(i div 40) mod 8``, so
-    the first 40 lines differ in (colour, line style) and up to 320 in (colour, line style, marker).
+    Line ``i`` gets colour ``i mod 10``, line style ``(i div 10) mod 4`` and marker ``(i div 10) mod 8``: the first 40
+    lines differ in (colour, line style) and all 80 in (colour, marker), which tells single points apart too.
     """
-    limit = len(COLOURS) * len(LINESTYLES) * len(MARKERS)
+    limit = len(COLOURS) * len(MARKERS)
     if count > limit:
         raise ValueError(f"at most {limit} lines can be told apart, got {count}: facet the figure or use fewer hues")
-    per_style = len(COLOURS) * len(LINESTYLES)
     return [
         {
             "color": COLOURS[i % len(COLOURS)],
             "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
-            "marker": MARKERS[(i // per_style) % len(MARKERS)],
+            "marker": MARKERS[(i // len(COLOURS)) % len(MARKERS)],
         }
         for i in range(count)
     ]
