@@ -193,6 +193,26 @@ def test_tradeoff_mirror_one_line_per_protocol_in_threshold_order(figure_of):
     assert axes.get_xlabel() == "communication cost $C_T$ (messages)"
 
 
+@pytest.mark.parametrize(
+    ("column", "values", "joined"), [("global_dimension", [16, 4, 8], True), ("instance_seed", [1, 0, 2], False)]
+)
+def test_tradeoff_joins_points_only_along_a_quantity(figure_of, column, values, joined):
+    def rows(label, point, seed, slot):
+        return {
+            "group_regret": 100.0 / (1 + point[column]) + slot / 100 + seed,
+            "messages": 50.0 * point[column] + slot,
+        }
+
+    results = curves(["async_am gamma=5"], params=[{column: v} for v in values], value=rows)
+    spec = FigureSpec("f", x="messages", kind="tradeoff")
+    (axes,) = figure_of(results, spec, runs=[column]).axes
+    (line,) = [line for line in axes.get_lines() if line.get_marker() == "o"]  # not the error bar caps
+    assert (line.get_linestyle() != "None") is joined
+    expected = sorted(values) if joined else values
+    assert list(line.get_xdata()) == pytest.approx([50.0 * v + 400 for v in expected])
+    assert [t.get_text() for t in axes.texts] == [f"{column}={v}" for v in expected]
+
+
 def test_reference_rows_become_horizontal_lines(figure_of):
     points = [{"graph": "erdos_renyi", "gamma": g} for g in (1, 2, 3)] + [{"graph": "complete", "gamma": 1}]
     level = {"erdos_renyi": 100.0, "complete": 10.0}

@@ -154,6 +154,11 @@ def axis_scale(values: Iterable[Any], log: bool | None = None) -> tuple[str, dic
     return "log", {}
 
 
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a finite number (not a boolean, None or NaN)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def is_categorical(column: str, values: Sequence[Any]) -> bool:
     """Whether a parameter is drawn as categories (points per category) rather than on a numeric axis.
 
@@ -161,8 +166,7 @@ def is_categorical(column: str, values: Sequence[Any]) -> bool:
     that identify rather than measure, whatever their type: names in :data:`CATEGORICAL_NAMES` or ending in
     ``seed`` or ``_id`` (``instance_seed`` 0 and 1 are two instances, not two amounts).
     """
-    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
-    return not numeric or column in CATEGORICAL_NAMES or column.endswith(("seed", "_id"))
+    return not all(is_number(v) for v in values) or column in CATEGORICAL_NAMES or column.endswith(("seed", "_id"))
 
 
 def _curves(results: Results, columns: Sequence[str]) -> pd.DataFrame:
@@ -391,21 +395,27 @@ def _reference_lines(axes: Any, rows: pd.DataFrame, drawing: _Drawing) -> None:
 
 
 def _tradeoff_panel(axes: Any, final: pd.DataFrame, drawing: _Drawing) -> list[int]:
-    """Final ``spec.y`` against final ``spec.x`` with 95% CIs on both; the points of each line joined in order."""
+    """Final ``spec.y`` against final ``spec.x`` with 95% CIs on both; a line's points joined in order of a quantity.
+
+    The order is the ``series`` pattern's value, else the first other parameter if it is not categorical; points
+    that differ only in categories (instance seeds, names) are drawn unjoined.
+    """
     spec, hue, run_columns = drawing.spec, drawing.hue, drawing.run_columns
     series_columns = ["algorithm", "_point", "_order"] if spec.series else []
     point_columns = list(dict.fromkeys([*hue, *series_columns, *run_columns]))
     xs = summarize(final, spec.x, by=point_columns)
     table = summarize(final, spec.y, by=point_columns).assign(_x=xs["mean"], _x_error=xs["mean"] - xs["ci95_low"])
     labelled = [c for c in run_columns if c not in hue and c not in series_columns and c != "algorithm"]
+    # Points are joined only in the order of a quantity: the series' values, or a numeric first parameter.
+    ordered = bool(spec.series) or (bool(labelled) and not is_categorical(labelled[0], table[labelled[0]].tolist()))
     for index, (key, members) in enumerate(_groups(table, hue)):
         key = key if isinstance(key, tuple) else (key,)
-        style = drawing.styles[key]
+        style = {**drawing.styles[key], **({} if ordered else {"linestyle": "None"})}
         if spec.series:
             members = members.sort_values("_order", kind="stable")
             texts = [_short(text) for text in members["_point"]]
         else:
-            if labelled and _numeric(members[labelled[0]]):
+            if ordered:
                 members = members.sort_values(labelled[0], kind="stable")
             texts = [_key_text(labelled, tuple(row)) for row in members[labelled].itertuples(index=False)]
         errors = {"xerr": members["_x_error"], "yerr": members["mean"] - members["ci95_low"]}
@@ -433,10 +443,6 @@ def _short(text: str) -> str:
         return text
     short = f"{value:.3g}"
     return f"{value:.0f}" if "e" in short else short
-
-
-def _numeric(values: pd.Series) -> bool:
-    return bool(pd.api.types.is_numeric_dtype(values)) and not pd.api.types.is_bool_dtype(values)
 
 
 def plot_regret(results: Results, path: str | Path, band: str = "minmax", title: str | None = None) -> Path:
@@ -499,15 +505,17 @@ def plot_regret_vs_epsilon(
 
     If the results have the column ``epsilon`` (a swept privacy setting, e.g. ``"wrapper.epsilon"``),
     final regret is drawn against it on a log axis, one panel per value of the other ``runs``
-    columns; otherwise against the measured ``epsilon_max`` (the largest per-agent epsilon spent).
+    columns; otherwise against the measured ``epsilon_max`` (the largest per-agent epsilon spent), which some
+    run must have measured.
     """
     rows = results.curves
     title = title or "Regret vs privacy (smaller epsilon = more private)"
     if rows and epsilon in rows[0]:
         facet = [c for c in runs if c != epsilon]
         return plot_figure(results, FigureSpec("epsilon", x=epsilon, facet=facet, title=title, logx=True), paths)
-    if rows and "epsilon_max" in rows[0]:
+    if any(is_number(row.get("epsilon_max")) for row in rows):
         return plot_tradeoff(results, paths, x="epsilon_max", runs=runs, title=title, logx=True)
     raise ValueError(
-        f"results have neither an {epsilon!r} parameter column nor 'epsilon_max': run the scenario with a DP wrapper"
+        f"results have neither an {epsilon!r} parameter column nor a measured 'epsilon_max': "
+        "run the scenario with a DP wrapper"
     )

@@ -105,7 +105,7 @@ def draw_figures(
 
     Always: regret vs slot (one line per algorithm and value of the last swept parameter, one panel per
     value of the others) and regret vs communication cost. With
-    privacy (an ``epsilon`` parameter or an ``epsilon_max`` column): regret vs epsilon. Then the
+    privacy (an ``epsilon`` parameter, or an ``epsilon_max`` column with a value): regret vs epsilon. Then the
     scenario's own ``figures`` (the mirrors of the paper's), or, when it declares none, final regret against
     each swept parameter (points with error bars per category for a categorical one, such as
     ``instance_seed``: :func:`~fedbandit_envs.bench.plots.is_categorical`). Every figure keeps its legend
@@ -115,7 +115,8 @@ def draw_figures(
 
     params = list(params)
     folder = Path(directory) / "figures"
-    columns = results.curves[0] if results.curves else {}
+    # Privacy is measured only where some run accounts for it (non-private runs leave epsilon_max empty).
+    measured_epsilon = any(plots.is_number(row.get("epsilon_max")) for row in results.curves)
     drawn = []
 
     def paths(name: str) -> tuple[Path, Path]:
@@ -127,7 +128,7 @@ def draw_figures(
     drawn.append(FigureFile("regret", title, *paths("regret")))
     plots.plot_regret_vs_cost(results, paths("regret_vs_cost"), runs=params)
     drawn.append(FigureFile("regret_vs_cost", "Final regret vs communication cost", *paths("regret_vs_cost")))
-    if "epsilon" in params or "epsilon_max" in columns:
+    if "epsilon" in params or measured_epsilon:
         plots.plot_regret_vs_epsilon(results, paths("regret_vs_epsilon"), runs=params)
         drawn.append(FigureFile("regret_vs_epsilon", "Final regret vs privacy", *paths("regret_vs_epsilon")))
     specs = list(figures) or [
