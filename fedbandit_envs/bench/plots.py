@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -78,6 +79,8 @@ STYLE = {
     "legend.fontsize": 8.5,
     "figure.titlesize": 11,
 }
+#: A linear parameter axis gets one tick per swept value up to this many values.
+MAX_TICKS = 12
 #: Legend entries per legend column before the legend gets another column.
 LEGEND_ROWS = 26
 
@@ -190,14 +193,17 @@ def _label(column: str) -> str:
 
 
 def _key_text(columns: Sequence[str], key: tuple, names: Mapping[str, str] | None = None) -> str:
-    """A legend / panel text for the values ``key`` of ``columns``; ``names`` renames values (by ``str(value)``)."""
+    """A legend / panel text for the values ``key`` of ``columns``.
+
+    ``names`` renames values (keyed by ``str(value)``) and columns (keyed by name).
+    """
     names = names or {}
     parts = []
     for column, value in zip(columns, key):
         if str(value) in names:
             parts.append(names[str(value)])
         else:
-            parts.append(str(value) if column in ("algorithm", "_series") else f"{column}={value}")
+            parts.append(str(value) if column in ("algorithm", "_series") else f"{names.get(column, column)}={value}")
     return ", ".join(parts)
 
 
@@ -206,7 +212,7 @@ def _grid(plt: Any, panels: int, entries: int) -> tuple[Any, list[Any]]:
     columns = min(3, panels)
     rows = math.ceil(panels / columns)
     legend_height = 0.2 * min(entries, LEGEND_ROWS) + 1.2
-    size = (6.0 if columns == 1 else 4.4 * columns, max(3.9 * rows, legend_height))
+    size = (5.2 if columns == 1 else 4.4 * columns, max(3.9 * rows, legend_height))
     figure, axes = plt.subplots(rows, columns, figsize=size, layout="constrained", squeeze=False)
     flat = list(axes.flat)
     for extra in flat[panels:]:
@@ -230,10 +236,14 @@ def _band_text(band: str, counts: Iterable[int]) -> str:
 def _legend(axes: Any, entries: Mapping[str, Any]) -> None:
     """One legend for the whole figure, outside ``axes`` (the top-right panel) at its right (label -> handle).
 
-    Attached to the axes, below the figure title: the constrained layout makes room for it.
+    Attached to the axes, below the figure title: the constrained layout makes room for it, and the figure widens
+    by the legend's estimated width so that the axes keep theirs.
     """
     if entries:
         columns = math.ceil(len(entries) / LEGEND_ROWS)
+        figure = axes.get_figure()
+        width, height = figure.get_size_inches()
+        figure.set_size_inches(width + columns * (0.065 * max(map(len, entries)) + 0.6), height)
         axes.legend(
             list(entries.values()),
             list(entries),
@@ -338,7 +348,9 @@ def draw_figure(results: Results, spec: FigureSpec, runs: Sequence[str] = ()) ->
         _legend(axes_list[min(2, len(axes_list) - 1)], drawing.entries)
         title = spec.title or _label(spec.y)
         band = spec.band if spec.kind == "line" else "ci95"
-        figure.suptitle(f"{title}\n{_band_text(band, counts)}")
+        # About 11 characters per inch at the title's 11 points: long titles wrap instead of running off the figure.
+        wrapped = textwrap.fill(title, width=int(figure.get_size_inches()[0] * 11))
+        figure.suptitle(f"{wrapped}\n{_band_text(band, counts)}")
     return figure
 
 
@@ -373,8 +385,13 @@ def _line_panel(axes: Any, subset: pd.DataFrame, drawing: _Drawing) -> list[int]
         labels = [str(c) for c in categories]
         axes.set_xticks(range(len(categories)), labels, rotation=30 if sum(map(len, labels)) > 40 else 0)
         axes.set_xlim(-0.6, len(categories) - 0.4)
+    elif spec.x == "slot":
+        _set_scale(axes, "x", ("linear", {}))
     else:
-        _set_scale(axes, "x", ("linear", {}) if spec.x == "slot" else axis_scale(categories, spec.logx))
+        scale = axis_scale(categories, spec.logx)
+        _set_scale(axes, "x", scale)
+        if scale[0] == "linear" and len(categories) <= MAX_TICKS:
+            axes.set_xticks(sorted(categories))  # a tick at every swept value (gamma 1, 2, 3; not 1.25)
     # The y scale is decided from the values the lines end at (curves over slot all start near 0).
     finals = summary[summary[spec.x] == summary[spec.x].max()] if spec.x == "slot" else summary
     _set_scale(axes, "y", axis_scale(finals["mean"], spec.logy))
@@ -417,7 +434,8 @@ def _tradeoff_panel(axes: Any, final: pd.DataFrame, drawing: _Drawing) -> list[i
         else:
             if ordered:
                 members = members.sort_values(labelled[0], kind="stable")
-            texts = [_key_text(labelled, tuple(row)) for row in members[labelled].itertuples(index=False)]
+            rows = members[labelled].itertuples(index=False)
+            texts = [_key_text(labelled, tuple(row), spec.names) for row in rows]
         errors = {"xerr": members["_x_error"], "yerr": members["mean"] - members["ci95_low"]}
         handle = axes.errorbar(
             members["_x"], members["mean"], **errors, capsize=2, elinewidth=0.8, markersize=5, **style

@@ -148,7 +148,8 @@ class FigureSpec:
             ``series`` names the line, ``point`` labels the point and ``value`` (a number) orders the points
             along the line (e.g. ``"async gamma=11"`` -> line ``async``, point ``gamma=11``); empty: one line per
             ``hue`` value, points labelled by the other swept parameters.
-        names: display names of hue / series values in the legend, keyed by ``str(value)``.
+        names: display names of hue / series values, keyed by ``str(value)``, and of parameter columns in legends and
+            point labels, keyed by the column name (e.g. ``{"global_dimension": "d_g"}``).
         xlabel: the x axis label (default: from the column name).
         ylabel: the y axis label (default: from the column name).
         reference: rows matching every ``{column: value}`` are left out of the lines and drawn as one horizontal

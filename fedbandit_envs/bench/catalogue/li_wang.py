@@ -316,7 +316,7 @@ FIG2C = li_wang_scenario(
             "fig2c",
             x="messages",
             kind="tradeoff",
-            names={"async_am gamma=5": "Async-LinUCB-AM (gamma = 5), dots labelled by d_g"},
+            names={"async_am gamma=5": "Async-LinUCB-AM (γ = 5)", "global_dimension": "$d_g$"},
             title="Fig. 2(c): R_T vs C_T at t = T, heterogeneous clients, d_g + d_l = 25",
             xlabel=COST_AXIS,
             ylabel=REGRET_AXIS,
