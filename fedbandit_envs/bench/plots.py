@@ -348,8 +348,8 @@ def draw_figure(results: Results, spec: FigureSpec, runs: Sequence[str] = ()) ->
         _legend(axes_list[min(2, len(axes_list) - 1)], drawing.entries)
         title = spec.title or _label(spec.y)
         band = spec.band if spec.kind == "line" else "ci95"
-        # About 11 characters per inch at the title's 11 points: long titles wrap instead of running off the figure.
-        wrapped = textwrap.fill(title, width=int(figure.get_size_inches()[0] * 11))
+        # About 13 characters per inch at the title's 11 points: long titles wrap instead of running off the figure.
+        wrapped = textwrap.fill(title, width=int(figure.get_size_inches()[0] * 13))
         figure.suptitle(f"{wrapped}\n{_band_text(band, counts)}")
     return figure
 
