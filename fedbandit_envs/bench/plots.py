@@ -183,9 +183,12 @@ def _curves(results: Results, columns: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
-def _groups(frame: pd.DataFrame, columns: Sequence[str]) -> Any:
+def _groups(frame: pd.DataFrame, columns: Sequence[str]) -> list[tuple[tuple, pd.DataFrame]]:
     """(key tuple, sub-frame) per value of ``columns`` in order of first appearance; one group for no columns."""
-    return frame.groupby(list(columns), sort=False, dropna=False) if columns else [((), frame)]
+    if not columns:
+        return [((), frame)]
+    grouped = frame.groupby(list(columns), sort=False, dropna=False)
+    return [(key if isinstance(key, tuple) else (key,), rows) for key, rows in grouped]
 
 
 def _label(column: str) -> str:
@@ -274,6 +277,7 @@ def _frame_for(results: Results, spec: FigureSpec, runs: Sequence[str]) -> pd.Da
 
 
 def _reference_mask(frame: pd.DataFrame, reference: Mapping[str, Any]) -> pd.Series:
+    """The rows matching every ``{column: value}`` of ``reference`` (none for an empty one)."""
     mask = pd.Series(bool(reference), index=frame.index)
     for column, value in reference.items():
         mask &= frame[column] == value
@@ -328,7 +332,7 @@ def draw_figure(results: Results, spec: FigureSpec, runs: Sequence[str] = ()) ->
     hue = ["_series"] if spec.series else list(spec.hue)
     run_columns = list(dict.fromkeys([*spec.hue, *spec.facet, *([] if spec.kind == "tradeoff" else [spec.x]), *runs]))
     reference = _reference_mask(frame, spec.reference)
-    keys = list(dict.fromkeys(tuple(k) if isinstance(k, tuple) else (k,) for k, _ in _groups(frame[~reference], hue)))
+    keys = [key for key, _ in _groups(frame[~reference], hue)]
     styles = dict(zip(keys, line_styles(len(keys))))
     plt = _pyplot()
     with plt.rc_context(STYLE):
@@ -343,7 +347,7 @@ def draw_figure(results: Results, spec: FigureSpec, runs: Sequence[str] = ()) ->
             drawer = _tradeoff_panel if spec.kind == "tradeoff" else _line_panel
             counts += drawer(axes, subset, drawing)
             if spec.facet:
-                axes.set_title(_key_text(spec.facet, panel if isinstance(panel, tuple) else (panel,), spec.names))
+                axes.set_title(_key_text(spec.facet, panel, spec.names))
             axes.grid(alpha=0.3)
         _legend(axes_list[min(2, len(axes_list) - 1)], drawing.entries)
         title = spec.title or _label(spec.y)
@@ -364,7 +368,6 @@ def _line_panel(axes: Any, subset: pd.DataFrame, drawing: _Drawing) -> list[int]
     categorical = spec.x != "slot" and is_categorical(spec.x, categories)
     lines = list(_groups(summary, hue))
     for index, (key, points) in enumerate(lines):
-        key = key if isinstance(key, tuple) else (key,)
         style, label = styles[key], _key_text(hue, key, spec.names) if hue else spec.y
         if categorical:
             offset = (index - (len(lines) - 1) / 2) * 0.7 / max(len(lines), 1)
@@ -405,7 +408,6 @@ def _reference_lines(axes: Any, rows: pd.DataFrame, drawing: _Drawing) -> None:
     spec, hue = drawing.spec, drawing.hue
     finals = final_checkpoint(rows, [*hue, *spec.reference, "seed"])
     for key, points in _groups(finals, hue):
-        key = key if isinstance(key, tuple) else (key,)
         colour = drawing.styles.get(key, {"color": "black"})["color"]
         handle = axes.axhline(points[spec.y].mean(), color=colour, linestyle=(0, (6, 3)), linewidth=1.2, alpha=0.8)
         drawing.entries.setdefault(f"{_key_text(hue, key, spec.names)}: {spec.reference_label}", handle)
@@ -426,7 +428,6 @@ def _tradeoff_panel(axes: Any, final: pd.DataFrame, drawing: _Drawing) -> list[i
     # Points are joined only in the order of a quantity: the series' values, or a numeric first parameter.
     ordered = bool(spec.series) or (bool(labelled) and not is_categorical(labelled[0], table[labelled[0]].tolist()))
     for index, (key, members) in enumerate(_groups(table, hue)):
-        key = key if isinstance(key, tuple) else (key,)
         style = {**drawing.styles[key], **({} if ordered else {"linestyle": "None"})}
         if spec.series:
             members = members.sort_values("_order", kind="stable")
