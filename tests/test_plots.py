@@ -285,3 +285,14 @@ def test_declared_figures_use_the_scenario_columns(name):
         if spec.series:
             pattern = re.compile(spec.series)
             assert all(pattern.fullmatch(label) for label in scenario.algorithms), spec.name
+
+
+def test_report_figures_ignore_parameters_swept_over_one_value(tmp_path):
+    from fedbandit_envs.bench.report import draw_figures
+
+    points = [{"threshold": t, "scale": 0.5, "epsilon_max": math.nan} for t in (0.01, 1.0, 100.0)]
+    results = curves(["a", "b"], params=points, value=regret_rows)
+    drawn = draw_figures(results, tmp_path, ["threshold", "scale"])
+    # No regret-vs-epsilon figure either: no run measured epsilon.
+    assert [figure.name for figure in drawn] == ["regret", "regret_vs_cost", "final_vs_threshold"]
+    assert all(figure.png.stat().st_size > 5000 for figure in drawn)
