@@ -232,6 +232,22 @@ def test_reference_rows_become_horizontal_lines(figure_of):
     assert "Private MA-UCB (ε = 1): complete graph (optimal)" in labels
 
 
+def test_select_draws_the_paper_combinations_only(figure_of):
+    points = [{"contam_eps": c} for c in (1e-3, 0.0)]
+    labels = ["byzantine_ucb", "byzantine_ucb_eps0", "ucb1"]
+    results = curves(labels, params=points, value=lambda label, point, seed, slot: {"group_regret": slot + seed})
+    (axes,) = figure_of(results, get("dubey/fig1b_byzantine").figures[0], runs=["contam_eps"]).axes
+    assert len(axes.get_lines()) == 3
+    assert [t.get_text() for t in axes.get_legend().get_texts()] == [
+        "Byzantine-proof MA-UCB (ε = 10⁻³, contaminated)",
+        "Byzantine-proof MA-UCB (ε = 0, clean)",
+        "UCB1 (individual, contaminated)",
+    ]
+    spec = FigureSpec("f", select=({"algorithm": "nobody"},))
+    with pytest.raises(ValueError, match="no result rows match its selection"):
+        plots.draw_figure(results, spec)
+
+
 def test_bad_figure_specs_are_refused():
     with pytest.raises(ValueError, match="kind must be one of"):
         FigureSpec("f", kind="scatter")
@@ -279,7 +295,10 @@ def test_declared_figures_use_the_scenario_columns(name):
     for scale in scenario.scales.values():
         swept |= {key.partition(".")[2] for key in scale.get("sweep", {})}
     for spec in scenario.figures:
-        assert set(spec.hue) | set(spec.facet) | set(spec.reference) <= swept | {"algorithm"}, spec.name
+        selected = {column for entry in spec.select for column in entry}
+        assert set(spec.hue) | set(spec.facet) | set(spec.reference) | selected <= swept | {"algorithm"}, spec.name
+        for entry in spec.select:
+            assert entry.get("algorithm", next(iter(scenario.algorithms))) in scenario.algorithms, spec.name
         if spec.kind == "line" and spec.x != "slot":
             assert spec.x in swept, spec.name
         if spec.series:

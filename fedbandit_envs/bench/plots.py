@@ -259,8 +259,13 @@ def _legend(axes: Any, entries: Mapping[str, Any]) -> None:
 
 def _frame_for(results: Results, spec: FigureSpec, runs: Sequence[str]) -> pd.DataFrame:
     """The rows ``spec`` draws, with ``_series`` / ``_point`` / ``_order`` columns from its ``series`` pattern."""
-    extra = [*spec.hue, *spec.facet, *spec.reference, *([] if spec.kind == "tradeoff" else [spec.x])]
+    selected = [column for entry in spec.select for column in entry]
+    extra = [*spec.hue, *spec.facet, *spec.reference, *selected, *([] if spec.kind == "tradeoff" else [spec.x])]
     frame = _curves(results, list(dict.fromkeys([spec.x, spec.y, "seed", "slot", *extra, *runs])))
+    if spec.select:
+        frame = frame[np.logical_or.reduce([_matching(frame, entry) for entry in spec.select])]
+        if frame.empty:
+            raise ValueError(f"figure {spec.name!r}: no result rows match its selection {list(spec.select)}")
     if not spec.series:
         return frame
     pattern = re.compile(spec.series)
@@ -276,10 +281,10 @@ def _frame_for(results: Results, spec: FigureSpec, runs: Sequence[str]) -> pd.Da
     )
 
 
-def _reference_mask(frame: pd.DataFrame, reference: Mapping[str, Any]) -> pd.Series:
-    """The rows matching every ``{column: value}`` of ``reference`` (none for an empty one)."""
-    mask = pd.Series(bool(reference), index=frame.index)
-    for column, value in reference.items():
+def _matching(frame: pd.DataFrame, values: Mapping[str, Any]) -> pd.Series:
+    """The rows matching every ``{column: value}`` of ``values`` (none for an empty mapping)."""
+    mask = pd.Series(bool(values), index=frame.index)
+    for column, value in values.items():
         mask &= frame[column] == value
     return mask
 
@@ -331,7 +336,7 @@ def draw_figure(results: Results, spec: FigureSpec, runs: Sequence[str] = ()) ->
     frame = _frame_for(results, spec, runs)
     hue = ["_series"] if spec.series else list(spec.hue)
     run_columns = list(dict.fromkeys([*spec.hue, *spec.facet, *([] if spec.kind == "tradeoff" else [spec.x]), *runs]))
-    reference = _reference_mask(frame, spec.reference)
+    reference = _matching(frame, spec.reference)
     keys = [key for key, _ in _groups(frame[~reference], hue)]
     styles = dict(zip(keys, line_styles(len(keys))))
     plt = _pyplot()
@@ -362,7 +367,7 @@ def _line_panel(axes: Any, subset: pd.DataFrame, drawing: _Drawing) -> list[int]
     """``spec.y`` against ``spec.x`` (slot or parameter) on ``axes``; returns the run counts of the points."""
     spec, hue, styles, entries = drawing.spec, drawing.hue, drawing.styles, drawing.entries
     low, high = ("min", "max") if spec.band == "minmax" else ("ci95_low", "ci95_high")
-    reference = _reference_mask(subset, spec.reference)
+    reference = _matching(subset, spec.reference)
     summary = summarize(subset[~reference], spec.y, by=(*hue, spec.x))
     categories = list(dict.fromkeys(summary[spec.x].tolist()))
     categorical = spec.x != "slot" and is_categorical(spec.x, categories)

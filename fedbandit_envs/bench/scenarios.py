@@ -155,6 +155,8 @@ class FigureSpec:
         reference: rows matching every ``{column: value}`` are left out of the lines and drawn as one horizontal
             line per hue value at their final mean (e.g. the complete graph as the optimum).
         reference_label: the legend text of the reference lines.
+        select: the rows drawn: those matching every ``{column: value}`` of some entry (all rows when empty), e.g.
+            the paper's three (algorithm, contamination) combinations out of a full sweep.
     """
 
     name: str
@@ -173,6 +175,7 @@ class FigureSpec:
     ylabel: str = ""
     reference: Mapping[str, Any] = field(default_factory=dict)
     reference_label: str = "reference"
+    select: Sequence[Mapping[str, Any]] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in FIGURE_KINDS:

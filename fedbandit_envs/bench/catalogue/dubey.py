@@ -336,7 +336,7 @@ GROUP_REGRET = "group regret $R_G(t)$"
 
 def paper_figure(name: str, title: str, **fields: Any) -> FigureSpec:
     """A Fig. 1 panel: the paper's legend names and axis labels (group regret against t unless ``fields`` say)."""
-    return FigureSpec(name, title=title, names=NAMES, **{"xlabel": "t", "ylabel": GROUP_REGRET, **fields})
+    return FigureSpec(name, title=title, **{"names": NAMES, "xlabel": "t", "ylabel": GROUP_REGRET, **fields})
 
 
 FIG1A = dubey_scenario(
@@ -443,8 +443,18 @@ FIG1B = dubey_scenario(
     figures=(
         paper_figure(
             "fig1b",
-            "Fig. 1(b): group regret vs t, byzantine-proof algorithms (contam_eps: the environment's contamination)",
-            hue=("algorithm", "contam_eps"),
+            "Fig. 1(b): group regret vs t, byzantine-proof algorithms",
+            select=(
+                {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
+                {"algorithm": "ucb1", "contam_eps": 1e-3},
+                {"algorithm": "byzantine_ucb_eps0", "contam_eps": 0.0},
+            ),
+            names={
+                **NAMES,
+                "byzantine_ucb": "Byzantine-proof MA-UCB (ε = 10⁻³, contaminated)",
+                "ucb1": "UCB1 (individual, contaminated)",
+                "byzantine_ucb_eps0": "Byzantine-proof MA-UCB (ε = 0, clean)",
+            },
         ),
     ),
 )

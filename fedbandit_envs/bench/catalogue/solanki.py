@@ -253,16 +253,18 @@ AVERAGE_REGRET = "average regret per agent"
 ROUNDS = "rounds t"
 
 
-def paper_figure(number: int, family: str, caption: str, name: str = "", **axes: Any) -> FigureSpec:
+def paper_figure(
+    number: int, family: str, caption: str, name: str = "", setting: str = "n = 10, m = 30", **axes: Any
+) -> FigureSpec:
     """Fig. ``number`` (a)/(b) of the paper for ``family``: mean over instances and seeds, 95% CI band.
 
-    ``axes``: the :class:`~fedbandit_envs.bench.scenarios.FigureSpec` fields (x, y, hue, labels); linear axes
-    as in the paper.
+    ``setting``: the fixed sizes the caption states; ``axes``: the :class:`~fedbandit_envs.bench.scenarios.FigureSpec`
+    fields (x, y, hue, labels); linear axes as in the paper.
     """
     panel, distribution = PANELS[family]
     if family == "normal" and number == 2:
         distribution = "c, q ~ N(0.4, 0.1)"
-    title = f"Fig. {number}({panel}): {caption} ({distribution}; n = 10, m = 30)"
+    title = f"Fig. {number}({panel}): {caption} ({distribution}; {setting})"
     return FigureSpec(name or f"fig{number}", title=title, names=NAMES, logx=False, logy=False, **axes)
 
 
@@ -336,7 +338,8 @@ for family, family_kwargs in FAMILIES.items():
             paper_figure(
                 5,
                 family,
-                "EXP3, P-FCB (ε = 1): regret vs n",
+                "EXP3, P-FCB: regret vs n",
+                setting="ε = 1, m = 30",
                 x="num_agents",
                 y="mean_regret",
                 xlabel="# of agents n",
