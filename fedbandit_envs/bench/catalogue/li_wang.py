@@ -275,7 +275,7 @@ def _fig2(name: str, arrival: str, winner: str, rates: dict[str, tuple[int, int]
             frontier_figure(
                 f"fig2{'a' if arrival == 'uniform' else 'b'}",
                 f"Fig. 2({'a' if arrival == 'uniform' else 'b'}): R_T vs C_T at t = T, homogeneous clients, "
-                f"{'uniform' if arrival == 'uniform' else 'non-uniform (Zipf)'} client distribution",
+                f"{'uniform' if arrival == 'uniform' else 'non-uniform (Zipf)'} arrivals",
             ),
         ),
     )
