@@ -338,7 +338,7 @@ SA_EPSILON = register(
         _EPSILON_CLAIMS,
         # RC5 over the 10 blocks: X(1)/X(2) 2.16-2.32 (1/epsilon: 2), X(1)/X(5) 7.38-10.52 (1/epsilon: 5)
         {"monotone_in_epsilon": (10, 10), "infinity_lowest": (10, 10), "inverse_epsilon": (10, 10)},
-        "Fig. 1(a) (setting S-A: N = 3, M = 5, K3): Fed_UCB regret per agent vs t",
+        "Fig. 1(a): Fed_UCB regret per agent vs t (S-A: N = 3, M = 5, K3)",
     )
 )
 
@@ -368,7 +368,7 @@ SB_EPSILON = register(
         _env(10, 10, "ring", _PAPER_INSTANCE, **_GAUSSIAN),
         _CI_INSTANCE,
         (infinity_lowest_claim(),),
-        figure="Fig. 1(b) (setting S-B: N = 10, M = 10, ring): Fed_UCB regret per agent vs t",
+        figure="Fig. 1(b): Fed_UCB regret per agent vs t (S-B: N = 10, M = 10, ring)",
     )
 )
 
@@ -381,7 +381,7 @@ DIABETES_STANDIN = register(
         _env(3, 5, "complete", diabetes_standin_instance, reward_model="bernoulli"),
         diabetes_standin_instance,
         _DATA_CLAIMS,
-        figure="Fig. 1(c) (synthetic stand-in of the diabetes data, N = 3, M = 5): Fed_UCB regret per agent vs t",
+        figure="Fig. 1(c): Fed_UCB regret per agent vs t (diabetes stand-in, N = 3, M = 5)",
     )
 )
 
@@ -395,7 +395,7 @@ def diabetes_scenario(path: str | Path, split: str = "contiguous", seed: int | N
     means = diabetes_means(path, 3, split, seed)
     env = _env(3, 5, "complete", means, reward_model="bernoulli")
     description = f"UCI diabetes data from {str(path)!r}, {split} split"
-    title = "Fig. 1(c) (UCI diabetes data, N = 3, M = 5): Fed_UCB regret per agent vs t"
+    title = "Fig. 1(c): Fed_UCB regret per agent vs t (UCI diabetes data, N = 3, M = 5)"
     return _epsilon_scenario("zhu/diabetes", description, env, means, _DATA_CLAIMS, figure=title)
 
 
