@@ -76,11 +76,11 @@ def test_line_styles_are_distinct_beyond_ten_colours():
         ([1.0, 50.0], None, ("linear", {})),  # under two decades
         ([1.0, 100.0], None, ("linear", {})),  # exactly two decades: not more than two
         ([1.0, 100.5], None, ("log", {})),
-        ([0.0, 2.0, 5000.0], None, ("symlog", {"linthresh": 2.0})),  # zeros stay visible
+        ([0.0, 2.0, 5000.0], None, ("symlog", {"linthresh": 1.0})),  # zeros stay visible
         ([-1.0, 1000.0], None, ("linear", {})),  # a negative value: never log
         ([1.0, 2.0, math.inf, math.nan], None, ("linear", {})),  # non-finite values ignored
         ([1.0, 2.0], True, ("log", {})),
-        ([0.0, 3.0], True, ("symlog", {"linthresh": 3.0})),
+        ([0.0, 300.0], True, ("symlog", {"linthresh": 100.0})),
         ([-1.0, 3.0], True, ("linear", {})),
         ([1.0, 1e6], False, ("linear", {})),
         ([0.0, 0.0], None, ("linear", {})),

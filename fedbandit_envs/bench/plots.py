@@ -140,10 +140,11 @@ def axis_scale(values: Iterable[Any], log: bool | None = None) -> tuple[str, dic
     """The matplotlib scale and its keywords for an axis showing ``values`` (non-finite values are ignored).
 
     The rule with ``log=None``: a logarithmic axis when every value is >= 0 and the positive ones span more
-    than two decades (largest / smallest > 100); ``"symlog"`` (linear up to the smallest positive value,
-    logarithmic beyond, so that zeros stay visible) instead of ``"log"`` when some values are exactly 0;
-    otherwise linear. ``log=True`` asks for the logarithmic axis whatever the span (still ``"symlog"`` with
-    zeros, and linear if a value is negative: nothing is hidden), ``log=False`` for a linear one.
+    than two decades (largest / smallest > 100); ``"symlog"`` (linear up to the power of ten at or below the
+    smallest positive value, logarithmic beyond, so that zeros stay visible) instead of ``"log"`` when some
+    values are exactly 0; otherwise linear. ``log=True`` asks for the logarithmic axis whatever the span
+    (still ``"symlog"`` with zeros, and linear if a value is negative: nothing is hidden), ``log=False`` for a
+    linear one.
     """
     finite = np.array([float(v) for v in values], dtype=np.float64)
     finite = finite[np.isfinite(finite)]
@@ -153,7 +154,8 @@ def axis_scale(values: Iterable[Any], log: bool | None = None) -> tuple[str, dic
     if log is None and positive.max() <= 100 * positive.min():
         return "linear", {}
     if (finite == 0).any():
-        return "symlog", {"linthresh": float(positive.min())}
+        # The linear part ends at the power of ten below the smallest positive value: 0 sits one decade left of it.
+        return "symlog", {"linthresh": float(10 ** math.floor(math.log10(positive.min())))}
     return "log", {}
 
 
