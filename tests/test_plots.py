@@ -184,6 +184,9 @@ def test_tradeoff_mirror_one_line_per_protocol_in_threshold_order(figure_of):
     legend = axes.get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["Async-LinUCB", "Sync-LinUCB"]
     assert axes.get_xscale() == "symlog"  # log C_T; gamma = inf's C_T = 0 stays visible at the axis start
+    ticks = [tick for tick in axes.get_xticks() if axes.get_xlim()[0] <= tick <= axes.get_xlim()[1]]
+    # 0, then the decades from the linear threshold (100: the smallest positive C_T is 10^(6 - 11/3) = 215) on
+    assert ticks[:2] == [0, 100] and all(math.log10(t).is_integer() for t in ticks[1:])
     joined = [line for line in axes.get_lines() if line.get_linestyle() != "None" and len(line.get_xdata()) > 1]
     assert [len(line.get_xdata()) for line in joined] == [13, 11]
     for line in joined:  # threshold order: cost falls along each protocol's line

@@ -226,8 +226,15 @@ def _grid(plt: Any, panels: int, entries: int) -> tuple[Any, list[Any]]:
 
 
 def _set_scale(axes: Any, axis: str, scale: tuple[str, dict[str, float]]) -> None:
+    """Set an axis scale; a symlog axis gets ticks at 0 and at the powers of ten from its linear threshold on."""
+    from matplotlib.ticker import FixedLocator
+
     name, keywords = scale
     (axes.set_xscale if axis == "x" else axes.set_yscale)(name, **keywords)
+    if name == "symlog":  # no ticks inside the linear part, where they would crowd the tick at 0
+        first = round(math.log10(keywords["linthresh"]))
+        ticks = [0.0, *(10.0**k for k in range(first, first + 40))]
+        (axes.xaxis if axis == "x" else axes.yaxis).set_major_locator(FixedLocator(ticks))
 
 
 def _band_text(band: str, counts: Iterable[int]) -> str:
