@@ -317,3 +317,10 @@ def test_report_figures_ignore_parameters_swept_over_one_value(tmp_path):
     # No regret-vs-epsilon figure either: no run measured epsilon.
     assert [figure.name for figure in drawn] == ["regret", "regret_vs_cost", "final_vs_threshold"]
     assert all(figure.png.stat().st_size > 5000 for figure in drawn)
+
+
+def test_objects_recorded_by_their_repr_are_named_in_legends(figure_of):
+    points = [{"topology": f"Topology(name='{name}', num_agents=100, num_edges=95)"} for name in ("case1", "case2")]
+    results = curves(["hdp_mab"], params=points, value=lambda label, point, seed, slot: {"group_regret": slot})
+    (axes,) = figure_of(results, FigureSpec("f", hue=("topology",))).axes
+    assert [t.get_text() for t in axes.get_legend().get_texts()] == ["topology=case1", "topology=case2"]

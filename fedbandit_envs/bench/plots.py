@@ -208,8 +208,16 @@ def _key_text(columns: Sequence[str], key: tuple, names: Mapping[str, str] | Non
         if str(value) in names:
             parts.append(names[str(value)])
         else:
-            parts.append(str(value) if column in ("algorithm", "_series") else f"{names.get(column, column)}={value}")
+            text = _value_text(value)
+            parts.append(text if column in ("algorithm", "_series") else f"{names.get(column, column)}={text}")
     return ", ".join(parts)
+
+
+def _value_text(value: Any) -> str:
+    """A parameter value as text; an object recorded by its repr (``"Topology(name='ring', ...)"``) by its name."""
+    text = str(value)
+    named = re.match(r"""^"?\w+\(name='([^']*)'""", text)
+    return named.group(1) if named else text
 
 
 def _grid(plt: Any, panels: int, entries: int) -> tuple[Any, list[Any]]:
