@@ -104,32 +104,38 @@ def draw_figures(
     """Draw the report's figures into ``directory/figures`` (PNG and SVG); returns them in report order.
 
     Always: regret vs slot (one line per algorithm and value of the last swept parameter, one panel per
-    value of the others) and regret vs communication cost. With
-    privacy (an ``epsilon`` parameter or an ``epsilon_max`` column): regret vs epsilon. Then the
-    scenario's own ``figures``, or, when it declares none, final regret against each swept parameter.
+    value of the others; parameters swept over a single value are constants and split nothing) and regret vs
+    communication cost. With privacy (an ``epsilon`` parameter, or an ``epsilon_max`` column with a value):
+    regret vs epsilon. Then the scenario's own ``figures`` (the mirrors of the paper's), or, when it declares
+    none, final regret against each varying swept parameter (points with error bars per category for a
+    categorical one, such as ``instance_seed``: :func:`~fedbandit_envs.bench.plots.is_categorical`). Every
+    figure keeps its legend
+    outside the axes and one distinct line style per line (:mod:`fedbandit_envs.bench.plots`).
     """
     from fedbandit_envs.bench import plots
 
-    params = list(params)
+    # A parameter swept over one value is a constant: it neither splits lines nor panels nor gets its own figure.
+    varying = [p for p in params if len({str(row.get(p)) for row in results.curves}) > 1]
     folder = Path(directory) / "figures"
-    columns = results.curves[0] if results.curves else {}
+    # Privacy is measured only where some run accounts for it (non-private runs leave epsilon_max empty).
+    measured_epsilon = any(plots.is_number(row.get("epsilon_max")) for row in results.curves)
     drawn = []
 
     def paths(name: str) -> tuple[Path, Path]:
         return folder / f"{name}.png", folder / f"{name}.svg"
 
     title = "Group pseudo-regret vs slot"
-    hue, facet = ("algorithm", *params[-1:]), params[:-1]
-    plots.plot_figure(results, FigureSpec("regret", hue=hue, facet=facet, title=title), paths("regret"), runs=params)
+    hue, facet = ("algorithm", *varying[-1:]), varying[:-1]
+    plots.plot_figure(results, FigureSpec("regret", hue=hue, facet=facet, title=title), paths("regret"), runs=varying)
     drawn.append(FigureFile("regret", title, *paths("regret")))
-    plots.plot_regret_vs_cost(results, paths("regret_vs_cost"), runs=params)
+    plots.plot_regret_vs_cost(results, paths("regret_vs_cost"), runs=varying)
     drawn.append(FigureFile("regret_vs_cost", "Final regret vs communication cost", *paths("regret_vs_cost")))
-    if "epsilon" in params or "epsilon_max" in columns:
-        plots.plot_regret_vs_epsilon(results, paths("regret_vs_epsilon"), runs=params)
+    if "epsilon" in params or measured_epsilon:
+        plots.plot_regret_vs_epsilon(results, paths("regret_vs_epsilon"), runs=varying)
         drawn.append(FigureFile("regret_vs_epsilon", "Final regret vs privacy", *paths("regret_vs_epsilon")))
     specs = list(figures) or [
-        FigureSpec(f"final_vs_{p}", x=p, facet=[q for q in params if q != p], title=f"Final group regret vs {p}")
-        for p in params
+        FigureSpec(f"final_vs_{p}", x=p, facet=[q for q in varying if q != p], title=f"Final group regret vs {p}")
+        for p in varying
         if p != "epsilon"
     ]
     for spec in specs:

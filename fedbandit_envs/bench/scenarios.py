@@ -135,20 +135,41 @@ def with_pass_rates(
     )
 
 
+FIGURE_KINDS = ("line", "tradeoff")
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     """A figure of a scenario's report that mirrors a paper figure (drawn by :func:`.plots.plot_figure`).
 
     Attributes:
         name: file stem of the figure (``figures/<name>.png`` and ``.svg``).
-        x: ``"slot"`` (curves over time) or a parameter column (final values against that parameter).
+        x: ``"slot"`` (curves over time) or a parameter column (final values against that parameter); with
+            ``kind="tradeoff"``, a measured column (e.g. ``"messages"``) whose final value goes on the x axis.
         y: the metric column plotted (e.g. ``"group_regret"``, ``"cost"``, ``"epsilon_max"``).
         hue: columns giving one line per distinct value.
         facet: columns giving one panel per distinct value.
         title: the figure title (e.g. which paper figure it mirrors).
-        logx: logarithmic x axis.
-        logy: logarithmic y axis.
+        logx: logarithmic x axis (``True``), linear (``False``) or decided from the data (``None``, see
+            :func:`.plots.axis_scale`).
+        logy: the same for the y axis.
         band: ``"ci95"`` (95% confidence interval of the mean) or ``"minmax"`` (over seeds).
+        kind: ``"line"`` (``y`` against ``x``; a categorical parameter ``x`` gets points with error bars per
+            category) or ``"tradeoff"`` (final ``y`` against final ``x``, one point per run configuration, the
+            points of a line joined in order of their parameter value).
+        series: with ``kind="tradeoff"``, a regular expression matched against the algorithm label: its group
+            ``series`` names the line, ``point`` labels the point and ``value`` (a number) orders the points
+            along the line (e.g. ``"async gamma=11"`` -> line ``async``, point ``gamma=11``); empty: one line per
+            ``hue`` value, points labelled by the other swept parameters.
+        names: display names of hue / series values, keyed by ``str(value)``, and of parameter columns in legends and
+            point labels, keyed by the column name (e.g. ``{"global_dimension": "d_g"}``).
+        xlabel: the x axis label (default: from the column name).
+        ylabel: the y axis label (default: from the column name).
+        reference: rows matching every ``{column: value}`` are left out of the lines and drawn as one horizontal
+            line per hue value at their final mean (e.g. the complete graph as the optimum).
+        reference_label: the legend text of the reference lines.
+        select: the rows drawn: those matching every ``{column: value}`` of some entry (all rows when empty), e.g.
+            the paper's three (algorithm, contamination) combinations out of a full sweep.
     """
 
     name: str
@@ -157,9 +178,23 @@ class FigureSpec:
     hue: Sequence[str] = ("algorithm",)
     facet: Sequence[str] = ()
     title: str = ""
-    logx: bool = False
-    logy: bool = False
+    logx: bool | None = None
+    logy: bool | None = None
     band: str = "ci95"
+    kind: str = "line"
+    series: str = ""
+    names: Mapping[str, str] = field(default_factory=dict)
+    xlabel: str = ""
+    ylabel: str = ""
+    reference: Mapping[str, Any] = field(default_factory=dict)
+    reference_label: str = "reference"
+    select: Sequence[Mapping[str, Any]] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in FIGURE_KINDS:
+            raise ValueError(f"FigureSpec kind must be one of {FIGURE_KINDS}, got {self.kind!r}")
+        if self.series and self.kind != "tradeoff":
+            raise ValueError(f"FigureSpec {self.name!r}: series patterns apply to kind='tradeoff' only")
 
 
 @dataclass(frozen=True)

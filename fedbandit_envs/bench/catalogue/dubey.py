@@ -319,6 +319,26 @@ FIG1B_PASS_RATES = {
 FIG1C_LABELS = ("private_ucb_eps1", "byzantine_ucb")
 RC5_STRICT_PASS_RATES = {"rc5_strict_eps0.05": (9, 10), "rc5_strict_eps0.1": (10, 10)}
 
+# ---------------------------------------------------------------------- the paper's figures, mirrored
+#: The paper's legend names of the algorithms.
+NAMES = {
+    "private_ucb_eps0.1": "Private MA-UCB (ε = 0.1)",
+    "private_ucb_eps1": "Private MA-UCB (ε = 1)",
+    "ucb1": "UCB1 (individual)",
+    "dp_ucb_int_eps0.1": "DP-UCB-INT (ε = 0.1, individual)",
+    "dp_ucb_int_eps1": "DP-UCB-INT (ε = 1, individual)",
+    "cooperative_ucb": "MA-UCB (non-private)",
+    "byzantine_ucb": "Byzantine-proof MA-UCB",
+    "byzantine_ucb_eps0": "Byzantine-proof MA-UCB (ε = 0)",
+}
+GROUP_REGRET = "group regret $R_G(t)$"
+
+
+def paper_figure(name: str, title: str, **fields: Any) -> FigureSpec:
+    """A Fig. 1 panel: the paper's legend names and axis labels (group regret against t unless ``fields`` say)."""
+    return FigureSpec(name, title=title, **{"names": NAMES, "xlabel": "t", "ylabel": GROUP_REGRET, **fields})
+
+
 FIG1A = dubey_scenario(
     "fig1a_private",
     "Fig. 1(a): group regret of Private MA-UCB vs individual UCB1 / DP-UCB-INT and the non-private "
@@ -377,6 +397,7 @@ FIG1A = dubey_scenario(
         "0:120 in blocks of 12",
     ),
     ci_seeds=12,
+    figures=(paper_figure("fig1a", "Fig. 1(a): group regret vs t, private algorithms on ER(M, p) graphs"),),
 )
 
 FIG1B = dubey_scenario(
@@ -419,7 +440,23 @@ FIG1B = dubey_scenario(
     ),
     sweep={"wrapper.contam_eps": [1e-3, 0.0]},
     wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
-    figures=(FigureSpec("fig1b", hue=("algorithm", "contam_eps"), title="Fig. 1(b): group regret vs t"),),
+    figures=(
+        paper_figure(
+            "fig1b",
+            "Fig. 1(b): group regret vs t, byzantine-proof algorithms",
+            select=(
+                {"algorithm": "byzantine_ucb", "contam_eps": 1e-3},
+                {"algorithm": "ucb1", "contam_eps": 1e-3},
+                {"algorithm": "byzantine_ucb_eps0", "contam_eps": 0.0},
+            ),
+            names={
+                **NAMES,
+                "byzantine_ucb": "Byzantine-proof MA-UCB (ε = 10⁻³, contaminated)",
+                "ucb1": "UCB1 (individual, contaminated)",
+                "byzantine_ucb_eps0": "Byzantine-proof MA-UCB (ε = 0, clean)",
+            },
+        ),
+    ),
 )
 
 
@@ -524,5 +561,15 @@ FIG1C = dubey_scenario(
     sweep={"env.graph": ["erdos_renyi", "complete"], "alg.gamma": [1, 2, 3]},
     exclude=({"env.graph": "complete", "alg.gamma": 2}, {"env.graph": "complete", "alg.gamma": 3}),
     wrappers=(WrapperSpec("wrappers.faults:ByzantineAgents", {"contam_eps": 1e-3, "fraction": 1.0}),),
-    figures=(FigureSpec("fig1c", x="gamma", facet=("graph",), title="Fig. 1(c): group regret at T vs gamma"),),
+    figures=(
+        paper_figure(
+            "fig1c",
+            "Fig. 1(c): group regret at T vs gamma on ER graphs; dashed: the complete graph (optimal)",
+            x="gamma",
+            xlabel="communication parameter γ",
+            ylabel="group regret $R_G(T)$",
+            reference={"graph": "complete"},
+            reference_label="complete graph (optimal)",
+        ),
+    ),
 )

@@ -93,6 +93,7 @@ from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
     Claim,
     ClaimVerdict,
+    FigureSpec,
     Scenario,
     paper_registrar,
     with_pass_rates,
@@ -338,6 +339,31 @@ def reward_order(name: str, description: str, labels: Sequence[str], share: floa
     return Claim(name, description, check, band=f"strict order seed by seed in at least {share:.0%} of the seeds")
 
 
+# ---------------------------------------------------------------------- the paper's figures, mirrored
+#: The paper's legend names of the protocols (the series of the C_T-R_T scatter plots).
+PROTOCOLS = {"async": "Async-LinUCB", "async_am": "Async-LinUCB-AM", "sync": "Sync-LinUCB"}
+#: An algorithm label -> its protocol (the line) and threshold (the point label, and its order along the line).
+THRESHOLD_SERIES = r"(?P<series>async_am|async|sync) (?:gamma|D)=(?P<point>(?P<value>\S+))"
+COST_AXIS = "communication cost $C_T$ (messages)"
+REGRET_AXIS = "accumulated regret $R_T$"
+
+
+def frontier_figure(name: str, title: str, y: str = "group_regret", ylabel: str = REGRET_AXIS) -> FigureSpec:
+    """Figs. 2-3: final ``y`` against C_T on a log axis, one line per protocol, each dot labelled by its threshold."""
+    return FigureSpec(
+        name,
+        x="messages",
+        y=y,
+        kind="tradeoff",
+        series=THRESHOLD_SERIES,
+        names=PROTOCOLS,
+        logx=True,
+        title=title,
+        xlabel=COST_AXIS,
+        ylabel=ylabel,
+    )
+
+
 _register = paper_registrar("li_wang", "li_wang", runner=RUNNER, seeds=10, checkpoints=10)
 
 
@@ -368,6 +394,13 @@ def _fig2(name: str, arrival: str, claims: Sequence[Claim], rates: dict[str, tup
             seeds,
         ),
         ci=dict(SYNTHETIC_CI),
+        figures=(
+            frontier_figure(
+                f"fig2{'a' if arrival == 'uniform' else 'b'}",
+                f"Fig. 2({'a' if arrival == 'uniform' else 'b'}): R_T vs C_T at t = T, homogeneous clients, "
+                f"{'uniform' if arrival == 'uniform' else 'non-uniform (Zipf)'} arrivals",
+            ),
+        ),
     )
 
 
@@ -429,11 +462,24 @@ FIG2C = li_wang_scenario(
     ),
     ci={"num_clients": 100, "horizon": 3000, "seeds": 3},
     sweep={"env.global_dimension": [4, 8, 12, 16, 20, 24]},
+    figures=(
+        FigureSpec(
+            "fig2c",
+            x="messages",
+            kind="tradeoff",
+            names={"async_am gamma=5": "Async-LinUCB-AM (γ = 5)", "global_dimension": "$d_g$"},
+            title="Fig. 2(c): R_T vs C_T at t = T, heterogeneous clients, d_g + d_l = 25",
+            xlabel=COST_AXIS,
+            ylabel=REGRET_AXIS,
+        ),
+    ),
 )
 
 # ---------------------------------------------------------------------- Fig. 3 (replay stand-ins)
 REPLAY_GAMMAS = (1.0, 5.0, 101.0, float("inf"))
 REPLAY_DS = (1.0, 100.0)
+#: Fig. 3(a)-(c).
+PROFILES = ("lastfm", "delicious", "movielens")
 
 
 def fig3_algorithms() -> dict[str, AlgorithmSpec]:
@@ -479,10 +525,18 @@ def _fig3(profile: str) -> Scenario:
         algorithms,
         claims,
         ci=ci,
+        figures=(
+            frontier_figure(
+                "fig3",
+                f"Fig. 3({'abc'[PROFILES.index(profile)]}): normalised reward vs C_T at t = T, {profile} stand-in",
+                y="normalised_reward",
+                ylabel="reward / reward of random",
+            ),
+        ),
     )
 
 
-FIG3 = {profile: _fig3(profile) for profile in ("lastfm", "delicious", "movielens")}
+FIG3 = {profile: _fig3(profile) for profile in PROFILES}
 
 # ---------------------------------------------------------------------- Fig. 3 on real classification data
 #: Fig. 3's experiment on scikit-learn's bundled datasets (:class:`~fedbandit_envs.families.linear.classification.

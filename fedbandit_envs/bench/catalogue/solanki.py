@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from fedbandit_envs.bench.claims import final_means, final_rows
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, Scenario, paper_registrar
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Claim, ClaimVerdict, FigureSpec, Scenario, paper_registrar
 from fedbandit_envs.run import Results
 
 RUNNER = "fedbandit_envs.run:run"
@@ -221,12 +221,51 @@ def few_violations(algorithms: Sequence[str], threshold: float = 0.01) -> Claim:
 _register = paper_registrar("solanki", "solanki", runner=RUNNER, seeds=PAPER["seeds"], checkpoints=PAPER["checkpoints"])
 
 
-def solanki_scenario(name: str, *args: Any, sweep: dict[str, list[Any]] | None = None, **scales: Any) -> Scenario:
+def solanki_scenario(
+    name: str,
+    *args: Any,
+    sweep: dict[str, list[Any]] | None = None,
+    figures: Sequence[FigureSpec] = (),
+    **scales: Any,
+) -> Scenario:
     """Register ``solanki/<name>`` (``args``: description, env_kwargs, algorithms, claims) at §4.1's seeds.
 
-    It sweeps ``sweep`` and each scale's instances; ``scales``: the keywords of :func:`_scales` after the sweep.
+    It sweeps ``sweep`` and each scale's instances and draws ``figures`` (the paper's, mirrored); ``scales``: the
+    keywords of :func:`_scales` after the sweep.
     """
-    return _register(name, *args, sweep=sweep or {}, scales=_scales(sweep, **scales))
+    return _register(name, *args, sweep=sweep or {}, scales=_scales(sweep, **scales), figures=figures)
+
+
+# ---------------------------------------------------------------------- the paper's figures, mirrored
+#: Sub-figure and caption of each instance family: (a) U[0, 1], (b) N(alpha, 0.2) (Fig. 2(b): N(alpha, 0.1)).
+PANELS = {"uniform": ("a", "c, q ~ U[0, 1]"), "normal": ("b", "c, q ~ N(0.4, 0.2)")}
+#: The paper's legend names.
+NAMES = {
+    "non_federated": "Non-federated",
+    "fcb": "FCB",
+    "pfcb_eps1": "P-FCB (ε = 1)",
+    "pfcb_eps0.3": "P-FCB (ε = 0.3)",
+    "pfcb": "P-FCB",
+    "True": "Homogeneous",
+    "False": "Heterogeneous",
+}
+AVERAGE_REGRET = "average regret per agent"
+ROUNDS = "rounds t"
+
+
+def paper_figure(
+    number: int, family: str, caption: str, name: str = "", setting: str = "n = 10, m = 30", **axes: Any
+) -> FigureSpec:
+    """Fig. ``number`` (a)/(b) of the paper for ``family``: mean over instances and seeds, 95% CI band.
+
+    ``setting``: the fixed sizes the caption states; ``axes``: the :class:`~fedbandit_envs.bench.scenarios.FigureSpec`
+    fields (x, y, hue, labels); linear axes as in the paper.
+    """
+    panel, distribution = PANELS[family]
+    if family == "normal" and number == 2:
+        distribution = "c, q ~ N(0.4, 0.1)"
+    title = f"Fig. {number}({panel}): {caption} ({distribution}; {setting})"
+    return FigureSpec(name or f"fig{number}", title=title, names=NAMES, logx=False, logy=False, **axes)
 
 
 # ---------------------------------------------------------------------- scenarios
@@ -250,6 +289,9 @@ for family, family_kwargs in FAMILIES.items():
         {"fcb_sync": AlgorithmSpec("solanki_fcb_sync")},
         (federation_helps_both_settings(),),
         sweep={"env.homogeneous": [True, False]},
+        figures=(
+            paper_figure(2, family, "FRR across rounds", y="frr", hue=("homogeneous",), xlabel=ROUNDS, ylabel="FRR"),
+        ),
     )
     solanki_scenario(
         f"exp1_{family}",
@@ -262,6 +304,9 @@ for family, family_kwargs in FAMILIES.items():
             "pfcb_eps0.3": AlgorithmSpec(PFCB, {"epsilon": 0.3}),
         },
         exp1_claims(family),
+        figures=(
+            paper_figure(3, family, "EXP1, regret vs rounds", y="mean_regret", xlabel=ROUNDS, ylabel=AVERAGE_REGRET),
+        ),
     )
     solanki_scenario(
         f"exp2_{family}",
@@ -270,6 +315,17 @@ for family, family_kwargs in FAMILIES.items():
         {"pfcb": AlgorithmSpec(PFCB)},
         (frr_non_increasing("epsilon"),),
         sweep={"alg.epsilon": EPSILONS},
+        figures=(
+            paper_figure(
+                4,
+                family,
+                "EXP2, P-FCB: FRR vs ε",
+                x="epsilon",
+                y="frr",
+                xlabel="privacy budget ε",
+                ylabel="FRR",
+            ),
+        ),
     )
     solanki_scenario(
         f"exp3_{family}",
@@ -278,6 +334,18 @@ for family, family_kwargs in FAMILIES.items():
         {"pfcb": AlgorithmSpec(PFCB, {"epsilon": 1.0})},
         (regret_falls_with_n(),),
         sweep={"env.num_agents": NUM_AGENTS},
+        figures=(
+            paper_figure(
+                5,
+                family,
+                "EXP3, P-FCB: regret vs n",
+                setting="ε = 1, m = 30",
+                x="num_agents",
+                y="mean_regret",
+                xlabel="# of agents n",
+                ylabel=AVERAGE_REGRET,
+            ),
+        ),
         **EXP3_CI.get(family, {}),
     )
 

@@ -273,12 +273,35 @@ def _scales(num_arms: int, ci_extra: Mapping[str, Any], paper_extra: Mapping[str
     }
 
 
-def rc9_figure(hue: Sequence[str]) -> FigureSpec:
+#: Legend names of the swept epsilon (epsilon = inf is exactly Gossip_UCB, RC1) and of the algorithms.
+NAMES = {
+    "1.0": "ε = 1",
+    "2.0": "ε = 2",
+    "5.0": "ε = 5",
+    "inf": "ε = ∞ (Gossip_UCB)",
+    "gossip_ucb": "Gossip_UCB",
+    "local_ucb1": "local UCB1 (no communication)",
+}
+
+
+def rc9_figure(hue: Sequence[str], title: str = "Regret per agent (RC9)") -> FigureSpec:
     """RC9's reporting format: the mean over trials of the agent-averaged cumulative pseudo-regret, min-max band.
 
-    The curve includes the M warm-up slots (a shift by their regret, the same in every trial on a fixed instance).
+    The paper's Fig. 1 panels (linear axes, regret against t). The curve includes the M warm-up slots (a shift by
+    their regret, the same in every trial on a fixed instance).
     """
-    return FigureSpec("rc9_regret", y="mean_regret", hue=hue, band="minmax", title="Regret per agent (RC9)")
+    return FigureSpec(
+        "rc9_regret",
+        y="mean_regret",
+        hue=hue,
+        band="minmax",
+        title=title,
+        names=NAMES,
+        logx=False,
+        logy=False,
+        xlabel="t",
+        ylabel="regret (mean over agents)",
+    )
 
 
 def _epsilon_scenario(
@@ -288,10 +311,12 @@ def _epsilon_scenario(
     ci_instance: Any,
     claims: tuple,
     rates: Mapping[str, tuple[int, int]] | None = None,
+    figure: str = "Regret per agent (RC9)",
 ) -> Scenario:
     """Fed_UCB at ε in {1, 2, 5, ∞}; the CI scale adds the labelled ``dp_bonus_scale`` (spec §4.2).
 
-    ``rates``: measured pass rates of the claims over 10 blocks of 5 seeds (``benchmarks/claim_pass_rates.py``).
+    ``rates``: measured pass rates of the claims over 10 blocks of 5 seeds (``benchmarks/claim_pass_rates.py``);
+    ``figure``: the title of its regret figure (the paper panel it mirrors).
     """
     num_arms = env["num_arms"]
     ci_sweep = {"alg.epsilon": EPSILONS, "alg.dp_bonus_scale": (CI_DP_BONUS_SCALE,)}
@@ -306,7 +331,7 @@ def _epsilon_scenario(
         checkpoints=zhu_checkpoints(CI_HORIZON, num_arms),  # type: ignore[arg-type]
         claims=with_pass_rates(claims, rates or {}, "0:50 in blocks of 5"),
         scales=_scales(num_arms, {"instance": ci_instance, "sweep": ci_sweep}, {}),
-        figures=(rc9_figure(("epsilon",)),),
+        figures=(rc9_figure(("epsilon",), figure),),
     )
 
 
@@ -325,6 +350,7 @@ SA_EPSILON = register(
         # RC5 over the 10 blocks (measured again with the bands [2, 3.5] and [5, 15]): X(1)/X(2) 2.16-2.32
         # (mean 2.26, sd 0.045; 1/epsilon: 2), X(1)/X(5) 7.38-10.52 (mean 8.90, sd 1.18; 1/epsilon: 5)
         {"monotone_in_epsilon": (10, 10), "infinity_lowest": (10, 10), "inverse_epsilon": (10, 10)},
+        "Fig. 1(a): Fed_UCB regret per agent vs t (S-A: N = 3, M = 5, K3)",
     )
 )
 
@@ -343,7 +369,7 @@ SA_COLLABORATION = register(
             "0:50 in blocks of 5",
         ),
         scales=_scales(5, {"instance": _CI_INSTANCE}, {}),
-        figures=(rc9_figure(("algorithm",)),),
+        figures=(rc9_figure(("algorithm",), "RC2/RC3 (added, not a paper figure): Gossip_UCB vs local UCB1, S-A"),),
     )
 )
 
@@ -355,6 +381,7 @@ SB_EPSILON = register(
         _CI_INSTANCE,
         (infinity_lowest_claim(),),
         {"infinity_lowest": (10, 10)},
+        figure="Fig. 1(b): Fed_UCB regret per agent vs t (S-B: N = 10, M = 10, ring)",
     )
 )
 
@@ -368,6 +395,7 @@ DIABETES_STANDIN = register(
         diabetes_standin_instance,
         _DATA_CLAIMS,
         {"infinity_lowest": (10, 10), "sublinear": (10, 10)},
+        figure="Fig. 1(c): Fed_UCB regret per agent vs t (diabetes stand-in, N = 3, M = 5)",
     )
 )
 
@@ -381,7 +409,8 @@ def diabetes_scenario(path: str | Path, split: str = "contiguous", seed: int | N
     means = diabetes_means(path, 3, split, seed)
     env = _env(3, 5, "complete", means, reward_model="bernoulli")
     description = f"UCI diabetes data from {str(path)!r}, {split} split"
-    return _epsilon_scenario("zhu/diabetes", description, env, means, _DATA_CLAIMS)
+    title = "Fig. 1(c): Fed_UCB regret per agent vs t (UCI diabetes data, N = 3, M = 5)"
+    return _epsilon_scenario("zhu/diabetes", description, env, means, _DATA_CLAIMS, figure=title)
 
 
 #: Every scenario of this module, by name.
