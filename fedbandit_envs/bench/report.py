@@ -391,9 +391,16 @@ def write_report(directory: str | Path, scenario: Scenario | None = None, allow_
     return doc.write(Path(directory), "report")
 
 
-def paper_scenarios() -> list[str]:
-    """Names of the registered scenarios that reproduce a paper (every scenario whose paper is not ``"suite"``)."""
-    return [name for name in names() if get(name).paper != "suite"]
+def paper_scenarios(papers: Sequence[str] | None = None) -> list[str]:
+    """Names of the registered scenarios that reproduce a paper (every scenario whose paper is not ``"suite"``).
+
+    ``papers``: only those of these papers (the prefixes of scenario names, :data:`.papers.KEYS`; None: all).
+    """
+    unknown = sorted(set(papers or ()) - set(PAPER_KEYS))
+    if unknown:
+        raise ValueError(f"unknown papers {unknown}; choose from {list(PAPER_KEYS)} (none: all)")
+    chosen = [name for name in names() if get(name).paper != "suite"]
+    return chosen if not papers else [name for name in chosen if paper_of(name) in papers]
 
 
 #: Resolution of the figures copied into paper reports (kept small enough to commit).

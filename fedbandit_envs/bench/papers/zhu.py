@@ -91,8 +91,8 @@ def _epsilon_values(figure: str) -> tuple[PaperValue, ...]:
 PAPER = Paper(
     key="zhu",
     citation=(
-        'Zhaowei Zhu, Jingxuan Zhu, Ji Liu and Yang Liu. "Federated Bandit: A Gossiping Approach". Proceedings of '
-        "the ACM on Measurement and Analysis of Computing Systems (SIGMETRICS) 5(1), 2021; arXiv:2010.12763."
+        'Zhaowei Zhu, Jingxuan Zhu, Ji Liu and Yang Liu. "Federated Bandit: A Gossiping Approach". SIGMETRICS '
+        "2021 (Proceedings of the ACM on Measurement and Analysis of Computing Systems); arXiv:2010.12763."
     ),
     notes=(
         "The paper plots Fed_UCB only (epsilon = 1, 2, 5 and inf, 100 trials, min-max bands) and does not give N, "
