@@ -504,7 +504,7 @@ def _copy_figure(figure: FigureFile, folder: Path) -> Path:
     return atomic_write(target, save)
 
 
-def _claim_entry(claim: ClaimOutcome, scenario: Scenario, paper: Paper, base: str | None) -> str | Link:
+def decision_entry(claim: ClaimOutcome, scenario: Scenario, paper: Paper, base: str | None) -> str | Link:
     """A link to the decision entry of ``claim``: the first spec code its statement cites, else ``paper.codes``."""
     key = f"{scenario.name}:{claim.name}"
     codes = [code for _, code in find_codes(claim.description)] or ([paper.codes[key]] if key in paper.codes else [])
@@ -585,7 +585,7 @@ def write_paper_report(
         doc.subheading("Claims")
         claim_rows = []
         for claim in outcome.claims:
-            entry = _claim_entry(claim, outcome.scenario, paper, base)
+            entry = decision_entry(claim, outcome.scenario, paper, base)
             statement = linked_codes(claim.description, outcome.scenario.paper, base)
             claim_rows.append([claim.name, statement, claim.status, claim.evidence, entry])
             if claim.status != "PASS":

@@ -139,4 +139,5 @@ PAPER = Paper(
             ),
         ),
     ),
+    codes={f"solanki/exp1_{family}:ordering_significant": "check 13" for family in ("uniform", "normal")},
 )
