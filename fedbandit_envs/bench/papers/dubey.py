@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from fedbandit_envs.bench.papers import NOT_REPORTED, Paper, PaperItem, PaperValue, final_by, final_ratio
 
-_ER = {"graph": "erdos_renyi"}
-
 
 def _gamma_values(label: str, name: str) -> tuple[PaperValue, ...]:
     return (
         PaperValue(
             f"R_G(T) of {name} by gamma, ER(200, 0.1)",
             f"{NOT_REPORTED} (text: a sharp decline from gamma = 1 to the diameter)",
-            final_by("group_regret", "gamma", algorithm=label, **_ER),
+            final_by("group_regret", "gamma", algorithm=label, graph="erdos_renyi"),
         ),
         PaperValue(
             f"R_G(T) of {name} at gamma = diameter / complete graph",
             f"{NOT_REPORTED} (text: matches the optimal group regret, about 1)",
             final_ratio(
-                "group_regret", {"algorithm": label, **_ER, "gamma": 3}, {"algorithm": label, "graph": "complete"}
+                "group_regret",
+                {"algorithm": label, "graph": "erdos_renyi", "gamma": 3},
+                {"algorithm": label, "graph": "complete"},
             ),
         ),
     )
