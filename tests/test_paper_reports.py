@@ -169,6 +169,7 @@ def test_paper_report_states_scale_trials_claims_and_reasons(toy_report):
     text = markdown.read_text()
     assert text.startswith("# Replication report: toypaper\n\nPaper: A. Author. A toy paper. Nowhere, 2099.")
     assert "**CI scale; paper scale pending.**" in text
+    assert "**1 of 2 scenario(s) not run yet** (toypaper/not_run)" in text
     assert f"| {TOY.name} | ci | 2 | 100 | fewer trials than the paper (2 of 100) |" in text
     assert (
         f"| toypaper/not_run | not run | - | - | fedbandit sweep toypaper/not_run --out {root / 'toypaper/not_run'} |"

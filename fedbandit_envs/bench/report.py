@@ -541,6 +541,12 @@ def write_paper_report(
     for note in paper.notes:
         doc.paragraph(note)
     scales = {outcomes[name].config.get("scale", "?") for name in paper.scenarios if name in outcomes}
+    not_run = [name for name in paper.scenarios if name not in outcomes]
+    if not_run:
+        doc.paragraph(
+            f"**{len(not_run)} of {len(paper.scenarios)} scenario(s) not run yet** ({', '.join(not_run)}): their "
+            "figures and claims are missing below; the table gives the command that runs each."
+        )
     if scales == {"ci"}:
         doc.paragraph(
             "**CI scale; paper scale pending.** Every scenario below ran at the CI scale (shorter horizons, "

@@ -28,6 +28,15 @@ COST_OF_PRIVACY_REASON = (
 )
 
 
+#: The normal family's FCB gains less over NF here than in the paper (no measured cause yet).
+NORMAL_FCB_REASON = (
+    "Not separated by a measurement here. In the normal family our FCB gains less over the non-federated learner "
+    "than the paper's (FRR of FCB about 0.35 against the implied 0.20), while in the uniform family it matches "
+    "(about 0.30). The spec attributes FRRs that differ from the paper's mostly to the n-dependent exploration "
+    "length (decisions D-12, D-13; spec §4.3); the paper gives neither zeta nor y."
+)
+
+
 def frr(algorithm: str, *, by: str | None = None) -> Measure:
     """Our pooled FRR (sum of regret / sum of NF regret at T) of ``algorithm``, for each value of ``by`` if given."""
 
@@ -45,6 +54,7 @@ def frr(algorithm: str, *, by: str | None = None) -> Measure:
 
 def _exp1_values(family: str) -> tuple[PaperValue, ...]:
     paper = PAPER_EXP1[family]
+    fcb_reason = NORMAL_FCB_REASON if family == "normal" else ""
     pfcb, nf = paper["pfcb_over_fcb"], paper["nf_over_fcb"]
     text = "§6.2 text: {:.0f}% more regret than FCB"
     return (
@@ -58,9 +68,15 @@ def _exp1_values(family: str) -> tuple[PaperValue, ...]:
             "regret per agent at T, non-federated / FCB",
             f"{nf} ({text.format((nf - 1) * 100)})",
             final_ratio("mean_regret", {"algorithm": "non_federated"}, {"algorithm": "fcb"}),
+            fcb_reason,
         ),
-        PaperValue("FRR of P-FCB(eps = 1) at T", f"{paper['frr_pfcb']} (implied: {pfcb} / {nf})", frr("pfcb_eps1")),
-        PaperValue("FRR of FCB at T", f"{1 / nf:.2f} (implied: 1 / {nf})", frr("fcb")),
+        PaperValue(
+            "FRR of P-FCB(eps = 1) at T",
+            f"{paper['frr_pfcb']} (implied: {pfcb} / {nf})",
+            frr("pfcb_eps1"),
+            COST_OF_PRIVACY_REASON,
+        ),
+        PaperValue("FRR of FCB at T", f"{1 / nf:.2f} (implied: 1 / {nf})", frr("fcb"), fcb_reason),
         PaperValue(
             "regret per agent at T, each algorithm",
             f"{NOT_REPORTED} (Fig. 3 y-axis 0-3000)",
