@@ -214,3 +214,15 @@ def test_cli_replicate_takes_paper_names(tmp_path, capsys):
     assert "fedbandit replicate: error: unknown papers ['nope']" in capsys.readouterr().err
     assert main(["report", str(tmp_path), "--report-dir", str(tmp_path)]) == 2
     assert "add --replication" in capsys.readouterr().err
+
+
+def test_combined_report_writes_and_links_the_paper_reports(toy_report, monkeypatch):
+    from fedbandit_envs.bench import report
+
+    root, _, _ = toy_report
+    monkeypatch.setitem(scenarios._CATALOGUE, TOY.name, TOY)
+    monkeypatch.setattr(report, "PAPER_KEYS", ("toypaper",))
+    monkeypatch.setattr(report, "get_paper", {"toypaper": TOY_PAPER}.__getitem__)
+    written = report.write_replication_report(root, [TOY.name], papers_dir=root / "papers")
+    assert written[:2] == [root / "papers/toypaper.md", root / "papers/toypaper.html"]
+    assert "Per-paper reports: [toypaper](papers/toypaper.html)." in (root / "replication.md").read_text()

@@ -455,7 +455,7 @@ def write_replication_report(
     for key in dict.fromkeys(paper_of(name) for name in chosen if paper_of(name) in PAPER_KEYS):
         paper_files = write_paper_report(get_paper(key), outcomes, papers_dir, root)
         written += paper_files
-        href = Path(os.path.relpath(paper_files[0], root)).as_posix()
+        href = Path(os.path.relpath(paper_files[1], root)).as_posix()  # the HTML, as the scenario links
         links += [", " if len(links) > 1 else "", Link(key, href)]
     doc.paragraph(
         f"{len(chosen) - len(missing)} of {len(chosen)} scenario(s) run; claims: "
