@@ -72,6 +72,14 @@ def test_every_paper_claim_links_to_an_existing_decision_entry():
                 assert entry.href.partition("#")[2] in anchors, (name, claim.name, entry.href)
 
 
+def test_values_by_label_sort_numbers_by_value():
+    from fedbandit_envs.bench.papers import _sorted
+
+    labels = {"async gamma=101": 0.0, "async gamma=inf": 0.0, "async gamma=5": 0.0, "async gamma=1.01": 0.0}
+    assert _sorted(labels) == ["async gamma=1.01", "async gamma=5", "async gamma=101", "async gamma=inf"]
+    assert _sorted({10: 0.0, 2: 0.0, 4.5: 0.0}) == [2, 4.5, 10]
+
+
 def test_unknown_papers_are_refused():
     with pytest.raises(ValueError, match=r"unknown papers \['nope'\]; choose from"):
         paper_scenarios(["zhu", "nope"])
@@ -157,7 +165,7 @@ def test_paper_numbers_sit_in_the_paper_column_beside_ours(toy_report):
     assert "| quantity | paper | ours (ci scale, 2 trials) |" in text
     assert f"| ratio sharing / alone | 2.36 (§6.2 text) | {sharing / alone:.2f} |" in text
     assert f"| regret of full sharing | {NOT_REPORTED} | {number(sharing)} |" in text
-    by_algorithm = f"algorithm = full_sharing_ucb: {number(sharing)}; algorithm = independent_ucb1: {number(alone)}"
+    by_algorithm = f"full_sharing_ucb: {number(sharing)}; independent_ucb1: {number(alone)}"
     assert f"| regret by algorithm | {NOT_REPORTED} | {by_algorithm} |" in text
     assert (
         "| a missing algorithm | 1.0 (Table 9) | not measured (ValueError: no runs with {'algorithm': 'nope'}" in text

@@ -11,6 +11,7 @@ carries the measured reason. :func:`~fedbandit_envs.bench.report.write_paper_rep
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,16 +138,25 @@ def final_ratio(metric: str, numerator: Mapping[str, Any], denominator: Mapping[
     return lambda results: f"{_mean(results, metric, numerator) / _mean(results, metric, denominator):.2f}"
 
 
+def _natural(value: Any) -> list[Any]:
+    """A sort key ordering the numbers inside text by value ("gamma=5" before "gamma=101")."""
+    parts = re.split(r"(\d+(?:\.\d+)?)", str(value))
+    return [float(part) if i % 2 else part for i, part in enumerate(parts)]
+
+
 def _sorted(values: Mapping[Any, float]) -> list[Any]:
-    """The keys in order: numbers by value, anything else by its text."""
+    """The keys in order: numbers by value, text with the numbers in it by value."""
     try:
-        return sorted(values)
+        return sorted(values) if not any(isinstance(key, str) for key in values) else sorted(values, key=_natural)
     except TypeError:
         return sorted(values, key=str)
 
 
 def final_by(metric: str, column: str, digits: int = 4, **where: Any) -> Measure:
-    """Our values: the final mean of ``metric`` for each value of ``column`` among the runs matching ``where``."""
+    """Our values: the final mean of ``metric`` for each value of ``column`` among the runs matching ``where``.
+
+    Values in order (numbers inside labels by value), each named ``column = value`` (algorithms by label alone).
+    """
 
     def measure(results: Results) -> str:
         by = (*where, column)
@@ -154,7 +164,8 @@ def final_by(metric: str, column: str, digits: int = 4, **where: Any) -> Measure
         chosen = {key[-1]: value for key, value in means.items() if key[:-1] == tuple(where.values())}
         if not chosen:
             raise ValueError(f"no runs with {dict(where)} in the results")
-        return "; ".join(f"{column} = {k}: {number(chosen[k], digits)}" for k in _sorted(chosen))
+        named = "" if column == "algorithm" else f"{column} = "
+        return "; ".join(f"{named}{k}: {number(chosen[k], digits)}" for k in _sorted(chosen))
 
     return measure
 
