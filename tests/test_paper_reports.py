@@ -113,7 +113,15 @@ TOY = scenarios.Scenario(
         scenarios.Claim(
             "unexplained", "a claim without a recorded reason", lambda r: scenarios.ClaimVerdict(False, "no")
         ),
-        scenarios.Claim("holds", "a true statement", lambda r: scenarios.ClaimVerdict(True, "yes")),
+        scenarios.Claim(
+            "holds",
+            "a true statement",
+            lambda r: scenarios.ClaimVerdict(True, "yes"),
+            pass_rate=scenarios.PassRate(7, 10, "0:100 in blocks of 10"),
+        ),
+        scenarios.Claim(
+            "reliable", "always true", lambda r: scenarios.ClaimVerdict(True, "yes"), scenarios.PassRate(9, 10, "x")
+        ),
     ),
     scales={"paper": {"seeds": 100}},
 )
@@ -144,7 +152,10 @@ TOY_PAPER = Paper(
             "Fig. 2", "toypaper/not_run", "never swept", (PaperValue("x", NOT_REPORTED, final_ratio("a", {}, {})),)
         ),
     ),
-    reasons={f"{TOY.name}:reversed": "the measured reason of the reversal"},
+    reasons={
+        f"{TOY.name}:reversed": "the measured reason of the reversal",
+        f"{TOY.name}:holds": "the measured reason it holds rarely",
+    },
 )
 
 
@@ -183,9 +194,10 @@ def test_paper_report_states_scale_trials_claims_and_reasons(toy_report):
         f"| toypaper/not_run | not run | - | - | fedbandit sweep toypaper/not_run --out {root / 'toypaper/not_run'} |"
         in text
     )
+    row = "| reversed | independent learners beat full sharing (false) | FAIL | measured the other way | none cited |"
+    assert f"{row} not measured |" in text
     assert (
-        "| reversed | independent learners beat full sharing (false) | FAIL | measured the other way | none cited |"
-        in text
+        "| holds | a true statement | PASS | yes | none cited | 7/10 blocks (0:100 in blocks of 10, ci scale) |" in text
     )
     failures = text.partition("## What does not reproduce, and why")[2]
     assert (
@@ -193,7 +205,8 @@ def test_paper_report_states_scale_trials_claims_and_reasons(toy_report):
     )
     assert f"| Fig. 1 | claim unexplained (FAIL) | no | {NO_REASON} |" in failures
     assert "| Fig. 1 | ratio sharing / alone | paper 2.36 (§6.2 text); ours " in failures
-    assert "holds" not in failures
+    assert "| Fig. 1 | claim holds (PASS here, 7/10 blocks) | yes | the measured reason it holds rarely |" in failures
+    assert "reliable" not in failures
     html = page.read_text()
     for figure in outcome.figures:
         copy = f"figures/toypaper_fig1/{figure.png.name}"

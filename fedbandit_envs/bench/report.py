@@ -403,6 +403,9 @@ def paper_scenarios(papers: Sequence[str] | None = None) -> list[str]:
     return chosen if not papers else [name for name in chosen if paper_of(name) in papers]
 
 
+#: A claim whose measured pass rate over seed blocks is below this share is listed as not reproducing reliably.
+UNRELIABLE_BELOW = 0.9
+
 #: Resolution of the figures copied into paper reports (kept small enough to commit).
 PAPER_REPORT_DPI = 100
 
@@ -529,9 +532,10 @@ def write_paper_report(
 
     At the top: the citation, the scale and trials of every scenario (saying where they are fewer than the
     paper's). Then per :class:`~fedbandit_envs.bench.papers.PaperItem`: our figures (copied into
-    ``<out>/figures/<paper key>/``), a table with the paper's reported numbers in a column next to ours, and the
-    scenario's claims with verdict, evidence and a link to the decision entry. Last, every claim and value that
-    does not reproduce with its measured reason. Scenarios without results (``outcomes`` lacks them) are listed
+    ``<out>/figures/<scenario>/``), a table with the paper's reported numbers in a column next to ours, and the
+    scenario's claims with verdict, evidence, a link to the decision entry and the measured pass rate. Last, every
+    value and claim that does not reproduce (fails here, or passes on fewer than :data:`UNRELIABLE_BELOW` of its
+    seed blocks) with its measured reason. Scenarios without results (``outcomes`` lacks them) are listed
     with the command that runs them (``root`` is where it writes).
     """
     out = Path(out)
@@ -590,15 +594,19 @@ def write_paper_report(
         shown_claims.add(item.scenario)
         doc.subheading("Claims")
         claim_rows = []
+        rates = {claim.name: claim.pass_rate for claim in outcome.scenario.claims}
         for claim in outcome.claims:
             entry = decision_entry(claim, outcome.scenario, paper, base)
             statement = linked_codes(claim.description, outcome.scenario.paper, base)
-            claim_rows.append([claim.name, statement, claim.status, claim.evidence, entry])
-            if claim.status != "PASS":
+            rate = rates.get(claim.name)
+            claim_rows.append([claim.name, statement, claim.status, claim.evidence, entry, str(rate or "not measured")])
+            unreliable = rate is not None and rate.passed < UNRELIABLE_BELOW * rate.blocks
+            if claim.status != "PASS" or unreliable:
                 reason = paper.reasons.get(f"{item.scenario}:{claim.name}", NO_REASON)
-                failures.append([item.label, f"claim {claim.name} ({claim.status})", claim.evidence, reason])
+                verdict = claim.status if not unreliable else f"{claim.status} here, {rate.passed}/{rate.blocks} blocks"
+                failures.append([item.label, f"claim {claim.name} ({verdict})", claim.evidence, reason])
         doc.table(
-            ["claim", "statement", "verdict", "evidence", "decision entry"],
+            ["claim", "statement", "verdict", "evidence", "decision entry", "pass rate over seed blocks"],
             claim_rows,
             [c.status for c in outcome.claims],
         )
