@@ -139,7 +139,7 @@ TOY_PAPER = Paper(
             (
                 PaperValue(
                     "ratio sharing / alone",
-                    "2.36 (§6.2 text)",
+                    "2.36 (section 6.2 text)",
                     final_ratio("group_regret", SHARING, ALONE),
                     "measured because of X",
                 ),
@@ -174,7 +174,7 @@ def test_paper_numbers_sit_in_the_paper_column_beside_ours(toy_report):
     means = final_means(load_results(root / TOY.name), "group_regret")
     sharing, alone = means[("full_sharing_ucb",)], means[("independent_ucb1",)]
     assert "| quantity | paper | ours (ci scale, 2 trials) |" in text
-    assert f"| ratio sharing / alone | 2.36 (§6.2 text) | {sharing / alone:.2f} |" in text
+    assert f"| ratio sharing / alone | 2.36 (section 6.2 text) | {sharing / alone:.2f} |" in text
     assert f"| regret of full sharing | {NOT_REPORTED} | {number(sharing)} |" in text
     by_algorithm = f"full_sharing_ucb: {number(sharing)}; independent_ucb1: {number(alone)}"
     assert f"| regret by algorithm | {NOT_REPORTED} | {by_algorithm} |" in text
@@ -204,7 +204,7 @@ def test_paper_report_states_scale_trials_claims_and_reasons(toy_report):
         "| Fig. 1 | claim reversed (FAIL) | measured the other way | the measured reason of the reversal |" in failures
     )
     assert f"| Fig. 1 | claim unexplained (FAIL) | no | {NO_REASON} |" in failures
-    assert "| Fig. 1 | ratio sharing / alone | paper 2.36 (§6.2 text); ours " in failures
+    assert "| Fig. 1 | ratio sharing / alone | paper 2.36 (section 6.2 text); ours " in failures
     assert "| Fig. 1 | claim holds (PASS here, 7/10 blocks) | yes | the measured reason it holds rarely |" in failures
     assert "reliable" not in failures
     html = page.read_text()

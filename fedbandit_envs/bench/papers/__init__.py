@@ -36,8 +36,8 @@ class PaperValue:
 
     Attributes:
         quantity: what is compared, with its units (e.g. "regret per agent at T, P-FCB(eps=1) / FCB").
-        paper: the paper's value as text, with where it stands ("2.36 (§6.1: +136%)"), "read from Fig. X, approx.
-            ..." for values read off a plot, or :data:`NOT_REPORTED`.
+        paper: the paper's value as text, with where it stands ("2.36 (section 6.2 of the paper: +136%)"),
+            "read from Fig. X, approx. ..." for values read off a plot, or :data:`NOT_REPORTED`.
         ours: measures our value on the scenario's results (see :func:`final_mean`, :func:`final_ratio`).
         reason: when our value does not reproduce the paper's, the measured reason ("" otherwise).
     """

@@ -1,10 +1,10 @@
 """Li & Wang, "Asynchronous Upper Confidence Bound Algorithms for Federated Linear Bandits" (AAAI-22): Figs. 2-3.
 
 Fig. 2 is a set of (C_T, R_T) scatter plots and Fig. 3 of (C_T, normalised reward) plots, labelled by threshold,
-without numbers in the text. Appendix H gives numbers for Async-LinUCB on the real Delicious data (spec §4.4): the
-normalised reward is 1.6891 at C_T = 0 (gamma = inf), rises to 1.8348 at C_T = 14,230 and falls from 1.8322
-(C_T = 14,599, gamma = 9001) to 1.2887 (C_T = 12,901,135, gamma = 1.01). Our Fig. 3 runs on synthetic stand-ins
-of the datasets (spec §4.5), whose thresholds do not carry over, so those numbers are quoted, not matched. C_T
+without numbers in the text. Appendix H gives numbers for Async-LinUCB on the real Delicious data (the spec's
+section 4.4): the normalised reward is 1.6891 at C_T = 0 (gamma = inf), rises to 1.8348 at C_T = 14,230 and falls
+from 1.8322 (C_T = 14,599, gamma = 9001) to 1.2887 (C_T = 12,901,135, gamma = 1.01). Our Fig. 3 runs on synthetic
+stand-ins of the datasets (spec §4.5), whose thresholds do not carry over, so those numbers are quoted, not matched. C_T
 counts messages (uploads and downloads); R_T is cumulative regret; rewards are normalised by a random policy on the
 same stream.
 """
@@ -83,8 +83,8 @@ PAPER = Paper(
         'Bandits". AAAI Conference on Artificial Intelligence (AAAI-22), 2022; arXiv:2110.01463.'
     ),
     notes=(
-        "Setting (§5, spec §4.1): N = 1000 clients, T = 30000, K = d = 25, 10 runs. The CI scale runs N = 100, "
-        "T = 3000, d = K = 10 and 3 runs for Fig. 2, and 200 users of each stand-in for Fig. 3 (see the table "
+        "Setting (§5, the spec's section 4.1): N = 1000 clients, T = 30000, K = d = 25, 10 runs. The CI scale runs "
+        "N = 100, T = 3000, d = K = 10 and 3 runs for Fig. 2, and 200 users of each stand-in for Fig. 3 (see the table "
         "below). The real datasets (LastFM, Delicious, MovieLens) are not shipped; Fig. 3 runs on synthetic "
         "stand-ins with the same shape (spec §4.5).",
     ),

@@ -1,7 +1,7 @@
 """Solanki, Kanaparthy, Damle & Gujar, "Differentially Private Federated Combinatorial Bandits with Constraints".
 
-The paper's numbers are in §6.2 (EXP1): compared with FCB, P-FCB (epsilon = 1) and the non-federated learner incur
-136% and 233% more regret (uniform sampling), 235% and 394% (normal sampling); the catalogue keeps them as
+The paper's numbers are in section 6.2 (EXP1): compared with FCB, P-FCB (epsilon = 1) and the non-federated learner
+incur 136% and 233% more regret (uniform sampling), 235% and 394% (normal sampling); the catalogue keeps them as
 :data:`~fedbandit_envs.bench.catalogue.solanki.PAPER_EXP1`. FRRs follow from them (FRR = regret / NF regret).
 Figs. 2, 4 and 5 are plots without numbers in the text.
 """
@@ -33,7 +33,7 @@ NORMAL_FCB_REASON = (
     "Not separated by a measurement here. In the normal family our FCB gains less over the non-federated learner "
     "than the paper's (FRR of FCB about 0.35 against the implied 0.20), while in the uniform family it matches "
     "(about 0.30). The spec attributes FRRs that differ from the paper's mostly to the n-dependent exploration "
-    "length (decisions D-12, D-13; spec §4.3); the paper gives neither zeta nor y."
+    "length (decisions D-12, D-13; the spec's section 4.3); the paper gives neither zeta nor y."
 )
 
 
@@ -56,7 +56,7 @@ def _exp1_values(family: str) -> tuple[PaperValue, ...]:
     paper = PAPER_EXP1[family]
     fcb_reason = NORMAL_FCB_REASON if family == "normal" else ""
     pfcb, nf = paper["pfcb_over_fcb"], paper["nf_over_fcb"]
-    text = "§6.2 text: {:.0f}% more regret than FCB"
+    text = "section 6.2 of the paper: {:.0f}% more regret than FCB"
     return (
         PaperValue(
             "regret per agent at T, P-FCB(eps = 1) / FCB",
