@@ -603,7 +603,9 @@ def write_paper_report(
             unreliable = rate is not None and rate.passed < UNRELIABLE_BELOW * rate.blocks
             if claim.status != "PASS" or unreliable:
                 reason = paper.reasons.get(f"{item.scenario}:{claim.name}", NO_REASON)
-                verdict = claim.status if not unreliable else f"{claim.status} here, {rate.passed}/{rate.blocks} blocks"
+                verdict = (
+                    f"{claim.status} here, {rate.passed}/{rate.blocks} blocks" if rate and unreliable else claim.status
+                )
                 failures.append([item.label, f"claim {claim.name} ({verdict})", claim.evidence, reason])
         doc.table(
             ["claim", "statement", "verdict", "evidence", "decision entry", "pass rate over seed blocks"],
