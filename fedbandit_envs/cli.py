@@ -35,6 +35,7 @@ SEEDS_HELP = "seeds: a count N (runs 0..N-1), a half-open range START:STOP (100:
 #: Jobs listed by ``--dry-run`` before the list is cut short.
 DRY_RUN_LISTED = 30
 ALLOW_INCOMPLETE_HELP = "use tables that lack runs or changed since written (the report says so at the top)"
+REPORT_DIR_HELP = "where the per-paper reports (<paper>.md / .html and their figures) go; default <root>/replication"
 
 
 def _parse_setting(text: str) -> tuple[str, Any]:
@@ -195,10 +196,20 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("directory", type=Path, nargs="?", help="a sweep's results directory")
     report.add_argument("--replication", action="store_true", help="replication report over all paper scenarios")
     report.add_argument("--root", type=Path, default=Path("results"), help="root of per-scenario results directories")
+    report.add_argument("--report-dir", type=Path, default=None, help=f"with --replication: {REPORT_DIR_HELP}")
     report.add_argument("--allow-incomplete", action="store_true", help=ALLOW_INCOMPLETE_HELP)
 
-    replicate = commands.add_parser("replicate", help="sweep every paper scenario, then write the replication report")
+    replicate = commands.add_parser(
+        "replicate", help="sweep the paper scenarios, then write the per-paper and combined replication reports"
+    )
+    replicate.add_argument(
+        "papers",
+        nargs="*",
+        metavar="PAPER",
+        help="papers to replicate, named as the prefixes of their scenarios (`fedbandit list`); none: all",
+    )
     replicate.add_argument("--root", type=Path, default=Path("results"), help="writes <root>/<scenario name>/")
+    replicate.add_argument("--report-dir", type=Path, default=None, help=REPORT_DIR_HELP)
     _add_sweep_options(replicate)
     replicate.add_argument("--dry-run", action="store_true", help="count the jobs of every paper scenario; run nothing")
 
@@ -401,8 +412,10 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.replication == (args.directory is not None):
         raise ValueError("give either a results DIRECTORY or --replication [--root ROOT], not both or neither")
+    if args.report_dir is not None and not args.replication:
+        raise ValueError("--report-dir names where --replication writes the per-paper reports; add --replication")
     if args.replication:
-        paths = write_replication_report(args.root, allow_incomplete=args.allow_incomplete)
+        paths = write_replication_report(args.root, allow_incomplete=args.allow_incomplete, papers_dir=args.report_dir)
     else:
         paths = write_report(args.directory, allow_incomplete=args.allow_incomplete)
     for path in paths:
@@ -415,7 +428,7 @@ def _replicate(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.store import DamagedPartWarning
     from fedbandit_envs.bench.sweep import run_sweep
 
-    chosen = paper_scenarios()
+    chosen = paper_scenarios(args.papers)
     if not chosen:
         print("no paper scenarios are registered yet; `fedbandit list` shows the catalogue")
     if not args.dry_run:  # every scenario's settings are checked before the first one writes anything
@@ -427,7 +440,7 @@ def _replicate(args: argparse.Namespace) -> int:
         summary = run_sweep(name, args.root / name, dry_run=args.dry_run, **_sweep_kwargs(args))
         print(summary.describe())
     if not args.dry_run:
-        for path in write_replication_report(args.root, chosen):
+        for path in write_replication_report(args.root, chosen, papers_dir=args.report_dir):
             print(f"wrote {path}")
     return 0
 

@@ -222,7 +222,7 @@ def test_cli_replicate_sweeps_paper_scenarios_then_reports(tmp_path, monkeypatch
     assert all(f"scenario {name}:" in printed for name in paper_scenarios())
     assert not (tmp_path / "dry").exists()
     monkeypatch.setitem(scenarios._CATALOGUE, DP.name, DP)
-    monkeypatch.setattr(report, "paper_scenarios", lambda: [DP.name])
+    monkeypatch.setattr(report, "paper_scenarios", lambda papers=None: [DP.name])
     assert main(["replicate", "--root", str(tmp_path), "--backend", "inprocess", "--no-progress"]) == 0
     assert "fedbandit: warning: DP wrapper (strict=False): field 'arm'" in capsys.readouterr().err  # one line each
     assert "1 of 1 scenario(s) run" in (tmp_path / "replication.md").read_text()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,9 +26,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fedbandit_envs.bench.decisions import decisions_base, linked_codes
+from fedbandit_envs.bench.decisions import DOCS as DECISION_DOCS
+from fedbandit_envs.bench.decisions import anchor, decisions_base, find_codes, linked_codes
 from fedbandit_envs.bench.jobs import to_json
 from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_legend, leaderboard_table
+from fedbandit_envs.bench.papers import KEYS as PAPER_KEYS
+from fedbandit_envs.bench.papers import Paper, PaperValue, get_paper, paper_of
 from fedbandit_envs.bench.scenarios import Claim, FigureSpec, Scenario, get, names
 from fedbandit_envs.bench.store import atomic_write, load_config, read_results, table_paths
 from fedbandit_envs.bench.tables import (
@@ -42,6 +46,9 @@ from fedbandit_envs.bench.tables import (
 from fedbandit_envs.run import Results
 
 VERDICTS = ("PASS", "FAIL", "ERROR")
+
+#: The reason shown for a claim that does not pass and has no measured reason recorded (:class:`.papers.Paper`).
+NO_REASON = "no measured reason recorded yet: see the evidence and the decision entry"
 
 #: What the claim tables show (written under them).
 CLAIMS_LEGEND = (
@@ -155,6 +162,10 @@ class Document:
         """A section heading."""
         self.blocks.append(("heading", text))
 
+    def subheading(self, text: str) -> None:
+        """A heading one level below :meth:`heading`."""
+        self.blocks.append(("subheading", text))
+
     def paragraph(self, text: str | RichText) -> None:
         """A paragraph of text (plain, or with links)."""
         self.blocks.append(("paragraph", text))
@@ -164,8 +175,12 @@ class Document:
         self.blocks.append(("table", (header, rows, row_classes)))
 
     def figure(self, figure: FigureFile) -> None:
-        """A figure."""
+        """A figure (PNG shown, SVG linked in Markdown and inlined in HTML)."""
         self.blocks.append(("figure", figure))
+
+    def image(self, png: Path, title: str) -> None:
+        """A PNG image with a caption (linked, never inlined: for reports whose figures sit beside them)."""
+        self.blocks.append(("image", (png, title)))
 
     def code(self, text: str) -> None:
         """A preformatted block (configuration)."""
@@ -177,6 +192,8 @@ class Document:
         for kind, value in self.blocks:
             if kind == "heading":
                 out.append(f"## {value}")
+            elif kind == "subheading":
+                out.append(f"### {value}")
             elif kind == "paragraph":
                 out.append(str(value))
             elif kind == "table":
@@ -184,16 +201,20 @@ class Document:
             elif kind == "figure":
                 png, svg = value.png.relative_to(base).as_posix(), value.svg.relative_to(base).as_posix()
                 out.append(f"![{value.title}]({png})\n\n*{value.title}* ([SVG]({svg}))")
+            elif kind == "image":
+                out.append(f"![{value[1]}]({value[0].relative_to(base).as_posix()})\n\n*{value[1]}*")
             else:
                 out.append(f"```json\n{value}\n```")
         return "\n\n".join(out) + "\n"
 
-    def html(self) -> str:
-        """One self-contained HTML page: CSS inline, figures as inline SVG."""
+    def html(self, base: Path | None = None) -> str:
+        """One HTML page: CSS inline, figures as inline SVG; images link their PNG relative to ``base``."""
         out = [f"<h1>{html.escape(self.title)}</h1>"]
         for kind, value in self.blocks:
             if kind == "heading":
                 out.append(f"<h2>{html.escape(value)}</h2>")
+            elif kind == "subheading":
+                out.append(f"<h3>{html.escape(value)}</h3>")
             elif kind == "paragraph":
                 out.append(f"<p>{html_cell(value)}</p>")
             elif kind == "table":
@@ -204,6 +225,12 @@ class Document:
                     f'<figure id="figure-{html.escape(value.name)}">{svg}'
                     f"<figcaption>{html.escape(value.title)}</figcaption></figure>"
                 )
+            elif kind == "image":
+                if base is None:
+                    raise ValueError("a document with images needs the base directory its PNG paths are relative to")
+                src = html.escape(value[0].relative_to(base).as_posix())
+                caption = html.escape(value[1])
+                out.append(f'<figure><img src="{src}" alt="{caption}"><figcaption>{caption}</figcaption></figure>')
             else:
                 out.append(f"<pre>{html.escape(value)}</pre>")
         return (
@@ -214,7 +241,7 @@ class Document:
     def write(self, directory: Path, stem: str) -> list[Path]:
         """Write ``<stem>.md`` and ``<stem>.html`` atomically into ``directory``."""
         written = []
-        for suffix, text in ((".md", self.markdown(directory)), (".html", self.html())):
+        for suffix, text in ((".md", self.markdown(directory)), (".html", self.html(directory))):
             written.append(atomic_write(directory / f"{stem}{suffix}", partial(Path.write_text, data=text)))
         return written
 
@@ -223,7 +250,7 @@ _CSS = (
     "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}"
     "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}"
     "th{background:#f3f3f3}tr.PASS td{background:#e9f7ec}tr.FAIL td{background:#fdecea}"
-    "tr.ERROR td{background:#fff4d6}figure{margin:1.5rem 0}figure svg{max-width:100%;height:auto}"
+    "tr.ERROR td{background:#fff4d6}figure{margin:1.5rem 0}figure svg,figure img{max-width:100%;height:auto}"
     "figcaption{font-style:italic}pre{background:#f6f6f6;padding:1rem;overflow:auto}"
 )
 
@@ -261,14 +288,35 @@ def plot_directory(
     return draw_figures(results, directory, params, scenario.figures if scenario else ())
 
 
-def build_report(
-    directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False
-) -> tuple[Document, list[ClaimOutcome]]:
-    """The report document of a sweep directory and its claim outcomes (figures are drawn as a side effect).
+@dataclass
+class ScenarioOutcome:
+    """A sweep directory read, drawn and checked: what its report and the paper reports are made of.
 
-    Incomplete or changed tables are refused unless ``allow_incomplete``; then, and for tables that
-    cannot be verified, the report says so at the top (:func:`~fedbandit_envs.bench.store.read_results`).
+    Attributes:
+        name: the scenario's name (from ``config.json``, else the scenario's, else the directory's).
+        directory: the sweep directory.
+        results: its results.
+        config: its ``config.json``.
+        scenario: the scenario whose claims were checked (None when it is not registered here).
+        figures: the figures drawn into ``directory/figures``.
+        claims: the claim outcomes.
+        document: the scenario's report.
     """
+
+    name: str
+    directory: Path
+    results: Results
+    config: dict[str, Any]
+    scenario: Scenario | None
+    figures: list[FigureFile]
+    claims: list[ClaimOutcome]
+    document: Document
+
+
+def scenario_outcome(
+    directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False
+) -> ScenarioOutcome:
+    """Read, draw and check the sweep in ``directory`` (drawing its figures); see :func:`build_report`."""
     directory = Path(directory)
     results, completeness = read_results(directory, allow_incomplete)
     config = load_config(directory)
@@ -321,7 +369,19 @@ def build_report(
         doc.figure(figure)
     doc.heading("Configuration")
     doc.code(json.dumps(config, indent=2, default=to_json))
-    return doc, claims
+    return ScenarioOutcome(name, directory, results, config, scenario, figures, claims, doc)
+
+
+def build_report(
+    directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False
+) -> tuple[Document, list[ClaimOutcome]]:
+    """The report document of a sweep directory and its claim outcomes (figures are drawn as a side effect).
+
+    Incomplete or changed tables are refused unless ``allow_incomplete``; then, and for tables that
+    cannot be verified, the report says so at the top (:func:`~fedbandit_envs.bench.store.read_results`).
+    """
+    outcome = scenario_outcome(directory, scenario, allow_incomplete)
+    return outcome.document, outcome.claims
 
 
 def write_report(directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False) -> list[Path]:
@@ -337,48 +397,82 @@ def write_report(directory: str | Path, scenario: Scenario | None = None, allow_
     return doc.write(Path(directory), "report")
 
 
-def paper_scenarios() -> list[str]:
-    """Names of the registered scenarios that reproduce a paper (every scenario whose paper is not ``"suite"``)."""
-    return [name for name in names() if get(name).paper != "suite"]
+def paper_scenarios(papers: Sequence[str] | None = None) -> list[str]:
+    """Names of the registered scenarios that reproduce a paper (every scenario whose paper is not ``"suite"``).
+
+    ``papers``: only those of these papers (the prefixes of scenario names, :data:`.papers.KEYS`; None: all).
+    """
+    unknown = sorted(set(papers or ()) - set(PAPER_KEYS))
+    if unknown:
+        raise ValueError(f"unknown papers {unknown}; choose from {list(PAPER_KEYS)} (none: all)")
+    chosen = [name for name in names() if get(name).paper != "suite"]
+    return chosen if not papers else [name for name in chosen if paper_of(name) in papers]
+
+
+#: A claim whose measured pass rate over seed blocks is below this share is listed as not reproducing reliably.
+UNRELIABLE_BELOW = 0.9
+
+#: Resolution of the figures copied into paper reports (kept small enough to commit).
+PAPER_REPORT_DPI = 100
 
 
 def write_replication_report(
-    root: str | Path, scenarios: Sequence[str] | None = None, allow_incomplete: bool = False
+    root: str | Path,
+    scenarios: Sequence[str] | None = None,
+    allow_incomplete: bool = False,
+    papers_dir: str | Path | None = None,
 ) -> list[Path]:
-    """Write per-scenario reports and ``replication.md`` / ``replication.html`` for the paper scenarios under ``root``.
+    """Write the per-scenario, per-paper and combined replication reports for the paper scenarios under ``root``.
+
+    Writes ``<root>/<scenario>/report.*`` for every scenario run, one report per paper among the chosen
+    scenarios' papers (:func:`write_paper_report`, into ``papers_dir``) and ``<root>/replication.md`` /
+    ``.html``: one row per scenario with each claim's verdict, links to the paper reports, and the scenarios
+    not run yet with the command that runs them.
 
     Args:
         root: directory holding one results directory per scenario, ``<root>/<scenario name>/``.
         scenarios: the scenarios to include (default: :func:`paper_scenarios`).
         allow_incomplete: as in :func:`write_report`, for every scenario.
+        papers_dir: where the paper reports go (default ``<root>/replication``).
     """
     root = Path(root)
     chosen = list(scenarios) if scenarios is not None else paper_scenarios()
+    papers_dir = Path(papers_dir) if papers_dir is not None else root / "replication"
     doc = Document("Replication report")
     rows, classes, missing = [], [], []
+    outcomes: dict[str, ScenarioOutcome] = {}
     totals = {status: 0 for status in VERDICTS}
     for name in chosen:
         directory = root / name
         if "curves" not in table_paths(directory):
             missing.append([name, get(name).paper, f"fedbandit sweep {name} --out {directory}"])
             continue
-        scenario_doc, claims = build_report(directory, allow_incomplete=allow_incomplete)
-        scenario_doc.write(directory, "report")
-        scale = load_config(directory).get("scale", "?")
-        scenario_rows = [[name, scale, c.name, c.status, c.evidence, c.band_text] for c in claims] or [
+        outcome = outcomes[name] = scenario_outcome(directory, allow_incomplete=allow_incomplete)
+        outcome.document.write(directory, "report")
+        scale = outcome.config.get("scale", "?")
+        scenario_rows = [[name, scale, c.name, c.status, c.evidence, c.band_text] for c in outcome.claims] or [
             [name, scale, "-", "-", "", ""]
         ]
         for i, row in enumerate(scenario_rows):
             row.append(Link("report", f"{name}/report.html") if i == 0 else "")
         rows += scenario_rows
-        classes += [c.status for c in claims] or [""]
-        for claim in claims:
+        classes += [c.status for c in outcome.claims] or [""]
+        for claim in outcome.claims:
             totals[claim.status] += 1
+    written = []
+    links: list[str | Link] = ["Per-paper reports: "]
+    for key in dict.fromkeys(paper_of(name) for name in chosen if paper_of(name) in PAPER_KEYS):
+        paper_files = write_paper_report(get_paper(key), outcomes, papers_dir, root)
+        written += paper_files
+        href = Path(os.path.relpath(paper_files[1], root)).as_posix()  # the HTML, as the scenario links
+        links += [", " if len(links) > 1 else "", Link(key, href)]
     doc.paragraph(
         f"{len(chosen) - len(missing)} of {len(chosen)} scenario(s) run; claims: "
         + ", ".join(f"{totals[s]} {s}" for s in VERDICTS)
         + "."
     )
+    if len(links) > 1:
+        doc.paragraph(RichText((*links, ".")))
     doc.heading("Claims per scenario")
     doc.table(["scenario", "scale", "claim", "verdict", "evidence", "acceptance band", "report"], rows, classes)
     doc.paragraph(CLAIMS_LEGEND)
@@ -388,4 +482,147 @@ def write_replication_report(
     if not chosen:
         doc.paragraph("No paper scenarios are registered yet (`fedbandit list` shows the catalogue).")
     root.mkdir(parents=True, exist_ok=True)
-    return doc.write(root, "replication")
+    return [*written, *doc.write(root, "replication")]
+
+
+def _measured(value: PaperValue, results: Results) -> str:
+    """Our value of a paper quantity, or why it could not be measured."""
+    try:
+        return value.ours(results)
+    except Exception as error:  # one broken measurement must not hide the others
+        return f"not measured ({type(error).__name__}: {error})"
+
+
+def _copy_figure(figure: FigureFile, folder: Path) -> Path:
+    """``figure``'s PNG copied into ``folder`` at :data:`PAPER_REPORT_DPI` (downscaled if finer), 256 colours."""
+    from PIL import Image
+
+    target = folder / figure.png.name
+    folder.mkdir(parents=True, exist_ok=True)
+    with Image.open(figure.png) as image:
+        dpi = float(image.info.get("dpi", (PAPER_REPORT_DPI,))[0])
+        scale = min(1.0, PAPER_REPORT_DPI / dpi)
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        small = image.convert("RGB").resize(size, Image.Resampling.LANCZOS) if scale < 1 else image.convert("RGB")
+    # a 256-colour palette: a third of the size of the full-colour file, indistinguishable for line plots
+    small = small.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+
+    def save(path: Path) -> None:
+        small.save(path, format="PNG", optimize=True, dpi=(PAPER_REPORT_DPI, PAPER_REPORT_DPI))
+
+    return atomic_write(target, save)
+
+
+def decision_entry(claim: ClaimOutcome, scenario: Scenario, paper: Paper, base: str | None) -> str | Link:
+    """A link to the decision entry of ``claim``: the first spec code its statement cites, else ``paper.codes``."""
+    key = f"{scenario.name}:{claim.name}"
+    codes = [code for _, code in find_codes(claim.description)] or ([paper.codes[key]] if key in paper.codes else [])
+    if not codes:
+        return "none cited"
+    if base is None or scenario.paper not in DECISION_DOCS:
+        return codes[0]
+    return Link(codes[0], f"{base}/{DECISION_DOCS[scenario.paper]}#{anchor(codes[0])}")
+
+
+def _trials(outcome: ScenarioOutcome) -> tuple[int, int]:
+    """Trials (seeds) run, and trials of the scenario's paper scale."""
+    ours = len(outcome.config.get("seeds", []))
+    scenario = outcome.scenario
+    return ours, (len(scenario.at_scale("paper").seed_list()) if scenario is not None else 0)
+
+
+def write_paper_report(
+    paper: Paper, outcomes: Mapping[str, ScenarioOutcome], out: str | Path, root: str | Path = "results"
+) -> list[Path]:
+    """Write ``<out>/<paper key>.md`` and ``.html``: the paper's figures and tables beside ours, claim by claim.
+
+    At the top: the citation, the scale and trials of every scenario (saying where they are fewer than the
+    paper's). Then per :class:`~fedbandit_envs.bench.papers.PaperItem`: our figures (copied into
+    ``<out>/figures/<scenario>/``), a table with the paper's reported numbers in a column next to ours, and the
+    scenario's claims with verdict, evidence, a link to the decision entry and the measured pass rate. Last, every
+    value and claim that does not reproduce (fails here, or passes on fewer than :data:`UNRELIABLE_BELOW` of its
+    seed blocks) with its measured reason. Scenarios without results (``outcomes`` lacks them) are listed
+    with the command that runs them (``root`` is where it writes).
+    """
+    out = Path(out)
+    base = decisions_base(out)
+    doc = Document(f"Replication report: {paper.key}")
+    doc.paragraph(f"Paper: {paper.citation}")
+    for note in paper.notes:
+        doc.paragraph(note)
+    scales = {outcomes[name].config.get("scale", "?") for name in paper.scenarios if name in outcomes}
+    not_run = [name for name in paper.scenarios if name not in outcomes]
+    if not_run:
+        doc.paragraph(
+            f"**{len(not_run)} of {len(paper.scenarios)} scenario(s) not run yet** ({', '.join(not_run)}): their "
+            "figures and claims are missing below; the table gives the command that runs each."
+        )
+    if scales == {"ci"}:
+        doc.paragraph(
+            "**CI scale; paper scale pending.** Every scenario below ran at the CI scale (shorter horizons, "
+            "smaller populations and fewer trials than the paper); the paper-scale runs are still to do."
+        )
+    rows = []
+    for name in paper.scenarios:
+        if name not in outcomes:
+            rows.append([name, "not run", "-", "-", f"fedbandit sweep {name} --out {Path(root) / name}"])
+            continue
+        ours, theirs = _trials(outcomes[name])
+        note = f"fewer trials than the paper ({ours} of {theirs})" if ours < theirs else "as many trials as the paper"
+        rows.append([name, outcomes[name].config.get("scale", "?"), str(ours), str(theirs), note])
+    doc.heading("Scale and trials")
+    doc.table(["scenario", "scale", "trials run", "trials at paper scale", "note"], rows)
+    doc.paragraph("Trials at paper scale are the paper's number of runs as the scenario's paper scale encodes it.")
+    failures: list[list[Any]] = []
+    shown_claims: set[str] = set()
+    for item in paper.items:
+        doc.heading(f"{item.label} ({item.scenario})")
+        doc.paragraph(f"The paper: {item.shows}")
+        outcome = outcomes.get(item.scenario)
+        if outcome is None:
+            doc.paragraph(f"Not run yet: `fedbandit sweep {item.scenario} --out {Path(root) / item.scenario}`.")
+            continue
+        ours, _ = _trials(outcome)
+        scale = outcome.config.get("scale", "?")
+        value_rows = []
+        for value in item.values:
+            measured = _measured(value, outcome.results)
+            value_rows.append([value.quantity, value.paper, measured])
+            if value.reason:
+                failures.append([item.label, value.quantity, f"paper {value.paper}; ours {measured}", value.reason])
+        doc.subheading("Reported numbers: the paper beside ours")
+        doc.table(["quantity", "paper", f"ours ({scale} scale, {ours} trials)"], value_rows)
+        doc.subheading("Our figures")
+        for figure in outcome.figures:
+            doc.image(_copy_figure(figure, out / "figures" / item.scenario.replace("/", "_")), figure.title)
+        if outcome.scenario is None or item.scenario in shown_claims:
+            continue
+        shown_claims.add(item.scenario)
+        doc.subheading("Claims")
+        claim_rows = []
+        rates = {claim.name: claim.pass_rate for claim in outcome.scenario.claims}
+        for claim in outcome.claims:
+            entry = decision_entry(claim, outcome.scenario, paper, base)
+            statement = linked_codes(claim.description, outcome.scenario.paper, base)
+            rate = rates.get(claim.name)
+            claim_rows.append([claim.name, statement, claim.status, claim.evidence, entry, str(rate or "not measured")])
+            unreliable = rate is not None and rate.passed < UNRELIABLE_BELOW * rate.blocks
+            if claim.status != "PASS" or unreliable:
+                reason = paper.reasons.get(f"{item.scenario}:{claim.name}", NO_REASON)
+                verdict = (
+                    f"{claim.status} here, {rate.passed}/{rate.blocks} blocks" if rate and unreliable else claim.status
+                )
+                failures.append([item.label, f"claim {claim.name} ({verdict})", claim.evidence, reason])
+        doc.table(
+            ["claim", "statement", "verdict", "evidence", "decision entry", "pass rate over seed blocks"],
+            claim_rows,
+            [c.status for c in outcome.claims],
+        )
+        doc.paragraph(CLAIMS_LEGEND)
+    doc.heading("What does not reproduce, and why")
+    if failures:
+        doc.table(["figure", "claim or quantity", "measured", "measured reason"], failures)
+    else:
+        doc.paragraph("Every claim checked here passes, and no reported number is known to differ.")
+    out.mkdir(parents=True, exist_ok=True)
+    return doc.write(out, paper.key)

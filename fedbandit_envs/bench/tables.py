@@ -137,14 +137,23 @@ def final_legend(results: Results, metrics: Sequence[str] | None = None) -> str:
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table (``|`` in cells escaped, newlines turned into spaces)."""
+    """A GitHub-flavoured Markdown table (``|`` and plain-text brackets in cells escaped, newlines made spaces)."""
 
     def cell(value: Any) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
+        return _markdown_text(value).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def _markdown_text(value: Any) -> str:
+    """A cell's Markdown: links as ``[text](href)``, brackets of plain text escaped (never read as links)."""
+    if isinstance(value, Link):
+        return str(value)
+    if isinstance(value, RichText):
+        return "".join(map(_markdown_text, value.parts))
+    return str(value).replace("[", "\\[").replace("]", "\\]")
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], row_classes: Sequence[str] = ()) -> str:

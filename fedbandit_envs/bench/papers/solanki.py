@@ -1,0 +1,159 @@
+"""Solanki, Kanaparthy, Damle & Gujar, "Differentially Private Federated Combinatorial Bandits with Constraints".
+
+The paper's numbers are in section 6.2 (EXP1): compared with FCB, P-FCB (epsilon = 1) and the non-federated learner
+incur 136% and 233% more regret (uniform sampling), 235% and 394% (normal sampling); the catalogue keeps them as
+:data:`~fedbandit_envs.bench.catalogue.solanki.PAPER_EXP1`. FRRs follow from them (FRR = regret / NF regret).
+Figs. 2, 4 and 5 are plots without numbers in the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fedbandit_envs.bench.catalogue.solanki import PAPER_EXP1, pooled_frr
+from fedbandit_envs.bench.papers import NOT_REPORTED, Measure, Paper, PaperItem, PaperValue, final_by, final_ratio
+from fedbandit_envs.run import Results
+
+#: Why P-FCB(1) / FCB comes out near 1.2-1.5 rather than the paper's 2.4 / 3.4 (benchmarks/solanki_acceptance.py).
+COST_OF_PRIVACY_REASON = (
+    "Privacy costs regret through the acceptance test (Procedure 1): measured on instance 0, seed 0 of the CI "
+    "setting (T = 2e4; benchmarks/solanki_acceptance.py), FCB (P-FCB without noise, decision D-21) accepts 7.4% (U) "
+    "/ 6.3% (N) of the offered message entries, P-FCB(eps = 1) 2.3% / 2.3%, P-FCB(eps = 0.3) 1.2% / 1.1%. But an "
+    "accepted entry counts omega2 = 10 times the agent's own data (D-16), so the few hundred entries P-FCB(1) still "
+    "accepts recover most of FCB's gain: FRR 0.45 (U) / 0.47 (N) against FCB's 0.29 / 0.37 there, a regret ratio "
+    "of 1.54 / 1.28. Our FCB sits near the paper's implied FRR (0.30 U, 0.20 N) while our P-FCB stays far below "
+    "the paper's 0.71 / 0.68: the paper's P-FCB gained much less from its messages than ours. The paper reports no "
+    "acceptance rates; its noise calibration and its reading of omega1 / omega2 and of the acceptance rule "
+    "(D-16, D-20) are the candidates, not separated here."
+)
+
+
+#: The normal family's FCB gains less over NF here than in the paper (no measured cause yet).
+NORMAL_FCB_REASON = (
+    "Not separated by a measurement here. In the normal family our FCB gains less over the non-federated learner "
+    "than the paper's (FRR of FCB about 0.35 against the implied 0.20), while in the uniform family it matches "
+    "(about 0.30). The spec attributes FRRs that differ from the paper's mostly to the n-dependent exploration "
+    "length (decisions D-12, D-13; the spec's section 4.3); the paper gives neither zeta nor y."
+)
+
+
+def frr(algorithm: str, *, by: str | None = None) -> Measure:
+    """Our pooled FRR (sum of regret / sum of NF regret at T) of ``algorithm``, for each value of ``by`` if given."""
+
+    def measure(results: Results) -> str:
+        groups = ("algorithm",) if by is None else ("algorithm", by)
+        ratios = {key[1:]: value for key, value in pooled_frr(results, groups).items() if key[0] == algorithm}
+        if not ratios:
+            raise ValueError(f"no runs of {algorithm!r} in the results")
+        if by is None:
+            return f"{ratios[()]:.2f}"
+        return "; ".join(f"{by} = {key[0]}: {value:.2f}" for key, value in sorted(ratios.items()))
+
+    return measure
+
+
+def _exp1_values(family: str) -> tuple[PaperValue, ...]:
+    paper = PAPER_EXP1[family]
+    fcb_reason = NORMAL_FCB_REASON if family == "normal" else ""
+    pfcb, nf = paper["pfcb_over_fcb"], paper["nf_over_fcb"]
+    text = "section 6.2 of the paper: {:.0f}% more regret than FCB"
+    return (
+        PaperValue(
+            "regret per agent at T, P-FCB(eps = 1) / FCB",
+            f"{pfcb} ({text.format((pfcb - 1) * 100)})",
+            final_ratio("mean_regret", {"algorithm": "pfcb_eps1"}, {"algorithm": "fcb"}),
+            COST_OF_PRIVACY_REASON,
+        ),
+        PaperValue(
+            "regret per agent at T, non-federated / FCB",
+            f"{nf} ({text.format((nf - 1) * 100)})",
+            final_ratio("mean_regret", {"algorithm": "non_federated"}, {"algorithm": "fcb"}),
+            fcb_reason,
+        ),
+        PaperValue(
+            "FRR of P-FCB(eps = 1) at T",
+            f"{paper['frr_pfcb']} (implied: {pfcb} / {nf})",
+            frr("pfcb_eps1"),
+            COST_OF_PRIVACY_REASON,
+        ),
+        PaperValue("FRR of FCB at T", f"{1 / nf:.2f} (implied: 1 / {nf})", frr("fcb"), fcb_reason),
+        PaperValue(
+            "regret per agent at T, each algorithm",
+            f"{NOT_REPORTED} (Fig. 3 y-axis 0-3000)",
+            final_by("mean_regret", "algorithm"),
+        ),
+    )
+
+
+def _items(family: str, panel: str) -> Sequence[PaperItem]:
+    name = {"uniform": "uniform sampling U[0, 1]", "normal": "normal sampling N(0.4, 0.2)"}[family]
+    return (
+        PaperItem(
+            f"Fig. 2{panel}",
+            f"solanki/fig2_{family}",
+            f"FRR of FCB (sharing every round) across rounds, homogeneous vs heterogeneous agents, {name}.",
+            (
+                PaperValue(
+                    "FRR of FCB at T, homogeneous / heterogeneous", NOT_REPORTED, frr("fcb_sync", by="homogeneous")
+                ),
+            ),
+        ),
+        PaperItem(
+            f"Fig. 3{panel} (EXP1)",
+            f"solanki/exp1_{family}",
+            f"Average regret per agent against rounds of NF, FCB, P-FCB(eps = 1) and P-FCB(eps = 0.3), {name}.",
+            _exp1_values(family),
+        ),
+        PaperItem(
+            f"Fig. 4{panel} (EXP2)",
+            f"solanki/exp2_{family}",
+            f"FRR of P-FCB at t = 1e5 against the privacy budget epsilon, {name}.",
+            (PaperValue("FRR of P-FCB at T by epsilon", NOT_REPORTED, frr("pfcb", by="epsilon")),),
+        ),
+        PaperItem(
+            f"Fig. 5{panel} (EXP3)",
+            f"solanki/exp3_{family}",
+            f"Average regret per agent of P-FCB (eps = 1) at t = 1e5 against the number of agents n, {name}.",
+            (
+                PaperValue(
+                    "regret per agent at T by n",
+                    f"{NOT_REPORTED} (y-axis about {'1000-3000' if family == 'uniform' else '2200-3000'})",
+                    final_by("mean_regret", "num_agents", algorithm="pfcb"),
+                ),
+            ),
+        ),
+    )
+
+
+PAPER = Paper(
+    key="solanki",
+    citation=(
+        'Sambhav Solanki, Samhita Kanaparthy, Sankarshan Damle and Sujit Gujar. "Differentially Private Federated '
+        'Combinatorial Bandits with Constraints". European Conference on Machine Learning and Principles and '
+        "Practice of Knowledge Discovery in Databases (ECML PKDD), 2022."
+    ),
+    notes=(
+        "Setting (§6.1): n = 10 agents, m = 30 producers, T = 1e5, 5 instances x 20 simulations per family. The CI "
+        "scale is the spec's reduced configuration: T = 2e4, 2 instances x 3 seeds (EXP3-U: 12 instances x 1 seed). "
+        "Absolute regret depends on rho, zeta and y, which the paper does not give (spec check 14), so ratios are the "
+        "comparable numbers.",
+    ),
+    items=(
+        *_items("uniform", "(a)"),
+        *_items("normal", "(b)"),
+        PaperItem(
+            "Stress family (not in the paper)",
+            "solanki/stress",
+            "Nothing: the paper's families hardly ever make the quality constraint bind (spec §4.5); this family "
+            "(U at alpha = 0.7) does, and reports constraint violations (check 18).",
+            (
+                PaperValue(
+                    "QC violation rate after exploration, each algorithm",
+                    NOT_REPORTED,
+                    final_by("violation_rate_after_explore", "algorithm", digits=3),
+                ),
+            ),
+        ),
+    ),
+    codes={f"solanki/exp1_{family}:ordering_significant": "check 13" for family in ("uniform", "normal")},
+)

@@ -1,0 +1,145 @@
+"""Zhu, Zhu, Liu & Liu, "Federated Bandit: A Gossiping Approach": Fig. 1(a)-(c) and the reported 1/epsilon ratio.
+
+The paper's text gives one number: "when the increase of regret is stable, e.g. t = 6e5", the regret at
+epsilon = 1, 2, 5 is in ratio about 1 : 1/2 : 1/5. Everything else is a plot whose settings (N, M, graph, T)
+the text does not give (spec §4.1). Regret here is the paper's: agent-averaged, over the main rounds
+(without the M warm-up slots), mean over trials (:func:`fedbandit_envs.bench.catalogue.zhu.main_regret`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from fedbandit_envs.bench.catalogue.zhu import epsilon_finals, main_regret
+from fedbandit_envs.bench.papers import NOT_REPORTED, Measure, Paper, PaperItem, PaperValue
+from fedbandit_envs.bench.tables import number
+from fedbandit_envs.run import Results
+
+#: Measured why the total-regret ratio does not reproduce (catalogue ``zhu.py``, spec RC4/RC5, decision P2).
+RATIO_REASON = (
+    "Total regret R(eps) = R(inf) + X(eps) includes the regret R(inf) of gossip itself, the same at every epsilon; "
+    "only the excess X(eps) = R(eps) - R(inf) scales like 1/epsilon. Measured at the CI scale (dp_bonus_scale "
+    "1e-3, 10 blocks of 5 seeds): X(1)/X(2) = 2.16-2.32 and X(1)/X(5) = 7.38-10.52 (1/epsilon predicts 2 and 5), "
+    "while R(inf) keeps the total ratios above 1/2 and 1/5 (this run: the table above; earlier runs 0.6-0.8 : "
+    "0.4-0.6). With the paper's literal constants (dp_bonus_scale 1) the finite-epsilon runs saturate near "
+    "T mean(gap) instead (R = 3684 / 3619 / 3408 at epsilon 1, 2, 5 against 691 at inf, T = 2e4: ratios "
+    "0.98 : 0.93), so neither bonus gives 1 : 1/2 : 1/5 on total regret (decision P2, check RC5)."
+)
+
+
+def total_ratio(epsilon: float) -> Measure:
+    """Our R(epsilon) / R(1) of Fed_UCB at T (means over trials)."""
+
+    def measure(results: Results) -> str:
+        finals = epsilon_finals(results, "fed_ucb")
+        return f"{finals[epsilon].mean() / finals[1.0].mean():.2f}"
+
+    return measure
+
+
+def excess_ratio(epsilon: float) -> Measure:
+    """Our X(1) / X(epsilon) with X(e) = R(e) - R(inf), Fed_UCB at T (means over trials)."""
+
+    def measure(results: Results) -> str:
+        finals = {e: float(v.mean()) for e, v in epsilon_finals(results, "fed_ucb").items()}
+        return f"{(finals[1.0] - finals[math.inf]) / (finals[epsilon] - finals[math.inf]):.2f}"
+
+    return measure
+
+
+def finals_by_epsilon(results: Results) -> str:
+    """Our R(T) of Fed_UCB at each epsilon (agent-averaged, main rounds, mean over trials)."""
+    return "; ".join(f"eps = {e:g}: {number(v.mean())}" for e, v in epsilon_finals(results, "fed_ucb").items())
+
+
+def final_regret(algorithm: str) -> Measure:
+    """Our R(T) of ``algorithm`` (agent-averaged, main rounds, mean over trials)."""
+
+    def measure(results: Results) -> str:
+        curves = main_regret(results)[(algorithm,)]
+        return number(sum(c[max(c)] for c in curves.values()) / len(curves))
+
+    return measure
+
+
+def growth_ratio(results: Results) -> str:
+    """Our mean over trials of R(T)/R(T/2) of Fed_UCB at epsilon = inf (2 is linear)."""
+    curves = main_regret(results, by=("algorithm", "epsilon"))[("fed_ucb", math.inf)]
+    ratios = [c[max(c)] / c[max(c) // 2] for c in curves.values()]
+    return f"{sum(ratios) / len(ratios):.2f}"
+
+
+#: Why S-B does not resolve the epsilon effect at the CI scale (its excess ratios in the report's table).
+RING_REASON = (
+    "As for Fig. 1(a), total regret includes gossip's own regret R(inf). On S-B at the CI scale even the excess "
+    "ratios X(1)/X(2) and X(1)/X(5) fall well short of 2 and 5 (table above): with 10 agents on a ring "
+    "(lambda_2 = 0.98) and T = 2e4 main rounds, R(inf) is most of R(1) at every epsilon and the DP term is not "
+    "resolved; the catalogue checks only RC6 (epsilon = inf lowest) there."
+)
+
+
+def _epsilon_values(reason: str) -> tuple[PaperValue, ...]:
+    text = "text on Fig. 1(a)/(b), at t = 6e5: 1 : 1/2 : 1/5"
+    return (
+        PaperValue("R(2) / R(1), total regret at T", f"approx. 0.5 ({text})", total_ratio(2.0), reason),
+        PaperValue("R(5) / R(1), total regret at T", f"approx. 0.2 ({text})", total_ratio(5.0), reason),
+        PaperValue(
+            "X(1) / X(2), excess regret over epsilon = inf",
+            "2 if regret scales like 1/eps (not stated)",
+            excess_ratio(2.0),
+        ),
+        PaperValue(
+            "X(1) / X(5), excess regret over epsilon = inf",
+            "5 if regret scales like 1/eps (not stated)",
+            excess_ratio(5.0),
+        ),
+        PaperValue("R(T) per agent at each epsilon", NOT_REPORTED, finals_by_epsilon),
+    )
+
+
+PAPER = Paper(
+    key="zhu",
+    citation=(
+        'Zhaowei Zhu, Jingxuan Zhu, Ji Liu and Yang Liu. "Federated Bandit: A Gossiping Approach". SIGMETRICS '
+        "2021 (Proceedings of the ACM on Measurement and Analysis of Computing Systems); arXiv:2010.12763."
+    ),
+    notes=(
+        "The paper plots Fed_UCB only (epsilon = 1, 2, 5 and inf, 100 trials, min-max bands) and does not give N, "
+        "M, the graph or T of Fig. 1(a)/(b); our settings S-A (N = 3, M = 5, K3) and S-B (ring of 10, M = 10) are the "
+        "spec's choices (§4.2). Fig. 1(c) used the UCI diabetes data, which is not shipped: we run its synthetic "
+        "stand-in. The CI scale runs T = 2e4 main rounds with the DP bonus scaled by 1e-3 (decision P2, labelled).",
+    ),
+    items=(
+        PaperItem(
+            "Fig. 1(a)",
+            "zhu/sa_epsilon",
+            "Fed_UCB regret per agent against t at epsilon = 1, 2, 5, inf (synthetic, Gaussian noise).",
+            _epsilon_values(RATIO_REASON),
+        ),
+        PaperItem(
+            "Fig. 1(a), collaboration",
+            "zhu/sa_collaboration",
+            "Not a figure of the paper: the text argues that local learning without gossip is biased; we add local "
+            "UCB1 as the baseline (RC3).",
+            (
+                PaperValue("Gossip_UCB R(T) per agent", NOT_REPORTED, final_regret("gossip_ucb")),
+                PaperValue("local UCB1 R(T) per agent", NOT_REPORTED, final_regret("local_ucb1")),
+            ),
+        ),
+        PaperItem(
+            "Fig. 1(b)",
+            "zhu/sb_epsilon",
+            "Fed_UCB regret per agent against t at epsilon = 1, 2, 5, inf in a second synthetic setting.",
+            _epsilon_values(RING_REASON),
+        ),
+        PaperItem(
+            "Fig. 1(c)",
+            "zhu/diabetes_standin",
+            "Fed_UCB on the UCI diabetes data (N = 3 hospitals, M = 5 drug classes): regret is sublinear.",
+            (
+                PaperValue("R(T)/R(T/2) at epsilon = inf (2 is linear)", NOT_REPORTED, growth_ratio),
+                PaperValue("R(T) per agent at each epsilon", NOT_REPORTED, finals_by_epsilon),
+            ),
+        ),
+    ),
+)
