@@ -565,23 +565,23 @@ def _fig3_classification(dataset: str) -> Scenario:
     claims = (
         ordering(
             "communication_falls_with_gamma",
-            "C_T falls along the Async gamma grid (inf, 101, 5, 1) on these data (measured; S1 itself bounds C_T).",
+            "C_T falls along the Async gamma grid (inf, 101, 5, 1) on these data (measured; S1 bounds C_T, P3).",
             [async_label(g) for g in sorted(REPLAY_GAMMAS, reverse=True)],
             metric="messages",
         ),
         reward_order(
             "sharing_wins",
-            "Fig. 3 (MovieLens regime): the clients share one task, so reward(gamma=inf) < reward(gamma=1).",
+            "S6 (MovieLens regime): the clients share one task, so reward(gamma=inf) < reward(gamma=1).",
             [never, async_label(1.0)],
         ),
         reward_order(
             "event_triggered_sharing_wins",
-            "Fig. 3: event-triggered sharing at gamma = 5 (a few % of gamma = 1's C_T) beats no communication.",
+            "S6: event-triggered sharing at gamma = 5 (a few % of gamma = 1's C_T) beats no communication.",
             [never, async_label(5.0)],
         ),
         reward_order(
             "sync_sharing_wins",
-            "Fig. 3: Sync-LinUCB at D = 1 beats no communication.",
+            "S6: Sync-LinUCB at D = 1 beats no communication.",
             [never, sync_label(1.0)],
         ),
     )
