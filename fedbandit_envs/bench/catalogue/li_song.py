@@ -402,20 +402,25 @@ FIG5 = cdp_scenario(
     "CDP-MAB, epsilon = 1, participation p in {0.2, ..., 1}, no cap (Fig. 5, D27); agents draw the "
     "Lap(1/(N eps n_r)) noise, the wrapper accounts N epsilon.",
     {"alg.participation": PARTICIPATIONS},
-    (
-        trend_claim(
-            "regret_falls_with_p",
-            "Regret strictly decreases in p, Reg(0.2)/Reg(1) >= 2.5, p Reg(p)/Reg(1) in [0.5, 2] (RC-C3).",
-            "participation",
-            _participation_trend,
-            "no tolerance on the strict decrease of the means; Reg(0.2) / Reg(1) >= 2.5; p Reg(p) / Reg(1) in [0.5, 2]",
+    with_pass_rates(
+        (
+            trend_claim(
+                "regret_falls_with_p",
+                "Regret strictly decreases in p, Reg(0.2)/Reg(1) >= 2.5, p Reg(p)/Reg(1) in [0.5, 2] (RC-C3).",
+                "participation",
+                _participation_trend,
+                "no tolerance on the strict decrease of the means; Reg(0.2) / Reg(1) >= 2.5; "
+                "p Reg(p) / Reg(1) in [0.5, 2]",
+            ),
+            per_round_cost_claim(
+                "cost_c1_N_rounds",
+                "Cost = c1 ceil(p M) per round (RC-C1).",
+                lambda r: 25.0 * participants(r["participation"], 50),
+            ),
+            epsilon_claim(lambda r: participants(r["participation"], 50) * 1.0),
         ),
-        per_round_cost_claim(
-            "cost_c1_N_rounds",
-            "Cost = c1 ceil(p M) per round (RC-C1).",
-            lambda r: 25.0 * participants(r["participation"], 50),
-        ),
-        epsilon_claim(lambda r: participants(r["participation"], 50) * 1.0),
+        {"regret_falls_with_p": (10, 10), "cost_c1_N_rounds": (10, 10), "epsilon_effective": (10, 10)},
+        "0:40 in blocks of 4",
     ),
     {"horizon": 10_000, "seeds": 4},
     (FigureSpec("fig5_regret", hue=("participation",), title="CDP-MAB: regret by participation (Fig. 5)"),),
@@ -426,16 +431,20 @@ FIG6 = cdp_scenario(
     "fig6_rounds",
     "CDP-MAB, epsilon = 1, p = 1, round cap R in {2, 3, 4, 5} with Delta^(r/R) and the oracle Delta (Fig. 6, D6).",
     {"alg.rounds": ROUND_CAPS},
-    (
-        trend_claim(
-            "regret_falls_with_R",
-            "Regret decreases in R with diminishing returns (RC-C4).",
-            "rounds",
-            _rounds_trend,
-            "no tolerance on the shrinking drops; the last drop may be negative by up to 2 SE of the difference",
+    with_pass_rates(
+        (
+            trend_claim(
+                "regret_falls_with_R",
+                "Regret decreases in R with diminishing returns (RC-C4).",
+                "rounds",
+                _rounds_trend,
+                "no tolerance on the shrinking drops; the last drop may be negative by up to 2 SE of the difference",
+            ),
+            rounds_bound_claim(),
+            per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per executed round (RC-C1).", lambda r: 25.0 * 50),
         ),
-        rounds_bound_claim(),
-        per_round_cost_claim("cost_c1_M_rounds", "Cost = c1 M per executed round (RC-C1).", lambda r: 25.0 * 50),
+        {"regret_falls_with_R": (10, 10), "rounds_at_most_R": (10, 10), "cost_c1_M_rounds": (10, 10)},
+        "0:30 in blocks of 3",
     ),
     {"horizon": 40_000, "seeds": 3},
     (FigureSpec("fig6_regret", hue=("rounds",), title="CDP-MAB: regret by round cap R (Fig. 6)"),),
@@ -445,7 +454,11 @@ FIG7 = cdp_scenario(
     "fig7_tradeoff",
     "CDP-MAB, epsilon = 1, the full (p, R) grid (D26): regret against communication cost (Fig. 7).",
     {"alg.participation": PARTICIPATIONS, "alg.rounds": ROUND_CAPS},
-    (tradeoff_claim(), rounds_bound_claim()),
+    with_pass_rates(
+        (tradeoff_claim(), rounds_bound_claim()),
+        {"regret_cost_tradeoff": (10, 10), "rounds_at_most_R": (10, 10)},
+        "0:20 in blocks of 2",
+    ),
     {"horizon": 40_000, "seeds": 2},
     (
         FigureSpec("fig7_regret_vs_p", x="participation", hue=("rounds",), title="Final regret by (p, R) (Fig. 7)"),
@@ -535,7 +548,11 @@ FIG8 = li_song_scenario(
     },
     {"env.instance": ("uniform", "heterogeneous")},
     5,
-    fig8_claims(FIG8_ENV),
+    with_pass_rates(
+        fig8_claims(FIG8_ENV),
+        {"cdp_robust_to_heterogeneity": (10, 10), "cdp_one_over_m": (10, 10), "single_linear_heterogeneous": (10, 10)},
+        "0:20 in blocks of 2",
+    ),
     {"horizon": 100_000, "seeds": 2},
     figures=(FigureSpec("fig8_regret", y="mean_regret", hue=("algorithm", "instance"), title="Fig. 8"),),
 )
@@ -684,10 +701,14 @@ FIG9 = graph_scenario(
     FIG9_ENV,
     GRAPHS,
     seeds=20,
-    claims=(
-        graph_cost_claim(
-            "Per-round cost: complete 10, star 8, ring 10, random d_G |E|, CDP c1 M (Table I at M = 5).", FIG9_ENV
+    claims=with_pass_rates(
+        (
+            graph_cost_claim(
+                "Per-round cost: complete 10, star 8, ring 10, random d_G |E|, CDP c1 M (Table I at M = 5).", FIG9_ENV
+            ),
         ),
+        {"per_round_cost": (10, 10)},
+        "0:20 in blocks of 2",
     ),
     ci={"horizon": 20_000, "seeds": 2},
 )
@@ -895,7 +916,11 @@ FIG12 = li_song_scenario(
         "env.instance": ("uniform", "heterogeneous"),
     },
     100,
-    structure_claims(),
+    with_pass_rates(
+        structure_claims(),
+        {"structure_ordering": (10, 10), "heterogeneity_hurts_delay": (10, 10)},
+        "0:20 in blocks of 2",
+    ),
     {"num_arms": 20, "horizon": 10_000, "seeds": 2},
     figures=(FigureSpec("fig12_regret", y="mean_regret", hue=("topology", "instance"), title="Fig. 12"),),
 )
