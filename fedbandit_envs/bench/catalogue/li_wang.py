@@ -436,6 +436,7 @@ FIG2A_FRONTIER = li_wang_scenario(
     threshold_algorithms(FRONTIER_GAMMAS, FRONTIER_DS),
     with_pass_rates((frontier_favours("sync_frontier", "sync"),), FIG2A_FRONTIER_PASS_RATES, "0:30 in blocks of 3"),
     ci=FRONTIER_CI,
+    figures=(frontier_figure("fig2a_frontier", "Fig. 2(a), S3: R_T vs C_T at t = T, uniform arrivals, d = K = 25"),),
 )
 
 # ---------------------------------------------------------------------- Fig. 2c
