@@ -16,7 +16,7 @@ per second, in wall and in CPU seconds (CPU time does not depend on other proces
 
 ``fig1a``: the scenario ``dubey/fig1a_private`` at paper scale (100 trials; gamma = 1, D20) through the scenario
 runner, each algorithm's seeds as batched replicas; reports the wall and CPU time per algorithm and in total (the
-target is under 5 minutes) and the final group regret.
+target is under 2 minutes), the final group regret and the peak resident memory (``ru_maxrss``) of the process.
 
 Benchmarks measure and report; nothing here asserts a time.
 """
@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import pstats
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,14 @@ def fig1a(trials: int) -> dict[str, Any]:
         )
         print(rows[-1], flush=True)
     total, total_cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"trials": trials, "total_s": round(total, 1), "total_cpu_s": round(total_cpu, 1), "algorithms": rows}
+    return {
+        "trials": trials,
+        "total_s": round(total, 1),
+        "total_cpu_s": round(total_cpu, 1),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "load_average": round(os.getloadavg()[0], 2),
+        "algorithms": rows,
+    }
 
 
 def main() -> None:
@@ -151,7 +159,11 @@ def main() -> None:
     if args.what in ("fig1a", "all"):
         report["fig1a"] = fig1a(args.trials)
         fig = report["fig1a"]
-        print(f"fig1a: {args.trials} trials in {fig['total_s']} s wall, {fig['total_cpu_s']} s CPU", flush=True)
+        print(
+            f"fig1a: {args.trials} trials in {fig['total_s']} s wall, {fig['total_cpu_s']} s CPU, peak RSS "
+            f"{fig['peak_rss_mib']} MiB, load {fig['load_average']}",
+            flush=True,
+        )
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))
 

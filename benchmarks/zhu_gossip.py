@@ -15,7 +15,8 @@ Usage (from the repository root)::
     python benchmarks/zhu_gossip.py --timers --trials 400 --profile-slots 2000    # the same at B = 400
     python benchmarks/zhu_gossip.py --profile --profile-slots 2000   # cProfile own time per source file (B = 100)
 
-Nothing here asserts a time; results are printed and written as JSON (``--out``).
+Each row also gives the peak resident memory (``ru_maxrss``) of the process that ran it (cumulative over the
+epsilons a pool worker ran). Nothing here asserts a time; results are printed and written as JSON (``--out``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import math
 import os
 import platform
 import pstats
+import resource
 import time
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
@@ -78,7 +80,7 @@ def time_epsilon(epsilon: float, horizon: int, trials: int, inf_as_fed: bool, pr
     env = env_kwargs(horizon)
     num_arms = env["num_arms"]
     label = f"eps={epsilon:g}"
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     results = run_batched(
         factory(epsilon, inf_as_fed),
         env,
@@ -87,7 +89,7 @@ def time_epsilon(epsilon: float, horizon: int, trials: int, inf_as_fed: bool, pr
         progress=progress,
         label=label,
     )
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     warmup = {r["seed"]: r["mean_regret"] for r in results.curves if r["slot"] == num_arms}
     final = np.array([r["mean_regret"] - warmup[r["seed"]] for r in results.curves if r["slot"] == env["horizon"]])
     half = env["horizon"] - horizon // 2
@@ -96,11 +98,13 @@ def time_epsilon(epsilon: float, horizon: int, trials: int, inf_as_fed: bool, pr
         "epsilon": epsilon,
         "algorithm": "GossipUCB" if math.isinf(epsilon) and not inf_as_fed else "FedUCB",
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "us_per_slot": 1e6 * seconds / env["horizon"],
         "regret_mean": float(final.mean()),
         "regret_min": float(final.min()),
         "regret_max": float(final.max()),
         "ratio_T_over_half": float(np.mean([f / mid[s] for s, f in zip(sorted(warmup), final)])),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
@@ -127,7 +131,7 @@ TIMED = (
     ("  GossipUCB._read_inbox", GossipUCB, "_read_inbox"),
     ("  FedUCB._pulled_means (one BinaryTreeBank.add of B*N trees)", FedUCB, "_pulled_means"),
     ("core.step (total)", FederatedMABCore, "step"),
-    ("  core._prepare -> channel.prepare (validate, expand NEIGHBOURS)", FederatedMABCore, "_prepare"),
+    ("  channel.prepare (validate, expand NEIGHBOURS)", Channel, "prepare"),
     ("  channel.transmit", Channel, "transmit"),
     ("    ledger.transmit (queues; the bulk tallies run inside it)", Ledger, "transmit"),
     ("  channel.close_slot -> ledger.close_slot (queues the slot's links)", Ledger, "close_slot"),
@@ -222,11 +226,15 @@ def main() -> None:
         rows = []
         for epsilon, row in zip(args.epsilons, results):
             row["seconds_at_1e6"] = row["seconds"] * PAPER_HORIZON / args.horizon
+            row["cpu_seconds_at_1e6"] = row["cpu_seconds"] * PAPER_HORIZON / args.horizon
             rows.append(row)
             print(
                 f"eps={epsilon:>4g} {row['algorithm']:9s} {row['seconds']:9.1f} s ({row['us_per_slot']:.0f} us/slot; "
-                f"{row['seconds_at_1e6']:.0f} s at T=1e6)  R(T) mean {row['regret_mean']:.1f} "
-                f"[{row['regret_min']:.1f}, {row['regret_max']:.1f}]  R(T)/R(T/2) {row['ratio_T_over_half']:.3f}",
+                f"{row['seconds_at_1e6']:.0f} s at T=1e6; CPU {row['cpu_seconds']:.1f} s, "
+                f"{row['cpu_seconds_at_1e6']:.0f} s at T=1e6)  "
+                f"R(T) mean {row['regret_mean']:.1f} "
+                f"[{row['regret_min']:.1f}, {row['regret_max']:.1f}]  R(T)/R(T/2) {row['ratio_T_over_half']:.3f}  "
+                f"peak RSS of its process {row['peak_rss_mib']:.0f} MiB",
                 flush=True,
             )
     wall = time.perf_counter() - start
@@ -236,6 +244,14 @@ def main() -> None:
         f"wall {wall:.1f} s for {len(rows)} epsilons x {args.trials} trials in {args.workers} process(es) "
         f"(sum of the per-epsilon times {sum(r['seconds'] for r in rows):.1f} s); at T=1e6: {scaled:.0f} s = "
         f"{scaled / 60:.1f} min{note}; load average at the end {os.getloadavg()[0]:.2f}"
+    )
+    cpu = sorted((r["cpu_seconds_at_1e6"] for r in rows), reverse=True)
+    loads = [0.0] * args.workers
+    for seconds in cpu:  # the pool hands the longest remaining epsilon to the first free worker
+        loads[loads.index(min(loads))] += seconds
+    print(
+        f"CPU at T=1e6: {sum(cpu):.0f} s in total; on {args.workers} otherwise idle core(s) the set would take about "
+        f"{max(loads):.0f} s = {max(loads) / 60:.1f} min (the busiest worker's CPU time)"
     )
     if args.out:
         payload = {
