@@ -727,13 +727,7 @@ def linear_channel(
 ) -> ChannelConfig:
     """The channel of the linear environments: a star around the server, one unit per message by default.
 
-    Args:
-        c1: cost of a client-server link used in a slot (default 0: the paper counts messages only).
-        price_per_message: cost per message (default 1: the cost is the paper's C_T).
-        price_per_byte: cost per payload byte.
-        free_server_downlink: the server's replies open no link.
-        latency, latency_jitter, drop_prob: channel imperfections (outside the paper).
-        record_messages: keep one ledger record per message.
+    Every linear environment passes its channel keywords here; :class:`FederatedLinear` documents them.
     """
     costs = CostModel(c1, 0.0, "used_links", free_server_downlink, price_per_message, price_per_byte)
     return ChannelConfig(costs, latency, latency_jitter, drop_prob, None, record_messages)
@@ -798,14 +792,20 @@ class FederatedLinear(ProtocolParallelEnv):
             the problem (see :class:`LinearConfig`).
 
     Keyword Args:
-        c1, price_per_message, price_per_byte, free_server_downlink, latency, latency_jitter, drop_prob,
-            record_messages: the channel's prices and imperfections (see :func:`linear_channel`; default: one
-            unit per message, the paper's C_T).
+        c1 (float): cost of a client-server link used in a slot (default 0: the paper counts messages only).
+        price_per_message (float): cost per message (default 1: the cost is the paper's C_T).
+        price_per_byte (float): cost per payload byte (default 0).
+        free_server_downlink (bool): the server's replies open no link (default True).
+        latency (int): extra slots before a copy is delivered (default 0; outside the paper, as are the next two).
+        latency_jitter (int): an extra uniform delay in ``{0, ..., latency_jitter}`` slots per copy (default 0).
+        drop_prob (float): probability that a copy is lost (default 0).
+        record_messages (bool): keep one ledger record per message (default False).
         coordinator (Any | None): the server of the algorithm being played (default None).
         inbox (InboxForm): the form of the ``"inbox"`` observations, ``"messages"`` (default) or ``"batches"``.
         render_mode (str | None): None (default) or ``"ansi"``.
 
-    Every linear environment takes these keywords (:class:`LinearEnvKeywords`).
+    Every linear environment takes these keywords (:class:`LinearEnvKeywords`; :func:`linear_channel` builds the
+    channel from the first eight).
     """
 
     metadata: dict[str, Any] = {
