@@ -34,10 +34,11 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral, Real
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypedDict, TypeVar, get_args, get_origin
 
 import gymnasium
 import numpy as np
+from typing_extensions import Unpack
 
 __all__ = [
     "AGENT_OVERHEAD",
@@ -47,6 +48,7 @@ __all__ = [
     "INT64_MIN",
     "MEMORY_LIMIT_VARIABLE",
     "MemoryLimitError",
+    "RealBounds",
     "check_bool",
     "check_fields",
     "check_choice",
@@ -330,29 +332,27 @@ def check_options(name: str, value: Any) -> dict[str, Any]:
 _LIMITS = "fedbandit_limits"
 
 
+class RealBounds(TypedDict, total=False):
+    """The bounds :func:`option` takes: the keywords of :func:`check_real` (its defaults apply)."""
+
+    minimum: float | None
+    maximum: float | None
+    finite: bool
+    exclusive_minimum: bool
+    exclusive_maximum: bool
+
+
+@forwards_keywords(check_real)
 def option(
-    default: Any = dataclasses.MISSING,
-    *,
-    default_factory: Any = dataclasses.MISSING,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    exclusive_minimum: bool = False,
-    exclusive_maximum: bool = False,
-    finite: bool = True,
+    default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING, **bounds: Unpack[RealBounds]
 ) -> Any:
     """A field of a :class:`CheckedConfig` with bounds on its numbers (``dataclasses.field`` with metadata).
 
     ``int`` fields use ``minimum`` and ``maximum`` (:func:`check_int`); ``float`` fields use all the bounds
     (:func:`check_real`; ``finite=False`` admits infinities). Annotations say the rest (type, ``Literal`` options).
     """
-    limits = {
-        "minimum": minimum,
-        "maximum": maximum,
-        "exclusive_minimum": exclusive_minimum,
-        "exclusive_maximum": exclusive_maximum,
-        "finite": finite,
-    }
-    return dataclasses.field(default=default, default_factory=default_factory, metadata={_LIMITS: limits})
+    check_keywords("option", bounds, RealBounds.__annotations__)
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={_LIMITS: bounds})
 
 
 def _hint_text(hint: Any) -> str:
