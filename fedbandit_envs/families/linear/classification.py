@@ -175,10 +175,10 @@ class ClassificationBandit(FederatedLinear):
     pseudo-regret (``1 - reward``, see the module docstring); :attr:`theta` is None.
 
     Args:
+        c1, price_per_message, price_per_byte, free_server_downlink, latency, latency_jitter, drop_prob,
+            record_messages, coordinator, inbox, render_mode: as in :class:`FederatedLinear` (one unit per message).
         dataset, num_clients, horizon, num_features, split, alpha, arrival, arrival_params, active_per_slot,
             instance_seed: the problem (see :class:`ClassificationSource`).
-        **options: the channel, server, inbox and render keywords of every linear environment
-            (:class:`~fedbandit_envs.families.linear.env.LinearEnvKeywords`; one price unit per message by default).
     """
 
     metadata = {"name": "fedbandit/ClassificationBandit-v0", "render_modes": ["ansi"], "is_parallelizable": True}

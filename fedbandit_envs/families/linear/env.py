@@ -790,22 +790,18 @@ class FederatedLinear(ProtocolParallelEnv):
         num_clients, num_arms, dimension, horizon, mode, global_dimension, local_dimensions, noise,
             sigma, context_mode, pool_size, arrival, arrival_params, active_per_slot, instance_seed:
             the problem (see :class:`LinearConfig`).
+        c1: cost of a client-server link used in a slot (default 0: the paper counts messages only).
+        price_per_message: cost per message (default 1: the cost is the paper's C_T).
+        price_per_byte: cost per payload byte.
+        free_server_downlink: the server's replies open no link.
+        latency, latency_jitter, drop_prob: channel imperfections (outside the paper).
+        record_messages: keep one ledger record per message.
+        coordinator: the server of the algorithm being played.
+        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
+        render_mode: None or ``"ansi"``.
 
-    Keyword Args:
-        c1 (float): cost of a client-server link used in a slot (default 0: the paper counts messages only).
-        price_per_message (float): cost per message (default 1: the cost is the paper's C_T).
-        price_per_byte (float): cost per payload byte (default 0).
-        free_server_downlink (bool): the server's replies open no link (default True).
-        latency (int): extra slots before a copy is delivered (default 0; outside the paper, as are the next two).
-        latency_jitter (int): an extra uniform delay in ``{0, ..., latency_jitter}`` slots per copy (default 0).
-        drop_prob (float): probability that a copy is lost (default 0).
-        record_messages (bool): keep one ledger record per message (default False).
-        coordinator (Any | None): the server of the algorithm being played (default None).
-        inbox (InboxForm): the form of the ``"inbox"`` observations, ``"messages"`` (default) or ``"batches"``.
-        render_mode (str | None): None (default) or ``"ansi"``.
-
-    Every linear environment takes these keywords (:class:`LinearEnvKeywords`; :func:`linear_channel` builds the
-    channel from the first eight).
+    Every linear environment takes the keywords from ``c1`` on (:class:`LinearEnvKeywords`); :func:`linear_channel`
+    builds the channel from those up to ``record_messages``.
     """
 
     metadata: dict[str, Any] = {

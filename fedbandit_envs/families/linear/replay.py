@@ -469,10 +469,10 @@ class ReplayStandIn(FederatedLinear):
     (the one-hot positive) and the pseudo-regret (1 - reward); :attr:`theta` is None.
 
     Args:
+        c1, price_per_message, price_per_byte, free_server_downlink, latency, latency_jitter, drop_prob,
+            record_messages, coordinator, inbox, render_mode: as in :class:`FederatedLinear` (one unit per message).
         profile, num_users, events_scale, horizon, rho, beta, catalogue_size, dimension, num_arms, order,
             instance_seed: the stand-in (see :class:`StandInSource`; without ``horizon`` the whole log).
-        **options: the channel, server, inbox and render keywords of every linear environment
-            (:class:`~fedbandit_envs.families.linear.env.LinearEnvKeywords`; one price unit per message by default).
     """
 
     metadata = {"name": "fedbandit/ReplayStandIn-v0", "render_modes": ["ansi"], "is_parallelizable": True}
@@ -515,12 +515,12 @@ class ReplayLogEnv(FederatedLinear):
     """Replay of real logged files (see the module docstring for the format) as a PettingZoo ``ParallelEnv``.
 
     Args:
+        c1, price_per_message, price_per_byte, free_server_downlink, latency, latency_jitter, drop_prob,
+            record_messages, coordinator, inbox, render_mode: as in :class:`FederatedLinear` (one unit per message).
         events_path: the events file (``user<TAB>timestamp<TAB>[positive, item, ...]``).
         features_path: the feature file (``item<TAB>f_1;...;f_d``).
         horizon: replay only the first T events of each episode's stream.
         order: ``"random_user"`` (spec) or ``"file"``.
-        **options: the channel, server, inbox and render keywords of every linear environment
-            (:class:`~fedbandit_envs.families.linear.env.LinearEnvKeywords`; one price unit per message by default).
     """
 
     metadata = {"name": "fedbandit/ReplayLog-v0", "render_modes": ["ansi"], "is_parallelizable": True}
