@@ -210,8 +210,8 @@ def check_keywords(where: str, given: Iterable[str], accepted: Iterable[str]) ->
 def keyword_checked(cls: type[_T]) -> type[_T]:
     """Class decorator: an unknown constructor keyword raises a ``TypeError`` with a "did you mean".
 
-    The constructor's signature is read once; it must not take ``**kwargs``. Known keywords cost one set
-    difference per construction.
+    The constructor's signature is read once; it must not take ``**kwargs``, unless :func:`forwards_keywords`
+    lists them in its signature. Known keywords cost one set difference per construction.
     """
     init = cls.__init__
     parameters = list(inspect.signature(init).parameters.values())[1:]
