@@ -9,7 +9,8 @@ fix it, at construction or parse time, before any state changes:
 * :func:`check_bool`: flags are ``True`` or ``False`` (not ``1`` or ``"yes"``);
 * :func:`check_choice`: a string option with a "did you mean" suggestion (:func:`did_you_mean`);
 * :func:`check_keywords`: keyword names against the accepted ones, again with a suggestion;
-  :func:`keyword_checked` applies it to a class's constructor;
+  :func:`keyword_checked` applies it to a class's constructor; :func:`forwards_keywords` gives a function that
+  passes ``**options`` on the signature of the keywords it accepts;
 * :func:`check_int_array`: the vectorised integer check of a header array (message senders, recipients, counts);
 * :func:`check_real_array`: a number or an array of numbers as a float64 array (no bools, strings or objects);
 * :func:`check_memory`: a size limit derived from the memory a configuration needs (:class:`MemoryLimitError`);
@@ -31,12 +32,13 @@ import inspect
 import os
 import types
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral, Real
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypedDict, TypeVar, get_args, get_origin
 
 import gymnasium
 import numpy as np
+from typing_extensions import Unpack
 
 __all__ = [
     "AGENT_OVERHEAD",
@@ -46,6 +48,7 @@ __all__ = [
     "INT64_MIN",
     "MEMORY_LIMIT_VARIABLE",
     "MemoryLimitError",
+    "RealBounds",
     "check_bool",
     "check_fields",
     "check_choice",
@@ -59,6 +62,7 @@ __all__ = [
     "check_render_mode",
     "check_seeds",
     "did_you_mean",
+    "forwards_keywords",
     "keyword_checked",
     "memory_limit",
     "option",
@@ -76,6 +80,7 @@ DEFAULT_MEMORY_LIMIT: int = 8 * 2**30
 MEMORY_LIMIT_VARIABLE = "FEDBANDIT_MEMORY_LIMIT_GIB"
 
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class MemoryLimitError(ValueError):
@@ -205,8 +210,8 @@ def check_keywords(where: str, given: Iterable[str], accepted: Iterable[str]) ->
 def keyword_checked(cls: type[_T]) -> type[_T]:
     """Class decorator: an unknown constructor keyword raises a ``TypeError`` with a "did you mean".
 
-    The constructor's signature is read once; it must not take ``**kwargs``. Known keywords cost one set
-    difference per construction.
+    The constructor's signature is read once; it must not take ``**kwargs``, unless :func:`forwards_keywords`
+    lists them in its signature. Known keywords cost one set difference per construction.
     """
     init = cls.__init__
     parameters = list(inspect.signature(init).parameters.values())[1:]
@@ -223,6 +228,33 @@ def keyword_checked(cls: type[_T]) -> type[_T]:
 
     cls.__init__ = checked_init  # type: ignore[method-assign]  # wrapping the class's __init__ is the point
     return cls
+
+
+def forwards_keywords(*targets: Callable[..., Any]) -> Callable[[_F], _F]:
+    """Decorator: the function passes its ``**options`` on to ``targets``; its signature lists them.
+
+    The decorated function's signature (what ``help()``, :func:`inspect.signature` and :func:`keyword_checked`
+    read) becomes its own parameters without the ``**options`` entry, followed by each target's parameters that
+    take a default (positional-or-keyword or keyword-only), as keyword-only parameters with those defaults: the
+    keywords and defaults are written once, in the targets. Annotate ``**options`` with ``Unpack`` of a
+    ``TypedDict`` of the same keywords for type checkers.
+    """
+
+    def decorate(function: _F) -> _F:
+        own = [
+            p for p in inspect.signature(function).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        forwarded = [
+            parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for target in targets
+            for parameter in inspect.signature(target).parameters.values()
+            if parameter.default is not inspect.Parameter.empty
+            and parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        ]
+        function.__signature__ = inspect.signature(function).replace(parameters=[*own, *forwarded])  # type: ignore[attr-defined]  # the documented way to give a callable its signature
+        return function
+
+    return decorate
 
 
 def check_int_array(name: str, values: Any, minimum: int | None, maximum: int = INT64_MAX) -> np.ndarray:
@@ -300,29 +332,27 @@ def check_options(name: str, value: Any) -> dict[str, Any]:
 _LIMITS = "fedbandit_limits"
 
 
+class RealBounds(TypedDict, total=False):
+    """The bounds :func:`option` takes: the keywords of :func:`check_real` (its defaults apply)."""
+
+    minimum: float | None
+    maximum: float | None
+    finite: bool
+    exclusive_minimum: bool
+    exclusive_maximum: bool
+
+
+@forwards_keywords(check_real)
 def option(
-    default: Any = dataclasses.MISSING,
-    *,
-    default_factory: Any = dataclasses.MISSING,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    exclusive_minimum: bool = False,
-    exclusive_maximum: bool = False,
-    finite: bool = True,
+    default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING, **bounds: Unpack[RealBounds]
 ) -> Any:
     """A field of a :class:`CheckedConfig` with bounds on its numbers (``dataclasses.field`` with metadata).
 
     ``int`` fields use ``minimum`` and ``maximum`` (:func:`check_int`); ``float`` fields use all the bounds
     (:func:`check_real`; ``finite=False`` admits infinities). Annotations say the rest (type, ``Literal`` options).
     """
-    limits = {
-        "minimum": minimum,
-        "maximum": maximum,
-        "exclusive_minimum": exclusive_minimum,
-        "exclusive_maximum": exclusive_maximum,
-        "finite": finite,
-    }
-    return dataclasses.field(default=default, default_factory=default_factory, metadata={_LIMITS: limits})
+    check_keywords("option", bounds, RealBounds.__annotations__)
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={_LIMITS: bounds})
 
 
 def _hint_text(hint: Any) -> str:

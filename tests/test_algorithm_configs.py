@@ -7,6 +7,7 @@ bad algorithm keyword of a sweep before anything is written; the documentation l
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import typing
 from pathlib import Path
 from typing import Any, get_args
@@ -41,6 +42,7 @@ from fedbandit_envs.validation import (
     MEMORY_LIMIT_VARIABLE,
     CheckedConfig,
     MemoryLimitError,
+    RealBounds,
     check_real_array,
     option,
 )
@@ -413,6 +415,12 @@ def test_checked_config_accepts_numpy_numbers_and_leaves_any_alone():
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'cont' \(did you mean 'count'\?\)"):
         Example.from_options("Example", {"cont": 2})
     assert config_field_docs(Example)["schedule"] == "a callable, or None."
+
+
+def test_option_takes_the_bounds_of_check_real_and_names_an_unknown_one():
+    assert [name for name in inspect.signature(option).parameters][2:] == list(RealBounds.__annotations__)
+    with pytest.raises(TypeError, match=r"^option got an unexpected keyword argument 'minimun' \(did you mean 'min"):
+        option(1, minimun=1)
 
 
 def test_real_arrays_are_checked_by_name():

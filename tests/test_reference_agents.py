@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from fingerprints.record import Call, Case, differences, fingerprint_of, run_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -55,6 +56,15 @@ def assert_reference_equal(case: Case, state: State) -> None:
     assert fast.keys() == plain.keys()
     for name in fast:
         np.testing.assert_array_equal(fast[name], plain[name], err_msg=f"{name} of {case.spec()}")
+
+
+def draw_sizes(draw: st.DrawFn, agents: tuple[int, int], arms: tuple[int, int], horizon: tuple[int, int]) -> dict:
+    """M, K and T of a MAB case, drawn in that order from the inclusive ranges given."""
+    return {
+        "num_agents": draw(st.integers(*agents)),
+        "num_arms": draw(st.integers(*arms)),
+        "horizon": draw(st.integers(*horizon)),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------- Li and Wang
@@ -115,20 +125,12 @@ def li_wang_state(population: Any) -> dict[str, np.ndarray]:
     return state
 
 
-@PROPERTY
-@given(li_wang_cases())
-def test_li_wang_lazy_refresh_and_shared_bases_equal_the_eager_reference(case: Case) -> None:
-    assert_reference_equal(case, li_wang_state)
-
-
 # -------------------------------------------------------------------------------------------------- Dubey and Pentland
 @st.composite
 def dubey_cases(draw: st.DrawFn) -> Case:
     """Private, cooperative or byzantine-proof flooding UCB on a random graph, sometimes with message drops."""
     env = {
-        "num_agents": draw(st.integers(3, 8)),
-        "num_arms": draw(st.integers(2, 5)),
-        "horizon": draw(st.integers(30, 150)),
+        **draw_sizes(draw, (3, 8), (2, 5), (30, 150)),
         "instance_seed": draw(st.integers(0, 100)),
         **draw(GRAPHS),
     }
@@ -148,20 +150,12 @@ def dubey_state(population: Any) -> dict[str, np.ndarray]:
     return {"pooled_counts": population.pooled_counts, "pooled_sums": population.pooled_sums}
 
 
-@PROPERTY
-@given(dubey_cases())
-def test_dubey_flooding_layout_reuse_equals_the_fresh_layout(case: Case) -> None:
-    assert_reference_equal(case, dubey_state)
-
-
 # ---------------------------------------------------------------------------------------------------- Zhu et al.
 @st.composite
 def zhu_cases(draw: st.DrawFn) -> Case:
     """Fed_UCB (one ``BinaryTreeBank`` of every agent's trees) with random epsilons, splits and gossip."""
     env = {
-        "num_agents": draw(st.integers(3, 6)),
-        "num_arms": draw(st.integers(2, 4)),
-        "horizon": draw(st.integers(40, 200)),
+        **draw_sizes(draw, (3, 6), (2, 4), (40, 200)),
         "topology": draw(st.sampled_from(["ring", "complete"])),
         "gossip": draw(st.sampled_from(["uniform_edge", "node_then_neighbour"])),
         "reward_model": "gaussian",
@@ -181,12 +175,6 @@ def zhu_state(population: Any) -> dict[str, np.ndarray]:
     """Every tree's count, exact and noisy sum and number of draws."""
     bank = population._trees
     return {name: getattr(bank, name) for name in ("counts", "exact_sums", "noisy_sums", "noise_draws")}
-
-
-@PROPERTY
-@given(zhu_cases())
-def test_zhu_tree_bank_equals_one_mechanism_per_tree_in_a_run(case: Case) -> None:
-    assert_reference_equal(case, zhu_state)
 
 
 @PROPERTY
@@ -252,7 +240,20 @@ def li_song_state(population: Any) -> dict[str, np.ndarray]:
     return {name: getattr(population, name) for name in names}
 
 
+# ---------------------------------------------------------------------------------------------------- every subsystem
+#: Each cached subsystem: its random cases and the population state compared beyond the fingerprint.
+CACHED = {
+    "li_wang_lazy_refresh_and_shared_bases": (li_wang_cases(), li_wang_state),
+    "dubey_flooding_layout_reuse": (dubey_cases(), dubey_state),
+    "zhu_tree_bank_in_a_run": (zhu_cases(), zhu_state),
+    "li_song_cached_phase_views": (li_song_cases(), li_song_state),
+}
+
+
+@pytest.mark.parametrize("subsystem", list(CACHED))
 @PROPERTY
-@given(li_song_cases())
-def test_li_song_cached_phase_views_equal_views_recomputed_every_slot(case: Case) -> None:
-    assert_reference_equal(case, li_song_state)
+@given(data=st.data())
+def test_cached_subsystem_equals_the_reference_mode(subsystem: str, data: st.DataObject) -> None:
+    """A random case runs bit-identically with the subsystem's caches and in the reference mode (state included)."""
+    cases, state = CACHED[subsystem]
+    assert_reference_equal(data.draw(cases, label="case"), state)

@@ -1,5 +1,6 @@
 """The shared validation layer, and one regression test per defect of the malformed-input audit (issue 19)."""
 
+import inspect
 from typing import get_args
 
 import gymnasium
@@ -33,6 +34,7 @@ from fedbandit_envs.validation import (
     check_keywords,
     check_real,
     check_seeds,
+    forwards_keywords,
     keyword_checked,
     memory_limit,
 )
@@ -121,6 +123,33 @@ def test_check_keywords_and_keyword_checked():
     assert Thing(2, colour="blue").colour == "blue"
     with pytest.raises(TypeError, match=r"^Thing got an unexpected keyword argument 'color' \(did you mean 'colour'"):
         Thing(color="blue")
+
+
+def test_forwards_keywords_shows_the_targets_keywords_and_keyword_checked_reads_them():
+    def channel(price: float = 1.0, latency: int = 0) -> None:
+        """A target with positional-or-keyword defaults."""
+
+    class Base:
+        def _setup(self, source: int, *, inbox: str = "messages", **more: float) -> None:
+            self.source, self.inbox, self.more = source, inbox, more
+
+    @keyword_checked
+    class Thing(Base):
+        @forwards_keywords(channel, Base._setup)
+        def __init__(self, size: int = 1, **options: float) -> None:
+            self._setup(size, **options)
+
+    parameters = inspect.signature(Thing).parameters.values()
+    assert [(p.name, p.kind.name, p.default) for p in parameters] == [
+        ("size", "POSITIONAL_OR_KEYWORD", 1),
+        ("price", "KEYWORD_ONLY", 1.0),
+        ("latency", "KEYWORD_ONLY", 0),
+        ("inbox", "KEYWORD_ONLY", "messages"),
+    ]
+    thing = Thing(2, price=3.0, inbox="batches")
+    assert (thing.source, thing.inbox, thing.more) == (2, "batches", {"price": 3.0})
+    with pytest.raises(TypeError, match=r"^Thing got an unexpected keyword argument 'latncy' \(did you mean 'latency'"):
+        Thing(latncy=1)
 
 
 def test_check_int_array_is_vectorised_and_strict():

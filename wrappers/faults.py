@@ -616,10 +616,8 @@ class DelayHook(_PerCopyHook):
     Args:
         delay: extra slots before a copy is transmitted (>= 0).
         jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream).
-        kinds: message kinds affected (default: all).
-        senders: sending agents affected (default: all).
-        on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to delay over an
-            episode (see :class:`FaultInactiveWarning`).
+        kinds, senders, on_inactive: the copies affected and what an episode without any does, as in
+            :class:`DropHook`.
     """
 
     stream_kind = "delay"

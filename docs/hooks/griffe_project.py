@@ -5,9 +5,10 @@
   parsing takes one name per entry, so each group is split into one entry per name, all with the group's
   description; every name is then checked against the signature as usual.
 * **Derived signatures.** Some classes build their signature at class creation (``__signature__``: the
-  algorithms of ``agents.configured`` and the hook wrappers of ``wrappers.chain``), which static analysis
-  cannot see. Such a class gets an ``__init__`` with the signature ``inspect.signature`` reports, so its
-  page shows the keywords it really takes.
+  algorithms of ``agents.configured`` and the hook wrappers of ``wrappers.chain``; or their ``__init__``'s, from
+  ``fedbandit_envs.validation.forwards_keywords``: the linear environments), which static analysis cannot see.
+  Such a class gets an ``__init__`` with the signature ``inspect.signature`` reports, so its page shows the
+  keywords it really takes.
 * **Sphinx roles.** Docstrings cross-reference with ``:class:`Name```, ``:meth:`~pkg.mod.Class.method```,
   ``:attr:`title <target>``` and the like. Each becomes an optional cross-reference: a link where the target
   is documented, plain code where it is not (a private or external name). A relative name is looked up from
@@ -165,9 +166,15 @@ def _import(path: str) -> Any:
 
 
 def _derived_init(cls: griffe.Class) -> griffe.Function | None:
-    """An ``__init__`` with the signature a class declares through ``__signature__`` (None if it declares none)."""
+    """An ``__init__`` with the signature a class or its own ``__init__`` declares through ``__signature__``.
+
+    None if neither declares one. An ``__init__`` gets one from :func:`fedbandit_envs.validation.forwards_keywords`.
+    """
     runtime = _import(cls.path)
-    if not inspect.isclass(runtime) or "__signature__" not in vars(runtime):
+    if not inspect.isclass(runtime):
+        return None
+    init = vars(runtime).get("__init__")
+    if "__signature__" not in vars(runtime) and "__signature__" not in getattr(init, "__dict__", {}):
         return None
     parameters = [griffe.Parameter("self", kind=griffe.ParameterKind.positional_or_keyword)]
     for parameter in inspect.signature(runtime).parameters.values():

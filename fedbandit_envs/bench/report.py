@@ -20,7 +20,7 @@ import html
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -186,56 +186,65 @@ class Document:
         """A preformatted block (configuration)."""
         self.blocks.append(("code", text))
 
+    def _rendered(self, renderers: Mapping[str, Callable[[Any], str]]) -> list[str]:
+        """Each block rendered by the renderer of its kind."""
+        return [renderers[kind](value) for kind, value in self.blocks]
+
     def markdown(self, base: Path) -> str:
         """Markdown; figure paths relative to ``base`` (the report's directory)."""
-        out = [f"# {self.title}"]
-        for kind, value in self.blocks:
-            if kind == "heading":
-                out.append(f"## {value}")
-            elif kind == "subheading":
-                out.append(f"### {value}")
-            elif kind == "paragraph":
-                out.append(str(value))
-            elif kind == "table":
-                out.append(markdown_table(value[0], value[1]))
-            elif kind == "figure":
-                png, svg = value.png.relative_to(base).as_posix(), value.svg.relative_to(base).as_posix()
-                out.append(f"![{value.title}]({png})\n\n*{value.title}* ([SVG]({svg}))")
-            elif kind == "image":
-                out.append(f"![{value[1]}]({value[0].relative_to(base).as_posix()})\n\n*{value[1]}*")
-            else:
-                out.append(f"```json\n{value}\n```")
-        return "\n\n".join(out) + "\n"
+
+        def figure(value: FigureFile) -> str:
+            png, svg = value.png.relative_to(base).as_posix(), value.svg.relative_to(base).as_posix()
+            return f"![{value.title}]({png})\n\n*{value.title}* ([SVG]({svg}))"
+
+        def image(value: tuple[Path, str]) -> str:
+            return f"![{value[1]}]({value[0].relative_to(base).as_posix()})\n\n*{value[1]}*"
+
+        blocks = self._rendered(
+            {
+                "heading": "## {}".format,
+                "subheading": "### {}".format,
+                "paragraph": str,
+                "table": lambda value: markdown_table(value[0], value[1]),
+                "figure": figure,
+                "image": image,
+                "code": "```json\n{}\n```".format,
+            }
+        )
+        return "\n\n".join([f"# {self.title}", *blocks]) + "\n"
 
     def html(self, base: Path | None = None) -> str:
         """One HTML page: CSS inline, figures as inline SVG; images link their PNG relative to ``base``."""
-        out = [f"<h1>{html.escape(self.title)}</h1>"]
-        for kind, value in self.blocks:
-            if kind == "heading":
-                out.append(f"<h2>{html.escape(value)}</h2>")
-            elif kind == "subheading":
-                out.append(f"<h3>{html.escape(value)}</h3>")
-            elif kind == "paragraph":
-                out.append(f"<p>{html_cell(value)}</p>")
-            elif kind == "table":
-                out.append(html_table(*value))
-            elif kind == "figure":
-                svg = _inline_svg(value.svg.read_text())
-                out.append(
-                    f'<figure id="figure-{html.escape(value.name)}">{svg}'
-                    f"<figcaption>{html.escape(value.title)}</figcaption></figure>"
-                )
-            elif kind == "image":
-                if base is None:
-                    raise ValueError("a document with images needs the base directory its PNG paths are relative to")
-                src = html.escape(value[0].relative_to(base).as_posix())
-                caption = html.escape(value[1])
-                out.append(f'<figure><img src="{src}" alt="{caption}"><figcaption>{caption}</figcaption></figure>')
-            else:
-                out.append(f"<pre>{html.escape(value)}</pre>")
+
+        def figure(value: FigureFile) -> str:
+            return (
+                f'<figure id="figure-{html.escape(value.name)}">{_inline_svg(value.svg.read_text())}'
+                f"<figcaption>{html.escape(value.title)}</figcaption></figure>"
+            )
+
+        def image(value: tuple[Path, str]) -> str:
+            if base is None:
+                raise ValueError("a document with images needs the base directory its PNG paths are relative to")
+            src = html.escape(value[0].relative_to(base).as_posix())
+            caption = html.escape(value[1])
+            return f'<figure><img src="{src}" alt="{caption}"><figcaption>{caption}</figcaption></figure>'
+
+        blocks = self._rendered(
+            {
+                "heading": lambda text: f"<h2>{html.escape(text)}</h2>",
+                "subheading": lambda text: f"<h3>{html.escape(text)}</h3>",
+                "paragraph": lambda text: f"<p>{html_cell(text)}</p>",
+                "table": lambda value: html_table(*value),
+                "figure": figure,
+                "image": image,
+                "code": lambda text: f"<pre>{html.escape(text)}</pre>",
+            }
+        )
         return (
             f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(self.title)}</title>'
-            f"<style>{_CSS}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n"
+            f"<style>{_CSS}</style></head><body>\n"
+            + "\n".join([f"<h1>{html.escape(self.title)}</h1>", *blocks])
+            + "\n</body></html>\n"
         )
 
     def write(self, directory: Path, stem: str) -> list[Path]:

@@ -679,26 +679,26 @@ class BinaryTreeBank(_TreeParameters):
         """Number of streams."""
         return self._num_trees
 
+    def _per_tree(self, plain_attribute: str, array: np.ndarray) -> np.ndarray:
+        """A copy of the per-tree ``array``; for a plain bank, each plain tree's ``plain_attribute`` instead."""
+        if self._plain is not None:
+            return np.array([getattr(tree, plain_attribute) for tree in self._plain], array.dtype)
+        return array.copy()
+
     @property
     def counts(self) -> np.ndarray:
         """Records appended so far to each tree (a copy)."""
-        if self._plain is not None:
-            return np.array([tree.count for tree in self._plain], np.int64)
-        return self._counts.copy()
+        return self._per_tree("count", self._counts)
 
     @property
     def exact_sums(self) -> np.ndarray:
         """The exact (non-private) running sum of each tree (a copy); for tests and diagnostics only."""
-        if self._plain is not None:
-            return np.array([tree.exact_sum for tree in self._plain])
-        return self._exact_sums.copy()
+        return self._per_tree("exact_sum", self._exact_sums)
 
     @property
     def noise_draws(self) -> np.ndarray:
         """Laplace draws made so far by each tree (a copy)."""
-        if self._plain is not None:
-            return np.array([tree.noise_draws for tree in self._plain], np.int64)
-        return self._noise_draws.copy()
+        return self._per_tree("noise_draws", self._noise_draws)
 
     @property
     def noisy_sums(self) -> np.ndarray:

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from typing_extensions import Unpack
 
 from fedbandit_envs.data.classification import (
     SPLITS,
@@ -39,14 +40,22 @@ from fedbandit_envs.families.linear.env import (
     Arrival,
     ArrivalProcess,
     FederatedLinear,
+    LinearEnvKeywords,
     ReplicaStream,
     StreamBlock,
     StreamSource,
     linear_channel,
 )
-from fedbandit_envs.observations import InboxForm
 from fedbandit_envs.seeding import SeedStreams
-from fedbandit_envs.validation import check_choice, check_int, check_memory, check_options, check_real, keyword_checked
+from fedbandit_envs.validation import (
+    check_choice,
+    check_int,
+    check_memory,
+    check_options,
+    check_real,
+    forwards_keywords,
+    keyword_checked,
+)
 
 __all__ = ["ClassificationBandit", "ClassificationReplica", "ClassificationSource"]
 
@@ -166,17 +175,15 @@ class ClassificationBandit(FederatedLinear):
     pseudo-regret (``1 - reward``, see the module docstring); :attr:`theta` is None.
 
     Args:
+        c1, price_per_message, price_per_byte, free_server_downlink, latency, latency_jitter, drop_prob,
+            record_messages, coordinator, inbox, render_mode: as in :class:`FederatedLinear` (one unit per message).
         dataset, num_clients, horizon, num_features, split, alpha, arrival, arrival_params, active_per_slot,
             instance_seed: the problem (see :class:`ClassificationSource`).
-        c1, price_per_message, price_per_byte, free_server_downlink, record_messages: the channel's prices
-            (default: one unit per message, the paper's C_T).
-        coordinator: the server of the algorithm being played.
-        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
-        render_mode: None or ``"ansi"``.
     """
 
     metadata = {"name": "fedbandit/ClassificationBandit-v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
+    @forwards_keywords(linear_channel, FederatedLinear._setup)
     def __init__(
         self,
         dataset: str = "digits",
@@ -190,14 +197,7 @@ class ClassificationBandit(FederatedLinear):
         arrival_params: Mapping[str, Any] | None = None,
         active_per_slot: int = 1,
         instance_seed: int | None = None,
-        c1: float = 0.0,
-        price_per_message: float = 1.0,
-        price_per_byte: float = 0.0,
-        free_server_downlink: bool = True,
-        record_messages: bool = False,
-        coordinator: Any | None = None,
-        inbox: InboxForm = "messages",
-        render_mode: str | None = None,
+        **options: Unpack[LinearEnvKeywords],
     ) -> None:
         source = ClassificationSource(
             dataset,
@@ -211,7 +211,4 @@ class ClassificationBandit(FederatedLinear):
             active_per_slot,
             instance_seed,
         )
-        channel = linear_channel(
-            c1, price_per_message, price_per_byte, free_server_downlink, record_messages=record_messages
-        )
-        self._setup(source, channel, coordinator, inbox, render_mode)
+        self._setup(source, **options)

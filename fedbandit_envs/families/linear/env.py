@@ -33,10 +33,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, TypedDict, get_args
 
 import numpy as np
 from gymnasium import spaces
+from typing_extensions import Unpack
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import (
@@ -71,6 +72,7 @@ from fedbandit_envs.validation import (
     check_options,
     check_real,
     check_render_mode,
+    forwards_keywords,
     keyword_checked,
     population_memory,
 )
@@ -84,7 +86,9 @@ __all__ = [
     "ArrivalProcess",
     "FederatedLinear",
     "LinearConfig",
+    "LinearChannelKeywords",
     "LinearContext",
+    "LinearEnvKeywords",
     "LinearCore",
     "LinearFeedback",
     "ReplicaStream",
@@ -721,9 +725,36 @@ def linear_channel(
     drop_prob: float = 0.0,
     record_messages: bool = False,
 ) -> ChannelConfig:
-    """The channel of the linear environments: a star around the server, one unit per message by default."""
+    """The channel of the linear environments: a star around the server, one unit per message by default.
+
+    Every linear environment passes its channel keywords here; :class:`FederatedLinear` documents them.
+    """
     costs = CostModel(c1, 0.0, "used_links", free_server_downlink, price_per_message, price_per_byte)
     return ChannelConfig(costs, latency, latency_jitter, drop_prob, None, record_messages)
+
+
+class LinearChannelKeywords(TypedDict, total=False):
+    """The channel keywords of every linear environment: those of :func:`linear_channel` (its defaults apply)."""
+
+    c1: float
+    price_per_message: float
+    price_per_byte: float
+    free_server_downlink: bool
+    latency: int
+    latency_jitter: int
+    drop_prob: float
+    record_messages: bool
+
+
+class LinearEnvKeywords(LinearChannelKeywords, total=False):
+    """The keywords every linear environment passes on: the channel's, the server, the inbox form, the render mode.
+
+    See :class:`FederatedLinear` (its defaults apply).
+    """
+
+    coordinator: Any | None
+    inbox: InboxForm
+    render_mode: str | None
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -768,6 +799,9 @@ class FederatedLinear(ProtocolParallelEnv):
         coordinator: the server of the algorithm being played.
         inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
         render_mode: None or ``"ansi"``.
+
+    Every linear environment takes the keywords from ``c1`` on (:class:`LinearEnvKeywords`); :func:`linear_channel`
+    builds the channel from those up to ``record_messages``.
     """
 
     metadata: dict[str, Any] = {
@@ -776,74 +810,22 @@ class FederatedLinear(ProtocolParallelEnv):
         "is_parallelizable": True,
     }
 
-    def __init__(
+    def _setup(
         self,
-        num_clients: int = 1000,
-        num_arms: int = 25,
-        dimension: int = 25,
-        horizon: int = 30000,
+        source: StreamSource,
         *,
-        mode: Mode = "homogeneous",
-        global_dimension: int | None = None,
-        local_dimensions: int | Sequence[int] | None = None,
-        noise: NoiseKind = "gaussian",
-        sigma: float = 0.1,
-        context_mode: ContextMode = "ball",
-        pool_size: int = 1000,
-        arrival: Arrival = "uniform",
-        arrival_params: Mapping[str, Any] | None = None,
-        active_per_slot: int = 1,
-        instance_seed: int | None = None,
-        c1: float = 0.0,
-        price_per_message: float = 1.0,
-        price_per_byte: float = 0.0,
-        free_server_downlink: bool = True,
-        latency: int = 0,
-        latency_jitter: int = 0,
-        drop_prob: float = 0.0,
-        record_messages: bool = False,
         coordinator: Any | None = None,
         inbox: InboxForm = "messages",
         render_mode: str | None = None,
+        **channel: Unpack[LinearChannelKeywords],
     ) -> None:
-        source = LinearConfig(
-            num_clients=num_clients,
-            num_arms=num_arms,
-            dimension=dimension,
-            horizon=horizon,
-            mode=mode,
-            global_dimension=global_dimension,
-            local_dimensions=local_dimensions,
-            noise=noise,
-            sigma=sigma,
-            context_mode=context_mode,
-            pool_size=pool_size,
-            arrival=arrival,
-            arrival_params=check_options("arrival_params", arrival_params),
-            active_per_slot=active_per_slot,
-            instance_seed=instance_seed,
-        )
-        channel = linear_channel(
-            c1,
-            price_per_message,
-            price_per_byte,
-            free_server_downlink,
-            latency,
-            latency_jitter,
-            drop_prob,
-            record_messages,
-        )
-        self._setup(source, channel, coordinator, inbox, render_mode)
-
-    def _setup(
-        self, source: StreamSource, channel: ChannelConfig, coordinator: Any, inbox: Any, render_mode: str | None
-    ) -> None:
-        """Build the core and the spaces (shared with subclasses such as the replay environment)."""
+        """Build the core and the spaces of ``source`` (every linear environment's constructor ends here)."""
+        channel_config = linear_channel(**channel)
         check_render_mode(render_mode, self.metadata["render_modes"])
         self.inbox_form = check_inbox_form(inbox)
         self.render_mode = render_mode
         self.config = source
-        self.core = LinearCore(source, channel, coordinator)
+        self.core = LinearCore(source, channel_config, coordinator)
         n, k, d = source.num_agents, source.num_arms, source.dimension
         self.possible_agents = [f"client_{i}" for i in range(n)]
         self.agents: list[str] = []
@@ -869,6 +851,46 @@ class FederatedLinear(ProtocolParallelEnv):
         self._zero_contexts = _read_only(np.zeros((k, d)))
         self._zero_reward = _read_only(np.zeros(()))
         self._episode_seeds = EpisodeSeeds()
+
+    @forwards_keywords(linear_channel, _setup)
+    def __init__(
+        self,
+        num_clients: int = 1000,
+        num_arms: int = 25,
+        dimension: int = 25,
+        horizon: int = 30000,
+        *,
+        mode: Mode = "homogeneous",
+        global_dimension: int | None = None,
+        local_dimensions: int | Sequence[int] | None = None,
+        noise: NoiseKind = "gaussian",
+        sigma: float = 0.1,
+        context_mode: ContextMode = "ball",
+        pool_size: int = 1000,
+        arrival: Arrival = "uniform",
+        arrival_params: Mapping[str, Any] | None = None,
+        active_per_slot: int = 1,
+        instance_seed: int | None = None,
+        **options: Unpack[LinearEnvKeywords],
+    ) -> None:
+        source = LinearConfig(
+            num_clients=num_clients,
+            num_arms=num_arms,
+            dimension=dimension,
+            horizon=horizon,
+            mode=mode,
+            global_dimension=global_dimension,
+            local_dimensions=local_dimensions,
+            noise=noise,
+            sigma=sigma,
+            context_mode=context_mode,
+            pool_size=pool_size,
+            arrival=arrival,
+            arrival_params=check_options("arrival_params", arrival_params),
+            active_per_slot=active_per_slot,
+            instance_seed=instance_seed,
+        )
+        self._setup(source, **options)
 
     # ------------------------------------------------------------------ spaces
     # ------------------------------------------------------------------ evaluator-only views

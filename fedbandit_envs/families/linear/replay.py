@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
 import numpy as np
+from typing_extensions import Unpack
 
 from fedbandit_envs.env_base import population_env_kwargs
 from fedbandit_envs.families.linear.classification import ClassificationBandit
 from fedbandit_envs.families.linear.env import (
     FederatedLinear,
+    LinearEnvKeywords,
     LinearMetrics,
     ReplicaStream,
     StreamBlock,
@@ -42,13 +44,13 @@ from fedbandit_envs.families.linear.env import (
     linear_channel,
 )
 from fedbandit_envs.families.registry import Family, register_family
-from fedbandit_envs.observations import InboxForm
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.validation import (
     CheckedConfig,
     check_choice,
     check_int,
     check_memory,
+    forwards_keywords,
     keyword_checked,
     option,
     population_memory,
@@ -467,17 +469,15 @@ class ReplayStandIn(FederatedLinear):
     (the one-hot positive) and the pseudo-regret (1 - reward); :attr:`theta` is None.
 
     Args:
+        c1, price_per_message, price_per_byte, free_server_downlink, latency, latency_jitter, drop_prob,
+            record_messages, coordinator, inbox, render_mode: as in :class:`FederatedLinear` (one unit per message).
         profile, num_users, events_scale, horizon, rho, beta, catalogue_size, dimension, num_arms, order,
             instance_seed: the stand-in (see :class:`StandInSource`; without ``horizon`` the whole log).
-        c1, price_per_message, price_per_byte, free_server_downlink, record_messages: the channel's prices
-            (default: one unit per message).
-        coordinator: the server of the algorithm being played.
-        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
-        render_mode: None or ``"ansi"``.
     """
 
     metadata = {"name": "fedbandit/ReplayStandIn-v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
+    @forwards_keywords(linear_channel, FederatedLinear._setup)
     def __init__(
         self,
         profile: ProfileName | ReplayProfile = "lastfm",
@@ -492,14 +492,7 @@ class ReplayStandIn(FederatedLinear):
         num_arms: int = 25,
         order: ReplayOrder = "random_user",
         instance_seed: int | None = None,
-        c1: float = 0.0,
-        price_per_message: float = 1.0,
-        price_per_byte: float = 0.0,
-        free_server_downlink: bool = True,
-        record_messages: bool = False,
-        coordinator: Any | None = None,
-        inbox: InboxForm = "messages",
-        render_mode: str | None = None,
+        **options: Unpack[LinearEnvKeywords],
     ) -> None:
         source = StandInSource(
             profile,
@@ -514,10 +507,7 @@ class ReplayStandIn(FederatedLinear):
             order,
             instance_seed,
         )
-        channel = linear_channel(
-            c1, price_per_message, price_per_byte, free_server_downlink, record_messages=record_messages
-        )
-        self._setup(source, channel, coordinator, inbox, render_mode)
+        self._setup(source, **options)
 
 
 @keyword_checked
@@ -525,18 +515,17 @@ class ReplayLogEnv(FederatedLinear):
     """Replay of real logged files (see the module docstring for the format) as a PettingZoo ``ParallelEnv``.
 
     Args:
+        c1, price_per_message, price_per_byte, free_server_downlink, latency, latency_jitter, drop_prob,
+            record_messages, coordinator, inbox, render_mode: as in :class:`FederatedLinear` (one unit per message).
         events_path: the events file (``user<TAB>timestamp<TAB>[positive, item, ...]``).
         features_path: the feature file (``item<TAB>f_1;...;f_d``).
         horizon: replay only the first T events of each episode's stream.
         order: ``"random_user"`` (spec) or ``"file"``.
-        c1, price_per_message, price_per_byte, free_server_downlink, record_messages: channel prices.
-        coordinator: the server of the algorithm being played.
-        inbox: the form of the ``"inbox"`` observations, ``"messages"`` or ``"batches"``.
-        render_mode: None or ``"ansi"``.
     """
 
     metadata = {"name": "fedbandit/ReplayLog-v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
+    @forwards_keywords(linear_channel, FederatedLinear._setup)
     def __init__(
         self,
         events_path: str | Path,
@@ -544,20 +533,10 @@ class ReplayLogEnv(FederatedLinear):
         horizon: int | None = None,
         *,
         order: str = "random_user",
-        c1: float = 0.0,
-        price_per_message: float = 1.0,
-        price_per_byte: float = 0.0,
-        free_server_downlink: bool = True,
-        record_messages: bool = False,
-        coordinator: Any | None = None,
-        inbox: InboxForm = "messages",
-        render_mode: str | None = None,
+        **options: Unpack[LinearEnvKeywords],
     ) -> None:
         source = ReplayLogSource(log_from_files(events_path, features_path), horizon, order)
-        channel = linear_channel(
-            c1, price_per_message, price_per_byte, free_server_downlink, record_messages=record_messages
-        )
-        self._setup(source, channel, coordinator, inbox, render_mode)
+        self._setup(source, **options)
 
 
 def _builder(env_class: type[FederatedLinear]) -> Any:
