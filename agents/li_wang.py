@@ -42,6 +42,7 @@ factorised when it arrives.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -225,11 +226,21 @@ def confidence_radius(
     """
     if mode == "constant":
         return np.full(np.shape(log_det_v), float(alpha))
+    dim_log_lam, two_log_inv_delta, offset = _radius_terms(dim, lam, delta, norm_bound)
     if mode == "theory":
-        information = np.asarray(log_det_v) - dim * np.log(lam)
+        information = np.asarray(log_det_v) - dim_log_lam
     else:
         information = dim * np.log1p(np.asarray(count) / (dim * lam)) if dim else np.zeros(np.shape(count))
-    return noise * np.sqrt(np.maximum(information, 0.0) + 2.0 * np.log(1.0 / delta)) + np.sqrt(lam) * norm_bound
+    return noise * np.sqrt(np.maximum(information, 0.0) + two_log_inv_delta) + offset
+
+
+@functools.lru_cache(maxsize=64)
+def _radius_terms(dim: int, lam: float, delta: float, norm_bound: float) -> tuple[Any, Any, Any]:
+    """``p log lam``, ``2 log(1/delta)`` and ``sqrt(lam) S`` of :func:`confidence_radius`, computed once per arguments.
+
+    (The same numpy operations on the same numbers every time, so caching them changes no bit.)
+    """
+    return dim * np.log(lam), 2.0 * np.log(1.0 / delta), np.sqrt(lam) * norm_bound
 
 
 class RidgeStats:
