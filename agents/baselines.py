@@ -157,7 +157,7 @@ class IndependentUCB1(Population):
         self.sums.reshape(-1)[cells] += feedback.rewards
         self.total += 1
         if self._untried:
-            self._untried = np.count_nonzero(self.counts) < self.counts.size  # (a third of all()'s cost)
+            self._untried = bool(np.count_nonzero(self.counts) < self.counts.size)  # (a third of all()'s cost)
 
 
 class FullSharingCoordinator(Coordinator):
@@ -259,7 +259,7 @@ class FullSharingUCB(Population):
                 self._adopt(batch)
                 adopted = True
         if adopted:
-            self._untried = np.count_nonzero(self.counts) < self.counts.size  # (a third of all()'s cost)
+            self._untried = bool(np.count_nonzero(self.counts) < self.counts.size)  # (a third of all()'s cost)
 
     def _adopt(self, batch: MessageBatch) -> None:
         """Replace the statistics of each recipient of ``batch`` with its row."""
