@@ -16,6 +16,7 @@ from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
 from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import CheckedConfig
 
@@ -29,7 +30,11 @@ __all__ = [
     "Random",
     "RoundRobin",
     "ucb1_arms",
+    "ucb1_tried_arms",
 ]
+
+#: Slots per block of IndependentUCB1's table of ``2 ln t``.
+LOG_BLOCK = 4096
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,18 @@ def ucb1_arms(counts: np.ndarray, sums: np.ndarray, totals: np.ndarray) -> np.nd
         first_untried = np.where(untried, rank, num_arms).argmin(axis=-1)
         arms = np.where(untried.any(axis=-1), first_untried, arms)
     return arms
+
+
+def ucb1_tried_arms(counts: np.ndarray, sums: np.ndarray, two_log: np.ndarray | np.floating) -> np.ndarray:
+    """:func:`ucb1_arms` when every agent has tried every arm (``counts >= 1``), given ``2 ln(total)``.
+
+    The same floating-point operations on the same operands (so the same choices, bit for bit) without the
+    untried test and the clamps, which change nothing once every count and total is at least 1. ``two_log`` is
+    ``2.0 * log(total)``: a scalar when every agent's total is the same, else a (B, M, 1) array.
+    """
+    index = sums / counts
+    index += np.sqrt(two_log / counts)
+    return index.argmax(axis=-1)
 
 
 class Random(Population):
@@ -95,7 +112,13 @@ class RoundRobin(Population):
 
 
 class IndependentUCB1(Population):
-    """Each agent runs UCB1 on its own rewards and never communicates (the papers' Single-MAB)."""
+    """Each agent runs UCB1 on its own rewards and never communicates (the papers' Single-MAB).
+
+    Every agent pulls once per slot, so every agent's total is the number of slots observed: once every arm is
+    tried, ``2 ln t`` is read from a table computed a block of slots at a time (the same ``np.log`` of the same
+    int64 totals as :func:`ucb1_arms`) and the index takes :func:`ucb1_tried_arms`. In the reference mode
+    (:mod:`fedbandit_envs.reference`) every slot takes :func:`ucb1_arms` on a (B, M) totals array.
+    """
 
     families = ("mab",)
 
@@ -104,47 +127,78 @@ class IndependentUCB1(Population):
         shape = (context.num_replicas, context.num_agents, context.num_arms)
         self.counts = np.zeros(shape, np.int64)
         self.sums = np.zeros(shape)
-        self.totals = np.zeros(shape[:2], np.int64)
+        self.total = 0  # slots observed: every agent's number of pulls
+        self._untried = True  # some agent has an untried arm
+        self._two_log = np.empty(0)  # 2 ln(max(t, 1)) for t in [_log_start, _log_start + LOG_BLOCK)
+        self._log_start = 0
         self._cells = (np.arange(shape[0] * shape[1]) * shape[2]).reshape(shape[:2])
 
     def act(self, step: Step) -> Action:
         """UCB1 on the agent's own statistics."""
-        return Action(ucb1_arms(self.counts, self.sums, self.totals))
+        if self._untried or reference_active():
+            totals = np.full(self.counts.shape[:2], self.total, np.int64)
+            return Action(ucb1_arms(self.counts, self.sums, totals))
+        return Action(ucb1_tried_arms(self.counts, self.sums, self._two_log_of(self.total)))
+
+    def _two_log_of(self, total: int) -> np.floating:
+        """``2.0 * log(max(total, 1))``, from the table of the block of slots holding ``total``."""
+        offset = total - self._log_start
+        if not 0 <= offset < len(self._two_log):
+            self._log_start = total - total % LOG_BLOCK
+            totals = np.arange(self._log_start, self._log_start + LOG_BLOCK, dtype=np.int64)
+            self._two_log = 2.0 * np.log(np.maximum(totals, 1))
+            offset = total - self._log_start
+        return self._two_log[offset]
 
     def observe(self, feedback: Feedback) -> None:
         """Add each agent's reward to its own statistics (flat indices: one cell per agent)."""
         cells = self._cells + feedback.arms
         self.counts.reshape(-1)[cells] += 1
         self.sums.reshape(-1)[cells] += feedback.rewards
-        self.totals += 1
+        self.total += 1
+        if self._untried:
+            self._untried = bool(np.count_nonzero(self.counts) < self.counts.size)  # (a third of all()'s cost)
 
 
 class FullSharingCoordinator(Coordinator):
-    """Pools every sample it receives and broadcasts the pooled counts and sums every slot."""
+    """Pools every sample it receives and broadcasts the pooled counts and sums every slot.
+
+    Samples are added in the order received (``np.add.at`` on the flat cells, one float addition after
+    another); the reference mode (:mod:`fedbandit_envs.reference`) adds them with ``np.add.at`` on (replica,
+    arm) pairs.
+    """
 
     def reset(self, context: AgentContext, rngs: list[np.random.Generator]) -> None:
         """Zero the pooled statistics of every replica."""
-        self.counts = np.zeros((context.num_replicas, context.num_arms), np.int64)
-        self.sums = np.zeros((context.num_replicas, context.num_arms))
+        b = context.num_replicas
+        self.counts = np.zeros((b, context.num_arms), np.int64)
+        self.sums = np.zeros((b, context.num_arms))
+        self._replicas = np.arange(b)
+        self._senders = np.full(b, SERVER)
+        self._recipients = np.full(b, NEIGHBOURS)
 
     def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
         """Add the received samples; reply with one pooled-statistics broadcast per replica."""
         for batch in inbox:
             if batch.kind != "sample":
                 continue
-            arms = batch.payload["arm"]
-            np.add.at(self.counts, (batch.replica, arms), 1)
-            np.add.at(self.sums, (batch.replica, arms), batch.payload["reward"])
-        replicas = np.arange(len(self.counts))
-        return [
-            MessageBatch(
-                kind="pooled",
-                replica=replicas,
-                sender=np.full(len(replicas), SERVER),
-                recipient=np.full(len(replicas), NEIGHBOURS),
-                payload={"counts": self.counts.copy(), "sums": self.sums.copy()},
-            )
-        ]
+            self._add(batch.replica, batch.payload["arm"], batch.payload["reward"])
+        payload = {"counts": self.counts, "sums": self.sums}  # the batch copies them
+        return [MessageBatch("pooled", self._replicas, self._senders, self._recipients, payload)]
+
+    def _add(self, replica: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Add one count and the reward of each (replica, arm) row, in row order."""
+        if not reference_active():
+            try:
+                cells = np.ravel_multi_index((replica, arms), self.counts.shape)
+            except (TypeError, ValueError):  # arms out of range or not integers: the pair path raises or wraps
+                pass
+            else:
+                np.add.at(self.counts.reshape(-1), cells, 1)
+                np.add.at(self.sums.reshape(-1), cells, rewards)
+                return
+        np.add.at(self.counts, (replica, arms), 1)
+        np.add.at(self.sums, (replica, arms), rewards)
 
 
 class FullSharingUCB(Population):
@@ -154,6 +208,10 @@ class FullSharingUCB(Population):
     sample of slot t is uploaded with the action of slot t + 1; the server pools it and broadcasts the
     pooled statistics in that same step. Needs a topology with server links (the default
     ``"server"``). An agent whose broadcast was lost keeps its last pooled statistics.
+
+    A broadcast that reached every agent of every replica (in the channel's order) is adopted with one copy,
+    and once every agent has tried every arm the index takes :func:`ucb1_tried_arms`; the reference mode
+    (:mod:`fedbandit_envs.reference`) adopts every broadcast row by row and takes :func:`ucb1_arms`.
     """
 
     families = ("mab",)
@@ -171,10 +229,17 @@ class FullSharingUCB(Population):
         self._sender = np.tile(np.arange(m), b)
         self._recipient = np.full(b * m, SERVER)
         self._pending: list[MessageBatch] = []
+        self._untried = True  # some agent has an untried arm
+        # the header of a broadcast delivered to every agent of every replica: its rows follow (replica, agent)
+        self._everyone = (self._replica.tobytes(), self._recipient.tobytes(), self._sender.tobytes())
 
     def act(self, step: Step) -> Action:
         """UCB1 on the pooled statistics; upload the previous slot's samples."""
-        arms = ucb1_arms(self.counts, self.sums, self.counts.sum(axis=-1))
+        if self._untried or reference_active():
+            arms = ucb1_arms(self.counts, self.sums, self.counts.sum(axis=-1))
+        else:  # the same integer totals (exact in any order of addition); einsum reduces short rows faster
+            totals = np.einsum("bmk->bm", self.counts)
+            arms = ucb1_tried_arms(self.counts, self.sums, 2.0 * np.log(totals)[..., None])
         return Action(arms, self._pending)
 
     def observe(self, feedback: Feedback) -> None:
@@ -188,10 +253,23 @@ class FullSharingUCB(Population):
                 payload={"arm": feedback.arms.reshape(-1), "reward": feedback.rewards.reshape(-1)},
             )
         ]
+        adopted = False
         for batch in feedback.inbox:
             if batch.kind == "pooled":
-                self.counts[batch.replica, batch.recipient] = batch.payload["counts"]
-                self.sums[batch.replica, batch.recipient] = batch.payload["sums"]
+                self._adopt(batch)
+                adopted = True
+        if adopted:
+            self._untried = bool(np.count_nonzero(self.counts) < self.counts.size)  # (a third of all()'s cost)
+
+    def _adopt(self, batch: MessageBatch) -> None:
+        """Replace the statistics of each recipient of ``batch`` with its row."""
+        counts, sums = batch.payload["counts"], batch.payload["sums"]
+        if len(batch) == len(self._replica) and batch.header_key() == self._everyone and not reference_active():
+            self.counts.reshape(len(batch), -1)[...] = counts
+            self.sums.reshape(len(batch), -1)[...] = sums
+        else:
+            self.counts[batch.replica, batch.recipient] = counts
+            self.sums[batch.replica, batch.recipient] = sums
 
 
 register_algorithm("random", Random, config=NoOptions)

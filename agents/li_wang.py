@@ -42,6 +42,7 @@ factorised when it arrives.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -165,7 +166,10 @@ def _pinv_psd(matrix: np.ndarray) -> np.ndarray:
     if matrix.shape[0] == 0:
         return matrix.copy()
     values, vectors = np.linalg.eigh(matrix)
-    keep = values > RANK_TOL * max(1.0, values[-1])
+    cut = RANK_TOL * max(1.0, values[-1])
+    if values[0] > cut:  # full rank (ascending eigenvalues): the masks below would select every column
+        return (vectors / values) @ vectors.T
+    keep = values > cut
     return (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
 
 
@@ -177,9 +181,14 @@ def _rank(matrix: np.ndarray) -> int:
     return int(np.count_nonzero(values > RANK_TOL * max(1.0, values[-1])))
 
 
+def _norm(vector: np.ndarray) -> float:
+    """``float(np.linalg.norm(vector))`` of a 1-D float vector (it is ``sqrt(v.dot(v))``), without the call overhead."""
+    return math.sqrt(vector.dot(vector))
+
+
 def _project(vector: np.ndarray, radius: float) -> np.ndarray:
     """Projection onto the ball of ``radius``: ``v / max(|v| / radius, 1)``."""
-    return vector / max(float(np.linalg.norm(vector)) / radius, 1.0)
+    return vector / max(_norm(vector) / radius, 1.0)
 
 
 def _pack(matrices: np.ndarray) -> np.ndarray:
@@ -217,11 +226,21 @@ def confidence_radius(
     """
     if mode == "constant":
         return np.full(np.shape(log_det_v), float(alpha))
+    dim_log_lam, two_log_inv_delta, offset = _radius_terms(dim, lam, delta, norm_bound)
     if mode == "theory":
-        information = np.asarray(log_det_v) - dim * np.log(lam)
+        information = np.asarray(log_det_v) - dim_log_lam
     else:
         information = dim * np.log1p(np.asarray(count) / (dim * lam)) if dim else np.zeros(np.shape(count))
-    return noise * np.sqrt(np.maximum(information, 0.0) + 2.0 * np.log(1.0 / delta)) + np.sqrt(lam) * norm_bound
+    return noise * np.sqrt(np.maximum(information, 0.0) + two_log_inv_delta) + offset
+
+
+@functools.lru_cache(maxsize=64)
+def _radius_terms(dim: int, lam: float, delta: float, norm_bound: float) -> tuple[Any, Any, Any]:
+    """``p log lam``, ``2 log(1/delta)`` and ``sqrt(lam) S`` of :func:`confidence_radius`, computed once per arguments.
+
+    (The same numpy operations on the same numbers every time, so caching them changes no bit.)
+    """
+    return dim * np.log(lam), 2.0 * np.log(1.0 / delta), np.sqrt(lam) * norm_bound
 
 
 class RidgeStats:
@@ -312,8 +331,8 @@ class RidgeStats:
             return int(rows[0]), slice(client, client + 1)
         return rows, clients
 
-    def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Add one observation (x (n, p), y (n,)) per pair by Sherman-Morrison; returns the outer products."""
+    def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+        """Add one observation (x (n, p), y (n,)) per pair by Sherman-Morrison."""
         self.refresh(rows, clients)
         at = self._index(rows, clients)
         inv = self.inv[at]
@@ -321,11 +340,13 @@ class RidgeStats:
         q = np.einsum("np,np->n", x, inv_x)
         self.inv[at] = inv - inv_x[:, :, None] * inv_x[:, None, :] / (1.0 + q)[:, None, None]
         self.ld[at] += np.log1p(q)
-        outer = x[:, :, None] * x[:, None, :]
+        self._add_own(at, x[:, :, None] * x[:, None, :], x * y[:, None])
+
+    def _add_own(self, at: tuple[Any, Any], outer: np.ndarray, weighted: np.ndarray) -> None:
+        """Add own observations (outer products x x^T and x y) to the pairs ``at`` (an :meth:`_index`)."""
         self._v[at] += outer
-        self._b[at] += x * y[:, None]
+        self._b[at] += weighted
         self._count[at] += 1
-        return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Add received statistics (a download) to each pair."""
@@ -365,9 +386,16 @@ class RidgeStats:
         at = self._index(rows, clients)
         return self.ld[at], self._count[at]
 
-    def scores(self, rows: np.ndarray, clients: np.ndarray, contexts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-        """UCB ``x^T theta_hat + alpha ||x||_{(V + lam I)^-1}`` of contexts (n, K, p) for each pair."""
-        self.refresh(rows, clients)
+    def scores(
+        self, rows: np.ndarray, clients: np.ndarray, contexts: np.ndarray, alpha: np.ndarray, refreshed: bool = False
+    ) -> np.ndarray:
+        """UCB ``x^T theta_hat + alpha ||x||_{(V + lam I)^-1}`` of contexts (n, K, p) for each pair.
+
+        ``refreshed=True``: the pairs were refreshed after their statistics last changed (e.g. by
+        :meth:`log_det_and_count` for ``alpha``), so the refresh is skipped.
+        """
+        if not refreshed:
+            self.refresh(rows, clients)
         at = self._index(rows, clients)
         inv = self.inv[at]
         theta = np.einsum("npq,nq->np", inv, self._b[at])
@@ -402,14 +430,12 @@ class BufferedStats(RidgeStats):
             self.ld_w[r, c] = self.ld[r, c]
             self.w_pending[r, c] = False
 
-    def add_point(self, rows: np.ndarray, clients: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Add one observation to the statistics and to the upload buffer."""
-        outer = super().add_point(rows, clients, x, y)
-        at = self._index(rows, clients)
+    def _add_own(self, at: tuple[Any, Any], outer: np.ndarray, weighted: np.ndarray) -> None:
+        """Add own observations to the statistics and to the upload buffer."""
+        super()._add_own(at, outer, weighted)
         self.dv[at] += outer
-        self.db[at] += x * y[:, None]
+        self.db[at] += weighted
         self.dcount[at] += 1
-        return outer
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Add a download (it enters V and the base W, not the buffer)."""
@@ -867,11 +893,12 @@ class _LinUCBClients(Configured, Population):
             raise ValueError(f"contexts must have shape (B, m, K, d={d}), got {contexts.shape}: a d mismatch")
         if contexts.shape[2] < 2:
             raise ValueError(f"a slot needs K >= 2 arm contexts, got K = {contexts.shape[2]}")
-        if not np.all(np.isfinite(contexts)):
+        if not np.isfinite(contexts).all():
             raise ValueError("contexts contain NaN or inf; the environment must provide finite features")
         return contexts
 
     def _radius(self, stats: RidgeStats, rows: np.ndarray, clients: np.ndarray, noise: float) -> np.ndarray:
+        """The confidence radius of each pair (refreshes the pairs' statistics)."""
         ld, count = stats.log_det_and_count(rows, clients)
         return confidence_radius(
             ld,
@@ -901,7 +928,7 @@ class _LinUCBClients(Configured, Population):
         for j in range(step_clients.shape[1]):
             clients = step_clients[:, j]
             alpha = self._radius(self.stats, self._rows, clients, self.config.sigma)
-            arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha).argmax(axis=1)
+            arms[:, j] = self.stats.scores(self._rows, clients, contexts[:, j], alpha, refreshed=True).argmax(axis=1)
         self._clients = step_clients
         self._chosen = _chosen(contexts, arms)
         return Action(arms)
@@ -1073,8 +1100,9 @@ class _AffineBall:
 
     def __init__(self, u: np.ndarray, c: np.ndarray, x: np.ndarray, radius: float) -> None:
         self.u, self.c, self.radius = u, c, radius
-        self.uu, self.uc, self.cc = float(u @ u), float(u @ c), float(c @ c)
-        self.xu, self.xc = float(x @ u), float(x @ c)
+        # ndarray.dot: the same BLAS dot product as ``@`` on 1-D vectors, with less call overhead
+        self.uu, self.uc, self.cc = float(u.dot(u)), float(u.dot(c)), float(c.dot(c))
+        self.xu, self.xc = float(x.dot(u)), float(x.dot(c))
 
     def scale(self, e: float) -> float:
         """1 / max(|u + c e| / S, 1)."""
@@ -1133,8 +1161,8 @@ def am_step(
         a_g = glob.scale(f)
         s = glob.dot(f, a_g)
         if previous is None:
-            moved_l = float(np.linalg.norm(local.vector(e, a_l) - theta_l))
-            moved_g = float(np.linalg.norm(glob.vector(f, a_g) - theta_g))
+            moved_l = _norm(local.vector(e, a_l) - theta_l)
+            moved_g = _norm(glob.vector(f, a_g) - theta_g)
         else:
             moved_l = local.distance(e, a_l, previous[0], previous[1])
             moved_g = glob.distance(f, a_g, previous[2], previous[3])
@@ -1162,7 +1190,7 @@ def _batch_am(
     for _ in range(max(int(n_am), 1)):
         new_l = _project(pinv_l @ (x_l.T @ (y - x_g @ theta_g)), radius)
         new_g = _project(pinv_g @ (b_g + x_g.T @ (y - x_l @ new_l)), radius)
-        moved = max(float(np.linalg.norm(new_l - theta_l)), float(np.linalg.norm(new_g - theta_g)))
+        moved = max(_norm(new_l - theta_l), _norm(new_g - theta_g))
         theta_g, theta_l = new_g, new_l
         if moved < tol:
             break
@@ -1263,16 +1291,14 @@ class AsyncLinUCBAM(_LinUCBClients):
                 scores = np.empty(x.shape[:2])
             else:
                 x_g, x_l = self._parts(x)
-                scores = self.stats.scores(
-                    self._rows, clients, x_g, self._radius(self.stats, self._rows, clients, noise)
-                )
-                scores += self.local.scores(
-                    self._rows, clients, x_l, self._radius(self.local, self._rows, clients, noise)
-                )
+                alpha_g = self._radius(self.stats, self._rows, clients, noise)  # refreshes the pairs
+                scores = self.stats.scores(self._rows, clients, x_g, alpha_g, refreshed=True)
+                alpha_l = self._radius(self.local, self._rows, clients, noise)
+                scores += self.local.scores(self._rows, clients, x_l, alpha_l, refreshed=True)
             if num_warm:
                 r, c, full = self._rows[warm], clients[warm], self._warmup_stats()
                 alpha = self._radius(full, r, c, self.config.sigma)
-                scores[warm] = full.scores(r, c, self._full(x[warm]), alpha)
+                scores[warm] = full.scores(r, c, self._full(x[warm]), alpha, refreshed=True)
             arms[:, j] = scores.argmax(axis=1)
         self._clients = step_clients
         self._chosen = _chosen(contexts, arms)

@@ -30,10 +30,11 @@ Rows:
   replicas, recording).
 * ``floor``: a bare numpy loop doing the same work on the same numbers: the same reward noise (blocks
   of (256, M) uniforms per replica from the same ``rewards`` stream), the same UCB1 index operations as
-  ``agents.baselines.ucb1_arms`` (untried arms first, rotated per agent; argmax), the same count/sum
-  updates and the same pseudo-regret accumulation; no env, no dicts, no messages. For full sharing it
-  pools the previous slot's samples per replica (the one-slot upload lag of ``FullSharingUCB``).
-  The floor mirrors ``ucb1_arms`` op by op: if ``ucb1_arms`` changes, change the floors with it.
+  the populations: ``agents.baselines.ucb1_arms`` (untried arms first, rotated per agent; argmax) while
+  an arm is untried, ``ucb1_tried_arms`` (no untried test, no clamps) once every arm is tried; the same
+  count/sum updates and the same pseudo-regret accumulation; no env, no dicts, no messages. For full
+  sharing it pools the previous slot's samples per replica (the one-slot upload lag of ``FullSharingUCB``).
+  The floors mirror the populations' index operations op by op: if they change, change the floors with them.
 * ``floor_tuned`` (context): a hand-tuned IndependentUCB1 floor (float counts, ``out=`` buffers, no
   untried test after K slots); column ``tuned`` is its throughput over the row's.
 
@@ -262,16 +263,24 @@ def floor_independent(replicas: int, num_agents: int, num_arms: int, slots: int)
     counts_flat, sums_flat = counts.reshape(-1), sums.reshape(-1)
     log_t = np.log(np.maximum(np.arange(slots, dtype=np.float64), 1.0))  # totals == t for every agent
     regret = np.zeros((b, m))
+    some_untried = True
     start = clock()
     for t, uniforms in enumerate(problem.uniforms(slots)):
-        untried = counts == 0
-        safe = np.maximum(counts, 1)
-        index = sums / safe + np.sqrt(2.0 * log_t[t] / safe)
-        arms = index.argmax(axis=-1)
-        if untried.any():
-            first_untried = np.where(untried, problem.rank, k).argmin(axis=-1)
-            arms = np.where(untried.any(axis=-1), first_untried, arms)
+        if some_untried:
+            untried = counts == 0
+            safe = np.maximum(counts, 1)
+            index = sums / safe + np.sqrt(2.0 * log_t[t] / safe)
+            arms = index.argmax(axis=-1)
+            if untried.any():
+                first_untried = np.where(untried, problem.rank, k).argmin(axis=-1)
+                arms = np.where(untried.any(axis=-1), first_untried, arms)
+        else:  # ucb1_tried_arms: no untried test, no clamps
+            index = sums / counts
+            index += np.sqrt(2.0 * log_t[t] / counts)
+            arms = index.argmax(axis=-1)
         _pull_and_count(problem, arms, uniforms, counts_flat, sums_flat, regret)
+        if some_untried:
+            some_untried = not counts.all()
     elapsed = clock() - start
     return elapsed, regret
 
@@ -301,16 +310,23 @@ def floor_full_sharing(replicas: int, num_agents: int, num_arms: int, slots: int
     pool = problem.replica_row
     regret = np.zeros((b, m))
     pending: tuple[np.ndarray, np.ndarray] | None = None
+    some_untried = True
     start = clock()
     for uniforms in problem.uniforms(slots):
-        untried = counts == 0
-        safe = np.maximum(counts, 1)
-        totals = counts.sum(axis=-1)
-        index = sums / safe + np.sqrt(2.0 * np.log(np.maximum(totals, 1))[:, None] / safe)
-        arms = np.broadcast_to(index.argmax(axis=-1)[:, None], (b, m))
-        if untried.any():
-            first_untried = np.where(untried[:, None, :], problem.rank, k).argmin(axis=-1)
-            arms = np.where(untried.any(axis=-1)[:, None], first_untried, arms)
+        if some_untried:
+            untried = counts == 0
+            safe = np.maximum(counts, 1)
+            totals = counts.sum(axis=-1)
+            index = sums / safe + np.sqrt(2.0 * np.log(np.maximum(totals, 1))[:, None] / safe)
+            arms = np.broadcast_to(index.argmax(axis=-1)[:, None], (b, m))
+            if untried.any():
+                first_untried = np.where(untried[:, None, :], problem.rank, k).argmin(axis=-1)
+                arms = np.where(untried.any(axis=-1)[:, None], first_untried, arms)
+            some_untried = not counts.all()  # the pooled counts only grow
+        else:  # ucb1_tried_arms on the pooled statistics
+            index = sums / counts
+            index += np.sqrt(2.0 * np.log(np.einsum("bk->b", counts))[:, None] / counts)
+            arms = np.broadcast_to(index.argmax(axis=-1)[:, None], (b, m))
         rewards = (uniforms < problem.means_flat[problem.cell + arms]).astype(np.float64)
         regret += problem.gaps_flat[pool + arms]
         if pending is not None:  # the server pools last slot's uploads and broadcasts them now

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.li_wang import AsyncLinUCB, BufferedStats, SyncLinUCB, _add_rows, log_det
+from agents.li_wang import RANK_TOL, AsyncLinUCB, BufferedStats, SyncLinUCB, _add_rows, _norm, _pinv_psd, log_det
 from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 from fedbandit_envs.reference import reference_mode
@@ -178,3 +178,22 @@ def test_upload_of_a_stale_client_defers_its_base_log_determinant():
     assert stats.w_pending[0, 1] and not stats.w_pending[0, 0]
     np.testing.assert_array_equal(stats.log_ratio(rows, clients), 0.0)
     assert not stats.w_pending.any() and not stats.dv.any()
+
+
+@pytest.mark.parametrize("dim", [1, 2, 12, 13, 25])
+def test_pinv_full_rank_shortcut_and_norm_equal_the_plain_formulas(dim):
+    """``_pinv_psd`` without the masks at full rank, and ``_norm``, give the plain formulas' bits (any rank)."""
+    rng = np.random.default_rng(dim)
+    full = 0
+    for _ in range(60):
+        points = rng.standard_normal((int(rng.integers(1, 2 * dim + 2)), dim)) * rng.lognormal(size=dim)
+        points *= rng.random() > 0.1  # sometimes no data: rank 0
+        matrix = points.T @ points
+        values, vectors = np.linalg.eigh(matrix)
+        keep = values > RANK_TOL * max(1.0, values[-1])
+        full += bool(keep.all())
+        expected = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
+        np.testing.assert_array_equal(_pinv_psd(matrix), expected)
+        vector = points[0] * 1e3
+        assert _norm(vector) == float(np.linalg.norm(vector))
+    assert 0 < full < 60  # both ranks were drawn
