@@ -16,7 +16,15 @@ from typing import Any, ClassVar
 
 from fedbandit_envs.validation import check_keywords
 
-__all__ = ["Configured"]
+__all__ = ["Configured", "option_names"]
+
+
+def option_names(config_class: type, *excluded: str) -> tuple[str, ...]:
+    """Every field name of the dataclass ``config_class`` but ``excluded``, in declaration order.
+
+    The usual :attr:`Configured.options` of an algorithm that takes all (or all but a few) of its config's fields.
+    """
+    return tuple(f.name for f in fields(config_class) if f.name not in excluded)
 
 
 class Configured:

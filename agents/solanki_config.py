@@ -127,3 +127,8 @@ class FCBExpConfig(PFCBConfig):
     """
 
     noise: Literal[False] = False
+
+    def __post_init__(self) -> None:
+        if self.noise is True:  # a clearer message than the field check's
+            raise ValueError("noise must be one of False: FCBExp never adds noise; use PFCB (solanki_pfcb) for noise")
+        super().__post_init__()

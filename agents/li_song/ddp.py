@@ -28,6 +28,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from agents.configured import option_names
 from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values, epoch_mean_privacy
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, declare_message_kinds
@@ -72,7 +73,7 @@ class DDPMAB(LiSongPopulation):
     its epoch means itself (``noise="agent"`` is fixed; see the module docstring).
     """
 
-    options = LiSongConfig.options_except("participation", "noise", "hybrid_aggregation")
+    options = option_names(LiSongConfig, "participation", "noise", "hybrid_aggregation")
     fixed = MappingProxyType({"noise": "agent"})
 
     def check_topology(self, topology: Topology) -> None:

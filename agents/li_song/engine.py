@@ -29,7 +29,7 @@ draw identical noise (common random numbers).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast, get_args
 
 import numpy as np
@@ -124,11 +124,6 @@ class LiSongConfig(CheckedConfig):
     aggregate: Aggregate = "ybar"
     hybrid_aggregation: HybridAggregation = "weighted"
     first_hop_free: bool = True
-
-    @classmethod
-    def options_except(cls, *names: str) -> tuple[str, ...]:
-        """Every field name but ``names``, in declaration order (the keywords of an algorithm)."""
-        return tuple(f.name for f in fields(cls) if f.name not in names)
 
     def gap_base(self) -> float | None:
         """Delta of the capped schedule (None without a cap); raises if ``"oracle"`` was never resolved."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agents.configured import option_names
 from agents.li_song.cdp import first_rows, pooled_broadcast
 from agents.li_song.engine import (
     LiSongConfig,
@@ -121,7 +122,7 @@ class HDPMAB(LiSongPopulation):
     Keywords: the :class:`LiSongConfig` fields in :attr:`options` (every agent uploads: no ``participation``).
     """
 
-    options = LiSongConfig.options_except("participation")
+    options = option_names(LiSongConfig, "participation")
 
     def make_coordinator(self) -> HDPServer:
         """The server of the sinks."""
