@@ -174,7 +174,8 @@ class _FloodingUCB(_UCBPopulation):
         return {
             **super().memory_parts(context),
             "flood seen table (replicas x agents x agents x (max_age + 1) x 8 B)": 8.0 * b * m * m * window,
-            "flooded copies of one slot (replicas x agents x degree x forwarded records)": copies
+            "flooded copies of one slot, delivered and gathered (replicas x agents x degree x records x 2)": 2.0
+            * copies
             * (_HEADER_BYTES + self._record_bytes(context)),
         }
 

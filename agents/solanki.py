@@ -407,15 +407,20 @@ class PFCB(NonFederated):
     def memory_parts(self, context: ProcurementContext) -> dict[str, float]:
         """The windows, the agent x agent acceptance counts and the dense inbox of a communication round.
 
-        A communication round reads every received window sum into (replicas x receivers x senders x producers)
-        tables, two of float64 (:meth:`_received`), and :func:`check_and_update` makes four (B, n, m) temporaries.
+        A communication round delivers every agent's window sums and sensitivities to every other (24 B per sender,
+        receiver and producer) and reads them into two dense (replicas x receivers x senders x producers) float64
+        tables (:meth:`_received`).
         """
         b, n, m = context.num_replicas, context.num_agents, context.num_arms
         return {
             **super().memory_parts(context),
             "windows (replicas x agents x producers x 8 B, 2 tables)": 16.0 * b * n * m,
             "acceptance counts (replicas x agents x agents x 8 B, 2 tables)": 16.0 * b * n * n,
-            "received window sums (replicas x agents x agents x producers x 8 B, 2 tables)": 16.0 * b * n * n * m,
+            "received messages and their dense tables (replicas x agents x agents x producers x 40 B)": 40.0
+            * b
+            * n
+            * n
+            * m,
         }
 
     def _explore_agents(self, num_agents: int) -> int:

@@ -84,6 +84,17 @@ class DDPMAB(LiSongPopulation):
                 f"{len(topology.components())} components; use e.g. 'complete', 'ring', 'star' or 'erdos_renyi'"
             )
 
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The engine's tables, the agent x agent GIS sets and the agents^3 request candidates of one hop."""
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        return {
+            **super().memory_parts(context),
+            "GIS held and fresh sets (replicas x agents x agents x 1 B, 2 tables)": 2.0 * b * m * m,
+            "vectors and their sums (replicas x agents x arms x 8 B, 2 tables)": 16.0 * b * m * k,
+            "GIS request candidates of one hop (agents x agents x agents x 1 B, and an agents x agents argmax)": m**3
+            + 8.0 * m * m,
+        }
+
     def reset(self, context: AgentContext) -> None:
         """Empty GIS lists; per-origin sums of the privatized vectors."""
         super().reset(context)

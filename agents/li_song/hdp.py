@@ -132,6 +132,15 @@ class HDPMAB(LiSongPopulation):
         """One server-linked sink per component (raises ValueError otherwise)."""
         sink_plan(topology, np.flatnonzero(topology.server_links))
 
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The engine's tables, the agent x agent convergecast sets and the per (agent, arm) vectors."""
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        return {
+            **super().memory_parts(context),
+            "convergecast pending and collected sets (replicas x agents x agents x 1 B, 2 tables)": 2.0 * b * m * m,
+            "own and relayed vectors (replicas x agents x arms x 8 B, 2 tables)": 16.0 * b * m * k,
+        }
+
     def reset(self, context: AgentContext) -> None:
         """SAC trees of every replica; empty convergecast state."""
         super().reset(context)

@@ -80,6 +80,10 @@ class LiSongMAB(LiSongPopulation):
         """The structure's server, chosen at reset."""
         return StructureServer(self.config)
 
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The memory of the structure's population."""
+        return _population(structure_of(context.topologies[0]), self.config).memory_parts(context)
+
     def reset(self, context: AgentContext) -> None:
         """Build and reset the population of the topology's structure."""
         self.context = context
