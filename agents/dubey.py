@@ -173,7 +173,11 @@ class _FloodingUCB(_UCBPopulation):
         copies = b * m * _max_degree(context) * forwarded if self.gamma else 0
         return {
             **super().memory_parts(context),
-            "flood seen table (replicas x agents x agents x (max_age + 1) x 8 B)": 8.0 * b * m * m * window,
+            "flood seen table (replicas x agents x agents x window x 8 B; window: max_age + 1, by default gamma)": 8.0
+            * b
+            * m
+            * m
+            * window,
             "flooded copies of one slot, delivered and gathered (replicas x agents x degree x records x 2)": 2.0
             * copies
             * (_HEADER_BYTES + self._record_bytes(context)),

@@ -132,8 +132,9 @@ class LiSongConfig(CheckedConfig):
             return None
         if self.delta_schedule_base == "oracle":
             raise ValueError(
-                "delta_schedule_base='oracle' (D6) is resolved from the instance by agents.li_song.run "
-                "(the instance must be fixed with instance_seed); otherwise pass a float in (0, 1)"
+                f"rounds={self.rounds} needs the gap base of the capped schedule, and delta_schedule_base='oracle' "
+                "(D6) is resolved from the instance by agents.li_song.run only (the instance must be fixed with "
+                "instance_seed); otherwise pass delta_schedule_base as a float in (0, 1)"
             )
         return float(self.delta_schedule_base)
 
