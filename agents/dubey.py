@@ -135,8 +135,24 @@ class _UCBPopulation(Configured, Population):
         self._rows = np.arange(b)[:, None]
         self._cols = np.arange(m)[None, :]
 
-    def _round_robin(self, slot: int) -> np.ndarray:
-        return np.full((self.num_replicas, self.num_agents), slot % self.num_arms, np.int64)
+    #: Round-robin passes over the arms before the index is used (the interval ``f`` of the private agents).
+    interval = 1
+
+    @property
+    def exploration_slots(self) -> int:
+        """Slots of round-robin exploration, ``K f`` (known after reset)."""
+        return self.num_arms * self.interval
+
+    def _index(self, t: int) -> np.ndarray:
+        """(B, M, K) the index every agent maximises at paper round ``t`` after the exploration."""
+        raise NotImplementedError
+
+    def _arms(self, slot: int) -> np.ndarray:
+        """Arm ``slot mod K`` for the first :attr:`exploration_slots` slots, then the argmax of :meth:`_index`."""
+        t = slot + 1
+        if t <= self.exploration_slots:
+            return np.full((self.num_replicas, self.num_agents), slot % self.num_arms, np.int64)
+        return _argmax(self._index(t), self.rngs, self.tie_break)
 
     def _add_own(self, feedback: Feedback, clip: bool) -> None:
         rewards = np.clip(feedback.rewards, 0.0, 1.0) if clip else feedback.rewards
@@ -286,14 +302,12 @@ class IndividualUCB1(_UCBPopulation):
     there.
     """
 
+    def _index(self, t: int) -> np.ndarray:
+        return _ucb_index(self.own_sums / self.own_counts, self.own_counts, t)
+
     def act(self, step: Step) -> Action:
         """Round-robin for the first K slots, then the UCB1 index."""
-        slot = step.slot
-        t = slot + 1
-        if t <= self.num_arms:
-            return Action(self._round_robin(slot))
-        index = _ucb_index(self.own_sums / self.own_counts, self.own_counts, t)
-        return Action(_argmax(index, self.rngs, self.tie_break))
+        return Action(self._arms(step.slot))
 
     def observe(self, feedback: Feedback) -> None:
         """Add each agent's reward to its own statistics."""
@@ -331,14 +345,12 @@ class DPUCBInt(_UCBPopulation):
         self.releases = _IntervalReleases(shape, self.dp_eps, self.v, self.schedule, self.rngs, context.horizon)
         self._frozen = np.full(shape, np.inf)
 
+    def _index(self, t: int) -> np.ndarray:
+        return self._frozen if self.frozen_index else _ucb_index(self.releases.means, self.own_counts, t)
+
     def act(self, step: Step) -> Action:
         """Round-robin for ``K f`` slots, then the index on the held noisy means."""
-        slot = step.slot
-        t = slot + 1
-        if t <= self.num_arms * self.interval:
-            return Action(self._round_robin(slot))
-        index = self._frozen if self.frozen_index else _ucb_index(self.releases.means, self.own_counts, t)
-        return Action(_argmax(index, self.rngs, self.tie_break))
+        return Action(self._arms(step.slot))
 
     def observe(self, feedback: Feedback) -> None:
         """Count the pull and feed the reward to the arm's interval mechanism."""
@@ -409,11 +421,6 @@ class PrivateMultiAgentUCB(_FloodingUCB):
     def _release_memory(self, context: AgentContext) -> dict[str, float]:
         return _release_memory(context)
 
-    @property
-    def exploration_slots(self) -> int:
-        """Slots of round-robin exploration, ``K f`` (known after reset)."""
-        return self.num_arms * self.interval
-
     def _privacy(self) -> dict[str, Any] | None:
         return {"rel_mean": Privatized(description="Dubey-Pentland interval release"), "rel_cnt": Public()}
 
@@ -455,16 +462,14 @@ class PrivateMultiAgentUCB(_FloodingUCB):
             own_counts, own_sums = self.own_counts, self.own_sums
         return own_counts + self.pooled_counts, own_sums + self.pooled_sums
 
+    def _index(self, t: int) -> np.ndarray:
+        counts, sums = self.group_statistics()
+        return _ucb_index(sums / counts, counts, t)
+
     def act(self, step: Step) -> Action:
         """Round-robin for ``K f`` slots, then UCB on the group statistics; flood the own record and forwards."""
         slot = step.slot
-        t = slot + 1
-        if t <= self.exploration_slots:
-            arms = self._round_robin(slot)
-        else:
-            counts, sums = self.group_statistics()
-            arms = _argmax(_ucb_index(sums / counts, counts, t), self.rngs, self.tie_break)
-        return Action(arms, self.flood.send(slot, self._own_record() if slot >= 1 else None))
+        return Action(self._arms(slot), self.flood.send(slot, self._own_record() if slot >= 1 else None))
 
     def _own_record(self) -> dict[str, np.ndarray]:
         counts = self.release_counts
@@ -899,17 +904,13 @@ class ByzantineProofUCB(_FloodingUCB):
                 width = np.sqrt(self.sigma * log_inv_delta / sizes)
         return self.sigma * math.sqrt(self.eps_alg) + width
 
+    def _index(self, t: int) -> np.ndarray:
+        return np.where(self.sample_counts() > 0, self.estimates(t) + self.bonus(t), np.inf)
+
     def act(self, step: Step) -> Action:
         """Each arm once, then the robust UCB index; flood the previous slot's sample and the forwards."""
-        slot = step.slot
-        t = slot + 1
-        if t <= self.num_arms:
-            arms = self._round_robin(slot)
-        else:
-            index = np.where(self.sample_counts() > 0, self.estimates(t) + self.bonus(t), np.inf)
-            arms = _argmax(index, self.rngs, self.tie_break)
         content = None if self._last is None else {"arm": self._last[0], "reward": self._last[1]}
-        return Action(arms, self.flood.send(slot, content))
+        return Action(self._arms(step.slot), self.flood.send(step.slot, content))
 
     def observe(self, feedback: Feedback) -> None:
         """Append the own sample (its true value), then every new record's sample."""
