@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, get_args
+from typing import Any, get_args
 
 import numpy as np
 
 from agents import dubey_config
-from agents.configured import Configured, option_names
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
 from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
@@ -103,7 +103,7 @@ def _reach(context: AgentContext, hops: int) -> int:
     return reach
 
 
-class _UCBPopulation(Configured, Population):
+class _UCBPopulation(Configured, Population, config=dubey_config.IndividualUCB1Config):
     """Shared parts: the agents' generators and their own pull counts and reward sums, (B, M, K) arrays.
 
     Every constructor keyword is a field of the class's :attr:`config_class` (:mod:`agents.dubey_config`), checked
@@ -112,8 +112,6 @@ class _UCBPopulation(Configured, Population):
 
     families = ("mab",)
 
-    config_class: ClassVar[type] = dubey_config.IndividualUCB1Config
-    options = option_names(dubey_config.IndividualUCB1Config)
     config: dubey_config.IndividualUCB1Config
 
     def __init__(self, **options: Any) -> None:
@@ -314,7 +312,7 @@ class IndividualUCB1(_UCBPopulation):
         self._add_own(feedback, clip=False)
 
 
-class DPUCBInt(_UCBPopulation):
+class DPUCBInt(_UCBPopulation, config=dubey_config.DPUCBIntConfig):
     """DP-UCB-INT (Tossou and Dimitrakakis 2016) run by every agent alone (§2.5, D14).
 
     Round-robin for ``K f`` slots (``f = ceil(1/dp_eps)``); afterwards ``argmax rel_mean_k + sqrt(2 ln t / n_k)``,
@@ -325,8 +323,6 @@ class DPUCBInt(_UCBPopulation):
     ``tie_break``, ``frozen_index``: D14's optional reading, the whole index held between releases), checked there.
     """
 
-    config_class = dubey_config.DPUCBIntConfig
-    options = option_names(dubey_config.DPUCBIntConfig)
     config: dubey_config.DPUCBIntConfig
 
     def __init__(self, **options: Any) -> None:
@@ -368,7 +364,7 @@ class DPUCBInt(_UCBPopulation):
 
 
 # ---------------------------------------------------------------------------------------------------- Algorithms 1 + 2
-class PrivateMultiAgentUCB(_FloodingUCB):
+class PrivateMultiAgentUCB(_FloodingUCB, config=dubey_config.PrivateMultiAgentUCBConfig):
     """Private Multi-Agent UCB: Algorithm 1 (private message passing) + Algorithm 2 (UCB), spec §2.1-2.2.
 
     Each agent keeps exact own counts and sums (clipped to [0, 1], D17) and an :class:`IntervalRelease` per arm.
@@ -385,8 +381,6 @@ class PrivateMultiAgentUCB(_FloodingUCB):
 
     kind = "dubey_release"
 
-    config_class: ClassVar[type] = dubey_config.PrivateMultiAgentUCBConfig
-    options = option_names(dubey_config.PrivateMultiAgentUCBConfig)
     config: dubey_config.PrivateMultiAgentUCBConfig
 
     def __init__(self, **options: Any) -> None:
@@ -564,7 +558,7 @@ class PrivateMultiAgentUCB(_FloodingUCB):
         return self.releases.accountant(replica, self.own_counts)
 
 
-class CooperativeUCB(PrivateMultiAgentUCB):
+class CooperativeUCB(PrivateMultiAgentUCB, config=dubey_config.CooperativeUCBConfig):
     """The non-private version of Fig. 1(a): Algorithms 1 + 2 without noise, releasing every pull (§2.5).
 
     Records carry each agent's exact mean and count per arm; forced exploration lasts ``K`` slots. With
@@ -576,8 +570,6 @@ class CooperativeUCB(PrivateMultiAgentUCB):
 
     kind = "dubey_exact"
 
-    config_class = dubey_config.CooperativeUCBConfig
-    options = option_names(dubey_config.CooperativeUCBConfig)
     config: dubey_config.CooperativeUCBConfig  # type: ignore[assignment]
 
     def _configure_releases(self) -> None:
@@ -829,7 +821,7 @@ class _SampleSets:
 
 
 # ---------------------------------------------------------------------------------------------------- Algorithm 3
-class ByzantineProofUCB(_FloodingUCB):
+class ByzantineProofUCB(_FloodingUCB, config=dubey_config.ByzantineProofUCBConfig):
     """Byzantine-Proof Multi-Agent UCB: Algorithm 3 of the paper, spec §2.3-2.4.
 
     Each agent floods every own sample ``(arm, reward)`` for ``gamma`` hops and keeps, per arm, every sample it
@@ -846,8 +838,6 @@ class ByzantineProofUCB(_FloodingUCB):
 
     kind = "dubey_sample"
 
-    config_class = dubey_config.ByzantineProofUCBConfig
-    options = option_names(dubey_config.ByzantineProofUCBConfig)
     config: dubey_config.ByzantineProofUCBConfig
 
     def __init__(self, **options: Any) -> None:

@@ -29,12 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, ClassVar, get_args
+from typing import Any, get_args
 
 import numpy as np
 
 from agents import solanki_config
-from agents.configured import Configured, option_names
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, Sensitive, declare_message_kinds
@@ -212,7 +212,7 @@ def check_and_update(
 
 
 # ====================================================================================== learners
-class NonFederated(Configured, Population[ProcurementContext]):
+class NonFederated(Configured, Population[ProcurementContext], config=solanki_config.NonFederatedConfig):
     """Every agent learns alone (Deva et al.'s single-agent algorithm; §2.1). No messages.
 
     For ``t <= tau0 = explore_len(1)`` an agent buys one unit from every producer; afterwards it plays
@@ -224,8 +224,6 @@ class NonFederated(Configured, Population[ProcurementContext]):
 
     families = ("procurement",)
 
-    config_class: ClassVar[type] = solanki_config.NonFederatedConfig
-    options = option_names(solanki_config.NonFederatedConfig)
     config: solanki_config.NonFederatedConfig
 
     def __init__(self, **options: Any) -> None:
@@ -299,7 +297,7 @@ class NonFederated(Configured, Population[ProcurementContext]):
         }
 
 
-class FCBSync(NonFederated):
+class FCBSync(NonFederated, config=solanki_config.FCBSyncConfig):
     """Algorithm 1: every agent broadcasts its units and good units of every round (§2.2).
 
     Each agent keeps the pooled totals ``W_i`` (units bought from i by all agents) and ``Y_i``; its UCB is
@@ -313,8 +311,6 @@ class FCBSync(NonFederated):
 
     message_kind = "fcb_sync"
 
-    config_class = solanki_config.FCBSyncConfig
-    options = option_names(solanki_config.FCBSyncConfig)
     config: solanki_config.FCBSyncConfig
 
     def __init__(self, **options: Any) -> None:
@@ -369,7 +365,7 @@ class FCBSync(NonFederated):
                 np.add.at(self.Y, (batch.replica, batch.recipient), batch.payload["x"])
 
 
-class PFCB(NonFederated):
+class PFCB(NonFederated, config=solanki_config.PFCBConfig):
     """Algorithm 2, P-FCB: private federated combinatorial bandit with a quality constraint (§2.3).
 
     Per agent and producer it keeps the effective totals ``W, Y`` (own data plus ``comm_weight``-weighted
@@ -391,8 +387,6 @@ class PFCB(NonFederated):
 
     message_kind = "pfcb"
 
-    config_class: ClassVar[type] = solanki_config.PFCBConfig
-    options = option_names(solanki_config.PFCBConfig)
     config: solanki_config.PFCBConfig
 
     def __init__(self, **options: Any) -> None:
@@ -644,7 +638,7 @@ class PFCB(NonFederated):
         return state
 
 
-class FCBExp(PFCB):
+class FCBExp(PFCB, config=solanki_config.FCBExpConfig):
     """The experiments' "FCB" (§6.1, D-21): P-FCB whose messages carry the exact window sums.
 
     Same schedule, CheckAndUpdate and omegas as :class:`PFCB`; ``noise`` is fixed to False. The window
@@ -652,8 +646,6 @@ class FCBExp(PFCB):
     P-FCB in wrapper mode.
     """
 
-    config_class = solanki_config.FCBExpConfig
-    options = option_names(solanki_config.FCBExpConfig)
     config: solanki_config.FCBExpConfig
 
 

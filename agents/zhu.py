@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 import numpy as np
 
-from agents.configured import Configured, option_names
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, declare_message_kinds
@@ -186,7 +186,7 @@ def _child(seed: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, *key), pool_size=seed.pool_size)
 
 
-class GossipUCB(Configured, Population):
+class GossipUCB(Configured, Population, config=GossipUCBConfig):
     """Gossip_UCB (Algorithm 1): UCB on gossiped estimates ϑ of the global means, with max-count consistency.
 
     Needs N >= 3 agents (the paper excludes N = 2; P1), a connected agent graph with at least one edge, a horizon
@@ -204,8 +204,6 @@ class GossipUCB(Configured, Population):
 
     supports_batching = True
 
-    config_class: ClassVar[type] = GossipUCBConfig
-    options = option_names(GossipUCBConfig)
     config: GossipUCBConfig
 
     def __init__(self, **options: Any) -> None:
@@ -401,7 +399,7 @@ class GossipUCB(Configured, Population):
         }
 
 
-class FedUCB(GossipUCB):
+class FedUCB(GossipUCB, config=FedUCBConfig):
     """Fed_UCB (Algorithm 4): Gossip_UCB on noisy local means from a binary-tree mechanism per (agent, arm).
 
     Each agent privatises its **input stream** (spec §1.4): arm k's stream holds the agent's observation of k at
@@ -425,8 +423,6 @@ class FedUCB(GossipUCB):
     #: Account key of the agents' own mechanism in a DP wrapper's accountant.
     ACCOUNT_KEY = "fed_ucb_input_stream"
 
-    config_class = FedUCBConfig
-    options = option_names(FedUCBConfig)
     config: FedUCBConfig
 
     def __init__(self, **options: Any) -> None:
