@@ -317,6 +317,12 @@ class FCBSync(NonFederated, config=solanki_config.FCBSyncConfig):
         super().__init__(**options)
         self.literal_width = self.config.literal_width
 
+    def memory_parts(self, context: ProcurementContext) -> dict[str, float]:
+        """The statistics and one round's broadcast as delivered: ``l`` and ``x`` from every agent to every other."""
+        b, n, m = context.num_replicas, context.num_agents, context.num_arms
+        delivered = "delivered rounds of one slot (replicas x agents x agents x producers x 16 B)"
+        return {**super().memory_parts(context), delivered: 16.0 * b * n * n * m}
+
     def _explore_agents(self, num_agents: int) -> int:
         return num_agents
 
