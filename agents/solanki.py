@@ -400,8 +400,9 @@ class PFCB(NonFederated, config=solanki_config.PFCBConfig):
         c = self.config
         self.epsilon, self.delta, self.t_lo, self.t_hi = c.epsilon, c.delta, c.t_lo, c.t_hi
         self.accept_width_mult, self.comm_weight = c.accept_width_mult, c.comm_weight
-        self.schedule, self.noise, self.check_basis = c.schedule, c.noise, c.check_basis
-        self.accounting, self.strict, self.eps_log = c.accounting, c.strict, c.eps_log
+        self.noise = c.noise if isinstance(c.noise, str) else bool(c.noise)  # numpy's True is True here
+        self.schedule, self.check_basis = c.schedule, c.check_basis
+        self.accounting, self.strict, self.eps_log = c.accounting, bool(c.strict), c.eps_log
         self.message_epsilon = c.message_epsilon
 
     def memory_parts(self, context: ProcurementContext) -> dict[str, float]:
