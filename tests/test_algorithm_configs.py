@@ -334,8 +334,8 @@ def test_single_aggregator_checks_the_peer_keywords_by_name_even_when_alone():
             "ddp_mab",
             {"env": "mab", "num_agents": 250, "num_arms": 5, "horizon": 20, "topology": "ring"},
             "0.01",
-            r"DDPMAB \(1 replica\(s\) of 250 agents\) would need about 0.0152 GiB of memory "
-            r"\(GIS request candidates of one hop .* 0.015 GiB",
+            r"DDPMAB \(1 replica\(s\) of 250 agents\) would need about 0.0297 GiB of memory "
+            r"\(GIS request candidates of one hop .* 0.0296 GiB",
         ),
         (
             "solanki_pfcb",
