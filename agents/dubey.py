@@ -840,12 +840,6 @@ class ByzantineProofUCB(_FloodingUCB, config=dubey_config.ByzantineProofUCBConfi
 
     config: dubey_config.ByzantineProofUCBConfig
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        c = self.config
-        self.eps_alg, self.sigma, self.estimator, self.bonus_form = c.eps_alg, c.sigma, c.estimator, c.bonus_form
-        self.backend, self.max_distinct = c.backend, c.max_distinct
-
     def _record_bytes(self, context: AgentContext) -> float:
         return 16.0  # the arm (int64) and the reward (float64)
 
@@ -856,20 +850,20 @@ class ByzantineProofUCB(_FloodingUCB, config=dubey_config.ByzantineProofUCBConfi
         about 32 B each (a float in a list). ``"auto"`` starts as a histogram (and switches to lists only for
         rewards of more than ``max_distinct`` values).
         """
-        if self.backend == "sorted":
+        if self.config.backend == "sorted":
             holders = context.num_replicas * context.num_agents * (1 + _reach(context, self.gamma))
             name, size = "samples held (replicas x agents x agents in reach x horizon x 32 B)", 32.0 * holders
             size *= context.horizon
         else:
             name = "sample histograms (replicas x agents x arms x max_distinct x 16 B)"
-            size = 16.0 * _cells(context) * self.max_distinct
+            size = 16.0 * _cells(context) * self.config.max_distinct
         return {**super().memory_parts(context), name: size}
 
     def reset(self, context: AgentContext) -> None:
         """Empty every sample set; start the flooding."""
         super().reset(context)
         b, m, k = self.num_replicas, self.num_agents, self.num_arms
-        self.samples = _SampleSets(b * m * k, self.backend, self.max_distinct)
+        self.samples = _SampleSets(b * m * k, self.config.backend, self.config.max_distinct)
         self._last: tuple[np.ndarray, np.ndarray] | None = None
         self._own_cells = (np.arange(b * m) * k).reshape(b, m)
 
@@ -880,7 +874,7 @@ class ByzantineProofUCB(_FloodingUCB, config=dubey_config.ByzantineProofUCBConfi
     def estimates(self, t: int) -> np.ndarray:
         """(B, M, K) the robust estimates at paper round ``t`` (``delta = 1/t^2``; NaN for an empty set)."""
         delta = 1.0 / t**2
-        estimate = self.samples.estimate(self.eps_alg, delta, self.estimator)
+        estimate = self.samples.estimate(self.config.eps_alg, delta, self.config.estimator)
         return estimate.reshape(self.num_replicas, self.num_agents, self.num_arms)
 
     def bonus(self, t: int) -> np.ndarray:
@@ -888,11 +882,11 @@ class ByzantineProofUCB(_FloodingUCB, config=dubey_config.ByzantineProofUCBConfi
         log_inv_delta = 2.0 * math.log(t)
         sizes = self.sample_counts().astype(np.float64)
         with np.errstate(divide="ignore"):
-            if self.bonus_form == "corrected":
-                width = self.sigma * np.sqrt(log_inv_delta / sizes)
+            if self.config.bonus_form == "corrected":
+                width = self.config.sigma * np.sqrt(log_inv_delta / sizes)
             else:
-                width = np.sqrt(self.sigma * log_inv_delta / sizes)
-        return self.sigma * math.sqrt(self.eps_alg) + width
+                width = np.sqrt(self.config.sigma * log_inv_delta / sizes)
+        return self.config.sigma * math.sqrt(self.config.eps_alg) + width
 
     def _index(self, t: int) -> np.ndarray:
         return np.where(self.sample_counts() > 0, self.estimates(t) + self.bonus(t), np.inf)

@@ -233,7 +233,7 @@ class NonFederated(Configured, Population[ProcurementContext], config=solanki_co
         self.v_mode = PRESETS[c.preset]["v_mode"] if c.v_mode is None else c.v_mode
         self.gamma = float(PRESETS[c.preset]["gamma"] if c.gamma is None else c.gamma)
         self.oracle = make_oracle(c.oracle)
-        self.zeta, self.y, self.explore_rounds = c.zeta, c.y, c.explore_rounds
+        self.zeta, self.y, self.explore_rounds = float(c.zeta), float(c.y), c.explore_rounds
 
     def memory_parts(self, context: ProcurementContext) -> dict[str, float]:
         """The per (agent, producer) statistics :meth:`reset` allocates (see the subclasses for more)."""
@@ -398,8 +398,8 @@ class PFCB(NonFederated, config=solanki_config.PFCBConfig):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         c = self.config
-        self.epsilon, self.delta, self.t_lo, self.t_hi = c.epsilon, c.delta, c.t_lo, c.t_hi
-        self.accept_width_mult, self.comm_weight = c.accept_width_mult, c.comm_weight
+        self.epsilon, self.delta, self.t_lo, self.t_hi = float(c.epsilon), float(c.delta), int(c.t_lo), int(c.t_hi)
+        self.accept_width_mult, self.comm_weight = float(c.accept_width_mult), float(c.comm_weight)
         self.noise = c.noise if isinstance(c.noise, str) else bool(c.noise)  # numpy's True is True here
         self.schedule, self.check_basis = c.schedule, c.check_basis
         self.accounting, self.strict, self.eps_log = c.accounting, bool(c.strict), c.eps_log
