@@ -1,9 +1,16 @@
 """Algorithms whose keywords are fields of a config dataclass, each documented once there.
 
 A class declares ``config_class`` (a dataclass that checks its values), the field names it takes as
-keywords (``options``), its own defaults for some of them (``defaults``) and the values it fixes
-(``fixed``). Its signature is derived from these (keyword-only), so ``inspect.signature(cls)`` lists
-exactly the keywords it accepts, with their defaults.
+keywords (``options``; ``class A(Configured, config=AConfig)`` sets both, taking every field), its own
+defaults for some of them (``defaults``) and the values it fixes (``fixed``). Its signature is derived
+from these (keyword-only), so ``inspect.signature(cls)`` lists exactly the keywords it accepts, with their
+defaults. Direct construction and :func:`~fedbandit_envs.algorithms.make_algorithm` check the keywords the
+same way (:meth:`Configured.make_config`).
+
+The config modules of the reference agents (:mod:`agents.dubey_config`, :mod:`agents.solanki_config`) hold
+one frozen :class:`~fedbandit_envs.validation.CheckedConfig` per algorithm: each field is a keyword,
+documented once in the class that declares it and checked on construction; the registry checks the keywords
+of ``make_algorithm`` and of the scenarios through them.
 """
 
 from __future__ import annotations
@@ -16,7 +23,15 @@ from typing import Any, ClassVar
 
 from fedbandit_envs.validation import check_keywords
 
-__all__ = ["Configured"]
+__all__ = ["Configured", "option_names"]
+
+
+def option_names(config_class: type, *excluded: str) -> tuple[str, ...]:
+    """Every field name of the dataclass ``config_class`` but ``excluded``, in declaration order.
+
+    The usual :attr:`Configured.options` of an algorithm that takes all (or all but a few) of its config's fields.
+    """
+    return tuple(f.name for f in fields(config_class) if f.name not in excluded)
 
 
 class Configured:
@@ -34,9 +49,15 @@ class Configured:
     #: The ``config_class`` values this algorithm fixes.
     fixed: ClassVar[Mapping[str, Any]] = MappingProxyType({})
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Give each algorithm the signature of its options (keyword-only, with its defaults)."""
+    def __init_subclass__(cls, config: type | None = None, **kwargs: Any) -> None:
+        """Give each algorithm the signature of its options (keyword-only, with its defaults).
+
+        ``class A(Base, config=AConfig)`` sets ``config_class = AConfig`` and takes every field as an option.
+        """
         super().__init_subclass__(**kwargs)
+        if config is not None:
+            cls.config_class = config
+            cls.options = option_names(config)
         defaults = {f.name: f.default for f in fields(cls.config_class)} | dict(cls.defaults)
         parameters = [Parameter(name, Parameter.KEYWORD_ONLY, default=defaults[name]) for name in cls.options]
         cls.__signature__ = Signature(parameters)  # type: ignore[attr-defined]  # read by inspect.signature

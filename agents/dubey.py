@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from numbers import Real
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
 from agents import dubey_config
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
 from fedbandit_envs.channel.privacy import Privatized, Public, declare_message_kinds
@@ -41,7 +41,7 @@ from fedbandit_envs.privacy.accountant import LaplaceEvent, PrivacyAccountant
 from fedbandit_envs.privacy.mechanisms import FixedInterval, IntervalRelease, laplace_noise
 from fedbandit_envs.protocol import Population
 from fedbandit_envs.reference import reference_active
-from fedbandit_envs.validation import check_int
+from fedbandit_envs.validation import check_int, check_real
 
 declare_message_kinds("dubey_release", "dubey_exact", "dubey_sample")  # public vocabulary under a DP wrapper
 
@@ -58,33 +58,7 @@ __all__ = [
 
 #: Robust estimators of :class:`ByzantineProofUCB` (D10): the paper's shortest-interval trimmed mean, or a plain
 #: mean of all samples (an ablation: cooperative UCB without robustness).
-ESTIMATORS: tuple[str, ...] = ("prasad_shortest_interval", "mean")
-#: Tie breaks of the argmax (D8): uniformly at random (agents stream) or the lowest arm.
-TIE_BREAKS: tuple[str, ...] = ("random", "lowest")
-#: Byzantine UCB bonus (D11): ``sigma sqrt(ln(1/delta)/|S|)`` or the printed ``sqrt(sigma ln(1/delta)/|S|)``.
-BONUS_FORMS: tuple[str, ...] = ("corrected", "literal")
-#: Count sent with a released mean (D2): the count at the release, or the current count (paper-literal).
-COUNT_FIELDS: tuple[str, ...] = ("released", "current")
-#: Sample storage of the byzantine agents (D10): counts over distinct values, sorted arrays, or automatic.
-BACKENDS: tuple[str, ...] = ("auto", "histogram", "sorted")
-
-
-# ---------------------------------------------------------------------------------------------------- validation
-def _real(name: str, value: Any, low: float, high: float, *, closed_high: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    inside = low <= value <= high if closed_high else low <= value < high
-    if not inside:
-        bracket = "]" if closed_high else ")"
-        raise ValueError(f"{name} must lie in [{low}, {high}{bracket}, got {value}")
-    return value
-
-
-def _choice(name: str, value: Any, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
-    return value
+ESTIMATORS: tuple[str, ...] = get_args(dubey_config.Estimator)
 
 
 # ---------------------------------------------------------------------------------------------------- UCB helpers
@@ -102,13 +76,51 @@ def _ucb_index(means: np.ndarray, counts: np.ndarray, t: int) -> np.ndarray:
     return means + np.sqrt(2.0 * math.log(t) / counts)
 
 
-class _UCBPopulation(Population):
-    """Shared parts: the agents' generators and their own pull counts and reward sums, (B, M, K) arrays."""
+# ---------------------------------------------------------------------------------------------------- memory
+#: Bytes of a flooded copy besides its content: the record header (six int64) and its message row (four int64).
+_HEADER_BYTES = 80
+
+
+def _cells(context: AgentContext) -> int:
+    """Replicas x agents x arms: the size of the (B, M, K) tables."""
+    return context.num_replicas * context.num_agents * context.num_arms
+
+
+def _max_degree(context: AgentContext) -> int:
+    """The largest number of neighbours of an agent over the replicas' graphs."""
+    return max(int(topology.degree().max(initial=0)) for topology in context.topologies)
+
+
+def _reach(context: AgentContext, hops: int) -> int:
+    """An upper bound on the other agents within ``hops`` hops of an agent (from the largest degree)."""
+    degree, others = _max_degree(context), context.num_agents - 1
+    reach, frontier = 0, degree
+    for _ in range(max(hops, 0)):
+        reach = min(others, reach + frontier)
+        frontier *= max(degree - 1, 1)
+        if reach == others:
+            break
+    return reach
+
+
+class _UCBPopulation(Configured, Population, config=dubey_config.IndividualUCB1Config):
+    """Shared parts: the agents' generators and their own pull counts and reward sums, (B, M, K) arrays.
+
+    Every constructor keyword is a field of the class's :attr:`config_class` (:mod:`agents.dubey_config`), checked
+    there: direct construction and :func:`~fedbandit_envs.algorithms.make_algorithm` take one validation path.
+    """
 
     families = ("mab",)
 
-    def __init__(self, tie_break: str) -> None:
-        self.tie_break = _choice("tie_break", tie_break, TIE_BREAKS)
+    config: dubey_config.IndividualUCB1Config
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.tie_break = self.config.tie_break
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The own statistics (replicas x agents x arms) :meth:`reset` allocates (see the subclasses for more)."""
+        return {"own statistics (replicas x agents x arms x 8 B, 2 tables)": 16.0 * _cells(context)}
 
     def reset(self, context: AgentContext) -> None:
         """Zero the own statistics; take one generator per replica from the ``agents`` stream."""
@@ -121,8 +133,24 @@ class _UCBPopulation(Population):
         self._rows = np.arange(b)[:, None]
         self._cols = np.arange(m)[None, :]
 
-    def _round_robin(self, slot: int) -> np.ndarray:
-        return np.full((self.num_replicas, self.num_agents), slot % self.num_arms, np.int64)
+    #: Round-robin passes over the arms before the index is used (the interval ``f`` of the private agents).
+    interval = 1
+
+    @property
+    def exploration_slots(self) -> int:
+        """Slots of round-robin exploration, ``K f`` (known after reset)."""
+        return self.num_arms * self.interval
+
+    def _index(self, t: int) -> np.ndarray:
+        """(B, M, K) the index every agent maximises at paper round ``t`` after the exploration."""
+        raise NotImplementedError
+
+    def _arms(self, slot: int) -> np.ndarray:
+        """Arm ``slot mod K`` for the first :attr:`exploration_slots` slots, then the argmax of :meth:`_index`."""
+        t = slot + 1
+        if t <= self.exploration_slots:
+            return np.full((self.num_replicas, self.num_agents), slot % self.num_arms, np.int64)
+        return _argmax(self._index(t), self.rngs, self.tie_break)
 
     def _add_own(self, feedback: Feedback, clip: bool) -> None:
         rewards = np.clip(feedback.rewards, 0.0, 1.0) if clip else feedback.rewards
@@ -136,10 +164,38 @@ class _FloodingUCB(_UCBPopulation):
     #: Message kind of the flooded records.
     kind: str
 
-    def __init__(self, gamma: int, tie_break: str, max_age: int | None, privacy: dict[str, Any] | None = None) -> None:
-        super().__init__(tie_break)
-        self.flood = TTLFlooding(gamma, self.kind, max_age, privacy)
+    config: dubey_config.CooperativeUCBConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.flood = TTLFlooding(self.config.gamma, self.kind, self.config.max_age, self._privacy())
         self.gamma = self.flood.gamma
+
+    def _privacy(self) -> dict[str, Any] | None:
+        """The privacy declaration of the flooded content fields (None: none)."""
+        return None
+
+    def _record_bytes(self, context: AgentContext) -> float:
+        """Bytes of one flooded record's content."""
+        raise NotImplementedError
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The flooding's agent x agent table of seen records and the copies one slot delivers, besides the rest."""
+        b, m = context.num_replicas, context.num_agents
+        window = self.flood.max_age + 1
+        forwarded = 1 + _reach(context, self.gamma - 1)  # the records an agent sends in a slot: its own and forwards
+        copies = b * m * _max_degree(context) * forwarded if self.gamma else 0
+        return {
+            **super().memory_parts(context),
+            "flood seen table (replicas x agents x agents x window x 8 B; window: max_age + 1, by default gamma)": 8.0
+            * b
+            * m
+            * m
+            * window,
+            "flooded copies of one slot, delivered and gathered (replicas x agents x degree x records x 2)": 2.0
+            * copies
+            * (_HEADER_BYTES + self._record_bytes(context)),
+        }
 
     def reset(self, context: AgentContext) -> None:
         """Zero the own statistics; start the flooding."""
@@ -216,13 +272,19 @@ class _IntervalReleases:
         return accountant
 
 
-def _check_private(dp_eps: Any, v: Any, schedule: Any) -> tuple[float, float, int]:
-    """Validate the private parameters (by building one mechanism); return dp_eps, v and ``f = ceil(1/dp_eps)``."""
-    dp_eps = _real("dp_eps", dp_eps, 0.0, 1.0)
-    if dp_eps == 0.0:
-        raise ValueError("dp_eps must be > 0 (the paper's range is (0, 1])")
-    probe = IntervalRelease(dp_eps, np.random.default_rng(0), v, schedule)
-    return dp_eps, probe.v, FixedInterval.from_epsilon(dp_eps).interval
+def _interval_options(
+    config: dubey_config.DPUCBIntConfig | dubey_config.PrivateMultiAgentUCBConfig,
+) -> tuple[float, float, Callable[[int], bool] | None, int]:
+    """``dp_eps``, ``v`` and ``schedule`` of a checked config, and the exploration interval ``f = ceil(1/dp_eps)``."""
+    return config.dp_eps, config.v, config.schedule, FixedInterval.from_epsilon(config.dp_eps).interval
+
+
+def _release_memory(context: AgentContext) -> dict[str, float]:
+    """The bytes of :class:`_IntervalReleases`: its tables per own count ``1..T`` and its three (B, M, K) tables."""
+    return {
+        "release schedule (horizon x 9 B)": 9.0 * (context.horizon + 1),
+        "released statistics (replicas x agents x arms x 8 B, 3 tables)": 24.0 * _cells(context),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------- baselines
@@ -234,55 +296,43 @@ class IndividualUCB1(_UCBPopulation):
     uses ``ln(t - 1)`` and breaks ties to the lowest arm, while the spec (and RC-10's seed-for-seed identity with
     :class:`CooperativeUCB` at ``gamma = 0``) needs this exploration order, ``ln t`` and random ties (D8).
 
-    Args:
-        tie_break: ``"random"`` (D8, the agent's own stream) or ``"lowest"`` (deterministic tests).
+    Keyword arguments: the fields of :class:`agents.dubey_config.IndividualUCB1Config` (``tie_break``), checked
+    there.
     """
 
-    def __init__(self, tie_break: str = "random") -> None:
-        super().__init__(tie_break)
+    def _index(self, t: int) -> np.ndarray:
+        return _ucb_index(self.own_sums / self.own_counts, self.own_counts, t)
 
     def act(self, step: Step) -> Action:
         """Round-robin for the first K slots, then the UCB1 index."""
-        slot = step.slot
-        t = slot + 1
-        if t <= self.num_arms:
-            return Action(self._round_robin(slot))
-        index = _ucb_index(self.own_sums / self.own_counts, self.own_counts, t)
-        return Action(_argmax(index, self.rngs, self.tie_break))
+        return Action(self._arms(step.slot))
 
     def observe(self, feedback: Feedback) -> None:
         """Add each agent's reward to its own statistics."""
         self._add_own(feedback, clip=False)
 
 
-class DPUCBInt(_UCBPopulation):
+class DPUCBInt(_UCBPopulation, config=dubey_config.DPUCBIntConfig):
     """DP-UCB-INT (Tossou and Dimitrakakis 2016) run by every agent alone (§2.5, D14).
 
     Round-robin for ``K f`` slots (``f = ceil(1/dp_eps)``); afterwards ``argmax rel_mean_k + sqrt(2 ln t / n_k)``,
     where ``rel_mean_k`` is the agent's last interval release (:class:`IntervalRelease`, held between releases)
     and ``n_k`` its current count.
 
-    Args:
-        dp_eps: the interval parameter, in (0, 1] (not the final privacy level).
-        v: noise-scale exponent of the interval mechanism, default 1.1.
-        schedule: release schedule ``is_release(count)``; default ``FixedInterval(ceil(1/dp_eps))`` (D1).
-        tie_break: ``"random"`` (D8) or ``"lowest"``.
-        frozen_index: D14's optional reading (a public reimplementation): the whole index of an arm is computed
-            at its release and held until the next one, instead of the held mean plus the current bonus.
+    Keyword arguments: the fields of :class:`agents.dubey_config.DPUCBIntConfig` (``dp_eps``, ``v``, ``schedule``,
+    ``tie_break``, ``frozen_index``: D14's optional reading, the whole index held between releases), checked there.
     """
 
-    def __init__(
-        self,
-        dp_eps: float = 1.0,
-        v: float = 1.1,
-        schedule: Callable[[int], bool] | None = None,
-        tie_break: str = "random",
-        frozen_index: bool = False,
-    ) -> None:
-        super().__init__(tie_break)
-        self.dp_eps, self.v, self.interval = _check_private(dp_eps, v, schedule)
-        self.schedule = schedule
-        self.frozen_index = bool(frozen_index)
+    config: dubey_config.DPUCBIntConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.dp_eps, self.v, self.schedule, self.interval = _interval_options(self.config)
+        self.frozen_index = self.config.frozen_index
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The release tables (per horizon slot and per cell) and the frozen index, besides the own statistics."""
+        return {**super().memory_parts(context), **_release_memory(context), "frozen index": 8.0 * _cells(context)}
 
     def reset(self, context: AgentContext) -> None:
         """Fresh mechanisms for every (agent, arm)."""
@@ -291,14 +341,12 @@ class DPUCBInt(_UCBPopulation):
         self.releases = _IntervalReleases(shape, self.dp_eps, self.v, self.schedule, self.rngs, context.horizon)
         self._frozen = np.full(shape, np.inf)
 
+    def _index(self, t: int) -> np.ndarray:
+        return self._frozen if self.frozen_index else _ucb_index(self.releases.means, self.own_counts, t)
+
     def act(self, step: Step) -> Action:
         """Round-robin for ``K f`` slots, then the index on the held noisy means."""
-        slot = step.slot
-        t = slot + 1
-        if t <= self.num_arms * self.interval:
-            return Action(self._round_robin(slot))
-        index = self._frozen if self.frozen_index else _ucb_index(self.releases.means, self.own_counts, t)
-        return Action(_argmax(index, self.rngs, self.tie_break))
+        return Action(self._arms(step.slot))
 
     def observe(self, feedback: Feedback) -> None:
         """Count the pull and feed the reward to the arm's interval mechanism."""
@@ -316,7 +364,7 @@ class DPUCBInt(_UCBPopulation):
 
 
 # ---------------------------------------------------------------------------------------------------- Algorithms 1 + 2
-class PrivateMultiAgentUCB(_FloodingUCB):
+class PrivateMultiAgentUCB(_FloodingUCB, config=dubey_config.PrivateMultiAgentUCBConfig):
     """Private Multi-Agent UCB: Algorithm 1 (private message passing) + Algorithm 2 (UCB), spec §2.1-2.2.
 
     Each agent keeps exact own counts and sums (clipped to [0, 1], D17) and an :class:`IntervalRelease` per arm.
@@ -326,42 +374,46 @@ class PrivateMultiAgentUCB(_FloodingUCB):
     its own data exact). It plays arm ``slot mod K`` for the first ``K f`` slots (D6), then
     ``argmax S/N + sqrt(2 ln t / N)`` (D7).
 
-    Args:
-        gamma: message time-to-live in hops (>= 0; 0: no communication).
-        dp_eps: the interval parameter, in (0, 1]; sets ``f = ceil(1/dp_eps)`` (not the final privacy level).
-        v: noise-scale exponent of the interval mechanism (the paper's range (1, 1.5); default 1.1).
-        schedule: release schedule ``is_release(count)`` (D1): default ``FixedInterval(f)``; ``LemmaSeries`` is the
-            experimental literal reading.
-        count_field: ``"released"`` (D2: the count at the last release) or ``"current"`` (the paper-literal current
-            count weighting the held mean).
-        strict_dp: use the agent's own release instead of its exact statistics (D16 extension).
-        tie_break: ``"random"`` (D8) or ``"lowest"``.
-        max_age: oldest record age the flooding accepts (default ``gamma - 1``; raise it when links add delay).
+    Keyword arguments: the fields of :class:`agents.dubey_config.PrivateMultiAgentUCBConfig` (``gamma``, ``dp_eps``,
+    which sets ``f = ceil(1/dp_eps)``, ``v``, ``schedule`` (D1; ``LemmaSeries`` is the experimental literal reading),
+    ``count_field`` (D2), ``strict_dp`` (D16 extension), ``tie_break`` (D8), ``max_age``), checked there.
     """
 
     kind = "dubey_release"
 
-    def __init__(
-        self,
-        gamma: int = 1,
-        dp_eps: float = 1.0,
-        v: float = 1.1,
-        schedule: Callable[[int], bool] | None = None,
-        count_field: str = "released",
-        strict_dp: bool = False,
-        tie_break: str = "random",
-        max_age: int | None = None,
-    ) -> None:
-        super().__init__(gamma, tie_break, max_age, self._privacy())
-        self.dp_eps, self.v, self.interval = _check_private(dp_eps, v, schedule)
-        self.schedule = schedule
-        self.count_field = _choice("count_field", count_field, COUNT_FIELDS)
-        self.strict_dp = bool(strict_dp)
+    config: dubey_config.PrivateMultiAgentUCBConfig
 
-    @property
-    def exploration_slots(self) -> int:
-        """Slots of round-robin exploration, ``K f`` (known after reset)."""
-        return self.num_arms * self.interval
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._configure_releases()
+
+    def _configure_releases(self) -> None:
+        """The interval-release options of the config (see :class:`CooperativeUCB` for the exact releases)."""
+        self.dp_eps, self.v, self.schedule, self.interval = _interval_options(self.config)
+        self.count_field, self.strict_dp = self.config.count_field, self.config.strict_dp
+
+    def _record_bytes(self, context: AgentContext) -> float:
+        return 16.0 * context.num_arms  # rel_mean and rel_cnt per arm
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The pooled statistics, the table of the newest record per (holder, origin) pair and the releases.
+
+        The pair table holds one row (K counts and sums, 16 B each, plus 16 B of keys) per agent and origin within
+        ``gamma`` hops: up to agents x agents per replica on a complete graph.
+        """
+        b, m = context.num_replicas, context.num_agents
+        pairs = b * m * _reach(context, self.gamma)
+        return {
+            **super().memory_parts(context),
+            **self._release_memory(context),
+            "pooled statistics (replicas x agents x arms x 8 B, 2 tables)": 16.0 * _cells(context),
+            "newest record per agent pair (replicas x agents x agents in reach x (arms + 1) x 16 B)": 16.0
+            * pairs
+            * (context.num_arms + 1),
+        }
+
+    def _release_memory(self, context: AgentContext) -> dict[str, float]:
+        return _release_memory(context)
 
     def _privacy(self) -> dict[str, Any] | None:
         return {"rel_mean": Privatized(description="Dubey-Pentland interval release"), "rel_cnt": Public()}
@@ -404,16 +456,14 @@ class PrivateMultiAgentUCB(_FloodingUCB):
             own_counts, own_sums = self.own_counts, self.own_sums
         return own_counts + self.pooled_counts, own_sums + self.pooled_sums
 
+    def _index(self, t: int) -> np.ndarray:
+        counts, sums = self.group_statistics()
+        return _ucb_index(sums / counts, counts, t)
+
     def act(self, step: Step) -> Action:
         """Round-robin for ``K f`` slots, then UCB on the group statistics; flood the own record and forwards."""
         slot = step.slot
-        t = slot + 1
-        if t <= self.exploration_slots:
-            arms = self._round_robin(slot)
-        else:
-            counts, sums = self.group_statistics()
-            arms = _argmax(_ucb_index(sums / counts, counts, t), self.rngs, self.tie_break)
-        return Action(arms, self.flood.send(slot, self._own_record() if slot >= 1 else None))
+        return Action(self._arms(slot), self.flood.send(slot, self._own_record() if slot >= 1 else None))
 
     def _own_record(self) -> dict[str, np.ndarray]:
         counts = self.release_counts
@@ -508,25 +558,29 @@ class PrivateMultiAgentUCB(_FloodingUCB):
         return self.releases.accountant(replica, self.own_counts)
 
 
-class CooperativeUCB(PrivateMultiAgentUCB):
+class CooperativeUCB(PrivateMultiAgentUCB, config=dubey_config.CooperativeUCBConfig):
     """The non-private version of Fig. 1(a): Algorithms 1 + 2 without noise, releasing every pull (§2.5).
 
     Records carry each agent's exact mean and count per arm; forced exploration lasts ``K`` slots. With
     ``gamma = 0`` it is :class:`IndividualUCB1`, seed for seed (RC-10).
 
-    Args:
-        gamma: message time-to-live in hops (>= 0; 0: no communication).
-        tie_break: ``"random"`` (D8) or ``"lowest"``.
-        max_age: oldest record age the flooding accepts (default ``gamma - 1``).
+    Keyword arguments: the fields of :class:`agents.dubey_config.CooperativeUCBConfig` (``gamma``, ``tie_break``,
+    ``max_age``), checked there.
     """
 
     kind = "dubey_exact"
 
-    def __init__(self, gamma: int = 1, tie_break: str = "random", max_age: int | None = None) -> None:
-        super().__init__(gamma=gamma, dp_eps=1.0, tie_break=tie_break, max_age=max_age)
+    config: dubey_config.CooperativeUCBConfig  # type: ignore[assignment]
+
+    def _configure_releases(self) -> None:
+        """Exact releases at every pull: the exploration lasts ``K`` slots and each record carries the own count."""
+        self.interval, self.count_field, self.strict_dp = 1, "released", False
 
     def _privacy(self) -> dict[str, Any] | None:
         return None  # exact means: a DP wrapper in strict mode refuses them, as it should
+
+    def _release_memory(self, context: AgentContext) -> dict[str, float]:
+        return {"exact means (replicas x agents x arms x 8 B)": 8.0 * _cells(context)}
 
     def _start_releases(self) -> None:
         shape = (self.num_replicas, self.num_agents, self.num_arms)
@@ -553,10 +607,8 @@ class CooperativeUCB(PrivateMultiAgentUCB):
 
 # ---------------------------------------------------------------------------------------------------- trimmed mean
 def _check_eps_delta(eps: Any, delta: Any) -> tuple[float, float]:
-    eps = _real("eps", eps, 0.0, 0.5, closed_high=False)
-    delta = _real("delta", delta, 0.0, 1.0, closed_high=False)
-    if delta == 0.0:
-        raise ValueError("delta must lie in (0, 1), got 0.0")
+    eps = check_real("eps", eps, 0.0, 0.5, exclusive_maximum=True)
+    delta = check_real("delta", delta, 0.0, 1.0, exclusive_minimum=True, exclusive_maximum=True)
     return eps, delta
 
 
@@ -769,7 +821,7 @@ class _SampleSets:
 
 
 # ---------------------------------------------------------------------------------------------------- Algorithm 3
-class ByzantineProofUCB(_FloodingUCB):
+class ByzantineProofUCB(_FloodingUCB, config=dubey_config.ByzantineProofUCBConfig):
     """Byzantine-Proof Multi-Agent UCB: Algorithm 3 of the paper, spec §2.3-2.4.
 
     Each agent floods every own sample ``(arm, reward)`` for ``gamma`` hops and keeps, per arm, every sample it
@@ -778,48 +830,40 @@ class ByzantineProofUCB(_FloodingUCB):
     The agent never corrupts anything: the environment's adversary does (``wrappers.faults.ByzantineAdversary``).
     Records naming an arm outside ``0..K-1`` are ignored.
 
-    Args:
-        gamma: message time-to-live in hops (>= 0; 0: no communication).
-        eps_alg: contamination level the algorithm assumes, in [0, 1/2); D12: set it to the byzantine fraction
-            times the environment's contamination probability.
-        sigma: standard-deviation bound of the clean rewards (default 0.5, any [0, 1] reward).
-        estimator: ``"prasad_shortest_interval"`` (the paper's) or ``"mean"`` (no robustness; an ablation, D10).
-        bonus_form: ``"corrected"`` (D11) or ``"literal"`` (the printed ``sqrt(sigma ln(1/delta) / |S|)``).
-        tie_break: ``"random"`` (D8) or ``"lowest"``.
-        backend: sample storage: ``"auto"``, ``"histogram"`` (discrete rewards, D10) or ``"sorted"`` (continuous).
-        max_distinct: distinct reward values the histogram backend accepts (``"auto"`` then switches to sorted).
-        max_age: oldest record age the flooding accepts (default ``gamma - 1``; raise it when links add delay).
+    Keyword arguments: the fields of :class:`agents.dubey_config.ByzantineProofUCBConfig` (``gamma``, ``eps_alg``,
+    which D12 sets to the byzantine fraction times the environment's contamination probability, ``sigma``,
+    ``estimator`` (D10), ``bonus_form`` (D11), ``tie_break`` (D8), ``backend``, ``max_distinct``, ``max_age``),
+    checked there.
     """
 
     kind = "dubey_sample"
 
-    def __init__(
-        self,
-        gamma: int = 1,
-        eps_alg: float = 0.0,
-        sigma: float = 0.5,
-        estimator: str = "prasad_shortest_interval",
-        bonus_form: str = "corrected",
-        tie_break: str = "random",
-        backend: str = "auto",
-        max_distinct: int = 64,
-        max_age: int | None = None,
-    ) -> None:
-        super().__init__(gamma, tie_break, max_age)
-        self.eps_alg = _real("eps_alg", eps_alg, 0.0, 0.5, closed_high=False)
-        self.sigma = _real("sigma", sigma, 0.0, math.inf)
-        if self.sigma == 0.0:
-            raise ValueError("sigma must be > 0")
-        self.estimator = _choice("estimator", estimator, ESTIMATORS)
-        self.bonus_form = _choice("bonus_form", bonus_form, BONUS_FORMS)
-        self.backend = _choice("backend", backend, BACKENDS)
-        self.max_distinct = check_int("max_distinct", max_distinct, 2)
+    config: dubey_config.ByzantineProofUCBConfig
+
+    def _record_bytes(self, context: AgentContext) -> float:
+        return 16.0  # the arm (int64) and the reward (float64)
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The sample sets besides the flooding: per (agent, arm) counts over up to ``max_distinct`` reward values.
+
+        The ``"sorted"`` backend keeps every sample instead: up to ``horizon`` samples per agent and agent in reach,
+        about 32 B each (a float in a list). ``"auto"`` starts as a histogram (and switches to lists only for
+        rewards of more than ``max_distinct`` values).
+        """
+        if self.config.backend == "sorted":
+            holders = context.num_replicas * context.num_agents * (1 + _reach(context, self.gamma))
+            name, size = "samples held (replicas x agents x agents in reach x horizon x 32 B)", 32.0 * holders
+            size *= context.horizon
+        else:
+            name = "sample histograms (replicas x agents x arms x max_distinct x 16 B)"
+            size = 16.0 * _cells(context) * self.config.max_distinct
+        return {**super().memory_parts(context), name: size}
 
     def reset(self, context: AgentContext) -> None:
         """Empty every sample set; start the flooding."""
         super().reset(context)
         b, m, k = self.num_replicas, self.num_agents, self.num_arms
-        self.samples = _SampleSets(b * m * k, self.backend, self.max_distinct)
+        self.samples = _SampleSets(b * m * k, self.config.backend, self.config.max_distinct)
         self._last: tuple[np.ndarray, np.ndarray] | None = None
         self._own_cells = (np.arange(b * m) * k).reshape(b, m)
 
@@ -830,7 +874,7 @@ class ByzantineProofUCB(_FloodingUCB):
     def estimates(self, t: int) -> np.ndarray:
         """(B, M, K) the robust estimates at paper round ``t`` (``delta = 1/t^2``; NaN for an empty set)."""
         delta = 1.0 / t**2
-        estimate = self.samples.estimate(self.eps_alg, delta, self.estimator)
+        estimate = self.samples.estimate(self.config.eps_alg, delta, self.config.estimator)
         return estimate.reshape(self.num_replicas, self.num_agents, self.num_arms)
 
     def bonus(self, t: int) -> np.ndarray:
@@ -838,23 +882,19 @@ class ByzantineProofUCB(_FloodingUCB):
         log_inv_delta = 2.0 * math.log(t)
         sizes = self.sample_counts().astype(np.float64)
         with np.errstate(divide="ignore"):
-            if self.bonus_form == "corrected":
-                width = self.sigma * np.sqrt(log_inv_delta / sizes)
+            if self.config.bonus_form == "corrected":
+                width = self.config.sigma * np.sqrt(log_inv_delta / sizes)
             else:
-                width = np.sqrt(self.sigma * log_inv_delta / sizes)
-        return self.sigma * math.sqrt(self.eps_alg) + width
+                width = np.sqrt(self.config.sigma * log_inv_delta / sizes)
+        return self.config.sigma * math.sqrt(self.config.eps_alg) + width
+
+    def _index(self, t: int) -> np.ndarray:
+        return np.where(self.sample_counts() > 0, self.estimates(t) + self.bonus(t), np.inf)
 
     def act(self, step: Step) -> Action:
         """Each arm once, then the robust UCB index; flood the previous slot's sample and the forwards."""
-        slot = step.slot
-        t = slot + 1
-        if t <= self.num_arms:
-            arms = self._round_robin(slot)
-        else:
-            index = np.where(self.sample_counts() > 0, self.estimates(t) + self.bonus(t), np.inf)
-            arms = _argmax(index, self.rngs, self.tie_break)
         content = None if self._last is None else {"arm": self._last[0], "reward": self._last[1]}
-        return Action(arms, self.flood.send(slot, content))
+        return Action(self._arms(step.slot), self.flood.send(step.slot, content))
 
     def observe(self, feedback: Feedback) -> None:
         """Append the own sample (its true value), then every new record's sample."""

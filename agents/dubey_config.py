@@ -1,8 +1,6 @@
 """The configurations of Dubey and Pentland's algorithms (:mod:`agents.dubey`): one frozen dataclass each.
 
-Each field is a constructor keyword of the algorithm, documented once in the class that declares it and
-checked on construction (:class:`~fedbandit_envs.validation.CheckedConfig`). The registry checks the keywords
-of :func:`~fedbandit_envs.algorithms.make_algorithm` and of the scenarios through them.
+How the fields are documented and checked: :mod:`agents.configured`.
 """
 
 from __future__ import annotations

@@ -28,17 +28,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import MappingProxyType
+from typing import Any, get_args
 
 import numpy as np
 
 from agents import solanki_config
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.procurement.env import ProcurementContext, ProcurementFeedback
-from fedbandit_envs.families.procurement.oracles import Oracle, make_oracle
+from fedbandit_envs.families.procurement.oracles import make_oracle
 from fedbandit_envs.privacy.accountant import PrivacyAccountant
 from fedbandit_envs.privacy.mechanisms import GaussianMechanism, gaussian_delta
 from fedbandit_envs.protocol import Population
@@ -70,16 +72,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "paper_literal": {"v_mode": "ucb", "gamma": 0.0},
 }
 
-V_MODES = ("ucb", "mean", "lcb")
-
 #: Communication schedules of P-FCB (D-17): ``"pow2"`` (default), ``"literal"`` (Alg. 2 line 9 read
 #: literally: a burst at t_lo..t_lo+7, then the powers of two), ``"every_round"`` (the §5.1 ablation).
-SCHEDULES = ("pow2", "literal", "every_round")
+SCHEDULES: tuple[str, ...] = get_args(solanki_config.Schedule)
 
 #: The three composition views of the accountant (§1.8): the paper's basic composition over messages,
 #: the strict one counting the w and y fields as two releases (D-11), and parallel composition over the
 #: disjoint windows.
-COMPOSITION_MODES = ("basic", "basic_strict", "disjoint")
+COMPOSITION_MODES: tuple[str, ...] = get_args(solanki_config.Accounting)
 
 #: Paper-literal readings as constructor keywords, keyed by the spec decision they concern.
 LITERAL_READINGS: dict[str, dict[str, Any]] = {
@@ -212,44 +212,33 @@ def check_and_update(
 
 
 # ====================================================================================== learners
-class NonFederated(Population[ProcurementContext]):
+class NonFederated(Configured, Population[ProcurementContext], config=solanki_config.NonFederatedConfig):
     """Every agent learns alone (Deva et al.'s single-agent algorithm; §2.1). No messages.
 
     For ``t <= tau0 = explore_len(1)`` an agent buys one unit from every producer; afterwards it plays
     ``Oracle(q+, v, c_j, k_j, alpha + gamma, rho)`` with ``q+ = clip(Y/W, 0, 1) + sqrt(3 ln t / (2 W))`` (D-14).
 
-    Keyword arguments: the fields of :class:`agents.solanki_config.NonFederatedConfig` (documented and checked
-    there when the algorithm is made through the registry or a scenario).
+    Keyword arguments: the fields of :class:`agents.solanki_config.NonFederatedConfig`, documented and checked
+    there (direct construction and :func:`~fedbandit_envs.algorithms.make_algorithm` take the same path).
     """
 
     families = ("procurement",)
 
-    def __init__(
-        self,
-        preset: str = "default",
-        v_mode: str | None = None,
-        gamma: float | None = None,
-        oracle: str | Oracle = "greedy",
-        zeta: float = 1.0,
-        y: float = 1.0,
-        explore_rounds: int | None = None,
-    ) -> None:
-        if preset not in PRESETS:
-            raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
-        self.preset = preset
-        self.v_mode = PRESETS[preset]["v_mode"] if v_mode is None else v_mode
-        if self.v_mode not in V_MODES:
-            raise ValueError(f"v_mode must be one of {V_MODES}, got {self.v_mode!r}")
-        self.gamma = float(PRESETS[preset]["gamma"] if gamma is None else gamma)
-        if not (math.isfinite(self.gamma) and self.gamma >= 0):
-            raise ValueError(f"gamma (margin on alpha) must be finite and >= 0, got {gamma!r}")
-        self.oracle = make_oracle(oracle)
-        if not (zeta > 0 and y > 0):
-            raise ValueError(f"zeta and y must be > 0, got zeta={zeta!r}, y={y!r}")
-        self.zeta, self.y = float(zeta), float(y)
-        if explore_rounds is not None and (isinstance(explore_rounds, bool) or int(explore_rounds) < 1):
-            raise ValueError(f"explore_rounds must be an int >= 1 or None, got {explore_rounds!r}")
-        self.explore_rounds = explore_rounds
+    config: solanki_config.NonFederatedConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        c = self.config
+        self.preset = c.preset
+        self.v_mode = PRESETS[c.preset]["v_mode"] if c.v_mode is None else c.v_mode
+        self.gamma = float(PRESETS[c.preset]["gamma"] if c.gamma is None else c.gamma)
+        self.oracle = make_oracle(c.oracle)
+        self.zeta, self.y, self.explore_rounds = float(c.zeta), float(c.y), c.explore_rounds
+
+    def memory_parts(self, context: ProcurementContext) -> dict[str, float]:
+        """The per (agent, producer) statistics :meth:`reset` allocates (see the subclasses for more)."""
+        cells = context.num_replicas * context.num_agents * context.num_arms
+        return {"statistics (replicas x agents x producers x 8 B, 5 tables)": 40.0 * cells}
 
     # ------------------------------------------------------------------ hooks for the subclasses
     def _explore_agents(self, num_agents: int) -> int:
@@ -308,7 +297,7 @@ class NonFederated(Population[ProcurementContext]):
         }
 
 
-class FCBSync(NonFederated):
+class FCBSync(NonFederated, config=solanki_config.FCBSyncConfig):
     """Algorithm 1: every agent broadcasts its units and good units of every round (§2.2).
 
     Each agent keeps the pooled totals ``W_i`` (units bought from i by all agents) and ``Y_i``; its UCB is
@@ -322,9 +311,17 @@ class FCBSync(NonFederated):
 
     message_kind = "fcb_sync"
 
-    def __init__(self, literal_width: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.literal_width = bool(literal_width)
+    config: solanki_config.FCBSyncConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.literal_width = self.config.literal_width
+
+    def memory_parts(self, context: ProcurementContext) -> dict[str, float]:
+        """The statistics and one round's broadcast as delivered: ``l`` and ``x`` from every agent to every other."""
+        b, n, m = context.num_replicas, context.num_agents, context.num_arms
+        delivered = "delivered rounds of one slot (replicas x agents x agents x producers x 16 B)"
+        return {**super().memory_parts(context), delivered: 16.0 * b * n * n * m}
 
     def _explore_agents(self, num_agents: int) -> int:
         return num_agents
@@ -374,7 +371,7 @@ class FCBSync(NonFederated):
                 np.add.at(self.Y, (batch.replica, batch.recipient), batch.payload["x"])
 
 
-class PFCB(NonFederated):
+class PFCB(NonFederated, config=solanki_config.PFCBConfig):
     """Algorithm 2, P-FCB: private federated combinatorial bandit with a quality constraint (§2.3).
 
     Per agent and producer it keeps the effective totals ``W, Y`` (own data plus ``comm_weight``-weighted
@@ -396,48 +393,36 @@ class PFCB(NonFederated):
 
     message_kind = "pfcb"
 
-    def __init__(
-        self,
-        epsilon: float = 1.0,
-        delta: float = 0.01,
-        t_lo: int = 200,
-        t_hi: int = 40000,
-        accept_width_mult: float = 0.1,
-        comm_weight: float = 10.0,
-        schedule: str = "pow2",
-        noise: bool | str = True,
-        check_basis: str = "effective",
-        accounting: str = "basic",
-        strict: bool = False,
-        eps_log: str = "log2",
-        message_epsilon: float | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        if not (isinstance(epsilon, int | float) and not isinstance(epsilon, bool) and 0 < epsilon < math.inf):
-            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-        if not 0.0 < delta < 1.0:
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-        if noise not in (True, False, "wrapper"):
-            raise ValueError(f"noise must be True (in-agent), False (no noise) or 'wrapper', got {noise!r}")
-        if check_basis not in ("effective", "local"):
-            raise ValueError(f"check_basis must be 'effective' (Procedure 1) or 'local' (§5.4), got {check_basis!r}")
-        if accounting not in COMPOSITION_MODES:
-            raise ValueError(f"accounting must be one of {COMPOSITION_MODES}, got {accounting!r}")
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-        if not (accept_width_mult >= 0 and comm_weight >= 0):
-            raise ValueError("accept_width_mult (omega1) and comm_weight (omega2) must be >= 0")
-        if eps_log not in ("log2", "ln"):
-            raise ValueError(f"eps_log must be 'log2' (D-10) or 'ln', got {eps_log!r}")
-        if message_epsilon is not None and not 0 < message_epsilon < math.inf:
-            raise ValueError(f"message_epsilon must be a finite number > 0 or None, got {message_epsilon!r}")
-        self.epsilon, self.delta = float(epsilon), float(delta)
-        self.t_lo, self.t_hi = int(t_lo), int(t_hi)
-        self.accept_width_mult, self.comm_weight = float(accept_width_mult), float(comm_weight)
-        self.schedule, self.noise, self.check_basis = schedule, noise, check_basis
-        self.accounting, self.strict, self.eps_log = accounting, bool(strict), eps_log
-        self.message_epsilon = message_epsilon
+    config: solanki_config.PFCBConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        c = self.config
+        self.epsilon, self.delta, self.t_lo, self.t_hi = float(c.epsilon), float(c.delta), int(c.t_lo), int(c.t_hi)
+        self.accept_width_mult, self.comm_weight = float(c.accept_width_mult), float(c.comm_weight)
+        self.noise = c.noise if isinstance(c.noise, str) else bool(c.noise)  # numpy's True is True here
+        self.schedule, self.check_basis = c.schedule, c.check_basis
+        self.accounting, self.strict, self.eps_log = c.accounting, bool(c.strict), c.eps_log
+        self.message_epsilon = c.message_epsilon
+
+    def memory_parts(self, context: ProcurementContext) -> dict[str, float]:
+        """The windows, the agent x agent acceptance counts and the dense inbox of a communication round.
+
+        A communication round delivers every agent's window sums and sensitivities to every other (24 B per sender,
+        receiver and producer) and reads them into two dense (replicas x receivers x senders x producers) float64
+        tables (:meth:`_received`).
+        """
+        b, n, m = context.num_replicas, context.num_agents, context.num_arms
+        return {
+            **super().memory_parts(context),
+            "windows (replicas x agents x producers x 8 B, 2 tables)": 16.0 * b * n * m,
+            "acceptance counts (replicas x agents x agents x 8 B, 2 tables)": 16.0 * b * n * n,
+            "received messages and their dense tables (replicas x agents x agents x producers x 40 B)": 40.0
+            * b
+            * n
+            * n
+            * m,
+        }
 
     def _explore_agents(self, num_agents: int) -> int:
         return num_agents
@@ -660,7 +645,7 @@ class PFCB(NonFederated):
         return state
 
 
-class FCBExp(PFCB):
+class FCBExp(PFCB, config=solanki_config.FCBExpConfig):
     """The experiments' "FCB" (§6.1, D-21): P-FCB whose messages carry the exact window sums.
 
     Same schedule, CheckAndUpdate and omegas as :class:`PFCB`; ``noise`` is fixed to False. The window
@@ -668,10 +653,7 @@ class FCBExp(PFCB):
     P-FCB in wrapper mode.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        if kwargs.pop("noise", False) is not False:
-            raise ValueError("FCBExp never adds noise; use PFCB for noisy messages")
-        super().__init__(noise=False, **kwargs)
+    config: solanki_config.FCBExpConfig
 
 
 class NaivePrivate(PFCB):
@@ -713,9 +695,7 @@ class EveryRoundPrivate(PFCB):
     P-FCB communicates only on a sparse schedule. No budget is enforced.
     """
 
-    def __init__(self, message_epsilon: float = 0.01, **kwargs: Any) -> None:
-        kwargs.setdefault("schedule", "every_round")
-        super().__init__(message_epsilon=message_epsilon, **kwargs)
+    defaults = MappingProxyType({"message_epsilon": 0.01, "schedule": "every_round"})
 
 
 register_algorithm("solanki_nf", NonFederated, config=solanki_config.NonFederatedConfig)

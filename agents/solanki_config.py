@@ -1,8 +1,6 @@
 """The configurations of Solanki et al.'s algorithms (:mod:`agents.solanki`): one frozen dataclass each.
 
-Each field is a constructor keyword of the algorithm, documented once in the class that declares it and
-checked on construction (:class:`~fedbandit_envs.validation.CheckedConfig`). The registry checks the keywords
-of :func:`~fedbandit_envs.algorithms.make_algorithm` and of the scenarios through them.
+How the fields are documented and checked: :mod:`agents.configured`.
 """
 
 from __future__ import annotations
@@ -127,3 +125,8 @@ class FCBExpConfig(PFCBConfig):
     """
 
     noise: Literal[False] = False
+
+    def __post_init__(self) -> None:
+        if self.noise is True:  # a clearer message than the field check's
+            raise ValueError("noise must be one of False: FCBExp never adds noise; use PFCB (solanki_pfcb) for noise")
+        super().__post_init__()

@@ -35,6 +35,7 @@ from typing import Any, Literal, TypedDict, get_args
 
 import numpy as np
 
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, declare_message_kinds
@@ -185,7 +186,7 @@ def _child(seed: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, *key), pool_size=seed.pool_size)
 
 
-class GossipUCB(Population):
+class GossipUCB(Configured, Population, config=GossipUCBConfig):
     """Gossip_UCB (Algorithm 1): UCB on gossiped estimates ϑ of the global means, with max-count consistency.
 
     Needs N >= 3 agents (the paper excludes N = 2; P1), a connected agent graph with at least one edge, a horizon
@@ -203,8 +204,12 @@ class GossipUCB(Population):
 
     supports_batching = True
 
-    def __init__(self, alpha1: float | None = None, count_sync: CountSync = "neighbours") -> None:
-        self._configure(GossipUCBConfig(alpha1=alpha1, count_sync=count_sync))
+    config: GossipUCBConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.alpha1 = self.config.alpha1
+        self.count_sync = self.config.count_sync
 
     def memory_parts(self, context: AgentContext) -> dict[str, float]:
         """The agent x agent table of received counts and the per-(agent, arm) statistics :meth:`reset` allocates."""
@@ -213,12 +218,6 @@ class GossipUCB(Population):
             "received counts (agents x replicas x agents x arms x 8 B)": 8.0 * n * b * n * m,
             "statistics (replicas x agents x arms x 8 B, 6 tables)": 48.0 * b * n * m,
         }
-
-    def _configure(self, config: GossipUCBConfig) -> None:
-        """Keep the checked keywords."""
-        self.config = config
-        self.alpha1 = config.alpha1
-        self.count_sync = config.count_sync
 
     # ------------------------------------------------------------------ episode
     def reset(self, context: AgentContext) -> None:
@@ -400,7 +399,7 @@ class GossipUCB(Population):
         }
 
 
-class FedUCB(GossipUCB):
+class FedUCB(GossipUCB, config=FedUCBConfig):
     """Fed_UCB (Algorithm 4): Gossip_UCB on noisy local means from a binary-tree mechanism per (agent, arm).
 
     Each agent privatises its **input stream** (spec §1.4): arm k's stream holds the agent's observation of k at
@@ -424,50 +423,21 @@ class FedUCB(GossipUCB):
     #: Account key of the agents' own mechanism in a DP wrapper's accountant.
     ACCOUNT_KEY = "fed_ucb_input_stream"
 
-    def __init__(
-        self,
-        epsilon: float = 1.0,
-        profile: ProfileName = "strict",
-        *,
-        eps_split: EpsilonSplit | None = None,
-        dp_init: DPInit | None = None,
-        log_n_floor: bool | None = None,
-        noise_on_empty: bool | None = None,
-        dp_bonus_scale: float = 1.0,
-        clip_for_dp: tuple[float, float] | None = None,
-        alpha1: float | None = None,
-        count_sync: CountSync = "neighbours",
-    ) -> None:
-        config = FedUCBConfig(
-            alpha1=alpha1,
-            count_sync=count_sync,
-            epsilon=epsilon,
-            profile=profile,
-            eps_split=eps_split,
-            dp_init=dp_init,
-            log_n_floor=log_n_floor,
-            noise_on_empty=noise_on_empty,
-            dp_bonus_scale=dp_bonus_scale,
-            clip_for_dp=clip_for_dp,
-        )
-        self._configure(config)
-        epsilon = float(epsilon)
-        defaults = PROFILES[profile]
-        eps_split = defaults["eps_split"] if eps_split is None else eps_split
-        dp_init = defaults["dp_init"] if dp_init is None else dp_init
-        log_n_floor = defaults["log_n_floor"] if log_n_floor is None else log_n_floor
-        noise_on_empty = defaults["noise_on_empty"] if noise_on_empty is None else noise_on_empty
-        dp_bonus_scale = float(dp_bonus_scale)
-        if clip_for_dp is not None:
-            clip_for_dp = (float(clip_for_dp[0]), float(clip_for_dp[1]))
-        self.epsilon = epsilon
-        self.profile = profile
-        self.eps_split: EpsilonSplit = eps_split
-        self.dp_init: DPInit = dp_init
-        self.log_n_floor = log_n_floor
-        self.noise_on_empty = noise_on_empty
-        self.dp_bonus_scale = dp_bonus_scale
-        self.clip_for_dp = clip_for_dp
+    config: FedUCBConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        c = self.config
+        defaults = PROFILES[c.profile]
+        self.epsilon = float(c.epsilon)
+        self.profile = c.profile
+        self.eps_split: EpsilonSplit = defaults["eps_split"] if c.eps_split is None else c.eps_split
+        self.dp_init: DPInit = defaults["dp_init"] if c.dp_init is None else c.dp_init
+        self.log_n_floor = defaults["log_n_floor"] if c.log_n_floor is None else c.log_n_floor
+        self.noise_on_empty = defaults["noise_on_empty"] if c.noise_on_empty is None else c.noise_on_empty
+        self.dp_bonus_scale = float(c.dp_bonus_scale)
+        clip = c.clip_for_dp
+        self.clip_for_dp = None if clip is None else (float(clip[0]), float(clip[1]))
 
     # ------------------------------------------------------------------ episode
     def reset(self, context: AgentContext) -> None:

@@ -60,7 +60,7 @@ def test_small_samples_fall_back_to_the_median():
 
 
 def test_bad_estimator_parameters():
-    with pytest.raises(ValueError, match="eps must lie in"):
+    with pytest.raises(ValueError, match="eps must be < 0.5"):
         trimmed_mean([1.0, 2.0], 0.5, 0.1)
     with pytest.raises(ValueError, match="delta"):
         trimmed_mean([1.0, 2.0], 0.1, 0.0)

@@ -3,7 +3,9 @@
 Properties (issue 19):
 
 * a malformed keyword of a registered algorithm raises ``ValueError`` or ``TypeError`` naming it, before
-  construction (``make_algorithm`` checks it through the algorithm's config); an accepted one constructs;
+  construction (``make_algorithm`` checks it through the algorithm's config), and direct construction refuses
+  the same keywords with the same error; a keyword both accept plays a few slots on a small environment of a
+  family the algorithm supports, where the only error allowed is a ``ValueError``/``TypeError`` naming it;
 
 * a malformed constructor argument raises ``ValueError`` or ``TypeError`` (or a documented subclass such as
   ``MemoryLimitError``) whose message names the argument, at construction; a construction that succeeds
@@ -18,6 +20,7 @@ Examples are bounded (``max_examples`` below, ``deadline=None``) so the module s
 from __future__ import annotations
 
 import inspect
+import typing
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +37,9 @@ import fedbandit_envs  # noqa: F401  (registers the ids)
 from fedbandit_envs import SERVER, Message
 from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
 from fedbandit_envs.families.linear import FederatedLinear
+from fedbandit_envs.hybrid import hybrid_topology
 from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
+from fedbandit_envs.run import run
 
 PARALLEL_IDS = sorted(PARALLEL_ENVS)
 GYMNASIUM_IDS = sorted(GYMNASIUM_ENVS)
@@ -241,21 +246,112 @@ ALGORITHMS = {
 #: Examples per registered algorithm.
 ALGORITHM_EXAMPLES = 25
 
+#: Slots an accepted configuration plays, on a small environment of a family the algorithm supports.
+SLOTS = 6
+SMALL_ENVS = {
+    "mab": {"env": "mab", "num_agents": 4, "num_arms": 3, "horizon": SLOTS, "topology": "complete"},
+    "linear": {"env": "linear", "num_clients": 3, "num_arms": 3, "dimension": 3, "horizon": SLOTS},
+    "procurement": {"env": "procurement", "num_agents": 3, "num_producers": 4, "horizon": SLOTS},
+}
+#: The algorithms that need a particular channel or topology.
+SMALL_ENV_OPTIONS = {
+    "gossip_ucb": {"topology": "ring", "gossip": "uniform_edge"},
+    "fed_ucb": {"topology": "ring", "gossip": "uniform_edge"},
+    "cdp_mab": {"topology": "server"},
+    "hdp_mab": {"topology": hybrid_topology(4, (2, 2), "complete")},
+}
+
+#: Examples per registered algorithm of the run with an accepted keyword.
+RUN_EXAMPLES = 10
+
+
+def small_env(algorithm: str) -> dict[str, Any]:
+    """A small environment of the first family ``algorithm`` supports, with the channel or graph it needs."""
+    return {**SMALL_ENVS[ALGORITHMS[algorithm].families[0]], **SMALL_ENV_OPTIONS.get(algorithm, {})}
+
+
+def outcome(build: Callable[[], Any]) -> tuple[type[BaseException] | None, str]:
+    """``(None, "")`` if ``build()`` succeeds, else the ValueError/TypeError class and its message."""
+    try:
+        build()
+    except (ValueError, TypeError) as error:
+        return type(error), str(error)
+    return None, ""
+
+
+def plays_a_few_slots(algorithm: str, name: str, value: Any) -> None:
+    """``algorithm`` built with ``name=value`` plays :data:`SLOTS` slots, or raises a ValueError/TypeError naming it.
+
+    Such an error is a setting only the environment can refute, raised at reset or at the first slot.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run(lambda: make_algorithm(algorithm, **{name: value}), small_env(algorithm), [0], checkpoints=1)
+    except (ValueError, TypeError) as error:
+        assert names_the_argument(str(error), name, value), f"{name}={value!r} failed in the run: {error!r}"
+
+
+def literal_options(hint: Any) -> list[Any]:
+    """The options of every ``Literal`` inside an annotation (``X | Literal["a"] | None`` gives ``["a"]``)."""
+    if typing.get_origin(hint) is typing.Literal:
+        return list(typing.get_args(hint))
+    return [option for member in typing.get_args(hint) for option in literal_options(member)]
+
+
+def plausible_values(spec: Any, name: str) -> list[Any]:
+    """Values keyword ``name`` may well accept: its default, nearby numbers, the other flag and its options."""
+    default = spec.defaults().get(name)
+    values = [default]
+    if isinstance(default, bool):
+        values.append(not default)
+    elif isinstance(default, int):
+        values += [default + 1, default * 2, 0, 1]
+    elif isinstance(default, float):
+        values += [default * 0.5, default * 2, 0.0, 1.0]
+    elif default is None:
+        values += [0.5, 1, 2]
+    if spec.config is not None:
+        values += literal_options(typing.get_type_hints(spec.config).get(name))
+    return values
+
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 @settings(FUZZ, max_examples=ALGORITHM_EXAMPLES)
 @given(data=st.data())
 def test_malformed_algorithm_keyword_is_refused_by_name(algorithm, data):
-    # the registry refuses a malformed keyword by name before construction; what it accepts, the constructor
-    # builds (no error is left for later)
+    # the registry refuses a malformed keyword by name before construction, and direct construction refuses
+    # exactly the same keywords (one validation path); what both accept plays a few slots
     spec = ALGORITHMS[algorithm]
     names = list(spec.keywords())
     typos = [name[:-1] for name in names if len(name) > 3]
     name = data.draw(st.sampled_from(names + typos + ["bogus"]), label="keyword")
     value = data.draw(BAD_VALUES, label="value")
-    try:
-        population = make_algorithm(algorithm, **{name: value})
-    except (ValueError, TypeError) as error:
-        assert names_the_argument(str(error), name, value), f"{name}={value!r} raised {error!r}"
+    registry = outcome(lambda: make_algorithm(algorithm, **{name: value}))
+    direct = outcome(lambda: spec.factory(**{name: value}))
+    assert registry[0] is direct[0], f"{name}={value!r}: make_algorithm gave {registry}, the constructor {direct}"
+    if registry[0] is not None:
+        assert names_the_argument(registry[1], name, value), f"{name}={value!r} raised {registry[1]!r}"
+        if names:  # (a constructor without keywords raises Python's own "takes no arguments")
+            assert names_the_argument(direct[1], name, value), f"{name}={value!r} raised {direct[1]!r}"
+        if name in names:  # a bad value: the same check, the same message (an unknown keyword names its owner)
+            assert registry[1] == direct[1]
+    else:
+        plays_a_few_slots(algorithm, name, value)
+
+
+@pytest.mark.parametrize("algorithm", sorted(name for name, spec in ALGORITHMS.items() if spec.keywords()))
+@settings(FUZZ, max_examples=RUN_EXAMPLES)
+@given(data=st.data())
+def test_accepted_algorithm_keyword_plays_a_few_slots(algorithm, data):
+    # plausible values (defaults, nearby numbers, options): the paths agree, and what they accept plays a few
+    # slots on a small environment of a family the algorithm supports
+    spec = ALGORITHMS[algorithm]
+    name = data.draw(st.sampled_from(spec.keywords()), label="keyword")
+    value = data.draw(st.sampled_from(plausible_values(spec, name)), label="value")
+    registry = outcome(lambda: make_algorithm(algorithm, **{name: value}))
+    assert registry == outcome(lambda: spec.factory(**{name: value})), f"{name}={value!r}"
+    if registry[0] is not None:
+        assert names_the_argument(registry[1], name, value), f"{name}={value!r} raised {registry[1]!r}"
         return
-    assert population is not None and spec.factory(**{name: value}) is not None
+    plays_a_few_slots(algorithm, name, value)

@@ -552,6 +552,12 @@ def test_bad_agent_arguments(factory, match):
         factory()
 
 
+def test_a_numpy_flag_is_the_flag():
+    # numpy's True turns the in-agent noise on, as True does (it was once taken for "no noise")
+    assert PFCB(noise=np.True_).noise is True and PFCB(noise=np.False_).noise is False
+    assert PFCB(noise="wrapper").noise == "wrapper" and PFCB(strict=np.True_).strict is True
+
+
 def test_state_dict_and_acceptance_log():
     population = PFCB(t_lo=16, epsilon=1.0)
     manual_run(population, {"num_agents": 3, "num_producers": 4, "horizon": 300, "instance_seed": 3}, seed=0)

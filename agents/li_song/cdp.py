@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agents.configured import option_names
 from agents.li_song.engine import (
     LiSongConfig,
     LiSongPopulation,
@@ -171,7 +172,7 @@ class CDPMAB(LiSongPopulation):
     takes them from the wrapper; a fresh uniform N-subset uploads each round (D12, D27: no cap implied).
     """
 
-    options = LiSongConfig.options_except("hybrid_aggregation")
+    options = option_names(LiSongConfig, "hybrid_aggregation")
 
     def make_coordinator(self) -> CDPServer:
         """The aggregating server."""

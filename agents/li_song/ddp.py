@@ -28,6 +28,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from agents.configured import option_names
 from agents.li_song.engine import LiSongConfig, LiSongPopulation, aggregate_values, epoch_mean_privacy
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, declare_message_kinds
@@ -72,7 +73,7 @@ class DDPMAB(LiSongPopulation):
     its epoch means itself (``noise="agent"`` is fixed; see the module docstring).
     """
 
-    options = LiSongConfig.options_except("participation", "noise", "hybrid_aggregation")
+    options = option_names(LiSongConfig, "participation", "noise", "hybrid_aggregation")
     fixed = MappingProxyType({"noise": "agent"})
 
     def check_topology(self, topology: Topology) -> None:
@@ -82,6 +83,21 @@ class DDPMAB(LiSongPopulation):
                 f"DDP-MAB needs a connected agent graph, but topology {topology.name!r} has "
                 f"{len(topology.components())} components; use e.g. 'complete', 'ring', 'star' or 'erdos_renyi'"
             )
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The engine's tables, the agent x agent GIS sets and the agents^3 request candidates of one hop.
+
+        :func:`gis_requests` peaks at about twice the (agents, agents, agents) bool table (measured).
+        """
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        return {
+            **super().memory_parts(context),
+            "GIS held and fresh sets (replicas x agents x agents x 1 B, 2 tables)": 2.0 * b * m * m,
+            "vectors and their sums (replicas x agents x arms x 8 B, 2 tables)": 16.0 * b * m * k,
+            "GIS request candidates of one hop (agents x agents x agents x 1 B, twice: the table and its argmax)": 2.0
+            * m**3
+            + 8.0 * m * m,
+        }
 
     def reset(self, context: AgentContext) -> None:
         """Empty GIS lists; per-origin sums of the privatized vectors."""

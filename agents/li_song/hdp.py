@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agents.configured import option_names
 from agents.li_song.cdp import first_rows, pooled_broadcast
 from agents.li_song.engine import (
     LiSongConfig,
@@ -121,7 +122,7 @@ class HDPMAB(LiSongPopulation):
     Keywords: the :class:`LiSongConfig` fields in :attr:`options` (every agent uploads: no ``participation``).
     """
 
-    options = LiSongConfig.options_except("participation")
+    options = option_names(LiSongConfig, "participation")
 
     def make_coordinator(self) -> HDPServer:
         """The server of the sinks."""
@@ -130,6 +131,15 @@ class HDPMAB(LiSongPopulation):
     def check_topology(self, topology: Topology) -> None:
         """One server-linked sink per component (raises ValueError otherwise)."""
         sink_plan(topology, np.flatnonzero(topology.server_links))
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The engine's tables, the agent x agent convergecast sets and the per (agent, arm) vectors."""
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        return {
+            **super().memory_parts(context),
+            "convergecast pending and collected sets (replicas x agents x agents x 1 B, 2 tables)": 2.0 * b * m * m,
+            "own and relayed vectors (replicas x agents x arms x 8 B, 2 tables)": 16.0 * b * m * k,
+        }
 
     def reset(self, context: AgentContext) -> None:
         """SAC trees of every replica; empty convergecast state."""

@@ -37,6 +37,17 @@ class SingleMAB(LiSongPopulation):
         """One federation per agent."""
         return np.arange(num_replicas * num_agents).reshape(num_replicas, num_agents)
 
+    def _num_federations(self, num_replicas: int, num_agents: int) -> int:
+        return num_replicas * num_agents
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The engine's tables and the per-agent sums of the privatized epoch means."""
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        return {
+            **super().memory_parts(context),
+            "sums of the epoch means (replicas x agents x arms x 8 B)": 8.0 * b * m * k,
+        }
+
     def reset(self, context: AgentContext) -> None:
         """Per-agent sums of the privatized epoch means."""
         super().reset(context)

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from agents.configured import option_names
 from agents.li_song.cdp import CDPMAB, CDPServer
 from agents.li_song.ddp import DDPMAB
 from agents.li_song.engine import LiSongConfig, LiSongPopulation, LiSongServer
@@ -69,7 +70,7 @@ class LiSongMAB(LiSongPopulation):
     to HDP-MAB; DDP-MAB always draws its own noise).
     """
 
-    options = LiSongConfig.options_except()
+    options = option_names(LiSongConfig)
 
     def n_agg(self, num_agents: int) -> int:
         """N = ceil(p M) (p < 1 only with the centralized structure)."""
@@ -78,6 +79,10 @@ class LiSongMAB(LiSongPopulation):
     def make_coordinator(self) -> StructureServer:
         """The structure's server, chosen at reset."""
         return StructureServer(self.config)
+
+    def memory_parts(self, context: AgentContext) -> dict[str, float]:
+        """The memory of the structure's population."""
+        return _population(structure_of(context.topologies[0]), self.config).memory_parts(context)
 
     def reset(self, context: AgentContext) -> None:
         """Build and reset the population of the topology's structure."""
