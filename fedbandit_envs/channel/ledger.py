@@ -384,7 +384,10 @@ class Ledger:
         """Charge each distinct two-way link of each closed slot once, to the sender of its first copy.
 
         Slots that sent the same header arrays in the same order (e.g. kept expansions) used the same links: one of
-        them is priced, weighted by their number (without records, which are kept per copy).
+        them is priced, weighted by their number. Without records (which are kept per copy), the first batch of a
+        slot is priced on its own too: it charges every link it uses whatever follows it in the slot, so a first
+        batch that several slots sent (a kept expansion followed by batches with new headers) is priced once,
+        weighted, and the later batches of each slot charge only the links the first one left unused.
         """
         by_slot: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]] = {}
         for entry in self._closed_links:
@@ -397,10 +400,29 @@ class Ledger:
             return (entries[0][0], *ids) if record else ids
 
         slots, times = _distinct(list(by_slot.values()), signature)
-        entries = [entry for entries in slots for entry in entries]
+        # groups of entries priced together (a key space each), their weights, and the first-batch group (or -1) whose
+        # links a group leaves to it
+        groups, after = slots, np.full(len(slots), -1)
+        num_firsts = 0
+        if not record and any(len(entries) > 1 for entries in slots):
+            firsts: dict[tuple, int] = {}
+            heads: list[list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]] = []
+            first_of = []
+            for entries in slots:
+                j = firsts.setdefault(tuple(map(id, entries[0][1:4])), len(heads))
+                if j == len(heads):
+                    heads.append(entries[:1])
+                first_of.append(j)
+            num_firsts = len(heads)
+            groups = heads + [entries[1:] for entries in slots]
+            times = np.concatenate([_int_counts(np.array(first_of), num_firsts, times), times])
+            after = np.concatenate([np.full(num_firsts, -1), first_of])
+        entries = [entry for entries in groups for entry in entries]
         lengths = np.array([len(entry[1]) for entry in entries])
-        num_keys = len(slots) * self._num_replicas * (self._num_agents + 1) ** 2
-        slot = np.repeat([j for j, entries in enumerate(slots) for _ in entries], lengths)
+        n = self._num_agents + 1
+        group_size = self._num_replicas * n * n
+        num_keys = len(groups) * group_size
+        group = np.repeat([j for j, entries in enumerate(groups) for _ in entries], lengths)
         replica, sender, recipient = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
         row = None
         if record:  # the record index of each copy
@@ -408,12 +430,11 @@ class Ledger:
             row = np.repeat(starts, lengths) + np.arange(len(replica))
         if self.cost_model.free_server_downlink:  # the server's copies open no link
             opens = np.flatnonzero(sender != SERVER)
-            slot, replica, sender, recipient = slot[opens], replica[opens], sender[opens], recipient[opens]
+            group, replica, sender, recipient = group[opens], replica[opens], sender[opens], recipient[opens]
             row = None if row is None else row[opens]
         if len(replica) == 0:  # only the server's free downlink was used
             return
         a, b = self._node(sender), self._node(recipient)
-        n = self._num_agents + 1
         low, high = np.minimum(a, b), np.maximum(a, b)
         server_link = high == self._num_agents
         used_links = self.cost_model.link_accounting == "used_links"
@@ -421,12 +442,28 @@ class Ledger:
             # a used peer link stands for its whole component: key it by (component, component)
             component = self._component_of[replica, low]
             low, high = np.where(server_link, low, component), np.where(server_link, high, component)
-        _, first = first_occurrences(((slot * self._num_replicas + replica) * n + low) * n + high, num_keys)
+        link = (replica * n + low) * n + high
+        previous = after.take(group)
+        later = np.flatnonzero(previous >= 0)
+        if len(later):  # drop the copies of later batches on links the slot's first batch used
+            first_rows = np.flatnonzero(previous < 0)
+            used_keys = group[first_rows] * group_size + link[first_rows]
+            later_keys = previous[later] * group_size + link[later]
+            if num_firsts * group_size > max(SCRATCH_KEYS, 8 * len(link)):
+                unused = ~np.isin(later_keys, used_keys)
+            else:
+                used = np.zeros(num_firsts * group_size, bool)
+                used[used_keys] = True
+                unused = ~used[later_keys]
+            kept = np.concatenate([first_rows, later[unused]])
+            group, replica, a, link, server_link = (x[kept] for x in (group, replica, a, link, server_link))
+            low = low[kept]
+        _, first = first_occurrences(group * group_size + link, num_keys)
         to_server = server_link[first]
         server_first, peer_first = first[to_server], first[~to_server]
         units = None if used_links else self._component_edges[replica[peer_first], low[peer_first]]
-        server_weights = None if times.max() == 1 else times[slot[server_first]]
-        peer_weights = None if times.max() == 1 else times[slot[peer_first]]
+        server_weights = None if times.max() == 1 else times[group[server_first]]
+        peer_weights = None if times.max() == 1 else times[group[peer_first]]
         if units is not None:
             peer_weights = units if peer_weights is None else units * peer_weights
         size = self._num_replicas * n
