@@ -126,3 +126,45 @@ def test_bulk_tallies_equal_tallies_after_every_batch() -> None:
         np.testing.assert_array_equal(getattr(every_batch, name), getattr(bulk, name))
     for column, values in every_batch.records().items():
         np.testing.assert_array_equal(values, bulk.records()[column])
+
+
+def test_link_tallies_keyed_by_link_index_equal_the_node_pair_keys() -> None:
+    """A ledger given the links keys each used link by its index among them: the same totals as by node pair."""
+    rng = np.random.default_rng(5)
+    num_replicas, num_agents = 3, 6
+    links = np.zeros((num_replicas, num_agents + 1, num_agents + 1), bool)
+    for b in range(num_replicas):
+        upper = np.triu(rng.random((num_agents + 1, num_agents + 1)) < 0.5, 1)
+        links[b] = upper | upper.T
+    replica, low, high = np.nonzero(np.triu(links, 1))
+    node = lambda ids: np.where(ids == num_agents, SERVER, ids)  # noqa: E731
+    slots = []
+    for _slot in range(4):
+        pick, flip = rng.random(len(replica)) < 0.6, rng.random(len(replica)) < 0.5
+        sender, recipient = node(np.where(flip, high, low)[pick]), node(np.where(flip, low, high)[pick])
+        slots.append(batch(replica[pick], sender, recipient))
+    totals = []
+    for link_accounting in ("used_links", "graph_edges"):
+        for given in (None, links):
+            ledger = Ledger(CostModel(c1=0.5, c2=1.5, link_accounting=link_accounting, free_server_downlink=False))
+            component_of = np.zeros((num_replicas, num_agents), np.int64)
+            component_edges = links[:, :num_agents, :num_agents].sum(axis=(1, 2))[:, None] // 2
+            ledger.reset(num_replicas, num_agents, component_of, component_edges, given)
+            for sent in slots:
+                ledger.transmit(0, sent)
+                ledger.close_slot()
+            totals.append((ledger.links.tolist(), ledger.node_cost.tolist()))
+    assert totals[0] == totals[1] and totals[2] == totals[3]
+    assert totals[0] != totals[2]  # the accounting matters, so both key spaces were exercised
+
+
+def test_a_copy_off_the_links_given_at_reset_is_refused() -> None:
+    """Copies must follow the links a ledger was given (the channel's always do)."""
+    ledger = Ledger(CostModel())
+    links = np.zeros((1, 4, 4), bool)
+    links[0, 0, 1] = links[0, 1, 0] = True
+    ledger.reset(1, 3, np.zeros((1, 3), np.int64), np.ones((1, 1), np.int64), links)
+    ledger.transmit(0, batch([0], [0], [2]))
+    ledger.close_slot()
+    with pytest.raises(RuntimeError, match="not given at reset"):
+        ledger.totals(0)

@@ -138,7 +138,7 @@ class Channel:
         edges = np.zeros((self.num_replicas, num_components), np.int64)
         for b, topology in enumerate(topologies):
             np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
-        self.ledger.reset(self.num_replicas, m, np.stack(components), edges)
+        self.ledger.reset(self.num_replicas, m, np.stack(components), edges, links)
         self._in_flight: dict[int, list[MessageBatch]] = {}
         self._plans: dict[str, _HeaderPlan] = {}
         self.no_partners = np.full((self.num_replicas, m), -1, np.int64)

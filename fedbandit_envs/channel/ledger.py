@@ -15,8 +15,8 @@ copy is transmitted; a dropped copy has used its link. Totals keep a leading rep
 
 The ledger tallies in bulk: :meth:`Ledger.transmit` queues each batch's header arrays and
 :meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read
-(or once they hold :attr:`Ledger.TALLY_ROWS` rows). Link costs are kept as integer link counts per
-node and multiplied by their price when read, so a total does not depend on when it was tallied.
+(or once they hold :attr:`Ledger.TALLY_ROWS` rows of distinct header arrays). Link costs are kept as integer link
+counts per node and multiplied by their price when read, so a total does not depend on when it was tallied.
 A header sent again and again (the channel reuses the read-only header arrays of a repeated header) is
 tallied once and weighted by the times it was sent, and so is a slot that sent the same headers as
 another. In the reference mode (:mod:`fedbandit_envs.reference`) every batch and every slot's links
@@ -162,6 +162,7 @@ class Ledger:
     """
 
     #: Queued copy rows beyond which :meth:`transmit` tallies at once (bounds the queue and keeps a tally in cache).
+    #: A header queued again (the same arrays) adds no rows: it is held once and tallied once.
     TALLY_ROWS = 1 << 14
 
     messages = _Tallied()
@@ -182,14 +183,36 @@ class Ledger:
         self.cost_model = cost_model
         self.record_messages = record_messages
 
-    def reset(self, num_replicas: int, num_agents: int, component_of: np.ndarray, component_edges: np.ndarray) -> None:
-        """Start empty totals. ``component_of`` is (B, M); ``component_edges`` (B, Q) edge counts."""
+    def reset(
+        self,
+        num_replicas: int,
+        num_agents: int,
+        component_of: np.ndarray,
+        component_edges: np.ndarray,
+        links: np.ndarray | None = None,
+    ) -> None:
+        """Start empty totals. ``component_of`` is (B, M); ``component_edges`` (B, Q) edge counts.
+
+        ``links`` (optional, (B, M + 1, M + 1) bool, node M the server): the two-way links copies can use. Given, the
+        link tallies key each used link by its index among its replica's links instead of by its node pair, a key
+        space smaller by about the graph's density (every copy must then follow a link, as the channel's do).
+        """
         b, n = num_replicas, num_agents + 1
         self.version = next(_VERSIONS)
         self._num_replicas = b
         self._num_agents = num_agents
         self._component_of = component_of
         self._component_edges = component_edges
+        self._link_index: np.ndarray | None = None
+        if links is not None:
+            # flat (replica, low, high) -> the link's index among its replica's links (low < high), or, on the
+            # diagonal, num_links + node (the key of a component under "graph_edges", keyed by (component, component))
+            upper = np.triu(np.asarray(links, bool), 1).reshape(b, n * n)
+            num_links = int(upper.sum(axis=1).max(initial=0))
+            index = np.where(upper, upper.cumsum(axis=1) - 1, -1).reshape(b, n, n)
+            index[:, np.arange(n), np.arange(n)] = num_links + np.arange(n)
+            self._link_index = index.reshape(-1).astype(np.int32)  # a compact table: fewer cache misses
+            self._link_keys = num_links + n
         self._messages = np.zeros(b, np.int64)
         self._copies = np.zeros(b, np.int64)
         self._scalars = np.zeros(b, np.int64)
@@ -219,6 +242,7 @@ class Ledger:
         # queued copies: per transmitted batch its layout index and header arrays (held read-only)
         self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._queued_rows = 0
+        self._queued_headers: set[int] = set()  # ids of the queued replica arrays (held by the queue)
         # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number); each entry
         # is a transmitted batch's header arrays and the index of its first record
         self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
@@ -246,6 +270,8 @@ class Ledger:
     # ------------------------------------------------------------------ transmission
     def _node(self, ids: np.ndarray) -> np.ndarray:
         """Agent ids as node indices: ``SERVER`` (-1) becomes ``num_agents`` (by a sign-bit mask, not a modulo)."""
+        if ids.min(initial=0) >= 0:  # no SERVER id
+            return ids
         return ids + ((ids >> 63) & (self._num_agents + 1))
 
     def _layout(self, batch: MessageBatch) -> int:
@@ -299,7 +325,9 @@ class Ledger:
             self._plain_copies(layout, replica, sender, recipient, count)
             return
         self._queued_copies.append((layout, replica, sender, recipient, count))
-        self._queued_rows += rows
+        if id(replica) not in self._queued_headers:
+            self._queued_headers.add(id(replica))
+            self._queued_rows += rows
         if self._queued_rows >= self.TALLY_ROWS:
             self._tally()
 
@@ -339,6 +367,7 @@ class Ledger:
         the times it was sent.
         """
         queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
+        self._queued_headers.clear()
         entries, times = _distinct(queued, lambda entry: (entry[0], *map(id, entry[1:])))
         lengths = [len(entry[1]) for entry in entries]
         replica, sender_ids, recipient_ids, count = (
@@ -420,15 +449,13 @@ class Ledger:
         entries = [entry for entries in groups for entry in entries]
         lengths = np.array([len(entry[1]) for entry in entries])
         n = self._num_agents + 1
-        group_size = self._num_replicas * n * n
-        num_keys = len(groups) * group_size
         group = np.repeat([j for j, entries in enumerate(groups) for _ in entries], lengths)
         replica, sender, recipient = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
         row = None
         if record:  # the record index of each copy
             starts = np.array([entry[4] for entry in entries]) - (np.cumsum(lengths) - lengths)
             row = np.repeat(starts, lengths) + np.arange(len(replica))
-        if self.cost_model.free_server_downlink:  # the server's copies open no link
+        if self.cost_model.free_server_downlink and sender.min() == SERVER:  # the server's copies open no link
             opens = np.flatnonzero(sender != SERVER)
             group, replica, sender, recipient = group[opens], replica[opens], sender[opens], recipient[opens]
             row = None if row is None else row[opens]
@@ -443,6 +470,13 @@ class Ledger:
             component = self._component_of[replica, low]
             low, high = np.where(server_link, low, component), np.where(server_link, high, component)
         link = (replica * n + low) * n + high
+        group_size = self._num_replicas * n * n
+        if self._link_index is not None:  # the link's index among its replica's links (see reset)
+            link = self._link_index.take(link)
+            if link.min(initial=0) < 0:
+                raise RuntimeError("a copy used a link that the ledger was not given at reset")
+            link = replica * self._link_keys + link
+            group_size = self._num_replicas * self._link_keys
         previous = after.take(group)
         later = np.flatnonzero(previous >= 0)
         if len(later):  # drop the copies of later batches on links the slot's first batch used
@@ -458,7 +492,7 @@ class Ledger:
             kept = np.concatenate([first_rows, later[unused]])
             group, replica, a, link, server_link = (x[kept] for x in (group, replica, a, link, server_link))
             low = low[kept]
-        _, first = first_occurrences(group * group_size + link, num_keys)
+        _, first = first_occurrences(group * group_size + link, len(groups) * group_size)
         to_server = server_link[first]
         server_first, peer_first = first[to_server], first[~to_server]
         units = None if used_links else self._component_edges[replica[peer_first], low[peer_first]]
