@@ -233,6 +233,7 @@ class Ledger:
         # prices per message and per byte, charged as copies are transmitted
         self._price_cost = np.zeros(b)
         self._price_node_cost = np.zeros((b, n))
+        self._node_cost: tuple[int, np.ndarray] = (-1, self._price_node_cost)  # (version, node_cost) of the last read
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
@@ -258,9 +259,19 @@ class Ledger:
 
     @property
     def node_cost(self) -> np.ndarray:
-        """(B, M + 1) cost charged to each node: its links' prices plus its messages' and bytes' prices."""
+        """(B, M + 1) cost charged to each node: its links' prices plus its messages' and bytes' prices (read-only).
+
+        Kept until the totals change (:attr:`version`), since a recorder reads it once per agent; the reference mode
+        (:mod:`fedbandit_envs.reference`) computes it at every read.
+        """
         self._tally()
-        return self.cost_model.c1 * self._server_links + self.cost_model.c2 * self._peer_links + self._price_node_cost
+        version, cost = self._node_cost
+        if version != self.version or reference_active():
+            cost = self.cost_model.c1 * self._server_links + self.cost_model.c2 * self._peer_links
+            cost += self._price_node_cost
+            cost.setflags(write=False)
+            self._node_cost = self.version, cost
+        return cost
 
     @property
     def cost(self) -> np.ndarray:
