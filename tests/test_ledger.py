@@ -110,10 +110,10 @@ def test_bulk_tallies_equal_tallies_after_every_batch() -> None:
         latency_jitter=1, c2=0.3, price_per_byte=0.01, link_accounting="graph_edges", record_messages=True,
     )  # fmt: skip
     ledgers = []
-    for tally_rows in (1, Ledger.TALLY_ROWS):
+    for tally_rows in (1, Ledger.TALLY_ROWS):  # after every batch, or in bulk
         population = GossipUCB()
         core = build_env(population, population, env_kwargs, ())[0].unwrapped.core
-        core.channel.ledger.TALLY_ROWS = tally_rows
+        core.channel.ledger.TALLY_ROWS = core.channel.ledger.TALLY_BATCHES = tally_rows
         feedback = core.reset([0, 1])
         population.reset(core.context)
         for _slot in range(core.config.horizon):

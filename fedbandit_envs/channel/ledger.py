@@ -14,9 +14,10 @@ Optional prices per logical message and per payload byte are added on top. Costs
 copy is transmitted; a dropped copy has used its link. Totals keep a leading replica axis.
 
 The ledger tallies in bulk: :meth:`Ledger.transmit` queues each batch's header arrays and
-:meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read
-(or once they hold :attr:`Ledger.TALLY_ROWS` rows of distinct header arrays). Link costs are kept as integer link
-counts per node and multiplied by their price when read, so a total does not depend on when it was tallied.
+:meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read (or once they
+hold :attr:`Ledger.TALLY_ROWS` rows of header arrays not seen lately, or :attr:`Ledger.TALLY_BATCHES` batches).
+Link costs are kept as integer link counts per node and multiplied by their price when read, so a total does not
+depend on when it was tallied.
 A header sent again and again (the channel reuses the read-only header arrays of a repeated header) is
 tallied once and weighted by the times it was sent, and so is a slot that sent the same headers as
 another. In the reference mode (:mod:`fedbandit_envs.reference`) every batch and every slot's links
@@ -162,8 +163,12 @@ class Ledger:
     """
 
     #: Queued copy rows beyond which :meth:`transmit` tallies at once (bounds the queue and keeps a tally in cache).
-    #: A header queued again (the same arrays) adds no rows: it is held once and tallied once.
+    #: A header seen lately (the same arrays: a kept expansion) adds no rows: the queue holds it, it is tallied, once.
     TALLY_ROWS = 1 << 14
+    #: Queued batches beyond which :meth:`transmit` tallies at once (bounds the queue of a header sent again and again).
+    TALLY_BATCHES = 1 << 12
+    #: Header arrays remembered as seen lately (the memory is dropped when it holds more).
+    KNOWN_HEADERS = 64
 
     messages = _Tallied()
     copies = _Tallied()
@@ -243,7 +248,7 @@ class Ledger:
         # queued copies: per transmitted batch its layout index and header arrays (held read-only)
         self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._queued_rows = 0
-        self._queued_headers: set[int] = set()  # ids of the queued replica arrays (held by the queue)
+        self._known_headers: dict[int, np.ndarray] = {}  # replica arrays seen lately, by id (held, so ids stay unique)
         # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number); each entry
         # is a transmitted batch's header arrays and the index of its first record
         self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
@@ -336,10 +341,12 @@ class Ledger:
             self._plain_copies(layout, replica, sender, recipient, count)
             return
         self._queued_copies.append((layout, replica, sender, recipient, count))
-        if id(replica) not in self._queued_headers:
-            self._queued_headers.add(id(replica))
+        if id(replica) not in self._known_headers:
+            if len(self._known_headers) >= self.KNOWN_HEADERS:
+                self._known_headers.clear()
+            self._known_headers[id(replica)] = replica
             self._queued_rows += rows
-        if self._queued_rows >= self.TALLY_ROWS:
+        if self._queued_rows >= self.TALLY_ROWS or len(self._queued_copies) >= self.TALLY_BATCHES:
             self._tally()
 
     def mark_dropped(self, batch: MessageBatch, dropped: np.ndarray) -> None:
@@ -378,7 +385,6 @@ class Ledger:
         the times it was sent.
         """
         queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
-        self._queued_headers.clear()
         entries, times = _distinct(queued, lambda entry: (entry[0], *map(id, entry[1:])))
         lengths = [len(entry[1]) for entry in entries]
         replica, sender_ids, recipient_ids, count = (
