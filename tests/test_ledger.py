@@ -168,3 +168,25 @@ def test_a_copy_off_the_links_given_at_reset_is_refused() -> None:
     ledger.close_slot()
     with pytest.raises(RuntimeError, match="not given at reset"):
         ledger.totals(0)
+
+
+def test_a_header_sent_again_with_other_packed_counts_sums_them() -> None:
+    """The same read-only header arrays sent in several slots with different ``count`` arrays: one tally, exact sums."""
+    header = [np.array(ids, np.int64) for ids in ([0, 0, 1], [0, 1, 2], [1, 2, 0])]
+    for array in header:
+        array.setflags(write=False)
+    counts = [None, [1, 3, 2], [4, 1, 1], None]
+    ledgers = []
+    for tally_batches in (1, Ledger.TALLY_BATCHES):
+        ledger = fresh_ledger(CostModel(price_per_message=0.25))
+        ledger.TALLY_BATCHES = tally_batches
+        for slot, count in enumerate(counts):
+            sent = batch(*header, count=count)
+            ledger.transmit(slot, MessageBatch._trusted("x", *header, sent.payload, sent.count, sent.slot, None))
+            ledger.close_slot()
+        ledgers.append(ledger)
+    each, bulk = ledgers
+    assert bulk.messages.tolist() == [(1 + 1) + (1 + 3) + (4 + 1) + (1 + 1), 1 + 2 + 1 + 1]
+    assert bulk.copies.tolist() == [8, 4]
+    for name in ("sent_messages", "received_messages", "direction_messages", "node_cost", "cost"):
+        np.testing.assert_array_equal(getattr(each, name), getattr(bulk, name))

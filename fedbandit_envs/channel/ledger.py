@@ -382,17 +382,36 @@ class Ledger:
         """Copies, messages, scalars and bytes per replica, node, direction and kind of the queued batches.
 
         A header sent again and again (the same read-only arrays, e.g. a kept expansion) is tallied once, weighted by
-        the times it was sent.
+        the times it was sent, its rows' logical messages summed over those times.
         """
         queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
-        entries, times = _distinct(queued, lambda entry: (entry[0], *map(id, entry[1:])))
+        # per distinct header (layout and arrays): its first entry, the times it was sent, and the sum of its count
+        # arrays (None while every batch of the header had the first one's count array)
+        groups: dict[tuple, list[Any]] = {}
+        for entry in queued:
+            key = (entry[0], *map(id, entry[1:4]))
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [entry, 1, None]
+                continue
+            if group[2] is None and entry[4] is not group[0][4]:
+                group[2] = group[0][4] * group[1]
+            group[1] += 1
+            if group[2] is not None:
+                group[2] = group[2] + entry[4]
+        entries = [group[0] for group in groups.values()]
+        times = np.array([group[1] for group in groups.values()], np.int64)
         lengths = [len(entry[1]) for entry in entries]
-        replica, sender_ids, recipient_ids, count = (
-            np.concatenate([entry[i] for entry in entries]) for i in range(1, 5)
-        )
+        replica, sender_ids, recipient_ids = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
         sender, recipient = self._node(sender_ids), self._node(recipient_ids)
         repeats = None if times.max() == 1 else np.repeat(times, lengths)  # the times each row was sent
-        logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
+        if all(group[2] is None for group in groups.values()):
+            count = np.concatenate([entry[4] for entry in entries])
+            logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
+        else:
+            logical_weights = np.concatenate(
+                [group[0][4] * group[1] if group[2] is None else group[2] for group in groups.values()]
+            )
         # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
         num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
