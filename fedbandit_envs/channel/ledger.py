@@ -246,7 +246,11 @@ class Ledger:
         self._layouts: dict[tuple, int] = {}
         self._layout_sizes: list[tuple[str, int, int]] = []
         # queued copies: per transmitted batch its layout index and header arrays (held read-only)
-        self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        # queued copies: per distinct transmitted header (layout and arrays, held read-only) a list [layout, replica,
+        # sender, recipient, count, times sent, sum of the count arrays or None while every batch had the first one's]
+        self._queued_copies: list[list[Any]] = []
+        self._queued_index: dict[tuple[int, int, int, int], int] = {}  # (layout, array ids) -> index in the queue
+        self._queued_batches = 0
         self._queued_rows = 0
         self._known_headers: dict[int, np.ndarray] = {}  # replica arrays seen lately, by id (held, so ids stay unique)
         # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number); each entry
@@ -340,14 +344,32 @@ class Ledger:
         if reference_active():
             self._plain_copies(layout, replica, sender, recipient, count)
             return
-        self._queued_copies.append((layout, replica, sender, recipient, count))
-        if id(replica) not in self._known_headers:
-            if len(self._known_headers) >= self.KNOWN_HEADERS:
-                self._known_headers.clear()
-            self._known_headers[id(replica)] = replica
-            self._queued_rows += rows
-        if self._queued_rows >= self.TALLY_ROWS or len(self._queued_copies) >= self.TALLY_BATCHES:
+        self._queue(layout, replica, sender, recipient, count)
+        if self._queued_rows >= self.TALLY_ROWS or self._queued_batches >= self.TALLY_BATCHES:
             self._tally()
+
+    def _queue(
+        self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
+    ) -> None:
+        """Queue a batch's copies: a header already queued (the same arrays) is counted once more, its counts summed."""
+        self._queued_batches += 1
+        key = (layout, id(replica), id(sender), id(recipient))
+        index = self._queued_index.get(key)
+        if index is None:
+            self._queued_index[key] = len(self._queued_copies)
+            self._queued_copies.append([layout, replica, sender, recipient, count, 1, None])
+            if id(replica) not in self._known_headers:  # rows that add to the memory and the work of a tally
+                if len(self._known_headers) >= self.KNOWN_HEADERS:
+                    self._known_headers.clear()
+                self._known_headers[id(replica)] = replica
+                self._queued_rows += len(replica)
+            return
+        queued = self._queued_copies[index]
+        if queued[6] is None and count is not queued[4]:
+            queued[6] = queued[4] * queued[5]  # a new array: the sum is kept in place from here on
+        queued[5] += 1
+        if queued[6] is not None:
+            queued[6] += count
 
     def mark_dropped(self, batch: MessageBatch, dropped: np.ndarray) -> None:
         """Count the copies of the batch just transmitted that the channel dropped (boolean mask)."""
@@ -384,33 +406,19 @@ class Ledger:
         A header sent again and again (the same read-only arrays, e.g. a kept expansion) is tallied once, weighted by
         the times it was sent, its rows' logical messages summed over those times.
         """
-        queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
-        # per distinct header (layout and arrays): its first entry, the times it was sent, and the sum of its count
-        # arrays (None while every batch of the header had the first one's count array)
-        groups: dict[tuple, list[Any]] = {}
-        for entry in queued:
-            key = (entry[0], *map(id, entry[1:4]))
-            group = groups.get(key)
-            if group is None:
-                groups[key] = [entry, 1, None]
-                continue
-            if group[2] is None and entry[4] is not group[0][4]:
-                group[2] = group[0][4] * group[1]
-            group[1] += 1
-            if group[2] is not None:
-                group[2] = group[2] + entry[4]
-        entries = [group[0] for group in groups.values()]
-        times = np.array([group[1] for group in groups.values()], np.int64)
+        entries = self._queued_copies
+        self._queued_copies, self._queued_index, self._queued_batches, self._queued_rows = [], {}, 0, 0
+        times = np.array([entry[5] for entry in entries], np.int64)
         lengths = [len(entry[1]) for entry in entries]
         replica, sender_ids, recipient_ids = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
         sender, recipient = self._node(sender_ids), self._node(recipient_ids)
         repeats = None if times.max() == 1 else np.repeat(times, lengths)  # the times each row was sent
-        if all(group[2] is None for group in groups.values()):
+        if all(entry[6] is None for entry in entries):  # every header's batches had one count array each
             count = np.concatenate([entry[4] for entry in entries])
             logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
         else:
             logical_weights = np.concatenate(
-                [group[0][4] * group[1] if group[2] is None else group[2] for group in groups.values()]
+                [entry[4] * entry[5] if entry[6] is None else entry[6] for entry in entries]
             )
         # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
         num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
