@@ -145,8 +145,9 @@ def test_link_tallies_keyed_by_link_index_equal_the_node_pair_keys() -> None:
         slots.append(batch(replica[pick], sender, recipient))
     totals = []
     for link_accounting in ("used_links", "graph_edges"):
-        for given in (None, links):
+        for given, limit in ((None, Ledger.LINK_INDEX_ENTRIES), (links, Ledger.LINK_INDEX_ENTRIES), (links, 0)):
             ledger = Ledger(CostModel(c1=0.5, c2=1.5, link_accounting=link_accounting, free_server_downlink=False))
+            ledger.LINK_INDEX_ENTRIES = limit  # 0: too large a table, keyed by node pair after all
             component_of = np.zeros((num_replicas, num_agents), np.int64)
             component_edges = links[:, :num_agents, :num_agents].sum(axis=(1, 2))[:, None] // 2
             ledger.reset(num_replicas, num_agents, component_of, component_edges, given)
@@ -154,8 +155,8 @@ def test_link_tallies_keyed_by_link_index_equal_the_node_pair_keys() -> None:
                 ledger.transmit(0, sent)
                 ledger.close_slot()
             totals.append((ledger.links.tolist(), ledger.node_cost.tolist()))
-    assert totals[0] == totals[1] and totals[2] == totals[3]
-    assert totals[0] != totals[2]  # the accounting matters, so both key spaces were exercised
+    assert totals[0] == totals[1] == totals[2] and totals[3] == totals[4] == totals[5]
+    assert totals[0] != totals[3]  # the accounting matters, so both key spaces were exercised
 
 
 def test_a_copy_off_the_links_given_at_reset_is_refused() -> None:

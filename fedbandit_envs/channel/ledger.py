@@ -169,6 +169,9 @@ class Ledger:
     TALLY_BATCHES = 1 << 12
     #: Header arrays remembered as seen lately (the memory is dropped when it holds more).
     KNOWN_HEADERS = 64
+    #: Largest (replica, node, node) table of link indices built at reset (4 bytes an entry); beyond it links are keyed
+    #: by their node pair.
+    LINK_INDEX_ENTRIES = 1 << 24
 
     messages = _Tallied()
     copies = _Tallied()
@@ -198,9 +201,10 @@ class Ledger:
     ) -> None:
         """Start empty totals. ``component_of`` is (B, M); ``component_edges`` (B, Q) edge counts.
 
-        ``links`` (optional, (B, M + 1, M + 1) bool, node M the server): the two-way links copies can use. Given, the
-        link tallies key each used link by its index among its replica's links instead of by its node pair, a key
-        space smaller by about the graph's density (every copy must then follow a link, as the channel's do).
+        ``links`` (optional, (B, M + 1, M + 1) bool, node M the server): the two-way links copies can use. Given (and
+        within :attr:`LINK_INDEX_ENTRIES`), the link tallies key each used link by its index among its replica's links
+        instead of by its node pair, a key space smaller by about the graph's density (every copy must then follow a
+        link, as the channel's do).
         """
         b, n = num_replicas, num_agents + 1
         self.version = next(_VERSIONS)
@@ -209,14 +213,17 @@ class Ledger:
         self._component_of = component_of
         self._component_edges = component_edges
         self._link_index: np.ndarray | None = None
-        if links is not None:
-            # flat (replica, low, high) -> the link's index among its replica's links (low < high), or, on the
-            # diagonal, num_links + node (the key of a component under "graph_edges", keyed by (component, component))
-            upper = np.triu(np.asarray(links, bool), 1).reshape(b, n * n)
-            num_links = int(upper.sum(axis=1).max(initial=0))
-            index = np.where(upper, upper.cumsum(axis=1) - 1, -1).reshape(b, n, n)
+        if links is not None and b * n * n <= self.LINK_INDEX_ENTRIES:
+            # (replica, low, high) -> the link's index among its replica's links (low < high), or, on the diagonal,
+            # num_links + node (the key of a component under "graph_edges", keyed by (component, component))
+            index = np.full((b, n, n), -1, np.int32)  # a compact table: fewer cache misses
+            num_links = 0
+            for replica in range(b):
+                low, high = np.nonzero(np.triu(links[replica], 1))
+                index[replica, low, high] = np.arange(len(low))
+                num_links = max(num_links, len(low))
             index[:, np.arange(n), np.arange(n)] = num_links + np.arange(n)
-            self._link_index = index.reshape(-1).astype(np.int32)  # a compact table: fewer cache misses
+            self._link_index = index.reshape(-1)
             self._link_keys = num_links + n
         self._messages = np.zeros(b, np.int64)
         self._copies = np.zeros(b, np.int64)
@@ -245,7 +252,6 @@ class Ledger:
         # layouts seen: layout key -> index, and per index the (kind, scalars per row, bytes per row) of a row
         self._layouts: dict[tuple, int] = {}
         self._layout_sizes: list[tuple[str, int, int]] = []
-        # queued copies: per transmitted batch its layout index and header arrays (held read-only)
         # queued copies: per distinct transmitted header (layout and arrays, held read-only) a list [layout, replica,
         # sender, recipient, count, times sent, sum of the count arrays or None while every batch had the first one's]
         self._queued_copies: list[list[Any]] = []
