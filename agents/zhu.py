@@ -30,6 +30,7 @@ child per agent (Fed_UCB's Laplace draws), spec §2.7; switching DP on never cha
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, get_args
 
@@ -237,6 +238,7 @@ class GossipUCB(Configured, Population, config=GossipUCBConfig):
         self._row_item = self._theta_items.dtype  # one row of M float64 as an opaque item
         self._inbox_header: tuple[bytes, ...] = ()  # header of the last counts batch read, and its rows
         self._inbox_rows = np.zeros(0, np.int64)
+        self._inbox_arrays: tuple[np.ndarray, ...] = ()  # the header arrays of that batch when they are read-only
         self._cell = (np.arange(b * n) * m).reshape(b, n)  # flat index of (b, i, arm 0)
         # message headers of agent (b, i) at row b * N + i, read-only: the batches hold them without a copy
         self._replica = np.repeat(np.arange(b), n)
@@ -291,9 +293,16 @@ class GossipUCB(Configured, Population, config=GossipUCBConfig):
         # max over arms: a reduction over the leading axis of an arm-major copy (max or argmax over the short last
         # axis is slower, argmax the more so as its branches follow the data)
         best = np.maximum.reduce(index.reshape(-1, self.num_arms).T.copy()).reshape(b, n)
-        any_behind = behind.reshape(-1)[self._cell + behind.argmax(axis=-1)]  # A is not empty
-        candidates = np.where(any_behind[..., None], behind, index == best[..., None])
-        arms = np.where(candidates, self._policy_keys(t), -1.0).argmax(axis=-1)
+        candidates = index == best[..., None]
+        if behind.any():  # an agent whose A is not empty picks from A
+            any_behind = behind.reshape(-1)[self._cell + behind.argmax(axis=-1)]
+            candidates = np.where(any_behind[..., None], behind, candidates)
+        keys = self._policy_keys(t)  # drawn every round, whether or not a tie needs them
+        picks = np.flatnonzero(candidates)
+        if len(picks) == self._cell.size:  # one candidate per agent (in row order): no tie to break
+            arms = picks.reshape(b, n) - self._cell
+        else:
+            arms = np.where(candidates, keys, -1.0).argmax(axis=-1)
         self.max_counts = new_max
         return Action(arms, self._messages(partners))
 
@@ -383,10 +392,15 @@ class GossipUCB(Configured, Population, config=GossipUCBConfig):
 
         Kept while the header repeats (every slot when ñ goes to the neighbours and no copy is lost or delayed).
         """
+        arrays = batch.replica, batch.sender, batch.recipient
+        if self._inbox_arrays and all(map(operator.is_, arrays, self._inbox_arrays)):
+            return self._inbox_rows  # the channel's read-only header arrays of the last batch, again
         header = batch.header_key()
         if header != self._inbox_header:
             self._inbox_header = header
             self._inbox_rows = (batch.sender * len(self.counts) + batch.replica) * self.num_agents + batch.recipient
+        # the same arrays again mean the same header only while no one can write to them
+        self._inbox_arrays = arrays if not any(a.flags.writeable for a in arrays) else ()
         return self._inbox_rows
 
     def estimates(self) -> dict[str, np.ndarray]:

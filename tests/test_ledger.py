@@ -110,10 +110,10 @@ def test_bulk_tallies_equal_tallies_after_every_batch() -> None:
         latency_jitter=1, c2=0.3, price_per_byte=0.01, link_accounting="graph_edges", record_messages=True,
     )  # fmt: skip
     ledgers = []
-    for tally_rows in (1, Ledger.TALLY_ROWS):
+    for tally_rows in (1, Ledger.TALLY_ROWS):  # after every batch, or in bulk
         population = GossipUCB()
         core = build_env(population, population, env_kwargs, ())[0].unwrapped.core
-        core.channel.ledger.TALLY_ROWS = tally_rows
+        core.channel.ledger.TALLY_ROWS = core.channel.ledger.TALLY_BATCHES = tally_rows
         feedback = core.reset([0, 1])
         population.reset(core.context)
         for _slot in range(core.config.horizon):
@@ -126,3 +126,68 @@ def test_bulk_tallies_equal_tallies_after_every_batch() -> None:
         np.testing.assert_array_equal(getattr(every_batch, name), getattr(bulk, name))
     for column, values in every_batch.records().items():
         np.testing.assert_array_equal(values, bulk.records()[column])
+
+
+def test_link_tallies_keyed_by_link_index_equal_the_node_pair_keys() -> None:
+    """A ledger given the links keys each used link by its index among them: the same totals as by node pair."""
+    rng = np.random.default_rng(5)
+    num_replicas, num_agents = 3, 6
+    links = np.zeros((num_replicas, num_agents + 1, num_agents + 1), bool)
+    for b in range(num_replicas):
+        upper = np.triu(rng.random((num_agents + 1, num_agents + 1)) < 0.5, 1)
+        links[b] = upper | upper.T
+    replica, low, high = np.nonzero(np.triu(links, 1))
+    node = lambda ids: np.where(ids == num_agents, SERVER, ids)  # noqa: E731
+    slots = []
+    for _slot in range(4):
+        pick, flip = rng.random(len(replica)) < 0.6, rng.random(len(replica)) < 0.5
+        sender, recipient = node(np.where(flip, high, low)[pick]), node(np.where(flip, low, high)[pick])
+        slots.append(batch(replica[pick], sender, recipient))
+    totals = []
+    for link_accounting in ("used_links", "graph_edges"):
+        for given, limit in ((None, Ledger.LINK_INDEX_ENTRIES), (links, Ledger.LINK_INDEX_ENTRIES), (links, 0)):
+            ledger = Ledger(CostModel(c1=0.5, c2=1.5, link_accounting=link_accounting, free_server_downlink=False))
+            ledger.LINK_INDEX_ENTRIES = limit  # 0: too large a table, keyed by node pair after all
+            component_of = np.zeros((num_replicas, num_agents), np.int64)
+            component_edges = links[:, :num_agents, :num_agents].sum(axis=(1, 2))[:, None] // 2
+            ledger.reset(num_replicas, num_agents, component_of, component_edges, given)
+            for sent in slots:
+                ledger.transmit(0, sent)
+                ledger.close_slot()
+            totals.append((ledger.links.tolist(), ledger.node_cost.tolist()))
+    assert totals[0] == totals[1] == totals[2] and totals[3] == totals[4] == totals[5]
+    assert totals[0] != totals[3]  # the accounting matters, so both key spaces were exercised
+
+
+def test_a_copy_off_the_links_given_at_reset_is_refused() -> None:
+    """Copies must follow the links a ledger was given (the channel's always do)."""
+    ledger = Ledger(CostModel())
+    links = np.zeros((1, 4, 4), bool)
+    links[0, 0, 1] = links[0, 1, 0] = True
+    ledger.reset(1, 3, np.zeros((1, 3), np.int64), np.ones((1, 1), np.int64), links)
+    ledger.transmit(0, batch([0], [0], [2]))
+    ledger.close_slot()
+    with pytest.raises(RuntimeError, match="not given at reset"):
+        ledger.totals(0)
+
+
+def test_a_header_sent_again_with_other_packed_counts_sums_them() -> None:
+    """The same read-only header arrays sent in several slots with different ``count`` arrays: one tally, exact sums."""
+    header = [np.array(ids, np.int64) for ids in ([0, 0, 1], [0, 1, 2], [1, 2, 0])]
+    for array in header:
+        array.setflags(write=False)
+    counts = [None, [1, 3, 2], [4, 1, 1], None]
+    ledgers = []
+    for tally_batches in (1, Ledger.TALLY_BATCHES):
+        ledger = fresh_ledger(CostModel(price_per_message=0.25))
+        ledger.TALLY_BATCHES = tally_batches
+        for slot, count in enumerate(counts):
+            sent = batch(*header, count=count)
+            ledger.transmit(slot, MessageBatch._trusted("x", *header, sent.payload, sent.count, sent.slot, None))
+            ledger.close_slot()
+        ledgers.append(ledger)
+    each, bulk = ledgers
+    assert bulk.messages.tolist() == [(1 + 1) + (1 + 3) + (4 + 1) + (1 + 1), 1 + 2 + 1 + 1]
+    assert bulk.copies.tolist() == [8, 4]
+    for name in ("sent_messages", "received_messages", "direction_messages", "node_cost", "cost"):
+        np.testing.assert_array_equal(getattr(each, name), getattr(bulk, name))

@@ -87,8 +87,8 @@ class _HeaderPlan:
     batch routed with it no longer aliases the sender's arrays.
     """
 
-    def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray) -> None:
-        self.key = batch.header_key()
+    def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray, key: tuple) -> None:
+        self.key = key
         self.rows = rows
         self.server_sender = bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
         if rows is None:
@@ -138,7 +138,7 @@ class Channel:
         edges = np.zeros((self.num_replicas, num_components), np.int64)
         for b, topology in enumerate(topologies):
             np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
-        self.ledger.reset(self.num_replicas, m, np.stack(components), edges)
+        self.ledger.reset(self.num_replicas, m, np.stack(components), edges, links)
         self._in_flight: dict[int, list[MessageBatch]] = {}
         self._plans: dict[str, _HeaderPlan] = {}
         self.no_partners = np.full((self.num_replicas, m), -1, np.int64)
@@ -221,24 +221,24 @@ class Channel:
         return partners
 
     # ------------------------------------------------------------------ routing
-    def _kept_plan(self, batch: MessageBatch) -> _HeaderPlan | None:
-        """The plan kept for the kind of ``batch`` if it has the same header, else None.
+    def _kept_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan | None:
+        """The plan kept for the kind of ``batch`` if it has the same header (``key``: its header key), else None.
 
         Always None in the reference mode (:mod:`fedbandit_envs.reference`), which keeps nothing.
         """
         plan = self._plans.get(batch.kind)
-        if plan is None or reference_active() or plan.key != batch.header_key():
+        if plan is None or reference_active() or plan.key != key:
             return None
         return plan
 
-    def _new_plan(self, batch: MessageBatch) -> _HeaderPlan:
+    def _new_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan:
         """Check ``batch`` and plan its routing; the plan is kept for the kind (the links are fixed in an episode).
 
         In the reference mode nothing is kept and every batch is checked and expanded by :meth:`_plain_plan`.
         """
         if reference_active():
-            return self._plain_plan(batch)
-        plan = self._plans[batch.kind] = self._plan(batch, self._check(batch))
+            return self._plain_plan(batch, key)
+        plan = self._plans[batch.kind] = self._plan(batch, self._check(batch), key)
         return plan
 
     def _check(self, batch: MessageBatch) -> np.ndarray | None:
@@ -283,13 +283,13 @@ class Channel:
             f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
         )
 
-    def _plan(self, batch: MessageBatch, broadcast: np.ndarray | None) -> _HeaderPlan:
+    def _plan(self, batch: MessageBatch, broadcast: np.ndarray | None, key: tuple) -> _HeaderPlan:
         """The plan of a checked header: one row per linked node of a broadcast row, in row order.
 
         Linked nodes ascend, the server last; ``broadcast`` is the mask of the broadcast rows, or None if there is none.
         """
         if broadcast is None:
-            return _HeaderPlan(batch, None, batch.recipient)
+            return _HeaderPlan(batch, None, batch.recipient, key)
         m = self.num_agents
         flat = batch.replica * (m + 1) + np.where(batch.sender == SERVER, m, batch.sender)
         start = self._neighbour_ptr[flat]
@@ -299,9 +299,9 @@ class Channel:
         copied = broadcast[rows]
         expanded = batch.recipient[rows]
         expanded[copied] = self._neighbour_ids[position[copied]]
-        return _HeaderPlan(batch, rows, expanded)
+        return _HeaderPlan(batch, rows, expanded, key)
 
-    def _plain_plan(self, batch: MessageBatch) -> _HeaderPlan:
+    def _plain_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan:
         """The reference version of :meth:`_plan`: check the batch, then expand it row by row from the links."""
         self._check(batch)
         m = self.num_agents
@@ -316,7 +316,7 @@ class Channel:
             for node in np.flatnonzero(self._links[b, m if sender == SERVER else sender]).tolist():
                 rows.append(row)
                 recipients.append(SERVER if node == m else node)
-        return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64))
+        return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64), key)
 
     def prepare(self, batches: Sequence[MessageBatch], *, from_agents: bool = False) -> list[MessageBatch]:
         """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect on the episode.
@@ -330,13 +330,14 @@ class Channel:
         once per kind and reused while the kind's next batches repeat it (see :meth:`_kept_plan`).
         """
         batches = [batch for batch in batches if len(batch)]
-        kept = [self._kept_plan(batch) for batch in batches]
+        keys = [batch.header_key() for batch in batches]
+        kept = [self._kept_plan(batch, key) for batch, key in zip(batches, keys)]
         if from_agents and any(
             b.sender.min() <= SERVER and (b.sender == SERVER).any() if plan is None else plan.server_sender
             for b, plan in zip(batches, kept)
         ):
             raise ValueError(AGENTS_AS_SERVER)
-        return [(plan or self._new_plan(batch)).apply(batch) for batch, plan in zip(batches, kept)]
+        return [(plan or self._new_plan(batch, key)).apply(batch) for batch, plan, key in zip(batches, kept, keys)]
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Send prepared batches in ``slot``: record them in the ledger, then drop and delay copies.

@@ -14,9 +14,10 @@ Optional prices per logical message and per payload byte are added on top. Costs
 copy is transmitted; a dropped copy has used its link. Totals keep a leading replica axis.
 
 The ledger tallies in bulk: :meth:`Ledger.transmit` queues each batch's header arrays and
-:meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read
-(or once they hold :attr:`Ledger.TALLY_ROWS` rows). Link costs are kept as integer link counts per
-node and multiplied by their price when read, so a total does not depend on when it was tallied.
+:meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read (or once they
+hold :attr:`Ledger.TALLY_ROWS` rows of header arrays not seen lately, or :attr:`Ledger.TALLY_BATCHES` batches).
+Link costs are kept as integer link counts per node and multiplied by their price when read, so a total does not
+depend on when it was tallied.
 A header sent again and again (the channel reuses the read-only header arrays of a repeated header) is
 tallied once and weighted by the times it was sent, and so is a slot that sent the same headers as
 another. In the reference mode (:mod:`fedbandit_envs.reference`) every batch and every slot's links
@@ -162,7 +163,15 @@ class Ledger:
     """
 
     #: Queued copy rows beyond which :meth:`transmit` tallies at once (bounds the queue and keeps a tally in cache).
+    #: A header seen lately (the same arrays: a kept expansion) adds no rows: the queue holds it, it is tallied, once.
     TALLY_ROWS = 1 << 14
+    #: Queued batches beyond which :meth:`transmit` tallies at once (bounds the queue of a header sent again and again).
+    TALLY_BATCHES = 1 << 12
+    #: Header arrays remembered as seen lately (the memory is dropped when it holds more).
+    KNOWN_HEADERS = 64
+    #: Largest (replica, node, node) table of link indices built at reset (4 bytes an entry); beyond it links are keyed
+    #: by their node pair.
+    LINK_INDEX_ENTRIES = 1 << 24
 
     messages = _Tallied()
     copies = _Tallied()
@@ -182,14 +191,40 @@ class Ledger:
         self.cost_model = cost_model
         self.record_messages = record_messages
 
-    def reset(self, num_replicas: int, num_agents: int, component_of: np.ndarray, component_edges: np.ndarray) -> None:
-        """Start empty totals. ``component_of`` is (B, M); ``component_edges`` (B, Q) edge counts."""
+    def reset(
+        self,
+        num_replicas: int,
+        num_agents: int,
+        component_of: np.ndarray,
+        component_edges: np.ndarray,
+        links: np.ndarray | None = None,
+    ) -> None:
+        """Start empty totals. ``component_of`` is (B, M); ``component_edges`` (B, Q) edge counts.
+
+        ``links`` (optional, (B, M + 1, M + 1) bool, node M the server): the two-way links copies can use. Given (and
+        within :attr:`LINK_INDEX_ENTRIES`), the link tallies key each used link by its index among its replica's links
+        instead of by its node pair, a key space smaller by about the graph's density (every copy must then follow a
+        link, as the channel's do).
+        """
         b, n = num_replicas, num_agents + 1
         self.version = next(_VERSIONS)
         self._num_replicas = b
         self._num_agents = num_agents
         self._component_of = component_of
         self._component_edges = component_edges
+        self._link_index: np.ndarray | None = None
+        if links is not None and b * n * n <= self.LINK_INDEX_ENTRIES:
+            # (replica, low, high) -> the link's index among its replica's links (low < high), or, on the diagonal,
+            # num_links + node (the key of a component under "graph_edges", keyed by (component, component))
+            index = np.full((b, n, n), -1, np.int32)  # a compact table: fewer cache misses
+            num_links = 0
+            for replica in range(b):
+                low, high = np.nonzero(np.triu(links[replica], 1))
+                index[replica, low, high] = np.arange(len(low))
+                num_links = max(num_links, len(low))
+            index[:, np.arange(n), np.arange(n)] = num_links + np.arange(n)
+            self._link_index = index.reshape(-1)
+            self._link_keys = num_links + n
         self._messages = np.zeros(b, np.int64)
         self._copies = np.zeros(b, np.int64)
         self._scalars = np.zeros(b, np.int64)
@@ -210,15 +245,20 @@ class Ledger:
         # prices per message and per byte, charged as copies are transmitted
         self._price_cost = np.zeros(b)
         self._price_node_cost = np.zeros((b, n))
+        self._node_cost: tuple[int, np.ndarray] = (-1, self._price_node_cost)  # (version, node_cost) of the last read
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
         # layouts seen: layout key -> index, and per index the (kind, scalars per row, bytes per row) of a row
         self._layouts: dict[tuple, int] = {}
         self._layout_sizes: list[tuple[str, int, int]] = []
-        # queued copies: per transmitted batch its layout index and header arrays (held read-only)
-        self._queued_copies: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        # queued copies: per distinct transmitted header (layout and arrays, held read-only) a list [layout, replica,
+        # sender, recipient, count, times sent, sum of the count arrays or None while every batch had the first one's]
+        self._queued_copies: list[list[Any]] = []
+        self._queued_index: dict[tuple[int, int, int, int], int] = {}  # (layout, array ids) -> index in the queue
+        self._queued_batches = 0
         self._queued_rows = 0
+        self._known_headers: dict[int, np.ndarray] = {}  # replica arrays seen lately, by id (held, so ids stay unique)
         # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number); each entry
         # is a transmitted batch's header arrays and the index of its first record
         self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
@@ -234,9 +274,19 @@ class Ledger:
 
     @property
     def node_cost(self) -> np.ndarray:
-        """(B, M + 1) cost charged to each node: its links' prices plus its messages' and bytes' prices."""
+        """(B, M + 1) cost charged to each node: its links' prices plus its messages' and bytes' prices (read-only).
+
+        Kept until the totals change (:attr:`version`), since a recorder reads it once per agent; the reference mode
+        (:mod:`fedbandit_envs.reference`) computes it at every read.
+        """
         self._tally()
-        return self.cost_model.c1 * self._server_links + self.cost_model.c2 * self._peer_links + self._price_node_cost
+        version, cost = self._node_cost
+        if version != self.version or reference_active():
+            cost = self.cost_model.c1 * self._server_links + self.cost_model.c2 * self._peer_links
+            cost += self._price_node_cost
+            cost.setflags(write=False)
+            self._node_cost = self.version, cost
+        return cost
 
     @property
     def cost(self) -> np.ndarray:
@@ -246,6 +296,8 @@ class Ledger:
     # ------------------------------------------------------------------ transmission
     def _node(self, ids: np.ndarray) -> np.ndarray:
         """Agent ids as node indices: ``SERVER`` (-1) becomes ``num_agents`` (by a sign-bit mask, not a modulo)."""
+        if ids.min(initial=0) >= 0:  # no SERVER id
+            return ids
         return ids + ((ids >> 63) & (self._num_agents + 1))
 
     def _layout(self, batch: MessageBatch) -> int:
@@ -298,10 +350,32 @@ class Ledger:
         if reference_active():
             self._plain_copies(layout, replica, sender, recipient, count)
             return
-        self._queued_copies.append((layout, replica, sender, recipient, count))
-        self._queued_rows += rows
-        if self._queued_rows >= self.TALLY_ROWS:
+        self._queue(layout, replica, sender, recipient, count)
+        if self._queued_rows >= self.TALLY_ROWS or self._queued_batches >= self.TALLY_BATCHES:
             self._tally()
+
+    def _queue(
+        self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
+    ) -> None:
+        """Queue a batch's copies: a header already queued (the same arrays) is counted once more, its counts summed."""
+        self._queued_batches += 1
+        key = (layout, id(replica), id(sender), id(recipient))
+        index = self._queued_index.get(key)
+        if index is None:
+            self._queued_index[key] = len(self._queued_copies)
+            self._queued_copies.append([layout, replica, sender, recipient, count, 1, None])
+            if id(replica) not in self._known_headers:  # rows that add to the memory and the work of a tally
+                if len(self._known_headers) >= self.KNOWN_HEADERS:
+                    self._known_headers.clear()
+                self._known_headers[id(replica)] = replica
+                self._queued_rows += len(replica)
+            return
+        queued = self._queued_copies[index]
+        if queued[6] is None and count is not queued[4]:
+            queued[6] = queued[4] * queued[5]  # a new array: the sum is kept in place from here on
+        queued[5] += 1
+        if queued[6] is not None:
+            queued[6] += count
 
     def mark_dropped(self, batch: MessageBatch, dropped: np.ndarray) -> None:
         """Count the copies of the batch just transmitted that the channel dropped (boolean mask)."""
@@ -336,17 +410,22 @@ class Ledger:
         """Copies, messages, scalars and bytes per replica, node, direction and kind of the queued batches.
 
         A header sent again and again (the same read-only arrays, e.g. a kept expansion) is tallied once, weighted by
-        the times it was sent.
+        the times it was sent, its rows' logical messages summed over those times.
         """
-        queued, self._queued_copies, self._queued_rows = self._queued_copies, [], 0
-        entries, times = _distinct(queued, lambda entry: (entry[0], *map(id, entry[1:])))
+        entries = self._queued_copies
+        self._queued_copies, self._queued_index, self._queued_batches, self._queued_rows = [], {}, 0, 0
+        times = np.array([entry[5] for entry in entries], np.int64)
         lengths = [len(entry[1]) for entry in entries]
-        replica, sender_ids, recipient_ids, count = (
-            np.concatenate([entry[i] for entry in entries]) for i in range(1, 5)
-        )
+        replica, sender_ids, recipient_ids = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
         sender, recipient = self._node(sender_ids), self._node(recipient_ids)
         repeats = None if times.max() == 1 else np.repeat(times, lengths)  # the times each row was sent
-        logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
+        if all(entry[6] is None for entry in entries):  # every header's batches had one count array each
+            count = np.concatenate([entry[4] for entry in entries])
+            logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
+        else:
+            logical_weights = np.concatenate(
+                [entry[4] * entry[5] if entry[6] is None else entry[6] for entry in entries]
+            )
         # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
         num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
@@ -384,7 +463,10 @@ class Ledger:
         """Charge each distinct two-way link of each closed slot once, to the sender of its first copy.
 
         Slots that sent the same header arrays in the same order (e.g. kept expansions) used the same links: one of
-        them is priced, weighted by their number (without records, which are kept per copy).
+        them is priced, weighted by their number. Without records (which are kept per copy), the first batch of a
+        slot is priced on its own too: it charges every link it uses whatever follows it in the slot, so a first
+        batch that several slots sent (a kept expansion followed by batches with new headers) is priced once,
+        weighted, and the later batches of each slot charge only the links the first one left unused.
         """
         by_slot: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]] = {}
         for entry in self._closed_links:
@@ -397,23 +479,39 @@ class Ledger:
             return (entries[0][0], *ids) if record else ids
 
         slots, times = _distinct(list(by_slot.values()), signature)
-        entries = [entry for entries in slots for entry in entries]
+        # groups of entries priced together (a key space each), their weights, and the first-batch group (or -1) whose
+        # links a group leaves to it
+        groups, after = slots, np.full(len(slots), -1)
+        num_firsts = 0
+        if not record and any(len(entries) > 1 for entries in slots):
+            firsts: dict[tuple, int] = {}
+            heads: list[list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]] = []
+            first_of = []
+            for entries in slots:
+                j = firsts.setdefault(tuple(map(id, entries[0][1:4])), len(heads))
+                if j == len(heads):
+                    heads.append(entries[:1])
+                first_of.append(j)
+            num_firsts = len(heads)
+            groups = heads + [entries[1:] for entries in slots]
+            times = np.concatenate([_int_counts(np.array(first_of), num_firsts, times), times])
+            after = np.concatenate([np.full(num_firsts, -1), first_of])
+        entries = [entry for entries in groups for entry in entries]
         lengths = np.array([len(entry[1]) for entry in entries])
-        num_keys = len(slots) * self._num_replicas * (self._num_agents + 1) ** 2
-        slot = np.repeat([j for j, entries in enumerate(slots) for _ in entries], lengths)
+        n = self._num_agents + 1
+        group = np.repeat([j for j, entries in enumerate(groups) for _ in entries], lengths)
         replica, sender, recipient = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
         row = None
         if record:  # the record index of each copy
             starts = np.array([entry[4] for entry in entries]) - (np.cumsum(lengths) - lengths)
             row = np.repeat(starts, lengths) + np.arange(len(replica))
-        if self.cost_model.free_server_downlink:  # the server's copies open no link
+        if self.cost_model.free_server_downlink and sender.min() == SERVER:  # the server's copies open no link
             opens = np.flatnonzero(sender != SERVER)
-            slot, replica, sender, recipient = slot[opens], replica[opens], sender[opens], recipient[opens]
+            group, replica, sender, recipient = group[opens], replica[opens], sender[opens], recipient[opens]
             row = None if row is None else row[opens]
         if len(replica) == 0:  # only the server's free downlink was used
             return
         a, b = self._node(sender), self._node(recipient)
-        n = self._num_agents + 1
         low, high = np.minimum(a, b), np.maximum(a, b)
         server_link = high == self._num_agents
         used_links = self.cost_model.link_accounting == "used_links"
@@ -421,12 +519,35 @@ class Ledger:
             # a used peer link stands for its whole component: key it by (component, component)
             component = self._component_of[replica, low]
             low, high = np.where(server_link, low, component), np.where(server_link, high, component)
-        _, first = first_occurrences(((slot * self._num_replicas + replica) * n + low) * n + high, num_keys)
+        link = (replica * n + low) * n + high
+        group_size = self._num_replicas * n * n
+        if self._link_index is not None:  # the link's index among its replica's links (see reset)
+            link = self._link_index.take(link)
+            if link.min(initial=0) < 0:
+                raise RuntimeError("a copy used a link that the ledger was not given at reset")
+            link = replica * self._link_keys + link
+            group_size = self._num_replicas * self._link_keys
+        previous = after.take(group)
+        later = np.flatnonzero(previous >= 0)
+        if len(later):  # drop the copies of later batches on links the slot's first batch used
+            first_rows = np.flatnonzero(previous < 0)
+            used_keys = group[first_rows] * group_size + link[first_rows]
+            later_keys = previous[later] * group_size + link[later]
+            if num_firsts * group_size > max(SCRATCH_KEYS, 8 * len(link)):
+                unused = ~np.isin(later_keys, used_keys)
+            else:
+                used = np.zeros(num_firsts * group_size, bool)
+                used[used_keys] = True
+                unused = ~used[later_keys]
+            kept = np.concatenate([first_rows, later[unused]])
+            group, replica, a, link, server_link = (x[kept] for x in (group, replica, a, link, server_link))
+            low = low[kept]
+        _, first = first_occurrences(group * group_size + link, len(groups) * group_size)
         to_server = server_link[first]
         server_first, peer_first = first[to_server], first[~to_server]
         units = None if used_links else self._component_edges[replica[peer_first], low[peer_first]]
-        server_weights = None if times.max() == 1 else times[slot[server_first]]
-        peer_weights = None if times.max() == 1 else times[slot[peer_first]]
+        server_weights = None if times.max() == 1 else times[group[server_first]]
+        peer_weights = None if times.max() == 1 else times[group[peer_first]]
         if units is not None:
             peer_weights = units if peer_weights is None else units * peer_weights
         size = self._num_replicas * n

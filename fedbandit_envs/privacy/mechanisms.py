@@ -744,7 +744,11 @@ class BinaryTreeBank(_TreeParameters):
             raise ValueError(f"add needs one value per tree, got {len(values)} values for {len(trees)} trees")
         if not np.isfinite(values).all():
             raise ValueError("values must be finite; clip records to a range of width `sensitivity` first")
-        if isinstance(position, bool) or not isinstance(position, Integral) or position < 0:
+        if (
+            type(position) is not int
+            and (isinstance(position, bool) or not isinstance(position, Integral))
+            or position < 0
+        ):
             raise ValueError(f"position must be an int >= 0, got {position!r}")
         count = int(position) + 1
         if count > self._stream_length:
@@ -838,10 +842,14 @@ class BinaryTreeBank(_TreeParameters):
         """
         if not len(level_cells):
             return np.zeros(len(trees))
-        noises = self._noise_flat.take(level_cells[:, None] + trees)  # a fresh array: summed in place into row 0
+        noises = self._noise_flat.take(level_cells[:, None] + trees)  # 0.0 for a node without noise
+        if len(trees) > 1:
+            # a reduction over the leading axis of a C-contiguous (levels, trees) array adds the rows one after the
+            # other, in order (numpy's pairwise summation only runs along a contiguous reduction axis)
+            return np.add.reduce(noises, axis=0)
         total = noises[0]
         for level_noise in noises[1:]:
-            total += level_noise  # 0.0 for a node without noise
+            total += level_noise
         return total
 
     def __repr__(self) -> str:
