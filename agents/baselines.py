@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
@@ -72,7 +73,7 @@ def ucb1_tried_arms(counts: np.ndarray, sums: np.ndarray, two_log: np.ndarray | 
     return index.argmax(axis=-1)
 
 
-class Random(Population):
+class Random(Configured, Population, config=NoOptions):
     """Every agent pulls a uniformly random arm every slot (from the algorithm's own stream)."""
 
     families = ("mab",)
@@ -91,7 +92,7 @@ class Random(Population):
         """Nothing to learn."""
 
 
-class RoundRobin(Population):
+class RoundRobin(Configured, Population, config=NoOptions):
     """Agent ``i`` pulls arm ``(i + t) mod K`` in slot ``t``."""
 
     families = ("mab",)
@@ -111,7 +112,7 @@ class RoundRobin(Population):
         """Nothing to learn."""
 
 
-class IndependentUCB1(Population):
+class IndependentUCB1(Configured, Population, config=NoOptions):
     """Each agent runs UCB1 on its own rewards and never communicates (the papers' Single-MAB).
 
     Every agent pulls once per slot, so every agent's total is the number of slots observed: once every arm is
@@ -201,7 +202,7 @@ class FullSharingCoordinator(Coordinator):
         np.add.at(self.sums, (replica, arms), rewards)
 
 
-class FullSharingUCB(Population):
+class FullSharingUCB(Configured, Population, config=NoOptions):
     """Every agent sends each (arm, reward) to the server and plays UCB1 on the pooled statistics.
 
     The no-privacy, unlimited-communication reference. A reward is known only after its pull, so the

@@ -370,15 +370,25 @@ def _hint_text(hint: Any) -> str:
     return str(hint)
 
 
+def _literal_type(value: Any) -> type:
+    """The Python type ``value`` stands for among ``Literal`` options: numpy bools and integers count as such."""
+    if isinstance(value, np.bool_):
+        return bool
+    if isinstance(value, np.integer):
+        return int
+    return type(value)
+
+
 def _check_literal(name: str, value: Any, options: tuple[Any, ...]) -> None:
-    """``value`` is one of ``options`` (same type and value: ``1`` is not ``True``)."""
+    """``value`` is one of ``options`` (same type and value: ``1`` is not ``True``; ``numpy.False_`` is ``False``)."""
     if all(isinstance(o, str) for o in options):
         check_choice(name, value, options)
         return
-    if any(type(value) is type(o) and value == o for o in options):
+    kind = _literal_type(value)
+    if any(kind is type(o) and value == o for o in options):
         return
     listed = ", ".join(repr(o) for o in options)
-    if not any(type(value) is type(o) for o in options):
+    if not any(kind is type(o) for o in options):
         raise TypeError(f"{name} must be one of {listed}, got {_describe(value)}")
     raise ValueError(f"{name} must be one of {listed}, got {value!r}{did_you_mean(value, map(str, options))}")
 

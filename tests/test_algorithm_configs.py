@@ -434,6 +434,31 @@ def test_checked_config_accepts_numpy_numbers_and_leaves_any_alone():
     assert config_field_docs(Example)["schedule"] == "a callable, or None."
 
 
+@dataclasses.dataclass(frozen=True)
+class LiteralNumbers(CheckedConfig):
+    """Literal options that are not strings.
+
+    Attributes:
+        exact: fixed to False.
+        level: 1 or 2.
+    """
+
+    exact: typing.Literal[False] = False
+    level: typing.Literal[1, 2] = 1
+
+
+def test_literal_options_take_numpy_bools_and_integers_as_python_ones():
+    assert LiteralNumbers(exact=np.False_, level=np.int64(2)).level == 2
+    with pytest.raises(ValueError, match=r"^exact must be one of False, got np.True_"):
+        LiteralNumbers(exact=np.True_)
+    with pytest.raises(TypeError, match=r"^exact must be one of False, got 0 \(int\)"):
+        LiteralNumbers(exact=0)
+    with pytest.raises(TypeError, match=r"^level must be one of 1, 2, got True \(bool\)"):
+        LiteralNumbers(level=True)
+    with pytest.raises(ValueError, match=r"^level must be one of 1, 2, got np.int64\(3\)"):
+        LiteralNumbers(level=np.int64(3))
+
+
 def test_option_takes_the_bounds_of_check_real_and_names_an_unknown_one():
     assert [name for name in inspect.signature(option).parameters][2:] == list(RealBounds.__annotations__)
     with pytest.raises(TypeError, match=r"^option got an unexpected keyword argument 'minimun' \(did you mean 'min"):
