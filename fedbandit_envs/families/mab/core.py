@@ -97,12 +97,12 @@ class MABConfig:
         """Bytes of the largest arrays of ``replicas`` replicas (for :func:`~fedbandit_envs.validation.check_memory`).
 
         Measured with ``tracemalloc`` at reset: about 24 B per (agent + 1)^2 link pair for the graph matrices
-        (adjacency, links, latency), 150 B more per agent pair for a complete graph's edge lists, and 2.5 kB
-        per agent for its name and spaces.
+        (adjacency, links, latency) and 4 B for the ledger's link index, 150 B more per agent pair for a complete
+        graph's edge lists, and 2.5 kB per agent for its name and spaces.
         """
         m, k = int(self.num_agents), int(self.num_arms)
         dense = isinstance(self.topology, str) and self.topology == "complete"
-        return population_memory(m, replicas, (m + 1) ** 2 * (24 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
+        return population_memory(m, replicas, (m + 1) ** 2 * (28 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
 
 
 class FederatedMABCore(ChannelCore):
