@@ -1,7 +1,8 @@
 """The procurement core's fast paths against their plain reference versions, bit for bit, on random workloads.
 
 With :func:`fedbandit_envs.reference.reference_mode` on, :class:`BinomialInverse` draws every good-unit count by
-one ``searchsorted`` on the whole inverse-CDF grid instead of its guide table. Hypothesis draws the workload's
+one ``searchsorted`` on the whole inverse-CDF grid instead of its guide table; the step's rewards, revenues
+and quality constraints are checked against the plain per-table sums too. Hypothesis draws the workload's
 seed (qualities with exact 0, 1 and near-degenerate values, capacities, units, uniforms on the guide's bin edges,
 1 and below half an ulp of the row index); examples are bounded so the module stays within seconds.
 """
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedbandit_envs.families.procurement.env import GUIDE_BINS, BinomialInverse, ProcurementCore, ProcurementInstance
+from fedbandit_envs.families.procurement.oracles import QC_TOLERANCE
 from fedbandit_envs.reference import reference_mode
 
 PROPERTY = settings(max_examples=40, deadline=None, database=None)
@@ -91,3 +93,9 @@ def test_core_steps_equal_their_reference(seed: int) -> None:
             np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name))
         for name in ("regret", "exact_regret", "violations", "last_regret", "last_revenue", "last_qc"):
             np.testing.assert_array_equal(getattr(cores[0], name), getattr(cores[1], name))
+        # the step sums the three per-unit tables at once: the same products and sums as one table at a time
+        spend = (instance.costs * units).sum(axis=-1)
+        np.testing.assert_array_equal(fast.rewards, instance.rho * fast.successes.sum(axis=-1) - spend)
+        np.testing.assert_array_equal(cores[0].last_revenue, (units * instance.unit_revenue).sum(axis=-1))
+        slack = (units * (instance.quality - instance.alpha)).sum(axis=-1)
+        np.testing.assert_array_equal(cores[0].last_qc, slack >= -QC_TOLERANCE)

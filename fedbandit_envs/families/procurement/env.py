@@ -536,8 +536,8 @@ class ProcurementCore(ChannelCore):
         self.penalty = instance.penalty(self.r_star)
         self.exact_r_star = instance.expected_revenue(ExactOracle()(q, q, c, k, alpha, rho))
         self.exact_penalty = instance.penalty(self.exact_r_star)
-        self._unit_revenue = instance.unit_revenue
-        self._qc_rate = q - alpha
+        # Per unit: the cost, the expected revenue and the quality constraint's slack rate, summed in one step.
+        self._unit_values = np.stack([c, instance.unit_revenue, np.broadcast_to(q - alpha, c.shape)])
         self._binomial = BinomialInverse(q, int(k.max()))
         self.slot = 0
 
@@ -598,8 +598,8 @@ class ProcurementCore(ChannelCore):
         if units.dtype.kind not in "iu":
             raise TypeError(f"units must be integers (units per producer), got dtype {units.dtype}")
         capacities = self.instance.capacities
-        bad = (units < 0) | (units > capacities)
-        if np.any(bad):
+        if (units > capacities).any() or units.min() < 0:
+            bad = (units < 0) | (units > capacities)
             b, j, i = (int(x) for x in np.argwhere(bad)[0])
             raise ValueError(
                 f"agent {j} asks for {units[b, j, i]} units from producer {i}; "
@@ -621,9 +621,9 @@ class ProcurementCore(ChannelCore):
         units = self.check_units(units)
         inst = self.instance
         successes = self._binomial(units, self._next_uniforms())
-        rewards = inst.rho * successes.sum(axis=-1) - (inst.costs * units).sum(axis=-1)
-        revenue = (units * self._unit_revenue).sum(axis=-1)
-        qc = (units * self._qc_rate).sum(axis=-1) >= -QC_TOLERANCE
+        spend, revenue, slack = (units[:, None] * self._unit_values).sum(axis=-1).transpose(1, 0, 2)
+        rewards = inst.rho * successes.sum(axis=-1) - spend
+        qc = slack >= -QC_TOLERANCE
         self.last_regret = np.where(qc, self.r_star - revenue, self.penalty)
         self.regret += self.last_regret
         self.exact_regret += np.where(qc, self.exact_r_star - revenue, self.exact_penalty)
