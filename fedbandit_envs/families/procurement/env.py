@@ -445,7 +445,7 @@ def binomial_search_grid(quality: np.ndarray, max_units: int) -> np.ndarray:
 
 
 #: Bins of the uniform in :class:`BinomialInverse`'s guide table (a power of two, so ``u * GUIDE_BINS`` is exact).
-GUIDE_BINS = 64
+GUIDE_BINS = 128
 
 
 class BinomialInverse:
@@ -455,8 +455,8 @@ class BinomialInverse:
     ``searchsorted`` of ``row + u`` on the whole grid, minus the row's start. The fast version searches only the
     row: a guide table gives, for the row and the bin ``floor(u G)`` of ``u`` (``G =`` :data:`GUIDE_BINS`), the count
     at the bin's start; where the bin spans at most one more grid entry a single comparison with that entry finishes
-    the count, elsewhere (the bins of a CDF's flat tails, about 1 % of the draws) the plain search runs. Both give
-    the count of the row's entries below ``row + u``, so they agree bit for bit (tested).
+    the count, elsewhere (the bins of a CDF's flat tails, about 0.5 % of the draws at m = 30, K = 50) the plain
+    search runs. Both give the count of the row's entries below ``row + u``, so they agree bit for bit (tested).
 
     Args:
         quality: (m,) qualities ``q_i``.
@@ -491,14 +491,12 @@ class BinomialInverse:
         if reference_active() or not self.sorted:
             return self.reference(rows, queries)
         start = self.guide.take(rows * (GUIDE_BINS + 1) + (uniforms * GUIDE_BINS).astype(np.intp)).astype(np.int64)
-        wide = start < 0
-        searched = bool(wide.any())
-        if searched:
-            start[wide] = 0
-        base = rows * self.width
-        counts = start + (self.grid.take(base + start) < queries)
-        if searched:
-            counts[wide] = self.reference(rows[wide], queries[wide])
+        wide = np.flatnonzero(start < 0)
+        if wide.size:
+            start.put(wide, 0)
+        counts = start + (self.grid.take(rows * self.width + start) < queries)
+        if wide.size:
+            counts.put(wide, self.reference(rows.take(wide), queries.take(wide)))
         return counts
 
 
