@@ -148,13 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     for key in passes["this"][0]:
         medians = {label: statistics.median(p[key] for p in runs) for label, runs in passes.items()}
         rows.append({"row": key, **medians, "base / this": medians["base"] / medians["this"]})
-        print(
-            f"{key:45s} base {medians['base']:10.1f}  this {medians['this']:10.1f}  ratio {rows[-1]['base / this']:.2f}"
-        )
+    machine = {"platform": platform.platform(), "cpu_count": os.cpu_count(), "python": platform.python_version()}
     report = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
+        "machine": machine,
         "trees": {label: str(tree) for label, tree in trees.items()},
         "horizon": args.horizon,
         "load_average_before_passes": loads,
@@ -162,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         "passes": passes,
     }
     args.out.write_text(json.dumps(report, indent=2))
-    print(f"wrote {args.out}")
+    for row in rows:
+        print(f"{row['row']:45s} base {row['base']:10.1f}  this {row['this']:10.1f}  ratio {row['base / this']:.2f}")
+    print(f"medians of {args.repeats} passes per tree written to {args.out}")
     return 0
 
 
