@@ -557,7 +557,7 @@ class ProcurementCore(ChannelCore):
         b, n, m = len(streams), inst.num_agents, inst.num_producers
         self.num_replicas = b
         self._rngs = [s.generator("rewards") for s in streams]
-        self._uniforms = np.empty((b, 0, n, m))
+        self._uniforms = np.empty((b, NOISE_BLOCK, n, m))
         max_spend = (inst.capacities * inst.costs).sum(axis=1).max()
         context = ProcurementContext(
             num_agents=n,
@@ -606,10 +606,15 @@ class ProcurementCore(ChannelCore):
         return units.astype(np.int64, copy=False)
 
     def _next_uniforms(self) -> np.ndarray:
+        """The round's (B, n, m) uniforms in (0, 1]: ``1 - U[0, 1)`` of each replica's stream, drawn by blocks.
+
+        A block is drawn into the same buffer each time (a fresh one per block cost more than the draws).
+        """
         offset = self.slot % NOISE_BLOCK
         if offset == 0:
-            shape = (NOISE_BLOCK, self.instance.num_agents, self.instance.num_producers)
-            self._uniforms = np.stack([1.0 - rng.random(shape) for rng in self._rngs])
+            for block, rng in zip(self._uniforms, self._rngs):
+                rng.random(out=block)
+            np.subtract(1.0, self._uniforms, out=self._uniforms)
         return self._uniforms[:, offset]
 
     def step(self, units: Any) -> ProcurementFeedback:
