@@ -482,7 +482,7 @@ class BinomialInverse:
         The search lands in the previous row when ``rows + u`` rounds down to ``rows`` (u below half an ulp of the
         row index); the count is 0 there (clipped).
         """
-        return np.maximum(np.searchsorted(self.grid, queries) - rows * self.width, 0)
+        return np.maximum(self.grid.searchsorted(queries) - rows * self.width, 0)
 
     def __call__(self, units: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
         """Good units of ``units`` (an (..., m) int array in 0..K) at ``uniforms`` in (0, 1] of the same shape."""
