@@ -47,6 +47,7 @@ def test_binomial_guide_equals_the_whole_grid_search(seed: int) -> None:
     rng = np.random.default_rng(seed)
     m, max_units = int(rng.integers(1, 12)), int(rng.integers(1, 140))
     inverse = BinomialInverse(random_qualities(rng, m), max_units)
+    assert np.all(np.diff(inverse.grid) >= 0)  # the guide's counts rely on a sorted grid
     units = rng.integers(0, max_units + 1, (int(rng.integers(1, 4)), int(rng.integers(1, 9)), m))
     units[rng.random(units.shape) < 0.3] = max_units
     uniforms = random_uniforms(rng, units.shape)

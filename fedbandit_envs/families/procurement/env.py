@@ -456,7 +456,8 @@ class BinomialInverse:
     row: a guide table gives, for the row and the bin ``floor(u G)`` of ``u`` (``G =`` :data:`GUIDE_BINS`), the count
     at the bin's start; where the bin spans at most one more grid entry a single comparison with that entry finishes
     the count, elsewhere (the bins of a CDF's flat tails, about 0.5 % of the draws at m = 30, K = 50) the plain
-    search runs. Both give the count of the row's entries below ``row + u``, so they agree bit for bit (tested).
+    search runs. Both give the count of the row's entries below ``row + u`` (the grid is sorted: row ``r`` holds
+    ``r + F(x)``, non-decreasing in x and within [r, r + 1]), so they agree bit for bit (tested).
 
     Args:
         quality: (m,) qualities ``q_i``.
@@ -474,7 +475,6 @@ class BinomialInverse:
         # The last column is u == 1 exactly (one point, no search needed); -1 marks a bin left to the plain search.
         guide = np.where(np.append(narrow, np.ones_like(narrow[:, :1]), axis=1), starts, -1).astype(dtype)
         self.guide = guide.reshape(-1)
-        self.sorted = bool(np.all(np.diff(self.grid) >= 0))
 
     def reference(self, rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
         """The count of row ``rows``' grid entries below ``queries`` (``rows + u``) by one search on the whole grid.
@@ -488,7 +488,7 @@ class BinomialInverse:
         """Good units of ``units`` (an (..., m) int array in 0..K) at ``uniforms`` in (0, 1] of the same shape."""
         rows = self.row_offset + units
         queries = rows + uniforms
-        if reference_active() or not self.sorted:
+        if reference_active():
             return self.reference(rows, queries)
         start = self.guide.take(rows * (GUIDE_BINS + 1) + (uniforms * GUIDE_BINS).astype(np.intp)).astype(np.int64)
         wide = np.flatnonzero(start < 0)
