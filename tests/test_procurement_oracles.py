@@ -135,6 +135,10 @@ def test_greedy_by_hand():
     ("kwargs", "error", "match"),
     [
         ({"u": np.array([np.nan, 0.5])}, ValueError, "NaN"),
+        ({"theta": float("nan")}, ValueError, "theta contains NaN"),
+        ({"theta": np.float64(-np.inf)}, ValueError, "theta contains NaN or inf"),
+        ({"theta": np.array(np.inf)}, ValueError, "theta contains NaN or inf"),
+        ({"k": np.array([], np.int64)}, ValueError, "broadcast"),
         ({"k": np.array([-1, 2])}, ValueError, ">= 0"),
         ({"k": np.array([1.5, 2.0])}, ValueError, "integers"),
         ({"rho": 0.0}, ValueError, "rho"),

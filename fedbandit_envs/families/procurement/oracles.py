@@ -67,7 +67,8 @@ def check_oracle_inputs(
     arrays = []
     for name, value in (("u", u), ("v", v), ("c", c), ("theta", theta)):
         array = np.asarray(value, dtype=np.float64)
-        if not np.isfinite(array).all():
+        finite = math.isfinite(value) if isinstance(value, float) else np.isfinite(array).all()
+        if not finite:
             raise ValueError(f"oracle input {name} contains NaN or inf; pass finite qualities, costs and threshold")
         arrays.append(array)
     u, v, c, theta = arrays
@@ -76,15 +77,15 @@ def check_oracle_inputs(
         if k.dtype.kind != "f" or not np.all(np.isfinite(k)) or not np.all(k == np.round(k)):
             raise ValueError(f"capacities k must be integers, got dtype {k.dtype}")
         k = k.astype(np.int64)
-    if (k < 0).any():
+    if k.size and k.min() < 0:
         raise ValueError(f"capacities k must be >= 0, got min {k.min()}")
     if isinstance(rho, bool) or not isinstance(rho, int | float | np.integer | np.floating) or not rho > 0:
         raise ValueError(f"rho (revenue per unit of quality) must be a number > 0, got {rho!r}")
     try:
-        shape = np.broadcast_shapes(u.shape, v.shape, c.shape, k.shape)
+        shape = np.broadcast(u, v, c, k).shape
         if len(shape) == 0:
             raise ValueError
-        if np.broadcast_shapes(theta.shape, shape[:-1]) != shape[:-1]:
+        if theta.ndim and np.broadcast_shapes(theta.shape, shape[:-1]) != shape[:-1]:
             raise ValueError
     except ValueError:
         raise ValueError(
