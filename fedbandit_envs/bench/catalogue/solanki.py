@@ -235,6 +235,7 @@ _register = paper_registrar("solanki", "solanki", runner=RUNNER, seeds=PAPER["se
 PASS_RATES: dict[str, tuple[dict[str, tuple[int, int]], str]] = {
     "exp1_uniform": ({"ordering": (10, 10), "ordering_significant": (10, 10), "frr": (10, 10)}, "0:30 in blocks of 3"),
     "exp1_normal": ({"ordering": (10, 10), "ordering_significant": (10, 10), "frr": (10, 10)}, "0:30 in blocks of 3"),
+    "exp2_uniform": ({"frr_non_increasing": (10, 10)}, "0:30 in blocks of 3"),
     "exp2_normal": ({"frr_non_increasing": (10, 10)}, "0:30 in blocks of 3"),
 }
 
