@@ -237,6 +237,7 @@ PASS_RATES: dict[str, tuple[dict[str, tuple[int, int]], str]] = {
     "exp1_normal": ({"ordering": (10, 10), "ordering_significant": (10, 10), "frr": (10, 10)}, "0:30 in blocks of 3"),
     "exp2_uniform": ({"frr_non_increasing": (10, 10)}, "0:30 in blocks of 3"),
     "exp2_normal": ({"frr_non_increasing": (10, 10)}, "0:30 in blocks of 3"),
+    "fig2_uniform": ({"federation_helps": (10, 10)}, "0:30 in blocks of 3"),
     "fig2_normal": ({"federation_helps": (10, 10)}, "0:30 in blocks of 3"),
 }
 
