@@ -244,30 +244,20 @@ PASS_RATES: dict[str, tuple[dict[str, tuple[int, int]], str]] = {
 
 def solanki_scenario(
     name: str,
-    description: str,
-    env_kwargs: dict[str, Any],
-    algorithms: dict[str, AlgorithmSpec],
-    claims: tuple[Claim, ...],
+    *args: Any,
     sweep: dict[str, list[Any]] | None = None,
     figures: Sequence[FigureSpec] = (),
     **scales: Any,
 ) -> Scenario:
-    """Register ``solanki/<name>`` at §4.1's seeds, its claims carrying their measured :data:`PASS_RATES`.
+    """Register ``solanki/<name>`` (``args``: description, env_kwargs, algorithms, claims) at §4.1's seeds.
 
-    It sweeps ``sweep`` and each scale's instances and draws ``figures`` (the paper's, mirrored); ``scales``: the
-    keywords of :func:`_scales` after the sweep.
+    The claims carry their measured :data:`PASS_RATES`. It sweeps ``sweep`` and each scale's instances and draws
+    ``figures`` (the paper's, mirrored); ``scales``: the keywords of :func:`_scales` after the sweep.
     """
+    *fields, claims = args
     rates, seeds = PASS_RATES.get(name, ({}, ""))
-    return _register(
-        name,
-        description,
-        env_kwargs,
-        algorithms,
-        with_pass_rates(claims, rates, seeds),
-        sweep=sweep or {},
-        scales=_scales(sweep, **scales),
-        figures=figures,
-    )
+    claims = with_pass_rates(claims, rates, seeds)
+    return _register(name, *fields, claims, sweep=sweep or {}, scales=_scales(sweep, **scales), figures=figures)
 
 
 # ---------------------------------------------------------------------- the paper's figures, mirrored
