@@ -245,12 +245,11 @@ def main() -> None:
         f"(sum of the per-epsilon times {sum(r['seconds'] for r in rows):.1f} s); at T=1e6: {scaled:.0f} s = "
         f"{scaled / 60:.1f} min{note}; load average at the end {os.getloadavg()[0]:.2f}"
     )
-    cpu = sorted((r["cpu_seconds_at_1e6"] for r in rows), reverse=True)
     loads = [0.0] * args.workers
-    for seconds in cpu:  # the pool hands the longest remaining epsilon to the first free worker
-        loads[loads.index(min(loads))] += seconds
+    for row in rows:  # the pool hands the epsilons, in the order given, each to the first worker that is free
+        loads[loads.index(min(loads))] += row["cpu_seconds_at_1e6"]
     print(
-        f"CPU at T=1e6: {sum(cpu):.0f} s in total; on {args.workers} otherwise idle core(s) the set would take about "
+        f"CPU at T=1e6: {sum(loads):.0f} s in total; on {args.workers} otherwise idle core(s) the set would take about "
         f"{max(loads):.0f} s = {max(loads) / 60:.1f} min (the busiest worker's CPU time)"
     )
     if args.out:
