@@ -1,7 +1,7 @@
 """Scenarios of the suite itself: the baselines on the federated MAB."""
 
 from fedbandit_envs.bench.claims import ordering
-from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, register
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, register, with_pass_rates
 
 BASELINES = register(
     Scenario(
@@ -16,12 +16,16 @@ BASELINES = register(
         },
         seeds=10,
         checkpoints=20,
-        claims=(
-            ordering(
-                "sharing_helps",
-                "Full sharing beats independent learners, which beat random play (group regret).",
-                ["full_sharing_ucb", "independent_ucb1", "random"],
+        claims=with_pass_rates(
+            (
+                ordering(
+                    "sharing_helps",
+                    "Full sharing beats independent learners, which beat random play (group regret).",
+                    ["full_sharing_ucb", "independent_ucb1", "random"],
+                ),
             ),
+            {"sharing_helps": (10, 10)},
+            "0:30 in blocks of 3",
         ),
         scales={"ci": {"horizon": 1000, "seeds": 3}, "paper": {"horizon": 20000, "seeds": 20}},
     )
