@@ -240,6 +240,7 @@ PASS_RATES: dict[str, tuple[dict[str, tuple[int, int]], str]] = {
     "fig2_uniform": ({"federation_helps": (10, 10)}, "0:30 in blocks of 3"),
     "fig2_normal": ({"federation_helps": (10, 10)}, "0:30 in blocks of 3"),
     "stress": ({"few_violations": (10, 10)}, "0:30 in blocks of 3"),
+    "exp3_normal": ({"regret_falls_with_n": (10, 10)}, "0:30 in blocks of 3"),
 }
 
 
