@@ -34,6 +34,7 @@ from fedbandit_envs.core import (
     start_episode,
 )
 from fedbandit_envs.instances import BanditInstance, InstanceName, check_instance, make_instance
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.rewards import NOISE_BLOCK, RewardModel, RewardModelName, draw_noise, make_reward_model
 from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import Topology, TopologyName, build_topology, check_topology
@@ -98,11 +99,15 @@ class MABConfig:
 
         Measured with ``tracemalloc`` at reset: about 24 B per (agent + 1)^2 link pair for the graph matrices
         (adjacency, links, latency) and 4 B for the ledger's link index, 150 B more per agent pair for a complete
-        graph's edge lists, and 2.5 kB per agent for its name and spaces.
+        graph's edge lists, and 2.5 kB per agent for its name and spaces. With ``reward_tape``, the tape's current
+        block of every (agent, arm) cell (``NOISE_BLOCK`` float64 each; a cell's block is drawn at its first pull).
         """
         m, k = int(self.num_agents), int(self.num_arms)
         dense = isinstance(self.topology, str) and self.topology == "complete"
-        return population_memory(m, replicas, (m + 1) ** 2 * (28 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
+        parts = population_memory(m, replicas, (m + 1) ** 2 * (28 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
+        if self.reward_tape:
+            parts["reward tape blocks"] = replicas * m * k * (NOISE_BLOCK + 1) * 8
+        return parts
 
 
 class FederatedMABCore(ChannelCore):
@@ -163,8 +168,11 @@ class FederatedMABCore(ChannelCore):
         self._reward_rngs = [s.generator("rewards") for s in streams]
         self._noise = np.empty((b, 0, m))
         self._pulls = np.zeros((b, m, cfg.num_arms), np.int64)
-        self._tape: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._tape_roots = [s.sequence("rewards") for s in streams]
+        # the reward tape's current block of every (replica, agent, arm) cell, and which block it is (-1: none yet);
+        # np.empty leaves the pages of cells never pulled untouched
+        self._tape_pool = np.empty((b * m * cfg.num_arms, NOISE_BLOCK) if cfg.reward_tape else (0, NOISE_BLOCK))
+        self._tape_blocks = np.full(b * m * cfg.num_arms if cfg.reward_tape else 0, -1, np.int64)
         context = AgentContext(
             num_agents=m,
             num_arms=cfg.num_arms,
@@ -193,18 +201,32 @@ class FederatedMABCore(ChannelCore):
         return self._noise[:, offset, :]
 
     def _tape_noise(self, arms: np.ndarray) -> np.ndarray:
-        counts = self._pulls[self._rows, self._cols, arms]
-        noise = np.empty(arms.shape)
-        for (b, i), k in np.ndenumerate(arms):
-            block, offset = divmod(int(counts[b, i]), NOISE_BLOCK)
-            key = (b, i, int(k), block)
-            if key not in self._tape:
-                self._tape.pop((b, i, int(k), block - 1), None)
-                root = self._tape_roots[b]
-                seq = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, i, int(k), block))
-                self._tape[key] = draw_noise(self.reward_model.noise_kind, np.random.default_rng(seq), NOISE_BLOCK)
-            noise[b, i] = self._tape[key][offset]
-        return noise
+        """The tape's draw for each agent's pull: the n-th pull of a cell reads entry n of that cell's tape.
+
+        The tape of cell (b, i, k) is drawn in blocks of ``NOISE_BLOCK`` from its own seed sequence (the
+        replica's ``rewards`` root spawned with key (i, k, block)); only the cell's current block is kept, and a
+        block is drawn when a pull first needs it. The reference mode draws every pull's block afresh.
+        """
+        cells = self._mean_cells + arms  # flat (replica, agent, arm) cells, the layout of means and pulls
+        blocks, offsets = np.divmod(self._pulls.reshape(-1).take(cells), NOISE_BLOCK)
+        if reference_active():
+            noise = np.empty(arms.shape)
+            for b, i in np.ndindex(arms.shape):
+                noise[b, i] = self._tape_block(b, i, int(arms[b, i]), int(blocks[b, i]))[offsets[b, i]]
+            return noise
+        stale = self._tape_blocks.take(cells) != blocks
+        if stale.any():
+            for b, i in zip(*np.nonzero(stale), strict=True):
+                cell = cells[b, i]
+                self._tape_pool[cell] = self._tape_block(int(b), int(i), int(arms[b, i]), int(blocks[b, i]))
+                self._tape_blocks[cell] = blocks[b, i]
+        return self._tape_pool[cells, offsets]
+
+    def _tape_block(self, replica: int, agent: int, arm: int, block: int) -> np.ndarray:
+        """Block ``block`` of the reward tape of (``replica``, ``agent``, ``arm``): ``NOISE_BLOCK`` draws."""
+        root = self._tape_roots[replica]
+        seq = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, agent, arm, block))
+        return draw_noise(self.reward_model.noise_kind, np.random.default_rng(seq), NOISE_BLOCK)
 
     # ------------------------------------------------------------------ step
     def check_arms(self, arms: np.ndarray) -> np.ndarray:
