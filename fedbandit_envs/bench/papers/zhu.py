@@ -10,29 +10,41 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from fedbandit_envs.bench.catalogue.zhu import epsilon_finals, main_regret
 from fedbandit_envs.bench.papers import NOT_REPORTED, Measure, Paper, PaperItem, PaperValue
 from fedbandit_envs.bench.tables import number
 from fedbandit_envs.run import Results
 
+#: The round at which the paper reads its ratio: "when the increase of regret is stable, e.g. t = 6e5".
+PAPER_ROUND = 600_000
+
 #: Measured why the total-regret ratio does not reproduce (catalogue ``zhu.py``, spec RC4/RC5, decision P2).
 RATIO_REASON = (
-    "Total regret R(eps) = R(inf) + X(eps) includes the regret R(inf) of gossip itself, the same at every epsilon; "
-    "only the excess X(eps) = R(eps) - R(inf) scales like 1/epsilon. Measured at the CI scale (dp_bonus_scale "
-    "1e-3, 10 blocks of 5 seeds): X(1)/X(2) = 2.16-2.32 and X(1)/X(5) = 7.38-10.52 (1/epsilon predicts 2 and 5), "
-    "while R(inf) keeps the total ratios above 1/2 and 1/5 (this run: the table above; earlier runs 0.6-0.8 : "
-    "0.4-0.6). With the paper's literal constants (dp_bonus_scale 1) the finite-epsilon runs saturate near "
-    "T mean(gap) instead (R = 3684 / 3619 / 3408 at epsilon 1, 2, 5 against 691 at inf, T = 2e4: ratios "
-    "0.98 : 0.93), so neither bonus gives 1 : 1/2 : 1/5 on total regret (decision P2, check RC5)."
+    "At the paper scale (T = 1e6 main rounds, the paper's constants, 100 trials) R(1) : R(2) : R(5) at t = 6e5 is "
+    "1 : 0.80 : 0.48, and at T the excess over epsilon = inf, X(eps) = R(eps) - R(inf), gives X(1)/X(2) = 1.38 and "
+    "X(1)/X(5) = 2.75 (claim RC5 fails there). The finite-epsilon runs are still in the phase where the DP term of "
+    "the bound (eq. (12)) drives exploration: R(T)/R(T/2) = 1.68, 1.51 and 1.27 at epsilon 1, 2 and 5 (2 is "
+    "linear; Gossip_UCB 1.17). Their regret is set by how long each stays in that phase, not yet by the 1/epsilon "
+    "scale of a logarithmic phase: X(1)/X(5) grows with t (1.30 at t = 1e5, 2.75 at 1e6) towards the 1/epsilon "
+    "prediction of 5. Total regret also includes the regret R(inf) of gossip itself, the same at every epsilon. "
+    "At the CI scale the DP bonus is scaled by 1e-3 (decision P2) so that the runs leave that phase within T = "
+    "2e4: there the excess falls as fast as 1/epsilon or faster (10 blocks of 5 seeds: X(1)/X(2) = 2.16-2.32, "
+    "X(1)/X(5) = 7.38-10.52), while R(inf) keeps the total ratios above 1/2 and 1/5 (0.6-0.8 : 0.4-0.6). Neither "
+    "reading gives 1 : 1/2 : 1/5 on total regret (decision P2, check RC5)."
 )
 
 
 def total_ratio(epsilon: float) -> Measure:
-    """Our R(epsilon) / R(1) of Fed_UCB at T (means over trials)."""
+    """Our R(epsilon) / R(1) of Fed_UCB at t = 6e5 main rounds, or at T if the runs are shorter (means over trials)."""
 
     def measure(results: Results) -> str:
-        finals = epsilon_finals(results, "fed_ucb")
-        return f"{finals[epsilon].mean() / finals[1.0].mean():.2f}"
+        curves = main_regret(results, by=("algorithm", "epsilon"))
+        ones = curves[("fed_ucb", 1.0)].values()
+        t = PAPER_ROUND if all(PAPER_ROUND in c for c in ones) else min(max(c) for c in ones)
+        means = {e: float(np.mean([c[t] for c in curves[("fed_ucb", e)].values()])) for e in (1.0, epsilon)}
+        return f"{means[epsilon] / means[1.0]:.2f} (t = {t:.0e})".replace("e+0", "e")
 
     return measure
 
@@ -81,8 +93,12 @@ RING_REASON = (
 def _epsilon_values(reason: str) -> tuple[PaperValue, ...]:
     text = "text on Fig. 1(a)/(b), at t = 6e5: 1 : 1/2 : 1/5"
     return (
-        PaperValue("R(2) / R(1), total regret at T", f"approx. 0.5 ({text})", total_ratio(2.0), reason),
-        PaperValue("R(5) / R(1), total regret at T", f"approx. 0.2 ({text})", total_ratio(5.0), reason),
+        PaperValue(
+            "R(2) / R(1), total regret at t = 6e5 (T if shorter)", f"approx. 0.5 ({text})", total_ratio(2.0), reason
+        ),
+        PaperValue(
+            "R(5) / R(1), total regret at t = 6e5 (T if shorter)", f"approx. 0.2 ({text})", total_ratio(5.0), reason
+        ),
         PaperValue(
             "X(1) / X(2), excess regret over epsilon = inf",
             "2 if regret scales like 1/eps (not stated)",
@@ -142,4 +158,5 @@ PAPER = Paper(
             ),
         ),
     ),
+    reasons={"zhu/sa_epsilon:inverse_epsilon": RATIO_REASON},
 )
