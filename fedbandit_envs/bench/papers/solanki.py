@@ -37,8 +37,8 @@ NORMAL_FCB_REASON = (
     "exploration both families gain alike (FRR of the remaining regret 0.35-0.42). The normal family with std 0.1 "
     "(Fig. 2's reading of the paper's N(alpha, 0), decision D-22) gains less, not more: 0.39 at zeta = 1, 0.31 at "
     "0.5. So none of these readings gives the paper's pair (0.30 uniform, 0.20 normal): a zeta near 0.5 matches "
-    "the normal family's 0.20 but takes the uniform family to 0.20 as well. At the paper's T = 1e5 the exploration "
-    "is a smaller share of the regret, which moves both FRRs towards the after-exploration 0.35-0.42, not apart."
+    "the normal family's 0.20 but takes the uniform family to 0.20 as well. At the paper scale (T = 1e5, 5 "
+    "instances x 4 trials, zeta = 1) FCB's FRR is 0.29 (uniform) and 0.32 (normal): again within 0.03."
 )
 
 
