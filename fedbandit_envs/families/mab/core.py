@@ -191,23 +191,23 @@ class FederatedMABCore(ChannelCore):
         return Feedback(-1, np.full((b, m), -1, np.int64), np.zeros((b, m)), [], self.partners)
 
     # ------------------------------------------------------------------ rewards
-    def _reward_noise(self, arms: np.ndarray) -> np.ndarray:
+    def _reward_noise(self, arms: np.ndarray, cells: np.ndarray) -> np.ndarray:
         if self.config.reward_tape:
-            return self._tape_noise(arms)
+            return self._tape_noise(arms, cells)
         offset = self.slot % NOISE_BLOCK
         if offset == 0:
             shape = (NOISE_BLOCK, self.config.num_agents)
             self._noise = np.stack([draw_noise(self.reward_model.noise_kind, rng, shape) for rng in self._reward_rngs])
         return self._noise[:, offset, :]
 
-    def _tape_noise(self, arms: np.ndarray) -> np.ndarray:
+    def _tape_noise(self, arms: np.ndarray, cells: np.ndarray) -> np.ndarray:
         """The tape's draw for each agent's pull: the n-th pull of a cell reads entry n of that cell's tape.
 
         The tape of cell (b, i, k) is drawn in blocks of ``NOISE_BLOCK`` from its own seed sequence (the
         replica's ``rewards`` root spawned with key (i, k, block)); only the cell's current block is kept, and a
-        block is drawn when a pull first needs it. The reference mode draws every pull's block afresh.
+        block is drawn when a pull first needs it. The reference mode draws every pull's block afresh. ``cells``:
+        the pulled (replica, agent, arm) cells as flat indices into ``means`` and the pull counts.
         """
-        cells = self._mean_cells + arms  # flat (replica, agent, arm) cells, the layout of means and pulls
         blocks, offsets = np.divmod(self._pulls.reshape(-1).take(cells), NOISE_BLOCK)
         if reference_active():
             noise = np.empty(arms.shape)
@@ -248,11 +248,12 @@ class FederatedMABCore(ChannelCore):
         slot = self.slot
         prepared = prepare_outgoing(self.channel, messages, self.coordinator)
         prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
-        noise = self._reward_noise(arms)
-        means = self.means.reshape(-1).take(self._mean_cells + arms)
+        cells = self._mean_cells + arms  # flat (replica, agent, arm) cells, the layout of means and pulls
+        noise = self._reward_noise(arms, cells)
+        means = self.means.reshape(-1).take(cells)
         rewards = self.reward_model.transform(means, noise)
         if self.config.reward_tape:
-            self._pulls[self._rows, self._cols, arms] += 1
+            self._pulls.reshape(-1)[cells] += 1  # one pull per (replica, agent): no repeated cell
         self.last_regret = self.gaps.reshape(-1).take(self._gap_cells + arms)
         self.regret += self.last_regret
         if self.message_hooks:  # only the hooks read the counts
