@@ -105,9 +105,31 @@ class ProtocolParallelEnv(ParallelEnv):
         """The public facts an algorithm gets at reset (the family's context)."""
         return self.core.context
 
+    #: How :meth:`summary` names the clock ("slot", or "round" where a family's papers speak of rounds).
+    summary_clock = "slot"
+    #: How :meth:`summary` names the summed regret of the agents.
+    summary_regret = "group pseudo-regret"
+
     def summary(self) -> str:
-        """A one-line text summary of the episode."""
-        raise NotImplementedError(f"{type(self).__name__} does not define summary()")
+        """A one-line text summary of the episode (what ``render()`` shows in ``"ansi"`` mode).
+
+        The clock, the agents' summed regret, the family's own figures (:meth:`summary_extras`), then the messages
+        and the cost the ledger has recorded.
+        """
+        core, totals = self.core, self.ledger.totals()
+        return "  ".join(
+            (
+                f"{self.summary_clock} {core.slot}/{core.horizon}",
+                f"{self.summary_regret} {core.regret[0].sum():.2f}",
+                *self.summary_extras(),
+                f"messages {totals['messages']}",
+                f"cost {totals['cost']:.2f}",
+            )
+        )
+
+    def summary_extras(self) -> tuple[str, ...]:
+        """The family's own figures in :meth:`summary` (none by default)."""
+        return ()
 
     def render(self) -> str | None:
         """The one-line summary (``render_mode="ansi"``); None in any other mode (without one, with a warning)."""

@@ -248,3 +248,29 @@ def test_sb3_make_vec_env(env_id):
     assert observations.shape == (2, *vec.observation_space.shape) and rewards.shape == (2,) and not dones.any()
     assert len(images) == 2 and all(image.dtype == np.uint8 and image.ndim == 3 for image in images)
     vec.close()
+
+
+#: Each family's own figures in the summary, from its core.
+FAMILY_FIGURES = {
+    "mab": lambda core: [],
+    "linear": lambda core: [f"phase {core.phase}"],
+    "procurement": lambda core: [f"QC violations {int(core.violations[0].sum())}"],
+}
+
+
+@pytest.mark.parametrize("env_id", PARALLEL_IDS)
+def test_ansi_summary_reads_the_same_in_every_family(env_id):
+    """The clock, the summed regret, the family's own figures, then the ledger's messages and cost."""
+    entry = PARALLEL_ENVS[env_id]
+    env = entry_class(env_id)(**{**entry.kwargs, **entry.test_kwargs, "render_mode": "ansi"})
+    env.reset(seed=0)
+    env.step({agent: env.action_space(agent).sample() for agent in env.agents})
+    core, totals = env.core, env.ledger.totals()
+    expected = [
+        f"{env.summary_clock} {core.slot}/{core.horizon}",
+        f"{env.summary_regret} {core.regret[0].sum():.2f}",
+        *FAMILY_FIGURES[type(core).__module__.split(".")[2]](core),
+        f"messages {totals['messages']}",
+        f"cost {totals['cost']:.2f}",
+    ]
+    assert env.render().split("  ") == expected

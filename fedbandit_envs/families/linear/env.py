@@ -1019,13 +1019,9 @@ class FederatedLinear(ProtocolParallelEnv):
         phase = 0.0 if self.core.phase == "act" else 1.0
         return np.concatenate([self.core.regret[0], [float(self.core.slot), phase]])
 
-    def summary(self) -> str:
-        """A one-line text summary of the episode (what ``render()`` shows in ``"ansi"`` mode)."""
-        totals = self.ledger.totals()
-        return (
-            f"slot {self.core.slot}/{self.config.horizon} ({self.core.phase})  "
-            f"pseudo-regret {self.core.regret[0].sum():.2f}  messages {totals['messages']}"
-        )
+    def summary_extras(self) -> tuple[str, ...]:
+        """The phase the next step plays (``act`` or ``report``)."""
+        return (f"phase {self.core.phase}",)
 
 
 class LinearMetrics(CoreMetrics):

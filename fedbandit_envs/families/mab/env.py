@@ -264,14 +264,6 @@ class FederatedMAB(ProtocolParallelEnv):
         fb = self.feedback
         return np.concatenate([fb.arms[0].astype(np.float64), fb.rewards[0], self.core.regret[0]])
 
-    def summary(self) -> str:
-        """A one-line text summary of the episode (what ``render()`` shows in ``"ansi"`` mode)."""
-        totals = self.ledger.totals()
-        return (
-            f"slot {self.core.slot}/{self.config.horizon}  group pseudo-regret {self.core.regret[0].sum():.2f}  "
-            f"messages {totals['messages']}  cost {totals['cost']:.2f}"
-        )
-
 
 def _build(env_kwargs: dict[str, Any], population: Any) -> FederatedMAB:
     """The MAB environment of ``env_kwargs`` hosting the population's coordinator and boundary hops."""

@@ -716,6 +716,8 @@ class FedProcurementEnv(ProtocolParallelEnv):
 
     metadata: dict[str, Any] = {"name": "fedbandit/Procurement-v0", "render_modes": ["ansi"], "is_parallelizable": True}
     action_key = "units"
+    summary_clock = "round"
+    summary_regret = "group regret"
 
     def __init__(
         self,
@@ -916,13 +918,9 @@ class FedProcurementEnv(ProtocolParallelEnv):
             ]
         )
 
-    def summary(self) -> str:
-        """A one-line text summary of the episode (what ``render()`` shows in ``"ansi"`` mode)."""
-        totals = self.ledger.totals()
-        return (
-            f"round {self.core.slot}/{self.horizon}  group regret {self.core.regret[0].sum():.2f}  "
-            f"QC violations {int(self.core.violations[0].sum())}  messages {totals['messages']}"
-        )
+    def summary_extras(self) -> tuple[str, ...]:
+        """The quality-constraint violations so far."""
+        return (f"QC violations {int(self.core.violations[0].sum())}",)
 
 
 class ProcurementMetrics(CoreMetrics):
