@@ -14,6 +14,7 @@ import pytest
 from fedbandit_envs import topology as topo
 from fedbandit_envs.channel import flooding
 from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
+from fedbandit_envs.channel.messages import GatheredPayload, MessageBatch
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.families.mab.env import FederatedMAB
 from wrappers.faults import MessageDelays, MessageDrops
@@ -216,6 +217,40 @@ def test_blocked_content_gathers_equal_a_plain_take(monkeypatch):
     for rows in (narrow, wide, np.arange(0)):
         gathered = flooding._Gather(0, None, rows).take(source)
         assert np.array_equal(gathered, np.take(source, rows, axis=0))
-    parts = [source[:25], source[25:]]
     index = rng.permutation(40)[:30]
-    assert np.array_equal(flooding._gather(parts, flooding._gathers(np.array([0, 25, 40]), index)), source[index])
+    for lazy in (False, True):
+        parts = [_content_part(source[:25], lazy), _content_part(source[25:], lazy)]
+        gathers = flooding._gathers(np.array([0, 25, 40]), index)
+        assert np.array_equal(flooding._gather(parts, "x", gathers), source[index])
+
+
+def _content_part(content: np.ndarray, lazy: bool, r: int = 1) -> flooding._Part:
+    """A delivered part whose records carry ``content`` as field ``"x"`` (rows of ``r`` records).
+
+    ``lazy``: the copies' payload is a :class:`GatheredPayload` over a source with the rows in reverse order.
+    """
+    n = len(content) // r
+    header = {name: np.zeros((n, r), np.int64) for name in flooding.HEADER_FIELDS}
+    payload = {**header, "x": content.reshape(n, r, *content.shape[1:])}
+    if lazy:
+        reverse = np.arange(n)[::-1].copy()
+        payload = GatheredPayload({k: v[reverse] for k, v in payload.items()}, reverse)
+    batch = MessageBatch._trusted("flood", *(np.zeros(n, np.int64),) * 3, payload, np.full(n, r), np.full(n, -1), None)
+    return flooding._Part(batch, r, *(payload[name].reshape(-1) for name in flooding.HEADER_FIELDS), ("x",))
+
+
+def test_lazily_gathered_copies_give_the_records_an_eager_gather_gives():
+    """Kept records are read from the sender's rows; every copy's content equals the eager reading."""
+    rng = np.random.default_rng(1)
+    content = rng.random((24, 2))
+    for r in (1, 4):
+        eager, lazy = _content_part(content, False, r), _content_part(content, True, r)
+        records = rng.permutation(24)[:9]
+        assert np.array_equal(lazy.content_rows("x", records), content[records])
+        assert np.array_equal(eager.content_rows("x", records), content[records])
+        assert not lazy.batch.payload.is_gathered("x")  # only the kept records were read
+        assert np.array_equal(lazy.content_field("x"), content)
+        assert lazy.batch.payload.is_gathered("x")
+        assert np.array_equal(lazy.content_rows("x", records), content[records])  # from the gathered field now
+    empty = flooding._gather([_content_part(content, True, 4)], "x", [])
+    assert empty.shape == (0, 2) and empty.dtype == content.dtype

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from fedbandit_envs import NEIGHBOURS, SERVER, MessageBatch
+from fedbandit_envs.channel.messages import GatheredPayload
 from fedbandit_envs.channel.privacy import Privatized
+from fedbandit_envs.reference import reference_mode
 
 
 def headers(n: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -81,6 +83,30 @@ def test_batches_are_frozen() -> None:
     batch = MessageBatch("k", *headers(), {"v": np.ones(3)})
     with pytest.raises(AttributeError):
         batch.kind = "other"  # type: ignore[misc]
+
+
+def test_regrouped_copies_gather_their_payload_when_read() -> None:
+    """Copies share the sender's rows until a field is read; sizes, layouts and sub-batches need no gather."""
+    values = {"v": np.arange(12.0).reshape(3, 2, 2), "n": np.array([[1], [2], [3]])}
+    batch = MessageBatch("k", [0, 0, 0], [0, 1, 2], [NEIGHBOURS] * 3, values)
+    rows = np.array([2, 0, 0, 1, 2])
+    header = (np.zeros(5, np.int64),) * 3 + (np.full(5, -1),)
+    copies = batch.regrouped(rows, *header)
+    payload = copies.payload
+    assert isinstance(payload, GatheredPayload) and payload.source is batch.payload
+    assert (copies.scalars_per_row, copies.bytes_per_row) == (batch.scalars_per_row, batch.bytes_per_row)
+    assert copies.layout_key() == batch.layout_key()
+    later = copies.take(np.array([True, False, True, True, False])).take(slice(1, 3))
+    assert isinstance(later.payload, GatheredPayload) and later.payload.rows.tolist() == [0, 1]
+    assert not any(payload.is_gathered(name) or later.payload.is_gathered(name) for name in values)
+    for name, source in values.items():
+        np.testing.assert_array_equal(later.payload[name], source[[0, 1]])
+        np.testing.assert_array_equal(payload[name], source[rows])
+        assert payload.is_gathered(name) and payload[name] is payload[name]  # gathered once
+    with reference_mode():
+        plain = batch.regrouped(rows, *header)
+        assert type(plain.payload) is dict and type(copies.take(slice(0, 2)).payload) is dict
+    np.testing.assert_array_equal(plain.payload["v"], values["v"][rows])
 
 
 def test_with_rows_and_regrouped_follow_the_rows() -> None:

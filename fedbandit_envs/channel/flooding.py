@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
+from fedbandit_envs.channel.messages import NEIGHBOURS, GatheredPayload, MessageBatch, row_layout
 from fedbandit_envs.channel.privacy import PrivacySchema, Public
 from fedbandit_envs.validation import check_int
 
@@ -246,11 +246,7 @@ class TTLFlooding:
                     batch,
                     r,
                     **{name: batch.payload[name].reshape(rows) for name in HEADER_FIELDS},
-                    content={
-                        name: values.reshape(rows, *values.shape[2:])
-                        for name, values in batch.payload.items()
-                        if name not in HEADER_FIELDS
-                    },
+                    content=tuple(name for name in batch.payload if name not in HEADER_FIELDS),
                 )
             )
         return parts
@@ -361,8 +357,7 @@ class TTLFlooding:
         self.ages += plan.ages
         if not plan.cacheable:
             self._plan = None
-        names = parts[0].content.keys()
-        content = {name: _gather([p.content[name] for p in parts], plan.gathers) for name in names}
+        content = {name: _gather(parts, name, plan.gathers) for name in parts[0].content}
         replica, holder, sender, origin, ttl = plan.header
         new = FloodRecords(replica, holder, sender, origin, slot - plan.age, ttl, content)
         if len(plan.forward):
@@ -373,14 +368,34 @@ class TTLFlooding:
 
 @dataclass(frozen=True)
 class _Part:
-    """The copies of one delivered batch, one entry per record: header fields and content (views of the payload)."""
+    """The copies of one delivered batch, one entry per record.
+
+    The header fields are views of the payload; the content fields are named only and read for the records kept
+    (:meth:`content_rows`).
+    """
 
     batch: MessageBatch
     r: int
     origin: np.ndarray
     created: np.ndarray
     ttl: np.ndarray
-    content: Mapping[str, np.ndarray]
+    content: tuple[str, ...]
+
+    def content_field(self, name: str) -> np.ndarray:
+        """(records, ...) content field ``name`` of every copy (gathered if the payload is lazy)."""
+        values = self.batch.payload[name]
+        return values.reshape(len(values) * self.r, *values.shape[2:])
+
+    def content_rows(self, name: str, records: np.ndarray) -> np.ndarray:
+        """Content field ``name`` of the records at ``records`` (indices into :meth:`content_field`'s rows)."""
+        payload = self.batch.payload
+        if not isinstance(payload, GatheredPayload) or payload.is_gathered(name):
+            return np.take(self.content_field(name), records, axis=0)
+        source = payload.source[name]  # (sent rows, r, ...): read the kept records there, not every copy
+        copies, record = np.divmod(records, self.r)
+        return np.take(
+            source.reshape(len(source) * self.r, *source.shape[2:]), payload.rows[copies] * self.r + record, axis=0
+        )
 
     @property
     def sender(self) -> np.ndarray:
@@ -450,13 +465,20 @@ class _Gather:
     """
 
     def __init__(self, part: int, positions: np.ndarray | None, rows: np.ndarray) -> None:
-        self.part, self.positions, self.size = part, positions, len(rows)
+        self.part, self.positions, self.rows, self.size = part, positions, rows, len(rows)
         self.blocks = []
         for start in range(0, len(rows), GATHER_BLOCK):
             block = rows[start : start + GATHER_BLOCK]
             low, high = int(block.min()), int(block.max()) + 1
             narrow = high - low <= 4 * len(block)
             self.blocks.append((low, high, block - low) if narrow else (0, None, block))
+
+    def take_from(self, part: _Part, name: str) -> np.ndarray:
+        """The rows of ``part``'s content field ``name`` (from the sender's rows when the copies' payload is lazy)."""
+        payload = part.batch.payload
+        if isinstance(payload, GatheredPayload) and not payload.is_gathered(name):
+            return part.content_rows(name, self.rows)
+        return self.take(part.content_field(name))
 
     def take(self, source: np.ndarray) -> np.ndarray:
         """The rows of ``source``."""
@@ -487,12 +509,15 @@ def _gathers(offsets: np.ndarray, index: np.ndarray) -> list[_Gather]:
     return out
 
 
-def _gather(sources: list[np.ndarray], gathers: list[_Gather]) -> np.ndarray:
-    """Rows of ``sources`` (one array per part) picked by ``gathers`` (see :func:`_gathers`)."""
+def _gather(parts: list[_Part], name: str, gathers: list[_Gather]) -> np.ndarray:
+    """Content field ``name`` of the records of ``parts`` picked by ``gathers`` (see :func:`_gathers`)."""
     if len(gathers) == 1 and gathers[0].positions is None:
-        return gathers[0].take(sources[gathers[0].part])
-    size = sum(g.size for g in gathers)
-    out = np.empty((size, *sources[0].shape[1:]), sources[0].dtype)
-    for g in gathers:
-        out[g.positions] = g.take(sources[g.part])
+        return gathers[0].take_from(parts[gathers[0].part], name)
+    if not gathers:  # no record kept: an empty field of the record layout (a row holds (r, ...) records)
+        dtype, row_shape = next((d, shape) for field, d, shape in row_layout(parts[0].batch.payload) if field == name)
+        return np.empty((0, *row_shape[1:]), dtype)
+    picked = [g.take_from(parts[g.part], name) for g in gathers]
+    out = np.empty((sum(g.size for g in gathers), *picked[0].shape[1:]), picked[0].dtype)
+    for g, values in zip(gathers, picked):
+        out[g.positions] = values
     return out

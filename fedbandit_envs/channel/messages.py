@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import INT64_MAX, INT64_MIN, check_int, check_int_array
 
@@ -137,6 +138,64 @@ class Message:
         return f"Message({sender}->{recipient}, {self.kind!r}, slot={self.slot}, {fields})"
 
 
+class GatheredPayload(Mapping[str, np.ndarray]):
+    """The payload of routed copies: rows ``rows`` of the sender's fields, each gathered when first read.
+
+    A broadcast becomes one copy per recipient, and most flooded copies are duplicates that nobody reads: the
+    channel hands its copies this mapping instead of gathering every field for every copy. Reading a field gathers
+    it once (``source[name].take(rows, axis=0)``, the values an eager gather gives); a reader that needs only some
+    copies reads them from ``source`` through ``rows`` (see :meth:`is_gathered`). The reference mode
+    (:mod:`fedbandit_envs.reference`) gathers every field at once instead.
+
+    Attributes:
+        source: field name -> (n, ...) array of the batch the copies come from (never a ``GatheredPayload``).
+        rows: (copies,) int64 row of ``source`` under each copy.
+    """
+
+    __slots__ = ("_gathered", "rows", "source")
+
+    def __init__(self, source: Mapping[str, np.ndarray], rows: np.ndarray) -> None:
+        self.source = source
+        self.rows = rows
+        self._gathered: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        field = self._gathered.get(name)
+        if field is None:
+            field = self._gathered[name] = self.source[name].take(self.rows, axis=0)
+        return field
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.source)
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    @classmethod
+    def of(cls, payload: Mapping[str, np.ndarray], rows: np.ndarray | slice) -> GatheredPayload:
+        """Rows ``rows`` of ``payload``: int64 indices (of a gathered payload, also a boolean mask or a slice)."""
+        if isinstance(payload, GatheredPayload):
+            return cls(payload.source, payload.rows[rows])
+        return cls(payload, rows)
+
+    def is_gathered(self, name: str) -> bool:
+        """Whether field ``name`` has been read (and so gathered) already."""
+        return name in self._gathered
+
+
+def _payload_rows(payload: Mapping[str, np.ndarray], rows: np.ndarray | slice) -> Mapping[str, np.ndarray]:
+    """The fields of ``payload`` at ``rows`` (indices, a boolean mask or a slice); a gathered payload stays lazy."""
+    if isinstance(payload, GatheredPayload) and not reference_active():
+        return GatheredPayload.of(payload, rows)
+    return {k: v[rows] for k, v in payload.items()}
+
+
+def row_layout(payload: Mapping[str, np.ndarray]) -> Iterable[tuple[str, np.dtype, tuple[int, ...]]]:
+    """Each field's name, dtype and row shape, read without gathering a :class:`GatheredPayload`."""
+    arrays = payload.source if isinstance(payload, GatheredPayload) else payload
+    return ((k, v.dtype, v.shape[1:]) for k, v in arrays.items())
+
+
 #: The header arrays of a :class:`MessageBatch` and their smallest entry (checked unless given as 1-D int64; ids are
 #: checked against the topology on routing).
 _HEADER_MINIMA = (("replica", 0), ("sender", None), ("recipient", None))
@@ -210,12 +269,12 @@ class MessageBatch:
     @property
     def scalars_per_row(self) -> int:
         """Numeric entries carried by one row (the same for every row)."""
-        return sum(math.prod(a.shape[1:]) for a in self.payload.values())
+        return sum(math.prod(shape) for _, _, shape in row_layout(self.payload))
 
     @property
     def bytes_per_row(self) -> int:
         """Payload bytes of one row (the same for every row)."""
-        return sum(math.prod(a.shape[1:]) * a.itemsize for a in self.payload.values())
+        return sum(math.prod(shape) * dtype.itemsize for _, dtype, shape in row_layout(self.payload))
 
     def header_key(self) -> tuple[bytes, bytes, bytes]:
         """The replica, sender and recipient arrays as bytes: two batches have equal headers iff their keys are equal.
@@ -253,7 +312,7 @@ class MessageBatch:
             self.replica[rows],
             self.sender[rows],
             self.recipient[rows],
-            {k: v[rows] for k, v in self.payload.items()},
+            _payload_rows(self.payload, rows),
             self.count[rows],
             self.slot[rows],
             self.privacy,
@@ -312,7 +371,11 @@ class MessageBatch:
                 count = count.copy()
                 count.setflags(write=False)
         else:
-            payload = {k: v.take(rows, axis=0) for k, v in self.payload.items()}
+            payload = (
+                {k: v.take(rows, axis=0) for k, v in self.payload.items()}
+                if reference_active()
+                else GatheredPayload.of(self.payload, rows)
+            )
             if self.count is _constant(len(self), 1):  # the default: shared ones again
                 count = _constant(len(rows), 1)
             else:
@@ -359,7 +422,7 @@ class MessageBatch:
         """
         key = self.__dict__.get("_layout")
         if key is None:
-            layout = tuple((k, v.dtype.str, v.shape[1:]) for k, v in self.payload.items())
+            layout = tuple((k, dtype.str, shape) for k, dtype, shape in row_layout(self.payload))
             privacy = None if self.privacy is None else tuple(self.privacy.items())
             key = self.__dict__["_layout"] = (self.kind, layout, privacy)
         return key
