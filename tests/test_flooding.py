@@ -10,6 +10,8 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fedbandit_envs import topology as topo
 from fedbandit_envs.channel import flooding
@@ -17,6 +19,7 @@ from fedbandit_envs.channel.flooding import FloodRecords, TTLFlooding
 from fedbandit_envs.channel.messages import GatheredPayload, MessageBatch
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.families.mab.env import FederatedMAB
+from fedbandit_envs.reference import reference_mode
 from wrappers.faults import MessageDelays, MessageDrops
 
 WATTS_STROGATZ = topo.from_adjacency(
@@ -236,7 +239,7 @@ def _content_part(content: np.ndarray, lazy: bool, r: int = 1) -> flooding._Part
         reverse = np.arange(n)[::-1].copy()
         payload = GatheredPayload({k: v[reverse] for k, v in payload.items()}, reverse)
     batch = MessageBatch._trusted("flood", *(np.zeros(n, np.int64),) * 3, payload, np.full(n, r), np.full(n, -1), None)
-    return flooding._Part(batch, r, *(payload[name].reshape(-1) for name in flooding.HEADER_FIELDS), ("x",))
+    return flooding._Part(batch, r, ("x",))
 
 
 def test_lazily_gathered_copies_give_the_records_an_eager_gather_gives():
@@ -254,3 +257,84 @@ def test_lazily_gathered_copies_give_the_records_an_eager_gather_gives():
         assert np.array_equal(lazy.content_rows("x", records), content[records])  # from the gathered field now
     empty = flooding._gather([_content_part(content, True, 4)], "x", [])
     assert empty.shape == (0, 2) and empty.dtype == content.dtype
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(
+    seed=st.integers(0, 2**16),
+    gamma=st.integers(1, 3),
+    drop=st.sampled_from([0.0, 0.2]),
+    switch=st.sampled_from([None, 4, 9]),
+)
+def test_routing_plans_and_lazy_copies_equal_the_reference(seed, gamma, drop, switch):
+    """Reused routing plans, deferred seen marks and copies matched through the sender's rows give, slot by slot,
+    the records and counts of routing every slot afresh (the reference mode), also when the mode changes mid-run."""
+    rng = np.random.default_rng(seed)
+    m, slots = int(rng.integers(4, 16)), 16
+    graph = nx.gnp_random_graph(m, float(rng.uniform(0.25, 0.7)), seed=seed)
+    topology = topo.from_adjacency(nx.to_numpy_array(graph, dtype=bool), name="random")
+    silent = set(rng.choice(slots, size=3, replace=False).tolist())  # slots without new records
+
+    def play(reference_from):
+        env = FederatedMAB(num_agents=m, num_arms=2, horizon=slots, topology=topology)
+        env = MessageDrops(env, prob=drop) if drop else env
+        core = env.unwrapped.core
+        core.reset([seed], hooks=env.message_hooks() if drop else ())
+        service = TTLFlooding(gamma, "probe", max_age=gamma + 1)
+        service.reset(1, m)
+        seen = []
+        for t in range(slots):
+            with reference_mode(reference_from is not None and t >= reference_from):
+                content = None if t in silent else {"value": rng_values[t], "arm": np.full((1, m, 2), t)}
+                feedback = core.step(np.zeros((1, m), np.int64), service.send(t, content))
+                new = service.receive(t, feedback.inbox)
+            seen.append(None if new is None else (new, service.received.copy(), service.duplicates.copy()))
+        return seen, service
+
+    rng_values = rng.random((slots, 1, m))
+    fast, fast_service = play(switch)
+    plain, plain_service = play(0)
+    for a, b in zip(fast, plain):
+        assert (a is None) == (b is None)
+        if a is None:
+            continue
+        for x, y in zip(a[1:], b[1:]):
+            assert np.array_equal(x, y)
+        for name in ("replica", "holder", "sender", "origin", "created", "ttl"):
+            assert np.array_equal(getattr(a[0], name), getattr(b[0], name)), name
+        for name in a[0].content:
+            assert np.array_equal(a[0].content[name], b[0].content[name]), name
+    for name in ("created", "received", "accepted", "duplicates", "expired", "ages"):
+        assert np.array_equal(getattr(fast_service, name), getattr(plain_service, name)), name
+
+
+def test_copies_match_a_later_slot_only_when_every_record_header_shifts():
+    """The plan's comparison of copies: through the sender's rows when lazy, copy by copy otherwise."""
+    rows = np.array([1, 0, 1, 1])
+    header = {
+        "origin": np.array([[3, 4], [5, 6]]),
+        "created": np.array([[7, 7], [8, 6]]),
+        "ttl": np.array([[2, 1]] * 2),
+    }
+
+    def part(lazy=True, rows=rows, **changes):
+        source = {**header, **changes, "x": np.zeros((2, 2))}
+        payload = GatheredPayload(source, rows) if lazy else {k: v[rows] for k, v in source.items()}
+        batch = MessageBatch._trusted(
+            "flood", *(np.zeros(4, np.int64),) * 3, payload, np.full(4, 2), np.full(4, -1), None
+        )
+        return flooding._Part(batch, 2, ("x",))
+
+    copies = flooding._Copies.of(part())
+    assert copies.rows is rows and copies.origin is header["origin"]  # the sender's rows: nothing gathered
+    later = {"created": header["created"] + 1}
+    assert copies.shifted(part(**later), 1) is not None
+    assert copies.shifted(part(created=header["created"] + 2), 1) is None
+    assert copies.shifted(part(**later, origin=header["origin"][::-1].copy()), 1) is None
+    assert copies.shifted(part(**later, ttl=header["ttl"] - 1), 1) is None
+    assert copies.shifted(part(**later, rows=rows[::-1].copy()), 1) is None
+    assert copies.shifted(part(False, **later), 1) is None  # copies with a payload of their own: route afresh
+    eager = flooding._Copies.of(part(False))
+    assert eager.rows is None and eager.origin.tolist() == [5, 6, 3, 4, 5, 6, 5, 6]
+    assert eager.shifted(part(**later), 1) is not None  # lazy copies compared copy by copy against gathered ones
+    assert eager.shifted(part(**later, origin=header["origin"] + 1), 1) is None

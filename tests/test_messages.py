@@ -103,6 +103,7 @@ def test_regrouped_copies_gather_their_payload_when_read() -> None:
         np.testing.assert_array_equal(later.payload[name], source[[0, 1]])
         np.testing.assert_array_equal(payload[name], source[rows])
         assert payload.is_gathered(name) and payload[name] is payload[name]  # gathered once
+        assert not payload[name].flags.writeable  # like every validated payload
     with reference_mode():
         plain = batch.regrouped(rows, *header)
         assert type(plain.payload) is dict and type(copies.take(slice(0, 2)).payload) is dict

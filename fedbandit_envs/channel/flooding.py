@@ -34,6 +34,7 @@ ledger's scalar and byte counts are exact (no padding).
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ import numpy as np
 
 from fedbandit_envs.channel.messages import NEIGHBOURS, GatheredPayload, MessageBatch, row_layout
 from fedbandit_envs.channel.privacy import PrivacySchema, Public
+from fedbandit_envs.reference import reference_active
 from fedbandit_envs.validation import check_int
 
 __all__ = ["HEADER_FIELDS", "FloodRecords", "TTLFlooding"]
@@ -239,16 +241,8 @@ class TTLFlooding:
             missing = [name for name in HEADER_FIELDS if name not in batch.payload]
             if missing:
                 raise ValueError(f"flooded batch of kind {self.kind!r} lacks header fields {missing}")
-            r = batch.payload["origin"].shape[1]
-            rows = len(batch) * r
-            parts.append(
-                _Part(
-                    batch,
-                    r,
-                    **{name: batch.payload[name].reshape(rows) for name in HEADER_FIELDS},
-                    content=tuple(name for name in batch.payload if name not in HEADER_FIELDS),
-                )
-            )
+            r = next(shape[0] for name, _, shape in row_layout(batch.payload) if name == "origin")
+            parts.append(_Part(batch, r, tuple(name for name in batch.payload if name not in HEADER_FIELDS)))
         return parts
 
     def receive(self, slot: int, inbox: Sequence[MessageBatch]) -> FloodRecords | None:
@@ -264,12 +258,15 @@ class TTLFlooding:
         previous slot's answer (a lookup at age ``a`` depends only on the receipts of the last ``a`` slots), so
         the plan is reused without lookups; its ``seen`` writes are deferred until a slot differs. Otherwise the
         slot is routed from scratch, and the plan is still reused when the lookups give the previous answers.
+        Copies whose payload is still the sender's rows (:class:`~fedbandit_envs.channel.messages.GatheredPayload`)
+        are compared through those rows, without gathering each copy's header. The reference mode
+        (:mod:`fedbandit_envs.reference`) routes every slot from scratch.
         """
         parts = self._parts(inbox)
         if not parts:
             return None
         own = self._own_slot == slot
-        plan = self._plan
+        plan = None if reference_active() else self._plan  # the reference mode routes every slot afresh
         if plan is not None and not (slot == plan.slot + 1 and plan.own == own and plan.matches(parts, slot)):
             plan = None  # the previous plan does not carry over to these copies
         if plan is not None and plan.streak >= self._window:
@@ -315,9 +312,9 @@ class TTLFlooding:
             slot=slot,
             own=own,
             streak=0 if plan is None else plan.streak + 1,
-            parts=[(p.batch.replica, p.batch.sender, p.batch.recipient, p.origin, p.created, p.ttl) for p in parts],
+            parts=[_Copies.of(p) for p in parts],
             candidate=unseen if all_fresh else fresh & unseen,
-            gathers=_gathers(np.cumsum([0] + [len(p.origin) for p in parts]), winners),
+            gathers=_gathers(np.cumsum([0] + [p.records for p in parts]), winners),
             cells=pair[winners] * w if w > 1 else pair[winners],
             age=_frozen(age[winners]),
             forward=np.flatnonzero(new_ttl > 0),
@@ -370,16 +367,42 @@ class TTLFlooding:
 class _Part:
     """The copies of one delivered batch, one entry per record.
 
-    The header fields are views of the payload; the content fields are named only and read for the records kept
-    (:meth:`content_rows`).
+    The header fields are read (and, for a lazily gathered payload, gathered) only when asked for; the content
+    fields only for the records kept (:meth:`content_rows`).
     """
 
     batch: MessageBatch
     r: int
-    origin: np.ndarray
-    created: np.ndarray
-    ttl: np.ndarray
     content: tuple[str, ...]
+
+    @property
+    def records(self) -> int:
+        """Records carried by the copies (rows times records per row)."""
+        return len(self.batch) * self.r
+
+    def header(self, name: str) -> np.ndarray:
+        """(records,) header field ``name`` of every copy."""
+        return self.batch.payload[name].reshape(self.records)
+
+    @functools.cached_property
+    def origin(self) -> np.ndarray:
+        """(records,) the agent that created each record."""
+        return self.header("origin")
+
+    @functools.cached_property
+    def created(self) -> np.ndarray:
+        """(records,) the slot each record was created in."""
+        return self.header("created")
+
+    @functools.cached_property
+    def ttl(self) -> np.ndarray:
+        """(records,) the hops each copy may still travel."""
+        return self.header("ttl")
+
+    @property
+    def sender(self) -> np.ndarray:
+        """(records,) the neighbour each copy came from."""
+        return np.repeat(self.batch.sender, self.r)
 
     def content_field(self, name: str) -> np.ndarray:
         """(records, ...) content field ``name`` of every copy (gathered if the payload is lazy)."""
@@ -393,14 +416,60 @@ class _Part:
             return np.take(self.content_field(name), records, axis=0)
         source = payload.source[name]  # (sent rows, r, ...): read the kept records there, not every copy
         copies, record = np.divmod(records, self.r)
-        return np.take(
-            source.reshape(len(source) * self.r, *source.shape[2:]), payload.rows[copies] * self.r + record, axis=0
-        )
+        flat = source.reshape(len(source) * self.r, *source.shape[2:])
+        return np.take(flat, payload.rows[copies] * self.r + record, axis=0)
 
-    @property
-    def sender(self) -> np.ndarray:
-        """(records,) the neighbour each copy came from."""
-        return np.repeat(self.batch.sender, self.r)
+
+@dataclass
+class _Copies:
+    """What :meth:`_Plan.matches` compares of one part: the copies' message header and record headers.
+
+    For copies of a lazily gathered payload the record headers are those of the sender's rows (``rows``: the sender's
+    row under each copy), so a slot is matched without gathering every copy's header; otherwise they are the
+    copies' own (``rows`` is None).
+    """
+
+    replica: np.ndarray
+    sender: np.ndarray
+    recipient: np.ndarray
+    rows: np.ndarray | None
+    origin: np.ndarray
+    created: np.ndarray
+    ttl: np.ndarray
+
+    @staticmethod
+    def of(part: _Part) -> _Copies:
+        """The headers of ``part``, from the sender's rows where its payload is lazy."""
+        batch, payload = part.batch, part.batch.payload
+        if isinstance(payload, GatheredPayload):
+            fields = [payload.source[name] for name in HEADER_FIELDS]
+            return _Copies(batch.replica, batch.sender, batch.recipient, payload.rows, *fields)
+        return _Copies(batch.replica, batch.sender, batch.recipient, None, part.origin, part.created, part.ttl)
+
+    def shifted(self, part: _Part, shift: int) -> _Copies | None:
+        """``part``'s headers if it carries these copies with every creation slot ``shift`` later, else None."""
+        batch, now = part.batch, _Copies.of(part)
+        if (now.rows is None) != (self.rows is None):
+            if self.rows is not None:  # kept from the sender's rows, now copies of their own: route afresh
+                return None
+            now = _Copies(batch.replica, batch.sender, batch.recipient, None, part.origin, part.created, part.ttl)
+        same = (
+            len(batch) == len(self.replica)
+            and len(now.origin) == len(self.origin)
+            and all(
+                a is b or np.array_equal(a, b)
+                for a, b in (
+                    (now.replica, self.replica),
+                    (now.sender, self.sender),
+                    (now.recipient, self.recipient),
+                    (now.rows, self.rows),
+                )
+            )
+            and np.array_equal(now.origin, self.origin)
+            and np.array_equal(now.ttl, self.ttl)
+            and np.array_equal(now.created - shift, self.created)
+        )
+        return now if same else None
 
 
 @dataclass
@@ -410,7 +479,7 @@ class _Plan:
     slot: int  # the last slot routed with this plan
     own: bool  # whether own records were created in that slot
     streak: int  # consecutive slots before it whose copies had the same headers
-    parts: list[tuple[np.ndarray, ...]]  # per batch: replica, sender, recipient, origin, created, ttl
+    parts: list[_Copies]  # per delivered batch: the headers of its copies
     candidate: np.ndarray  # (copies,) fresh and not seen before
     gathers: list[_Gather]  # content gathers of the new records
     cells: np.ndarray  # (new,) seen-table cells of the new records, less created % window
@@ -429,21 +498,13 @@ class _Plan:
         if len(parts) != len(self.parts):
             return False
         shift = slot - self.slot
-        for part, (replica, sender, recipient, origin, created, ttl) in zip(parts, self.parts):
-            batch = part.batch
-            if len(part.origin) != len(origin) or len(batch) != len(replica):
+        now = []
+        for copies, part in zip(self.parts, parts):
+            shifted = copies.shifted(part, shift)
+            if shifted is None:
                 return False
-            if not (
-                np.array_equal(batch.replica, replica)
-                and np.array_equal(batch.sender, sender)
-                and np.array_equal(batch.recipient, recipient)
-                and np.array_equal(part.origin, origin)
-                and np.array_equal(part.ttl, ttl)
-                and np.array_equal(part.created - shift, created)
-            ):
-                return False
-        for i, part in enumerate(parts):  # compare against this slot from now on
-            self.parts[i] = (*self.parts[i][:4], part.created, self.parts[i][5])
+            now.append(shifted)
+        self.parts = now  # compare against this slot from now on
         return True
 
 

@@ -143,8 +143,8 @@ class GatheredPayload(Mapping[str, np.ndarray]):
 
     A broadcast becomes one copy per recipient, and most flooded copies are duplicates that nobody reads: the
     channel hands its copies this mapping instead of gathering every field for every copy. Reading a field gathers
-    it once (``source[name].take(rows, axis=0)``, the values an eager gather gives); a reader that needs only some
-    copies reads them from ``source`` through ``rows`` (see :meth:`is_gathered`). The reference mode
+    it once (``source[name].take(rows, axis=0)``, the values an eager gather gives, read-only); a reader that needs
+    only some copies reads them from ``source`` through ``rows`` (see :meth:`is_gathered`). The reference mode
     (:mod:`fedbandit_envs.reference`) gathers every field at once instead.
 
     Attributes:
@@ -163,10 +163,14 @@ class GatheredPayload(Mapping[str, np.ndarray]):
         field = self._gathered.get(name)
         if field is None:
             field = self._gathered[name] = self.source[name].take(self.rows, axis=0)
+            field.setflags(write=False)  # read-only like every validated payload: it stays ``source`` at ``rows``
         return field
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.source)
+
+    def __contains__(self, name: object) -> bool:  # Mapping's default would gather the field to find it
+        return name in self.source
 
     def __len__(self) -> int:
         return len(self.source)
