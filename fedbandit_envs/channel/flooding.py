@@ -462,8 +462,11 @@ class _Copies:
                     (now.replica, self.replica),
                     (now.sender, self.sender),
                     (now.recipient, self.recipient),
-                    (now.rows, self.rows),
                 )
+            )
+            and (
+                now.rows is self.rows
+                or (now.rows is not None and self.rows is not None and np.array_equal(now.rows, self.rows))
             )
             and np.array_equal(now.origin, self.origin)
             and np.array_equal(now.ttl, self.ttl)

@@ -180,6 +180,8 @@ class GatheredPayload(Mapping[str, np.ndarray]):
         """Rows ``rows`` of ``payload``: int64 indices (of a gathered payload, also a boolean mask or a slice)."""
         if isinstance(payload, GatheredPayload):
             return cls(payload.source, payload.rows[rows])
+        if isinstance(rows, slice):
+            raise TypeError("rows of a payload not yet gathered must be int64 indices, not a slice")
         return cls(payload, rows)
 
     def is_gathered(self, name: str) -> bool:
