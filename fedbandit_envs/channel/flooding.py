@@ -409,11 +409,17 @@ class _Part:
         values = self.batch.payload[name]
         return values.reshape(len(values) * self.r, *values.shape[2:])
 
+    def in_source(self, name: str) -> bool:
+        """Whether field ``name`` is still only the sender's rows (a lazily gathered payload not yet read)."""
+        payload = self.batch.payload
+        return isinstance(payload, GatheredPayload) and not payload.is_gathered(name)
+
     def content_rows(self, name: str, records: np.ndarray) -> np.ndarray:
         """Content field ``name`` of the records at ``records`` (indices into :meth:`content_field`'s rows)."""
-        payload = self.batch.payload
-        if not isinstance(payload, GatheredPayload) or payload.is_gathered(name):
+        if not self.in_source(name):
             return np.take(self.content_field(name), records, axis=0)
+        payload = self.batch.payload
+        assert isinstance(payload, GatheredPayload)
         source = payload.source[name]  # (sent rows, r, ...): read the kept records there, not every copy
         copies, record = np.divmod(records, self.r)
         flat = source.reshape(len(source) * self.r, *source.shape[2:])
@@ -438,10 +444,10 @@ class _Copies:
     ttl: np.ndarray
 
     @staticmethod
-    def of(part: _Part) -> _Copies:
-        """The headers of ``part``, from the sender's rows where its payload is lazy."""
+    def of(part: _Part, from_source: bool = True) -> _Copies:
+        """The headers of ``part``: the sender's rows where its payload is lazy and ``from_source``, else its own."""
         batch, payload = part.batch, part.batch.payload
-        if isinstance(payload, GatheredPayload):
+        if from_source and isinstance(payload, GatheredPayload):
             fields = [payload.source[name] for name in HEADER_FIELDS]
             return _Copies(batch.replica, batch.sender, batch.recipient, payload.rows, *fields)
         return _Copies(batch.replica, batch.sender, batch.recipient, None, part.origin, part.created, part.ttl)
@@ -452,7 +458,7 @@ class _Copies:
         if (now.rows is None) != (self.rows is None):
             if self.rows is not None:  # kept from the sender's rows, now copies of their own: route afresh
                 return None
-            now = _Copies(batch.replica, batch.sender, batch.recipient, None, part.origin, part.created, part.ttl)
+            now = _Copies.of(part, from_source=False)
         same = (
             len(batch) == len(self.replica)
             and len(now.origin) == len(self.origin)
@@ -539,8 +545,7 @@ class _Gather:
 
     def take_from(self, part: _Part, name: str) -> np.ndarray:
         """The rows of ``part``'s content field ``name`` (from the sender's rows when the copies' payload is lazy)."""
-        payload = part.batch.payload
-        if isinstance(payload, GatheredPayload) and not payload.is_gathered(name):
+        if part.in_source(name):
             return part.content_rows(name, self.rows)
         return self.take(part.content_field(name))
 
