@@ -10,8 +10,9 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import reproducible
 
 from fedbandit_envs import topology as topo
 from fedbandit_envs.channel import flooding
@@ -259,7 +260,7 @@ def test_lazily_gathered_copies_give_the_records_an_eager_gather_gives():
     assert empty.shape == (0, 2) and empty.dtype == content.dtype
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@reproducible(25)
 @given(
     seed=st.integers(0, 2**16),
     gamma=st.integers(1, 3),

@@ -30,8 +30,9 @@ import numpy as np
 import pettingzoo
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_settings import reproducible
 
 import fedbandit_envs  # noqa: F401  (registers the ids)
 from fedbandit_envs import SERVER, Message
@@ -47,13 +48,7 @@ GYMNASIUM_IDS = sorted(GYMNASIUM_ENVS)
 #: Examples per id and property (10 parallel + 5 Gymnasium ids).
 CONSTRUCTOR_EXAMPLES = 30
 STEP_EXAMPLES = 20
-FUZZ = settings(
-    max_examples=CONSTRUCTOR_EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = reproducible(CONSTRUCTOR_EXAMPLES)
 
 #: Values that are wrong for most arguments: wrong types, out-of-range and non-finite numbers, containers.
 BAD_VALUES = st.sampled_from(

@@ -18,21 +18,16 @@ from typing import Any
 import numpy as np
 import pytest
 from fingerprints.record import Call, Case, differences, fingerprint_of, run_case
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import reproducible
 
 from fedbandit_envs.privacy.mechanisms import BinaryTreeBank
 from fedbandit_envs.reference import reference_active, reference_mode
 
 #: Runs per subsystem (each example plays its workload twice).
 EXAMPLES = 8
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+PROPERTY = reproducible(EXAMPLES)
 
 SEEDS = st.lists(st.integers(0, 2**16), min_size=1, max_size=3, unique=True).map(tuple)
 GRAPHS = st.one_of(

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import reproducible
 
 from fedbandit_envs import NEIGHBOURS, SERVER, MessageBatch
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel
@@ -22,7 +23,7 @@ from fedbandit_envs.channel.ledger import DIRECTIONS, Ledger
 from fedbandit_envs.reference import reference_mode
 from fedbandit_envs.topology import Topology
 
-PROPERTY = settings(max_examples=25, deadline=None, database=None)
+PROPERTY = reproducible(25)
 SEEDS = st.integers(0, 2**32 - 1)
 
 #: Every total the ledger reports (per replica, node, direction or kind).

@@ -10,14 +10,15 @@ seed (qualities with exact 0, 1 and near-degenerate values, capacities, units, u
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import reproducible
 
 from fedbandit_envs.families.procurement.env import GUIDE_BINS, BinomialInverse, ProcurementCore, ProcurementInstance
 from fedbandit_envs.families.procurement.oracles import QC_TOLERANCE
 from fedbandit_envs.reference import reference_mode
 
-PROPERTY = settings(max_examples=40, deadline=None, database=None)
+PROPERTY = reproducible(40)
 SEEDS = st.integers(0, 2**32 - 1)
 
 

@@ -8,8 +8,9 @@ boundaries, the switch turned on and off mid-episode) must give the same rewards
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import reproducible
 
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.reference import reference_mode
@@ -43,7 +44,7 @@ def workloads(draw: st.DrawFn) -> tuple[MABConfig, list[int], np.ndarray, frozen
     return config, seeds, arms.astype(np.int64), switched
 
 
-@settings(max_examples=12, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@reproducible(12)
 @given(workload=workloads())
 def test_kept_tape_blocks_equal_the_reference_draws(workload):
     config, seeds, arms, switched = workload
