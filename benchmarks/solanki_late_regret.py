@@ -6,9 +6,9 @@ replication report of Solanki et al. quotes this script). The last message of th
 t = 32768: whatever an agent does late, it does with the statistics it held then plus its own data.
 
 ``table`` sweeps ``solanki/exp3_normal`` at the paper scale (nested agents, D-23) for n = 10 and 40 under five
-variants of P-FCB, each a change of one option (``OUT/<variant>``, resumable like any sweep), and prints the mean
-late regret per agent: of all agents, of agents 0-9 (in both federations), of the agents n = 40 adds, and the part
-of it that the margin gamma alone costs (agents whose best decision under the threshold alpha + gamma differs from
+variants of P-FCB (:data:`VARIANTS`; each into ``OUT/<variant>``, resumable like any sweep) and prints the mean late
+regret per agent: of all agents, of agents 0-9 (in both federations), of the agents n = 40 adds, and the part of it
+that the margin gamma alone costs (agents whose best decision under the threshold alpha + gamma differs from
 the benchmark's under alpha, with the true qualities: spec D-07).
 
 ``agents`` runs P-FCB once per instance and prints every agent whose late regret is above 1000, with how its last
@@ -39,7 +39,7 @@ from fedbandit_envs.run import run
 SCENARIO = "solanki/exp3_normal"
 MIDPOINT = 50_000
 STUCK = 1000.0
-#: One option changed per variant (the paper's P-FCB first); keys are P-FCB keywords (agents/solanki_config.py).
+#: The options each variant changes (the paper's P-FCB first); keys are P-FCB keywords (agents/solanki_config.py).
 VARIANTS: dict[str, dict[str, Any]] = {
     "pfcb": {},
     "noise_off": {"noise": False},
