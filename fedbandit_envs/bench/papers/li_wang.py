@@ -88,13 +88,12 @@ PAPER = Paper(
         "N = 100, T = 3000, d = K = 10 and 3 runs for Fig. 2, and 200 users of each stand-in for Fig. 3 (see the table "
         "below). The real datasets (LastFM, Delicious, MovieLens) are not shipped; Fig. 3 runs on synthetic "
         "stand-ins with the same shape (spec §4.5).",
-        "Trials: Fig. 2(a) with its frontier, Fig. 2(c) and the digits and wine shapes ran the paper's 10 runs. "
-        "One run of Fig. 2(b) took 439 s of simulation here (at a load of 2-3 on the 2 cores), so its 10 would "
-        "take about 37 minutes on 2 cores; it ran 3, for lack of time in the session that made this report. The "
-        "stand-ins ran at the paper scale (1,892 / 1,867 / 54 users, 96,733 / 104,799 / 214,729 events) with fewer "
-        "runs (the table): one run of LastFM took 1,648 s, of Delicious 1,755 s and of MovieLens 1,249 s, most of "
-        "it Async-LinUCB and Async-LinUCB-AM at gamma = 1, which send every upload to every other user (192 "
-        "million downloads in one Delicious run), so 10 runs of each would take 1.7-2.4 hours on 2 cores.",
+        "Trials: Fig. 2(a) with its frontier, Fig. 2(b), Fig. 2(c) and the digits and wine shapes ran the paper's "
+        "10 runs. The stand-ins ran at the paper scale (1,892 / 1,867 / 54 users, 96,733 / 104,799 / 214,729 "
+        "events) with fewer runs (the table): one run of LastFM took 1,648 s of simulation here, of Delicious "
+        "1,755 s and of MovieLens 1,249 s (at a load of 2-3 on the 2 cores), most of it Async-LinUCB and "
+        "Async-LinUCB-AM at gamma = 1, which send every upload to every other user (192 million downloads in one "
+        "Delicious run), so 10 runs of each would take 1.7-2.4 hours on 2 cores.",
     ),
     items=(
         PaperItem(
