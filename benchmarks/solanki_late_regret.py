@@ -32,6 +32,7 @@ import pandas as pd
 from agents.solanki import PFCB, PRESETS
 from fedbandit_envs.bench.scenarios import get
 from fedbandit_envs.bench.sweep import run_sweep
+from fedbandit_envs.core import Step
 from fedbandit_envs.families.procurement.env import FedProcurementEnv, ProcurementInstance
 from fedbandit_envs.families.procurement.oracles import make_oracle
 from fedbandit_envs.run import run
@@ -49,10 +50,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
+def paper_env(num_agents: int, instance: int) -> dict[str, Any]:
+    """The scenario's paper-scale environment keywords for instance ``instance`` and its first ``num_agents`` agents."""
+    return {**get(SCENARIO).at_scale("paper").env_kwargs, "instance_seed": instance, "num_agents": num_agents}
+
+
 def problem(num_agents: int, instance: int) -> ProcurementInstance:
     """The paper-scale instance ``instance`` of the scenario with its first ``num_agents`` agents."""
-    env_kwargs = {**get(SCENARIO).at_scale("paper").env_kwargs, "instance_seed": instance, "num_agents": num_agents}
-    env = FedProcurementEnv(**env_kwargs)
+    env = FedProcurementEnv(**paper_env(num_agents, instance))
     env.reset(seed=0)
     return env.problem
 
@@ -96,7 +101,7 @@ def table(out: Path, sizes: list[int], instances: list[int], seeds: int, workers
 
 def stuck_agents(num_agents: int, instance: int, seed: int) -> list[dict[str, float]]:
     """Every agent of one P-FCB run whose late regret exceeds STUCK, with its last decision against the best."""
-    env_kwargs = {**get(SCENARIO).at_scale("paper").env_kwargs, "instance_seed": instance, "num_agents": num_agents}
+    env_kwargs = paper_env(num_agents, instance)
     horizon = env_kwargs["horizon"]
     population = PFCB(epsilon=1.0)
     result = run(lambda: population, env_kwargs, [seed], checkpoints=[MIDPOINT, horizon])
@@ -105,17 +110,16 @@ def stuck_agents(num_agents: int, instance: int, seed: int) -> list[dict[str, fl
     state = population.state_dict(0)
     count = np.maximum(state["W"], 1.0)
     mean = np.clip(state["Y"] / count, 0.0, 1.0)
-    ucb = mean + population._ucb_width(horizon, count)
-    kept = population.oracle(ucb, mean, truth.costs, truth.capacities, population.theta, truth.rho)
+    kept = population.act(Step(horizon - 1)).arms[0]  # the decision of the last slot, from the final statistics
     quality = np.broadcast_to(truth.quality, count.shape)
     best = population.oracle(quality, quality, truth.costs, truth.capacities, truth.alpha, truth.rho)
     profit = truth.rho * quality - truth.costs
     rows = []
     for agent in range(num_agents):
         late = regret[(horizon, agent)] - regret[(MIDPOINT, agent)]
-        differ = kept[agent] != best[agent]
         if late <= STUCK:
             continue
+        differ = kept[agent] != best[agent]
         own = state["N"][agent][differ].sum() / max(count[agent][differ].sum(), 1.0)
         rows.append(
             {
