@@ -336,3 +336,45 @@ def test_replicate_checks_every_scenario_before_writing(tmp_path, capsys):
     assert main(["replicate", "--root", str(tmp_path / "r"), "--set", "horizon=-5", "--backend", "inprocess"]) == 2
     assert "with --set horizon=-5: ValueError: " in capsys.readouterr().err  # the first paper scenario's check
     assert not (tmp_path / "r").exists()
+
+
+def test_second_sweep_into_a_busy_directory_stops_at_once(stored, complete, capsys):
+    from fedbandit_envs.bench.store import ResultStore
+
+    def contents():  # every file but the lock and its owner
+        return {path: path.read_bytes() for path in stored.rglob("*") if path.is_file() and ".sweep." not in path.name}
+
+    before = contents()
+    with ResultStore(stored).lock("a sweep of suite/baselines"):
+        assert sweep(stored, "--seeds", "6") == 2
+        error = capsys.readouterr().err
+        assert f"another sweep is writing into {str(stored)!r} (a sweep of suite/baselines, process " in error
+        assert "choose another --out" in error
+        assert sweep(stored, "--dry-run") == 0  # reading takes no lock
+    assert contents() == before
+    assert sweep(stored) == 0 and tables(stored) == tables(complete)
+
+
+def test_lock_of_a_killed_sweep_is_released(stored, capsys):
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from fedbandit_envs.bench.store import ResultStore\n"
+            f"with ResultStore({str(stored)!r}).lock('a crashing sweep'):\n"
+            "    print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        assert sweep(stored) == 2 and "(a crashing sweep, process " in capsys.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sweep(stored) == 0

@@ -9,6 +9,8 @@ Layout of a results directory::
     results_agents.parquet  one row per run, checkpoint and agent (results_agents.csv with "csv")
     tables.json             whether the tables are complete, their row counts and sha256 checksums
     damaged/                part files that failed verification, moved aside (their jobs run again)
+    .sweep.lock             held by the one sweep writing into the directory (:meth:`ResultStore.lock`);
+    .sweep.owner            that sweep's scenario, process and start time, named to a second sweep
 
 Every file is written to a temporary file in the same directory and renamed into place
 (:func:`atomic_write`), so an interrupted sweep leaves complete part files only. A re-run reads and
@@ -18,7 +20,10 @@ with a warning naming it, skips the (cell, seed) pairs held by good parts and re
 all parts, in the canonical job order, so the tables equal those of an uninterrupted run (``wall_time``
 aside). :meth:`ResultStore.collect` refuses (:class:`IncompleteResults`) when any job lacks a seed.
 Parts written before manifests existed still load: every table must be present with rows for every
-seed, but there is no checksum to compare.
+seed, but there is no checksum to compare. One sweep writes into a directory at a time: a second one
+started while the first runs stops at once with :class:`DirectoryBusy` (two sweeps into one directory
+would overwrite each other's ``config.json`` and tables). The lock is an OS file lock, so a sweep that
+crashes or is killed releases it.
 
 The tables are Parquet (:data:`DEFAULT_FORMAT`) unless a sweep asks for CSV; both read back into the same
 typed DataFrame (:func:`read_frame`, :func:`load_frame`; dtypes: :mod:`fedbandit_envs.run.results`), and
@@ -36,16 +41,19 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import uuid
 import warnings
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from filelock import FileLock, Timeout
 
 from fedbandit_envs.bench.jobs import Job, JobResult, canonical_json, missing_seeds, to_json
 from fedbandit_envs.run import Results
@@ -64,12 +72,18 @@ PART_FORMAT = 2
 DAMAGED = "damaged"
 #: The status of the tables (complete or not, rows, checksums), inside the results directory.
 STATUS = "tables.json"
+#: The lock file held by the sweep writing into a results directory, and the file naming that sweep.
+LOCK, OWNER = ".sweep.lock", ".sweep.owner"
 #: Exceptions of reading a damaged compressed file or its text.
 READ_ERRORS = (OSError, EOFError, zlib.error, UnicodeDecodeError)
 
 
 class IncompleteResults(ValueError):
     """Stored results lack some runs of the sweep they belong to; the message names them and the fix."""
+
+
+class DirectoryBusy(ValueError):
+    """Another sweep is writing into the results directory; the message names it and what to do."""
 
 
 class DamagedPartWarning(UserWarning):
@@ -595,6 +609,33 @@ class ResultStore:
             }
         )
         return paths
+
+    @contextmanager
+    def lock(self, holder: str) -> Iterator[None]:
+        """Hold the directory's writer lock for the block; :class:`DirectoryBusy` at once if another sweep holds it.
+
+        Args:
+            holder: what is writing (for example the scenario's name), named to a sweep that finds the lock held.
+        """
+        lock = FileLock(self.directory / LOCK)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            try:
+                owner = (self.directory / OWNER).read_text().strip()
+            except OSError:
+                owner = "another process"
+            raise DirectoryBusy(
+                f"another sweep is writing into {str(self.directory)!r} ({owner}); wait for it to finish, or "
+                "choose another --out (two sweeps into one directory would overwrite each other's config and tables)"
+            ) from None
+        try:
+            started = time.strftime("%Y-%m-%d %H:%M:%S")
+            text = f"{holder}, process {os.getpid()}, started {started}"
+            atomic_write(self.directory / OWNER, lambda temporary: temporary.write_text(text + "\n"))
+            yield
+        finally:
+            lock.release()
 
     def write_config(self, config: Mapping[str, Any]) -> Path:
         """Write ``config.json`` atomically."""

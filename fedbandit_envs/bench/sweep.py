@@ -13,7 +13,9 @@ batched replicas), every cell's configuration is checked by building its environ
 (:func:`~fedbandit_envs.bench.jobs.check_jobs`) before anything is written, the stored parts are
 verified (damaged ones are moved aside and their runs run again), the (cell, seed) pairs already
 stored in the output directory are skipped, each finished job is stored at once, and the tidy tables
-are rebuilt from everything stored (:class:`~fedbandit_envs.bench.store.ResultStore`).
+are rebuilt from everything stored (:class:`~fedbandit_envs.bench.store.ResultStore`). A sweep holds
+the directory's lock from its scan to its tables, so a second sweep into the same directory stops at once
+(:class:`~fedbandit_envs.bench.store.DirectoryBusy`); ``--dry-run`` only reads and takes no lock.
 :func:`repair_sweep` re-runs the sweep recorded in a directory's ``config.json``.
 """
 
@@ -24,6 +26,7 @@ import platform
 import time
 import warnings
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,32 +183,34 @@ def run_sweep(
     store = ResultStore(out, table_format)
     jobs = expand(scenario, seeds_per_job)
     check_jobs(jobs, scenario, overrides, defined)
-    damaged = store.scan()
-    todo = pending(jobs, store.finished())
-    skipped = sum(len(job.seeds) for job in jobs) - sum(len(job.seeds) for job in todo)
-    summary = SweepSummary(scenario, store.directory, jobs, todo, skipped, unchecksummed=store.unchecksummed())
-    if dry_run:
-        summary.damaged = [f"{error} (a run without --dry-run moves it to {DAMAGED}/)" for error in damaged]
+    if not dry_run:
+        store.check_writable()  # the lock file goes in the directory
+    with nullcontext() if dry_run else store.lock(f"a sweep of {scenario.name}"):
+        damaged = store.scan()
+        todo = pending(jobs, store.finished())
+        skipped = sum(len(job.seeds) for job in jobs) - sum(len(job.seeds) for job in todo)
+        summary = SweepSummary(scenario, store.directory, jobs, todo, skipped, unchecksummed=store.unchecksummed())
+        if dry_run:
+            summary.damaged = [f"{error} (a run without --dry-run moves it to {DAMAGED}/)" for error in damaged]
+            _warn(summary.damaged)
+            return summary
+        moved = store.move_aside()
+        summary.damaged = [f"{error}; moved to {path}, its runs run again" for error, path in zip(damaged, moved)]
         _warn(summary.damaged)
-        return summary
-    store.check_writable()
-    moved = store.move_aside()
-    summary.damaged = [f"{error}; moved to {path}, its runs run again" for error, path in zip(damaged, moved)]
-    _warn(summary.damaged)
-    store.write_config(sweep_config(scenario, scale, overrides, runner.name, store.format))
-    store.mark_tables_stale(
-        f"a sweep of {scenario.name} into {str(store.directory)!r} started at {time.strftime('%Y-%m-%d %H:%M:%S')} "
-        "and did not finish, so these tables (from an earlier sweep) may lack runs of config.json; run the same "
-        f"sweep again or `fedbandit sweep --repair --out {store.directory}`"
-    )
-    for result in runner.run(todo, progress=progress, label=scenario.name):
-        try:
-            check_result(result)  # a part never lacks a seed
-        except ValueError as error:
-            raise JobFailed(result.job, error) from error
-        store.save_part(result)
-        summary.sim_time += result.sim_time
-    summary.tables = store.write_tables(store.collect(jobs))
+        store.write_config(sweep_config(scenario, scale, overrides, runner.name, store.format))
+        store.mark_tables_stale(
+            f"a sweep of {scenario.name} into {str(store.directory)!r} started at {time.strftime('%Y-%m-%d %H:%M:%S')} "
+            "and did not finish, so these tables (from an earlier sweep) may lack runs of config.json; run the same "
+            f"sweep again or `fedbandit sweep --repair --out {store.directory}`"
+        )
+        for result in runner.run(todo, progress=progress, label=scenario.name):
+            try:
+                check_result(result)  # a part never lacks a seed
+            except ValueError as error:
+                raise JobFailed(result.job, error) from error
+            store.save_part(result)
+            summary.sim_time += result.sim_time
+        summary.tables = store.write_tables(store.collect(jobs))
     summary.wall_time = time.perf_counter() - start
     return summary
 
