@@ -79,6 +79,28 @@ def test_payload_is_copied_read_only_and_validated() -> None:
         MessageBatch("k", *headers(), {"v": np.ones(3)}, privacy={"w": Privatized(epsilon=1.0)})
 
 
+def test_broadcast_payload_copies_its_distinct_entries_once() -> None:
+    """One row sent to many recipients stays one row: copied once (not per recipient), checked, and still private."""
+    row = np.arange(4.0).reshape(2, 2)
+    shared = np.broadcast_to(row, (3, 2, 2))
+    column = np.broadcast_to(np.array([[1.0], [2.0], [3.0]]), (3, 5))  # zero stride on the last axis
+    batch = MessageBatch("k", *headers(), {"v": shared, "c": column})
+    for name, sent in (("v", shared), ("c", column)):
+        held = batch.payload[name]
+        np.testing.assert_array_equal(held, sent)
+        assert held.shape == sent.shape and not held.flags.writeable
+        assert 0 in held.strides  # still a broadcast: the distinct entries were copied, not every row
+        assert not np.shares_memory(held, sent)
+    row[0, 0] = 99.0  # the sender changes its array after sending: the batch keeps what was sent
+    assert batch.payload["v"][2, 0, 0] == 0.0
+    poisoned = np.ones((2, 2))
+    poisoned[1, 1] = np.nan
+    with pytest.raises(ValueError, match=r"^MessageBatch\(kind='k'\): payload field 'v' contains NaN or inf"):
+        MessageBatch("k", *headers(), {"v": np.broadcast_to(poisoned, (3, 2, 2))})
+    with pytest.raises(ValueError, match="its first axis must have one entry per row"):
+        MessageBatch("k", *headers(), {"v": np.broadcast_to(row, (2, 2, 2))})
+
+
 def test_batches_are_frozen() -> None:
     batch = MessageBatch("k", *headers(), {"v": np.ones(3)})
     with pytest.raises(AttributeError):

@@ -28,19 +28,35 @@ NEIGHBOURS: int = -2
 _RECIPIENT_NAMES = {SERVER: "SERVER", NEIGHBOURS: "NEIGHBOURS"}
 
 
+def _distinct_entries(value: object) -> tuple[np.ndarray, tuple[int, ...] | None]:
+    """A copy of ``value`` sharing no memory with it, and the shape to broadcast it to (None: use it as it is).
+
+    A broadcast array (a zero stride, e.g. one row of ``np.broadcast_to`` sent to many recipients) is copied
+    along its other axes only, so one row sent to N recipients costs one row, not N.
+    """
+    if isinstance(value, np.ndarray) and value.size and 0 in value.strides:
+        distinct = value[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in value.strides)]
+        return np.array(distinct), value.shape
+    return np.array(value), None
+
+
 def _as_payload(payload: Mapping[str, object], where: str) -> dict[str, np.ndarray]:
-    """Copy a payload into read-only numeric arrays, rejecting non-numeric or non-finite fields."""
+    """Copy a payload into read-only numeric arrays, rejecting non-numeric or non-finite fields.
+
+    The copy shares no memory with the sender's arrays, so nothing the sender changes afterwards reaches
+    the channel; a broadcast field stays a (read-only) broadcast of a copy of its distinct entries.
+    """
     if not isinstance(payload, Mapping):
         raise TypeError(f"{where}: payload must be a mapping of field name to numeric array, got {payload!r}")
     out: dict[str, np.ndarray] = {}
     for name, value in payload.items():
-        array = np.array(value)
+        array, shape = _distinct_entries(value)
         if array.dtype.kind not in "biuf":
             raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
         array.setflags(write=False)
-        out[str(name)] = array
+        out[str(name)] = array if shape is None else np.broadcast_to(array, shape)
     return out
 
 
