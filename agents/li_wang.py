@@ -148,6 +148,29 @@ def _add_rows(target: np.ndarray, index: tuple[np.ndarray, ...], values: np.ndar
         target[at] = np.add.accumulate(np.concatenate([target[at][None], values[keys == key]]), axis=0)[-1]
 
 
+#: At most this many runs of consecutive rows are added slice by slice (:func:`_add_distinct_rows`).
+_MAX_RUNS = 16
+
+
+def _add_distinct_rows(target: np.ndarray, at: np.ndarray, values: Any) -> None:
+    """``target[at] += values`` for distinct row indices ``at``, bit for bit, in place where the rows are consecutive.
+
+    Each row is added once either way; when ``at`` forms at most :data:`_MAX_RUNS` runs of consecutive
+    rows (e.g. every registered client of a replica), each run is added to a slice of
+    ``target`` in place instead of through a gather and a scatter of every row.
+    """
+    if len(at) == 0:
+        return
+    breaks = np.flatnonzero(np.diff(at) != 1) + 1
+    if len(breaks) >= _MAX_RUNS:
+        target[at] += values
+        return
+    values = np.broadcast_to(values, (len(at), *target.shape[1:]))
+    for start, stop in zip((0, *breaks.tolist()), (*breaks.tolist(), len(at))):
+        first = int(at[start])
+        target[first : first + stop - start] += values[start:stop]
+
+
 def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``values[rows]``; a read-only broadcast view (no copy) when ``values`` has one row."""
     if len(values) == 1:
@@ -351,10 +374,10 @@ class RidgeStats:
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Add received statistics (a download) to each pair."""
         self._apply(rows, clients)
-        flat = rows * self._count.shape[1] + clients  # one index array: a faster gather-add-scatter for many rows
-        self._v.reshape(-1, self.dim, self.dim)[flat] += v
-        self._b.reshape(-1, self.dim)[flat] += b
-        self._count.reshape(-1)[flat] += count
+        flat = rows * self._count.shape[1] + clients  # one index of the flattened pairs
+        _add_distinct_rows(self._v.reshape(-1, self.dim, self.dim), flat, v)
+        _add_distinct_rows(self._b.reshape(-1, self.dim), flat, b)
+        _add_distinct_rows(self._count.reshape(-1), flat, count)
         self.stale[rows, clients] = True
         if reference_active():
             self._recompute(rows, clients)

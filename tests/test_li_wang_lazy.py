@@ -10,7 +10,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.li_wang import RANK_TOL, AsyncLinUCB, BufferedStats, SyncLinUCB, _add_rows, _norm, _pinv_psd, log_det
+from agents.li_wang import (
+    _MAX_RUNS,
+    RANK_TOL,
+    AsyncLinUCB,
+    BufferedStats,
+    SyncLinUCB,
+    _add_distinct_rows,
+    _add_rows,
+    _norm,
+    _pinv_psd,
+    log_det,
+)
 from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 from fedbandit_envs.reference import reference_mode
@@ -56,6 +67,37 @@ def test_add_rows_is_np_add_at_bit_for_bit(trailing, index):
     np.add.at(counts, index, np.arange(7))
     _add_rows(got, (index,), np.arange(7))
     np.testing.assert_array_equal(got, counts)
+
+
+@pytest.mark.parametrize("trailing", [(), (2,), (3, 3)])
+@pytest.mark.parametrize("runs", [1, 2, _MAX_RUNS - 1, _MAX_RUNS, _MAX_RUNS + 3])
+@pytest.mark.parametrize("shared", [False, True])
+def test_add_distinct_rows_is_fancy_index_add_bit_for_bit(trailing, runs, shared):
+    """Run by run in place (few runs of consecutive rows) or gathered (many): the same sums as ``target[at] += v``."""
+    rng = np.random.default_rng(runs * 7 + len(trailing) + shared)
+    target = rng.standard_normal((200, *trailing)) * 10.0 ** rng.integers(-8, 9, (200,) + (1,) * len(trailing))
+    starts = np.sort(rng.choice(np.arange(0, 200, 10), runs, replace=False))
+    at = np.concatenate([np.arange(start, start + rng.integers(1, 10)) for start in starts])
+    row = rng.standard_normal(trailing) * 1e3
+    values = np.broadcast_to(row, (len(at), *trailing)) if shared else rng.standard_normal((len(at), *trailing))
+    expected = target.copy()
+    expected[at] += values
+    _add_distinct_rows(target, at, values)
+    np.testing.assert_array_equal(target, expected)
+    assert np.array_equal(target, expected, equal_nan=False) and (target.tobytes() == expected.tobytes())
+
+
+def test_add_distinct_rows_takes_unsorted_rows_and_scalars():
+    target, expected = np.arange(10.0), np.arange(10.0)
+    at = np.array([7, 3, 4, 0])
+    expected[at] += np.array([1.5, 2.5, 3.5, 4.5])
+    _add_distinct_rows(target, at, np.array([1.5, 2.5, 3.5, 4.5]))
+    np.testing.assert_array_equal(target, expected)
+    counts = np.zeros(6, np.int64)
+    _add_distinct_rows(counts, np.array([1, 2, 3]), 2)
+    _add_distinct_rows(counts, np.array([5]), np.array([1]))
+    _add_distinct_rows(counts, np.array([], np.int64), np.zeros(0, np.int64))
+    np.testing.assert_array_equal(counts, [0, 2, 2, 2, 0, 1])
 
 
 @pytest.mark.parametrize(("gamma", "registration"), [(1.0, "lazy"), (1.0, "eager"), (1.5, "lazy"), (4.0, "eager")])
