@@ -238,8 +238,9 @@ class MessageBatch:
         privacy: optional declaration per payload field, shared by every row.
 
     1-D int64 arrays given for ``replica``, ``sender`` and ``recipient`` are held as given (other input is
-    converted); payload fields are copied into read-only arrays. The default ``count`` and ``slot`` are shared
-    read-only arrays.
+    converted); payload fields are copied into read-only arrays (a broadcast field, such as one row sent to
+    many recipients through ``np.broadcast_to``, is copied as its distinct entries and stays a broadcast). The
+    default ``count`` and ``slot`` are shared read-only arrays.
     """
 
     kind: str
