@@ -148,20 +148,25 @@ def _add_rows(target: np.ndarray, index: tuple[np.ndarray, ...], values: np.ndar
         target[at] = np.add.accumulate(np.concatenate([target[at][None], values[keys == key]]), axis=0)[-1]
 
 
-#: At most this many runs of consecutive rows are added slice by slice (:func:`_add_distinct_rows`).
+#: At most this many runs of consecutive rows are added slice by slice (:func:`_add_to_rows`).
 _MAX_RUNS = 16
 
 
-def _add_distinct_rows(target: np.ndarray, at: np.ndarray, values: Any) -> None:
-    """``target[at] += values`` for distinct row indices ``at``, bit for bit, in place where the rows are consecutive.
+def _add_to_rows(target: np.ndarray, at: np.ndarray, values: Any) -> None:
+    """Add row k of ``values`` (or ``values`` broadcast) to ``target[at[k]]`` for every k, in place.
 
-    Each row is added once either way; when ``at`` forms at most :data:`_MAX_RUNS` runs of consecutive
-    rows (e.g. every registered client of a replica), each run is added to a slice of
-    ``target`` in place instead of through a gather and a scatter of every row.
+    Distinct rows (the common case, checked in one pass when ``at`` ascends) give ``target[at] += values``
+    bit for bit; when ``at`` forms at most :data:`_MAX_RUNS` runs of consecutive rows (e.g. every registered
+    client of a replica) each run is added to a slice of ``target`` instead of through a gather and a scatter
+    of every row. A repeated row gets every addition, in row order (:func:`_add_rows`, as ``np.add.at``).
     """
     if len(at) == 0:
         return
-    breaks = np.flatnonzero(np.diff(at) != 1) + 1
+    steps = np.diff(at)
+    if not (steps > 0).all() and len(np.unique(at)) < len(at):
+        _add_rows(target, (at,), np.broadcast_to(values, (len(at), *target.shape[1:])))
+        return
+    breaks = np.flatnonzero(steps != 1) + 1
     if len(breaks) >= _MAX_RUNS:
         target[at] += values
         return
@@ -375,9 +380,9 @@ class RidgeStats:
         """Add received statistics (a download) to each pair."""
         self._apply(rows, clients)
         flat = rows * self._count.shape[1] + clients  # one index of the flattened pairs
-        _add_distinct_rows(self._v.reshape(-1, self.dim, self.dim), flat, v)
-        _add_distinct_rows(self._b.reshape(-1, self.dim), flat, b)
-        _add_distinct_rows(self._count.reshape(-1), flat, count)
+        _add_to_rows(self._v.reshape(-1, self.dim, self.dim), flat, v)
+        _add_to_rows(self._b.reshape(-1, self.dim), flat, b)
+        _add_to_rows(self._count.reshape(-1), flat, count)
         self.stale[rows, clients] = True
         if reference_active():
             self._recompute(rows, clients)

@@ -16,8 +16,8 @@ from agents.li_wang import (
     AsyncLinUCB,
     BufferedStats,
     SyncLinUCB,
-    _add_distinct_rows,
     _add_rows,
+    _add_to_rows,
     _norm,
     _pinv_psd,
     log_det,
@@ -72,7 +72,7 @@ def test_add_rows_is_np_add_at_bit_for_bit(trailing, index):
 @pytest.mark.parametrize("trailing", [(), (2,), (3, 3)])
 @pytest.mark.parametrize("runs", [1, 2, _MAX_RUNS - 1, _MAX_RUNS, _MAX_RUNS + 3])
 @pytest.mark.parametrize("shared", [False, True])
-def test_add_distinct_rows_is_fancy_index_add_bit_for_bit(trailing, runs, shared):
+def test_add_to_rows_is_fancy_index_add_bit_for_bit(trailing, runs, shared):
     """Run by run in place (few runs of consecutive rows) or gathered (many): the same sums as ``target[at] += v``."""
     rng = np.random.default_rng(runs * 7 + len(trailing) + shared)
     target = rng.standard_normal((200, *trailing)) * 10.0 ** rng.integers(-8, 9, (200,) + (1,) * len(trailing))
@@ -82,21 +82,37 @@ def test_add_distinct_rows_is_fancy_index_add_bit_for_bit(trailing, runs, shared
     values = np.broadcast_to(row, (len(at), *trailing)) if shared else rng.standard_normal((len(at), *trailing))
     expected = target.copy()
     expected[at] += values
-    _add_distinct_rows(target, at, values)
+    _add_to_rows(target, at, values)
     np.testing.assert_array_equal(target, expected)
     assert np.array_equal(target, expected, equal_nan=False) and (target.tobytes() == expected.tobytes())
 
 
-def test_add_distinct_rows_takes_unsorted_rows_and_scalars():
+def test_add_to_rows_adds_every_row_of_a_repeated_index_in_order():
+    """A row received twice in one batch gets both additions, as ``np.add.at`` gives them (not the last only)."""
+    rng = np.random.default_rng(5)
+    for at in ([3, 3], [0, 1, 2, 1], [9, 2, 9, 9, 0], list(range(40)) + [7]):
+        at = np.array(at)
+        target = rng.standard_normal((12 if at.max() < 12 else 50, 2, 2))
+        values = rng.standard_normal((len(at), 2, 2)) * 10.0 ** rng.integers(-8, 9, (len(at), 1, 1))
+        expected = target.copy()
+        np.add.at(expected, at, values)
+        _add_to_rows(target, at, values)
+        assert target.tobytes() == expected.tobytes()
+    counts = np.zeros(4, np.int64)
+    _add_to_rows(counts, np.array([2, 0, 2]), 3)
+    np.testing.assert_array_equal(counts, [3, 0, 6, 0])
+
+
+def test_add_to_rows_takes_unsorted_rows_and_scalars():
     target, expected = np.arange(10.0), np.arange(10.0)
     at = np.array([7, 3, 4, 0])
     expected[at] += np.array([1.5, 2.5, 3.5, 4.5])
-    _add_distinct_rows(target, at, np.array([1.5, 2.5, 3.5, 4.5]))
+    _add_to_rows(target, at, np.array([1.5, 2.5, 3.5, 4.5]))
     np.testing.assert_array_equal(target, expected)
     counts = np.zeros(6, np.int64)
-    _add_distinct_rows(counts, np.array([1, 2, 3]), 2)
-    _add_distinct_rows(counts, np.array([5]), np.array([1]))
-    _add_distinct_rows(counts, np.array([], np.int64), np.zeros(0, np.int64))
+    _add_to_rows(counts, np.array([1, 2, 3]), 2)
+    _add_to_rows(counts, np.array([5]), np.array([1]))
+    _add_to_rows(counts, np.array([], np.int64), np.zeros(0, np.int64))
     np.testing.assert_array_equal(counts, [0, 2, 2, 2, 0, 1])
 
 
