@@ -108,7 +108,8 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     """``log det(M + lam I)`` of a stack of symmetric PSD matrices (..., p, p), by Cholesky.
 
     A 0 x 0 matrix has log-determinant 0. Raises ``ValueError`` when some ``M + lam I`` is not positive
-    definite (e.g. a payload perturbed by a DP hook stopped being PSD).
+    definite (e.g. a payload perturbed by a DP hook stopped being PSD, or a Sync-LinUCB replacement delayed
+    by the channel arrived after newer local data, so that ``V - dV`` lost that data).
     """
     p = matrices.shape[-1]
     if p == 0:
@@ -117,8 +118,10 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
         factor = np.linalg.cholesky(matrices + lam * np.eye(p))
     except np.linalg.LinAlgError:
         raise ValueError(
-            "a Gram matrix plus lam*I is not positive definite; its payloads were perturbed into an "
-            "indefinite matrix: project perturbed matrices to PSD (or raise lam) before they reach the agents"
+            "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
+            "matrix (project perturbed matrices to PSD, or raise lam, before they reach the agents), or a "
+            "synchronisation arrived after newer local data (Sync-LinUCB assumes instant synchronisation: run it "
+            "on a channel without latency or latency_jitter)"
         ) from None
     return 2.0 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
 

@@ -276,3 +276,13 @@ def test_delayed_downloads_agree_on_both_paths(algorithm):
     for got, expected in zip(by_run(pettingzoo.curves), by_run(batched.curves), strict=True):
         assert (got["seed"], got["slot"], got["messages"]) == (expected["seed"], expected["slot"], expected["messages"])
         assert got["group_regret"] == expected["group_regret"]
+
+
+def test_sync_linucb_under_latency_jitter_names_the_cause():
+    """A delayed replacement leaves ``V - dV`` indefinite; the error says that, not only "perturbed payloads"."""
+    from fedbandit_envs.algorithms import resolve_factory
+    from fedbandit_envs.run import run
+
+    env = {"num_arms": 4, "dimension": 3, "num_clients": 6, "horizon": 200, "latency_jitter": 2}
+    with pytest.raises(ValueError, match="Sync-LinUCB assumes instant synchronisation: run it on a channel without"):
+        run(resolve_factory("sync_linucb"), env, [0], checkpoints=1)
