@@ -198,7 +198,15 @@ class _FloodingUCB(_UCBPopulation):
         }
 
     def reset(self, context: AgentContext) -> None:
-        """Zero the own statistics; start the flooding."""
+        """Zero the own statistics; start the flooding (refused on a topology that links agents to a server)."""
+        if self.gamma:
+            for topology in context.topologies:
+                if topology.server_links.any():
+                    raise ValueError(
+                        f"{type(self).__name__} floods records to the neighbours of each agent on the agent graph "
+                        f"and hosts no server, but topology {topology.name!r} links agents to a server; use an agent "
+                        "graph such as topology='complete', 'ring' or 'erdos_renyi'"
+                    )
         super().reset(context)
         self.flood.reset(self.num_replicas, self.num_agents)
 

@@ -344,3 +344,15 @@ def test_batched_replica_equals_single_pettingzoo_run(case):
 def test_bad_parameters_are_rejected(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+@pytest.mark.parametrize("algorithm", ["dubey_private_ucb", "dubey_cooperative_ucb", "dubey_byzantine_ucb"])
+def test_flooding_agents_refuse_a_server_topology_by_name(algorithm):
+    """On the default 'server' topology the flood's neighbours are the server, which nobody hosts: say so at reset
+    (it failed at the first message with "no coordinator is hosted; pass coordinator=...")."""
+    from fedbandit_envs.algorithms import resolve_factory
+    from fedbandit_envs.run import run
+
+    with pytest.raises(ValueError, match=r"hosts no server, but topology 'server' links agents to a server; use an"):
+        run(resolve_factory(algorithm), {"num_agents": 4, "num_arms": 4, "horizon": 50}, [0], checkpoints=1)
+    run(resolve_factory(algorithm), {"num_agents": 4, "num_arms": 4, "horizon": 50, "topology": "ring"}, [0])
