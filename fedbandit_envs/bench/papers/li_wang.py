@@ -93,7 +93,10 @@ PAPER = Paper(
         "events) with fewer runs (the table): one run of LastFM took 1,648 s of simulation here, of Delicious "
         "1,755 s and of MovieLens 1,249 s (at a load of 2-3 on the 2 cores), most of it Async-LinUCB and "
         "Async-LinUCB-AM at gamma = 1, which send every upload to every other user (192 million downloads in one "
-        "Delicious run), so 10 runs of each would take 1.7-2.4 hours on 2 cores.",
+        "Delicious run), so 10 runs of each would take 1.7-2.4 hours on 2 cores. These times predate a change that "
+        "made such downloads cheaper (Async-LinUCB at gamma = 1, N = 1000: 114 -> 38.5 s CPU in one run of one "
+        "seed, benchmarks/README.md); a run of several seeds in one job gains less, and the stand-ins were not "
+        "re-timed.",
     ),
     items=(
         PaperItem(

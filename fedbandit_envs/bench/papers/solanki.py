@@ -45,14 +45,15 @@ NORMAL_FCB_REASON = (
 
 #: Why the normal family's per-agent regret no longer falls with n at T = 1e5 (the paper-scale results).
 EXP3_NORMAL_REASON = (
-    "Measured at the paper scale (T = 1e5, 5 instances x 4 trials): the per-agent regret of P-FCB falls with n up to "
-    "t = 5e4 (Spearman -0.96 at every checkpoint up to there: 1762 at n = 10 down to 1370 at n = 40 at t = 5000, "
-    "2228 down to 1870 at t = 5e4), but the regret each agent adds from t = 5e4 to 1e5 grows with n (134 at n = 10, "
-    "307 at n = 40; Spearman +0.96), so at T the means (2362, 2258, 2329, 2178, 2310, 2207, 2177 for n = 10 ... 40; "
-    "standard errors 121-210) give Spearman -0.75 against the check's -0.8. The claim holds at the CI scale (T = "
-    "2e4) in 10 of 10 seed blocks; at the paper scale it fails in the uniform family too, for another reason (see "
+    "Measured at the paper scale with the paper's 20 trials (T = 1e5, 5 instances): the per-agent regret of P-FCB "
+    "falls with n up to t = 5e4 (Spearman -0.96 at every checkpoint up to there: 1779 at n = 10 down to 1374 at n = 40 "
+    "at t = 5000, 2281 down to 1882 at t = 5e4), but the regret each agent adds from t = 5e4 to 1e5 grows with n "
+    "(155 at n = 10, 309 at n = 40; Spearman +0.89), so at T the means (2436, 2329, 2399, 2277, 2351, 2297, 2191 for "
+    "n = 10 ... 40; standard errors 55-87) give Spearman -0.75 against the check's -0.8 (trial by trial from -0.93 "
+    "to +0.07; the 4 trials of the previous report gave -0.75 too). The claim holds at the CI scale (T = 2e4) in 10 "
+    "of 10 seed blocks; at the paper scale it fails in the uniform family too, for another reason (see "
     "there). The late rise is not federation as such: `benchmarks/solanki_late_regret.py table` (the same instances "
-    "and trials at n = 10 and 40, one or two options changed) measures the late regret per agent at 134 / 307 for "
+    "and trials 0-3 at n = 10 and 40, one or two options changed) measures the late regret per agent at 134 / 307 for "
     "P-FCB, 93 / 199 with the noise off (FCBExp), 153 / 245 with omega2 = 1, 130 / 256 with gamma = 0, and 56 / 54 "
     "with the noise off and every message accepted (omega1 = 1e6), where agents 0-9 add 56 at n = 10 and nothing at "
     "n = 40. Three parts add up: (1) one agent of the nested sets (in one instance, from n = 20 on) whose best "
@@ -189,14 +190,15 @@ PAPER = Paper(
         "scale is the spec's reduced configuration: T = 2e4, 2 instances x 3 seeds (EXP3-U: 12 instances x 1 seed). "
         "Absolute regret depends on rho, zeta and y, which the paper does not give (spec check 14), so ratios are the "
         "comparable numbers.",
-        "Trials: the simulation time of one trial, from the sweeps' jobs at a load of 2-3 on the 2 cores (a job "
-        "that batches several seeds costs less per seed), is 167 / 198 s for EXP1 (normal / uniform, 4 seeds per "
-        "job), 785 / 484 s for EXP2 (one seed), 639 / 255 s for EXP3 (4 / 20 seeds per job), 590 / 636 s for Fig. "
-        "2 and 1,646 s for the stress family. The paper's 20 trials would take on 2 cores about 43 minutes for "
-        "EXP3-U, which ran them, and 30 minutes for each EXP1 family, which ran 4 for lack of time in the session "
-        "that made this report; 1.3-4.5 hours for the others, timed from their jobs (one seed per job for EXP2, "
-        "whose 20 batched trials may fit in an hour), which ran 1 to 4. The claims' pass rates over 10 seed blocks "
-        "are measured at the CI scale.",
+        "Trials: EXP1, EXP2 and EXP3 ran the paper's 20 trials in both families, Fig. 2 ran 2 (uniform) and 4 "
+        "(normal) for lack of time in the session that made this report (about 50 minutes each for 20). A job "
+        "that batches a cell's seeds costs much less per seed than one seed alone: the simulation time of one "
+        "trial, from the sweeps' jobs at a load of 3-4 on the 2 cores, is 71 / 61 s for EXP1 (normal / uniform, "
+        "16 seeds per job), 98 / 99 s for EXP2 (19 seeds per job; 785 / 484 s with one seed per job), 271 / 255 s "
+        "for EXP3 (16 / 20 seeds per job), 312 / 590 s for Fig. 2 (uniform 18 seeds per job, normal 4) and "
+        "1,646 s for the stress family (not in the paper), "
+        "which ran 2 trials. With 2 workers the 16 to 19 added trials took 8 to 37 minutes per family. The "
+        "claims' pass rates over 10 seed blocks are measured at the CI scale.",
     ),
     items=(
         *_items("uniform", "(a)"),
