@@ -165,15 +165,15 @@ def _add_to_rows(target: np.ndarray, at: np.ndarray, values: Any) -> None:
     """
     if len(at) == 0:
         return
+    values = np.broadcast_to(values, (len(at), *target.shape[1:]))
     steps = np.diff(at)
     if not (steps > 0).all() and len(np.unique(at)) < len(at):
-        _add_rows(target, (at,), np.broadcast_to(values, (len(at), *target.shape[1:])))
+        _add_rows(target, (at,), values)
         return
     breaks = np.flatnonzero(steps != 1) + 1
     if len(breaks) >= _MAX_RUNS:
         target[at] += values
         return
-    values = np.broadcast_to(values, (len(at), *target.shape[1:]))
     for start, stop in zip((0, *breaks.tolist()), (*breaks.tolist(), len(at))):
         first = int(at[start])
         target[first : first + stop - start] += values[start:stop]
