@@ -22,9 +22,11 @@ from agents.li_wang import (
     _pinv_psd,
     log_det,
 )
+from fedbandit_envs.algorithms import resolve_factory
 from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 from fedbandit_envs.reference import reference_mode
+from fedbandit_envs.run import run, run_pettingzoo
 
 N, T, D, K = 12, 300, 4, 6
 CONFIG = LinearConfig(num_clients=N, num_arms=K, dimension=D, horizon=T)
@@ -261,9 +263,6 @@ def test_delayed_downloads_agree_on_both_paths(algorithm):
     """With latency jitter a client can receive two downloads in one step; the PettingZoo path hands them over in
     one batch naming the client twice, and both must be added (the gathered add kept only the last, so this path
     ended at another regret than the batched one: 5.212 against 4.875 for async_linucb)."""
-    from fedbandit_envs.algorithms import resolve_factory
-    from fedbandit_envs.run import run, run_pettingzoo
-
     factory = resolve_factory(algorithm)
     env = {"num_arms": 5, "dimension": 4, "num_clients": 8, "horizon": 300, "latency_jitter": 3}
     batched = run(lambda: factory(gamma=1.0), env, [0, 1], checkpoints=3)
@@ -279,9 +278,6 @@ def test_delayed_downloads_agree_on_both_paths(algorithm):
 
 def test_sync_linucb_under_latency_jitter_names_the_cause():
     """A delayed replacement leaves ``V - dV`` indefinite; the error says that, not only "perturbed payloads"."""
-    from fedbandit_envs.algorithms import resolve_factory
-    from fedbandit_envs.run import run
-
     env = {"num_arms": 4, "dimension": 3, "num_clients": 6, "horizon": 200, "latency_jitter": 2}
     with pytest.raises(ValueError, match="Sync-LinUCB assumes instant synchronisation: run it on a channel without"):
         run(resolve_factory("sync_linucb"), env, [0], checkpoints=1)
