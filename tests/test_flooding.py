@@ -326,8 +326,10 @@ def test_copies_match_a_later_slot_only_when_every_record_header_shifts():
         )
         return flooding._Part(batch, 2, ("x",))
 
-    copies = flooding._Copies.of(part())
-    assert copies.rows is rows and copies.origin is header["origin"]  # the sender's rows: nothing gathered
+    first = part()
+    copies = flooding._Copies.of(first)
+    assert copies.rows is first.batch.payload.rows and copies.rows.tolist() == rows.tolist()
+    assert copies.origin is header["origin"]  # the sender's rows: nothing gathered
     later = {"created": header["created"] + 1}
     assert copies.shifted(part(**later), 1) is not None
     assert copies.shifted(part(created=header["created"] + 2), 1) is None

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
 
 import numpy as np
 import pytest
 
-from fedbandit_envs import NEIGHBOURS, SERVER, MessageBatch
+from fedbandit_envs import NEIGHBOURS, SERVER, Message, MessageBatch
 from fedbandit_envs.channel.messages import GatheredPayload
 from fedbandit_envs.channel.privacy import Privatized
+from fedbandit_envs.frozen import FrozenDict, is_frozen
 from fedbandit_envs.reference import reference_mode
 
 
@@ -125,10 +128,10 @@ def test_regrouped_copies_gather_their_payload_when_read() -> None:
         np.testing.assert_array_equal(later.payload[name], source[[0, 1]])
         np.testing.assert_array_equal(payload[name], source[rows])
         assert payload.is_gathered(name) and payload[name] is payload[name]  # gathered once
-        assert not payload[name].flags.writeable  # like every validated payload
+        assert is_frozen(payload[name])  # like every validated payload
     with reference_mode():
         plain = batch.regrouped(rows, *header)
-        assert type(plain.payload) is dict and type(copies.take(slice(0, 2)).payload) is dict
+        assert type(plain.payload) is FrozenDict and type(copies.take(slice(0, 2)).payload) is FrozenDict
     np.testing.assert_array_equal(plain.payload["v"], values["v"][rows])
 
 
@@ -152,3 +155,45 @@ def test_with_rows_and_regrouped_follow_the_rows() -> None:
     assert all(a is b for a, b in zip(held, header))  # trusted: the given arrays, not copies
     assert regrouped.count.tolist() == [3, 3, 1]
     np.testing.assert_array_equal(regrouped.payload["v"], moved.payload["v"])
+
+
+def test_a_sender_cannot_change_a_batch_after_building_it() -> None:
+    """Count, slot and payload are immutable copies; the payload mapping refuses changes (the learner is untrusted)."""
+    count, values = np.ones(2, np.int64), np.array([1.0, 2.0])
+    batch = MessageBatch("k", [0, 0], [0, 0], [1, 2], {"v": values}, count=count)
+    other = MessageBatch("k", [0], [1], [0], {"v": [3.0]})  # the default count: shared between batches
+    count[0], values[0] = -1_000_000, np.nan
+    assert batch.count.tolist() == [1, 1] and batch.payload["v"].tolist() == [1.0, 2.0]
+    for array in (batch.count, batch.slot, batch.payload["v"], other.count, other.slot):
+        holders = [array]
+        while isinstance(holders[-1].base, np.ndarray):  # a view leads to its base: neither may become writeable
+            holders.append(holders[-1].base)
+        for holder in holders:
+            with pytest.raises(ValueError, match="WRITEABLE"):
+                holder.setflags(write=True)
+    with pytest.raises(TypeError, match="frozen"):
+        batch.payload["v"] = np.array([np.nan, np.nan])
+    with pytest.raises(TypeError, match="frozen"):
+        batch.payload.update(w=np.zeros(2))
+    message = Message(0, 1, "k", {"v": [1.0]})
+    with pytest.raises(TypeError, match="frozen"):
+        message.payload["v"] = np.array([np.nan])
+    assert is_frozen(message.payload["v"])
+
+
+def test_copies_and_pickles_of_messages_are_checked_and_immutable_again() -> None:
+    """A deep copy or an unpickled batch goes through the constructor: no writeable array slips past the checks."""
+    batch = MessageBatch("k", [0], [0], [1], {"v": [[1.0, 2.0]]}, count=[3])
+    message = Message(0, 1, "k", {"v": [1.0]}, count=2)
+    for copied in (copy.copy(batch), copy.deepcopy(batch), pickle.loads(pickle.dumps(batch))):
+        assert copied.count.tolist() == [3] and copied.payload["v"].tolist() == [[1.0, 2.0]]
+        assert type(copied.payload) is FrozenDict and is_frozen(copied.payload["v"]) and is_frozen(copied.count)
+    for copied in (copy.deepcopy(message), pickle.loads(pickle.dumps(message))):
+        assert copied == message and is_frozen(copied.payload["v"])
+
+
+def test_a_ragged_payload_field_is_named_in_the_error() -> None:
+    with pytest.raises(ValueError, match=r"payload field 'v' is not a rectangular array"):
+        Message(0, 1, "k", {"v": [[1.0], [1.0, 2.0]]})
+    with pytest.raises(ValueError, match=r"payload field 'w' is not a rectangular array"):
+        MessageBatch("k", [0, 0], [0, 0], [1, 2], {"w": [[1.0], [1.0, 2.0]]})

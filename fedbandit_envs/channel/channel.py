@@ -19,6 +19,7 @@ import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
 from fedbandit_envs.validation import check_bool, check_choice, check_int, check_int_array, check_real
@@ -82,24 +83,21 @@ class ChannelConfig:
 class _HeaderPlan:
     """A checked batch header of one kind, kept for the later batches with the same header.
 
-    Holds read-only copies of the routed header arrays (the ``NEIGHBOURS`` rows expanded to one row per linked
-    node, the payload rows ``rows`` under them; ``rows`` is None when the header has no broadcast row), so a
-    batch routed with it no longer aliases the sender's arrays.
+    Holds immutable copies (:func:`~fedbandit_envs.frozen.frozen`) of the routed header arrays (the ``NEIGHBOURS``
+    rows expanded to one row per linked node, the payload rows ``rows`` under them; ``rows`` is None when the header
+    has no broadcast row), so a batch routed with it no longer aliases the sender's arrays, and neither a sender
+    nor a recipient can change a header that the ledger tallies later or the next batches reuse.
     """
 
     def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray, key: tuple) -> None:
         self.key = key
-        self.rows = rows
+        self.rows = None if rows is None else frozen(rows)
         self.server_sender = bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
         if rows is None:
-            header = (batch.replica.copy(), batch.sender.copy(), recipient.copy())
+            self.header = (frozen(batch.replica), frozen(batch.sender), frozen(recipient))
         else:
-            header = (batch.replica[rows], batch.sender[rows], recipient)
-        for array in header:
-            array.setflags(write=False)
-        self.header = header
-        self.unsent = np.full(len(recipient), -1, np.int64)
-        self.unsent.setflags(write=False)
+            self.header = (frozen(batch.replica[rows]), frozen(batch.sender[rows]), frozen(recipient))
+        self.unsent = frozen(np.full(len(recipient), -1, np.int64))
 
     def apply(self, batch: MessageBatch) -> MessageBatch:
         """``batch`` (whose header this is) under the plan's read-only header, unsent (slot -1)."""
@@ -141,8 +139,7 @@ class Channel:
         self.ledger.reset(self.num_replicas, m, np.stack(components), edges, links)
         self._in_flight: dict[int, list[MessageBatch]] = {}
         self._plans: dict[str, _HeaderPlan] = {}
-        self.no_partners = np.full((self.num_replicas, m), -1, np.int64)
-        self.no_partners.setflags(write=False)
+        self.no_partners = frozen(np.full((self.num_replicas, m), -1, np.int64))
         self._edges = [t.edges() for t in topologies]
         if self.config.gossip is not None and not all(
             len(e) and t.is_connected() for e, t in zip(self._edges, topologies)
@@ -195,8 +192,7 @@ class Channel:
             first, second = pairs[..., 0].T, pairs[..., 1].T
             partners[slots, replicas, first] = second
             partners[slots, replicas, second] = first
-            partners.setflags(write=False)
-            self._gossip_partners = partners
+            self._gossip_partners = frozen(partners)
         partners = self._gossip_partners[self._gossip_offset]
         self._gossip_offset += 1
         return partners
@@ -217,8 +213,7 @@ class Channel:
             else:
                 i, j = self._node_then_neighbour(b)
             partners[b, i], partners[b, j] = j, i
-        partners.setflags(write=False)
-        return partners
+        return frozen(partners)
 
     # ------------------------------------------------------------------ routing
     def _kept_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan | None:

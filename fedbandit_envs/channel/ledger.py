@@ -34,6 +34,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import check_bool, check_choice, check_real
@@ -87,12 +88,8 @@ def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None)
 
 
 def _held(array: np.ndarray) -> np.ndarray:
-    """``array`` if it is read-only, else a read-only copy (for arrays kept after the call that received them)."""
-    if not array.flags.writeable:
-        return array
-    copy = array.copy()
-    copy.setflags(write=False)
-    return copy
+    """``array`` if it is immutable, else an immutable copy (for arrays kept after the call that received them)."""
+    return array if is_frozen(array) else frozen(array)
 
 
 def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

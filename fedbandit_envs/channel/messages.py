@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
+from fedbandit_envs.frozen import FrozenDict, frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import INT64_MAX, INT64_MIN, check_int, check_int_array
@@ -28,44 +29,46 @@ NEIGHBOURS: int = -2
 _RECIPIENT_NAMES = {SERVER: "SERVER", NEIGHBOURS: "NEIGHBOURS"}
 
 
-def _distinct_entries(value: object) -> tuple[np.ndarray, tuple[int, ...] | None]:
-    """A copy of ``value`` sharing no memory with it, and the shape to broadcast it to (None: use it as it is).
+def _distinct_entries(value: object, where: str, name: object) -> tuple[np.ndarray, tuple[int, ...] | None]:
+    """The entries of ``value`` to copy, and the shape to broadcast their copy to (None: use it as it is).
 
-    A broadcast array (a zero stride, e.g. one row of ``np.broadcast_to`` sent to many recipients) is copied
-    along its other axes only, so one row sent to N recipients costs one row, not N.
+    A broadcast array (a zero stride, e.g. one row of ``np.broadcast_to`` sent to many recipients) is reduced
+    to its entries along its other axes, so one row sent to N recipients costs one row, not N.
     """
     if isinstance(value, np.ndarray) and value.size and 0 in value.strides:
         distinct = value[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in value.strides)]
-        return np.array(distinct), value.shape
-    return np.array(value), None
+        return distinct, value.shape
+    try:
+        return np.asarray(value), None
+    except ValueError as error:  # ragged nested sequences
+        raise ValueError(f"{where}: payload field {name!r} is not a rectangular array of numbers ({error})") from None
 
 
-def _as_payload(payload: Mapping[str, object], where: str) -> dict[str, np.ndarray]:
-    """Copy a payload into read-only numeric arrays, rejecting non-numeric or non-finite fields.
+def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
+    """Copy a payload into immutable numeric arrays, rejecting non-numeric or non-finite fields.
 
-    The copy shares no memory with the sender's arrays, so nothing the sender changes afterwards reaches
-    the channel; a broadcast field stays a (read-only) broadcast of a copy of its distinct entries.
+    The copies share no memory with the sender's arrays and can never be made writeable (:mod:`fedbandit_envs.frozen`),
+    and the mapping cannot be changed, so nothing the sender does afterwards reaches the channel; a broadcast
+    field stays a (read-only) broadcast of a copy of its distinct entries.
     """
     if not isinstance(payload, Mapping):
         raise TypeError(f"{where}: payload must be a mapping of field name to numeric array, got {payload!r}")
     out: dict[str, np.ndarray] = {}
     for name, value in payload.items():
-        array, shape = _distinct_entries(value)
+        array, shape = _distinct_entries(value, where, name)
         if array.dtype.kind not in "biuf":
             raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
-        array.setflags(write=False)
+        array = frozen(array)
         out[str(name)] = array if shape is None else np.broadcast_to(array, shape)
-    return out
+    return FrozenDict(out)
 
 
 @functools.lru_cache(maxsize=64)
 def _constant(n: int, value: int) -> np.ndarray:
-    """A read-only (n,) int64 array of ``value``, shared by the batches that take the default ``count`` or ``slot``."""
-    array = np.full(n, value, np.int64)
-    array.setflags(write=False)
-    return array
+    """An immutable (n,) int64 array of ``value``, shared by the batches that take the default ``count`` or ``slot``."""
+    return frozen(np.full(n, value, np.int64))
 
 
 #: The integer fields of a :class:`Message` and their smallest value (ids are checked against the topology on routing).
@@ -147,6 +150,11 @@ class Message:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[type[Message], tuple]:
+        """Copies and unpickled messages are built by the constructor: checked, and their payload immutable again."""
+        fields = (self.sender, self.recipient, self.kind, dict(self.payload), self.slot, self.count, self.privacy)
+        return Message, fields
+
     def __repr__(self) -> str:
         recipient = _RECIPIENT_NAMES.get(self.recipient, self.recipient)
         sender = _RECIPIENT_NAMES.get(self.sender, self.sender)
@@ -172,14 +180,14 @@ class GatheredPayload(Mapping[str, np.ndarray]):
 
     def __init__(self, source: Mapping[str, np.ndarray], rows: np.ndarray) -> None:
         self.source = source
-        self.rows = rows
+        self.rows = rows if is_frozen(rows) else frozen(rows)  # sibling copies share it: nobody may rewrite it
         self._gathered: dict[str, np.ndarray] = {}
 
     def __getitem__(self, name: str) -> np.ndarray:
         field = self._gathered.get(name)
         if field is None:
-            field = self._gathered[name] = self.source[name].take(self.rows, axis=0)
-            field.setflags(write=False)  # read-only like every validated payload: it stays ``source`` at ``rows``
+            # immutable like every validated payload (sibling copies and the env may read it): ``source`` at ``rows``
+            field = self._gathered[name] = frozen(self.source[name].take(self.rows, axis=0))
         return field
 
     def __iter__(self) -> Iterator[str]:
@@ -209,7 +217,9 @@ def _payload_rows(payload: Mapping[str, np.ndarray], rows: np.ndarray | slice) -
     """The fields of ``payload`` at ``rows`` (indices, a boolean mask or a slice); a gathered payload stays lazy."""
     if isinstance(payload, GatheredPayload) and not reference_active():
         return GatheredPayload.of(payload, rows)
-    return {k: v[rows] for k, v in payload.items()}
+    if isinstance(rows, slice):  # views of immutable arrays
+        return FrozenDict({k: v[rows] for k, v in payload.items()})
+    return FrozenDict({k: frozen(v[rows]) for k, v in payload.items()})
 
 
 def row_layout(payload: Mapping[str, np.ndarray]) -> Iterable[tuple[str, np.dtype, tuple[int, ...]]]:
@@ -270,8 +280,8 @@ class MessageBatch:
             else:
                 headers[name] = check_int_array(f"MessageBatch.{name}", array, minimum)
         n = len(headers["sender"])
-        counts = _constant(n, 1) if count is None else check_int_array("MessageBatch.count", count, 1)
-        slots = _constant(n, -1) if slot is None else check_int_array("MessageBatch.slot", slot, -1)
+        counts = _constant(n, 1) if count is None else frozen(check_int_array("MessageBatch.count", count, 1))
+        slots = _constant(n, -1) if slot is None else frozen(check_int_array("MessageBatch.slot", slot, -1))
         for name, array in (*headers.items(), ("count", counts), ("slot", slots)):
             if len(array) != n:
                 raise ValueError(f"MessageBatch.{name} has {len(array)} rows, sender has {n}; give one entry per row")
@@ -288,6 +298,11 @@ class MessageBatch:
 
     def __len__(self) -> int:
         return len(self.sender)
+
+    def __reduce__(self) -> tuple[type[MessageBatch], tuple]:
+        """Copies and unpickled batches are built by the constructor: checked, and their payload immutable again."""
+        headers = (self.replica, self.sender, self.recipient)
+        return MessageBatch, (self.kind, *headers, dict(self.payload), self.count, self.slot, self.privacy)
 
     @property
     def scalars_per_row(self) -> int:
@@ -356,7 +371,7 @@ class MessageBatch:
                 replica=replica,
                 sender=sender,
                 recipient=recipient,
-                payload=dict(zip(names, values)),
+                payload=FrozenDict(zip(names, values)),
                 count=count,
                 slot=slot,
                 privacy=self.privacy,
@@ -385,25 +400,23 @@ class MessageBatch:
         """Rows ``rows`` (indices; payload and count follow them) under the given header and ``slot`` arrays.
 
         ``rows=None`` keeps every row in order and shares the payload (no copy). The arrays hold one int64 entry per
-        row and are trusted: neither checked nor copied. The counts of the result are read-only and never this
-        batch's own array (the shared default ones excepted), which its sender may still write to.
+        row and are trusted: neither checked nor copied. The counts of the result are immutable copies (the shared
+        default ones excepted): recipients read them and the ledger tallies them later.
         """
         if rows is None:
             payload, count = self.payload, self.count
             if count is not _constant(len(self), 1):
-                count = count.copy()
-                count.setflags(write=False)
+                count = frozen(count)
         else:
             payload = (
-                {k: v.take(rows, axis=0) for k, v in self.payload.items()}
+                FrozenDict({k: v.take(rows, axis=0) for k, v in self.payload.items()})
                 if reference_active()
                 else GatheredPayload.of(self.payload, rows)
             )
             if self.count is _constant(len(self), 1):  # the default: shared ones again
                 count = _constant(len(rows), 1)
             else:
-                count = self.count.take(rows)
-                count.setflags(write=False)
+                count = frozen(self.count.take(rows))
         batch = MessageBatch._trusted(self.kind, replica, sender, recipient, payload, count, slot, self.privacy)
         return self._sharing_layout(batch)
 
@@ -428,7 +441,7 @@ class MessageBatch:
             sender=int(self.sender[row]),
             recipient=int(self.recipient[row]),
             kind=self.kind,
-            payload={k: v[row] for k, v in self.payload.items()},
+            payload=FrozenDict({k: v[row] for k, v in self.payload.items()}),
             slot=int(self.slot[row]),
             count=int(self.count[row]),
             privacy=self.privacy,
@@ -485,7 +498,7 @@ def _merged(group: Sequence[Message | MessageBatch], key: tuple, replica: int) -
         recipient = np.array([m.recipient for m in group], np.int64)
         counts = np.array([m.count for m in group], np.int64)
         slots = np.array([m.slot for m in group], np.int64)
-        payload = {name: np.stack([m.payload[name] for m in group]) for name in names}
+        payload = FrozenDict({name: frozen(np.stack([m.payload[name] for m in group])) for name in names})
     else:
         rows = [item if isinstance(item, MessageBatch) else _one_row(item) for item in group]
         sender = np.concatenate([b.sender for b in rows])
@@ -493,9 +506,7 @@ def _merged(group: Sequence[Message | MessageBatch], key: tuple, replica: int) -
         n = len(sender)
         counts = np.concatenate([b.count for b in rows])
         slots = np.concatenate([b.slot for b in rows])
-        payload = {name: np.concatenate([b.payload[name] for b in rows]) for name in names}
-    for array in payload.values():
-        array.setflags(write=False)
+        payload = FrozenDict({name: frozen(np.concatenate([b.payload[name] for b in rows])) for name in names})
     replicas = np.empty(n, np.int64)
     replicas.fill(replica)
     return MessageBatch._trusted(
@@ -510,7 +521,7 @@ def _one_row(message: Message) -> MessageBatch:
         np.zeros(1, np.int64),
         np.array([message.sender], np.int64),
         np.array([message.recipient], np.int64),
-        {k: v[None] for k, v in message.payload.items()},
+        FrozenDict({k: v[None] for k, v in message.payload.items()}),
         np.array([message.count], np.int64),
         np.array([message.slot], np.int64),
         message.privacy,
