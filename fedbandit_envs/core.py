@@ -219,7 +219,8 @@ class MessageHook(Protocol):
     A core gets an episode's hooks at reset (``core.reset(seeds, hooks=...)``; a wrapper chain hands its
     hooks down, see :meth:`fedbandit_envs.env_base.ProtocolParallelEnv.message_hooks`) and keeps them as
     ``core.message_hooks``. They run after the slot has been validated, in that order (the innermost
-    wrapper's first); they may change payloads and remove rows, never add recipients.
+    wrapper's first); they may change payloads and remove rows, never add recipients. A batch is immutable:
+    a hook returns new ones (``batch.with_payload(...)``, ``batch.take(rows)``).
     """
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
@@ -336,7 +337,11 @@ class ChannelCore:
 
 
 def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int) -> np.ndarray:
-    """``arms`` as an int64 array, checked to have ``shape`` (its ``axes`` named in the error) and arms in 0..K-1."""
+    """A new int64 copy of ``arms``, checked to have ``shape`` (its ``axes`` named in the error) and arms in 0..K-1.
+
+    Always the env's own array: the learner's server (a coordinator) runs inside the step and the feedback reports
+    the arms pulled, so nothing the learner does to its array afterwards may reach them.
+    """
     arms = np.asarray(arms)
     if arms.shape != shape:
         raise ValueError(f"arms must have shape ({axes}) = {shape}, got {arms.shape}")
@@ -346,7 +351,7 @@ def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int)
     if arms.view(np.uint64).max() >= num_arms if arms.dtype == np.int64 else arms.min() < 0 or arms.max() >= num_arms:
         bad = arms[(arms < 0) | (arms >= num_arms)][0]
         raise ValueError(f"arm {bad} is out of range: arms are 0..{num_arms - 1}")
-    return arms.astype(np.int64, copy=False)
+    return arms.astype(np.int64)
 
 
 #: Error texts of a step after the last slot: of an environment (its agents are gone) and of a core.

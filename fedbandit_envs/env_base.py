@@ -168,10 +168,19 @@ class ProtocolParallelEnv(ParallelEnv):
         self.pending_phase = None
         return start
 
-    def require_live(self) -> None:
-        """RuntimeError unless an episode is running (after ``reset``, before the horizon)."""
+    def require_live(self, actions: Any) -> None:
+        """Check a step may be played: RuntimeError outside an episode, TypeError unless ``actions`` is a mapping.
+
+        An episode runs from ``reset`` to the horizon; ``actions`` maps agent names to actions, as a
+        ParallelEnv's ``step`` takes.
+        """
         if not self.agents:
             raise RuntimeError(EPISODE_OVER)
+        if not isinstance(actions, Mapping):
+            raise TypeError(
+                f"step() takes a dict of agent name to action (e.g. {{{self.agents[0]!r}: ...}}), "
+                f"got {type(actions).__name__}"
+            )
 
     def check_action_agents(self, actions: Mapping[str, Any]) -> None:
         """ValueError unless ``actions`` of an act step has one entry per live agent and no other."""

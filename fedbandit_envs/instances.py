@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.validation import check_int, check_keywords, did_you_mean
 
 #: Signature of a user instance generator: ``(rng, num_agents, num_arms) -> means``.
@@ -39,12 +40,6 @@ def _check_rng(rng: object) -> np.random.Generator:
     return rng
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
-    """Mark ``array`` read-only and return it."""
-    array.flags.writeable = False
-    return array
-
-
 def _validated_means(means: ArrayLike) -> np.ndarray:
     """A read-only float64 copy of ``means`` after checking it is a finite (M, K) matrix, K >= 2."""
     try:
@@ -63,7 +58,7 @@ def _validated_means(means: ArrayLike) -> np.ndarray:
     if not np.all(np.isfinite(matrix)):
         i, k = np.argwhere(~np.isfinite(matrix))[0]
         raise ValueError(f"means must be finite, found {matrix[i, k]} at [{i}, {k}]; replace NaN/inf")
-    return _read_only(matrix)
+    return frozen(matrix)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,7 +91,7 @@ class BanditInstance:
     def __post_init__(self) -> None:
         means = _validated_means(self.means)
         homogeneous = bool(np.all(means == means[0]))
-        global_means = _read_only(means[0].copy() if homogeneous else means.mean(axis=0))
+        global_means = frozen(means[0].copy() if homogeneous else means.mean(axis=0))
         best_arm = int(np.argmax(global_means))
         best_mean = float(global_means[best_arm])
         derived = {
@@ -107,8 +102,8 @@ class BanditInstance:
             "global_means": global_means,
             "best_arm": best_arm,
             "best_mean": best_mean,
-            "gaps": _read_only(best_mean - global_means),
-            "local_best_arms": _read_only(np.argmax(means, axis=1)),
+            "gaps": frozen(best_mean - global_means),
+            "local_best_arms": frozen(np.argmax(means, axis=1)),
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)

@@ -217,6 +217,10 @@ def outgoing_items(messages: Any) -> list[Message | MessageBatch]:
         raise TypeError(
             f"action['messages'] must be a list of messages, got one {type(messages).__name__}; wrap it in [...]"
         )
+    if not isinstance(messages, list | tuple):
+        raise TypeError(
+            f"action['messages'] must be a list of Message (or MessageBatch) objects, got {type(messages).__name__}"
+        )
     items = list(messages)
     for item in items:
         if not isinstance(item, Message | MessageBatch):

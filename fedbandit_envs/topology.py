@@ -29,6 +29,7 @@ from typing import Any, Literal, get_args
 import networkx as nx
 import numpy as np
 
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.validation import check_choice, check_int, check_keywords, check_real
 
 #: Recipient id of the server node in messages.
@@ -97,12 +98,6 @@ def _as_adjacency(matrix: Any, name: str) -> np.ndarray:
     return adjacency
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
-    """Mark ``array`` read-only and return it."""
-    array.setflags(write=False)
-    return array
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Topology
 # ---------------------------------------------------------------------------------------------------------
@@ -126,7 +121,7 @@ class Topology:
     name: str
 
     def __post_init__(self) -> None:
-        adjacency = _read_only(_as_adjacency(self.adjacency, "adjacency"))
+        adjacency = frozen(_as_adjacency(self.adjacency, "adjacency"))
         server_links = _as_bool_array(self.server_links, "server_links")
         if server_links.shape != (adjacency.shape[0],):
             raise ValueError(
@@ -135,7 +130,7 @@ class Topology:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"name must be a non-empty str, got {self.name!r}")
         object.__setattr__(self, "adjacency", adjacency)
-        object.__setattr__(self, "server_links", _read_only(server_links))
+        object.__setattr__(self, "server_links", frozen(server_links))
 
     def __repr__(self) -> str:
         return (
@@ -162,7 +157,7 @@ class Topology:
 
     @cached_property
     def _sinks(self) -> np.ndarray:
-        return _read_only(np.flatnonzero(self.server_links).astype(np.int64))
+        return frozen(np.flatnonzero(self.server_links).astype(np.int64))
 
     @property
     def num_edges(self) -> int:
@@ -176,7 +171,7 @@ class Topology:
     @cached_property
     def _edges(self) -> np.ndarray:
         rows, cols = np.nonzero(np.triu(self.adjacency, k=1))
-        return _read_only(np.stack([rows, cols], axis=1).astype(np.int64).reshape(-1, 2))
+        return frozen(np.stack([rows, cols], axis=1).astype(np.int64).reshape(-1, 2))
 
     def neighbours(self, i: int) -> np.ndarray:
         """Sorted int64 indices of the agents adjacent to agent ``i`` (the server is not included)."""
@@ -184,7 +179,7 @@ class Topology:
 
     @cached_property
     def _neighbour_lists(self) -> tuple[np.ndarray, ...]:
-        return tuple(_read_only(np.flatnonzero(row).astype(np.int64)) for row in self.adjacency)
+        return tuple(frozen(np.flatnonzero(row).astype(np.int64)) for row in self.adjacency)
 
     def degree(self) -> np.ndarray:
         """Number of agent neighbours of every agent, ``(M,)`` int64."""
@@ -192,7 +187,7 @@ class Topology:
 
     @cached_property
     def _degree(self) -> np.ndarray:
-        return _read_only(self.adjacency.sum(axis=1).astype(np.int64))
+        return frozen(self.adjacency.sum(axis=1).astype(np.int64))
 
     def _check_agent(self, i: Any, name: str) -> int:
         index = check_int(name, i, 0)
@@ -217,7 +212,7 @@ class Topology:
     def _components(self) -> tuple[np.ndarray, ...]:
         groups = [np.array(sorted(c), dtype=np.int64) for c in nx.connected_components(self._agent_graph)]
         groups.sort(key=lambda group: int(group[0]))
-        return tuple(_read_only(group) for group in groups)
+        return tuple(frozen(group) for group in groups)
 
     def component_of(self) -> np.ndarray:
         """Index (into :meth:`components`) of the component of every agent, ``(M,)`` int64."""
@@ -228,7 +223,7 @@ class Topology:
         labels = np.empty(self.num_agents, dtype=np.int64)
         for index, members in enumerate(self._components):
             labels[members] = index
-        return _read_only(labels)
+        return frozen(labels)
 
     def is_connected(self) -> bool:
         """Whether the agent graph is connected (a single agent counts as connected)."""
@@ -246,7 +241,7 @@ class Topology:
         for source, lengths in nx.all_pairs_shortest_path_length(self._agent_graph):
             targets = np.fromiter(lengths.keys(), dtype=np.int64, count=len(lengths))
             dist[source, targets] = np.fromiter(lengths.values(), dtype=np.int64, count=len(lengths))
-        return _read_only(dist)
+        return frozen(dist)
 
     def eccentricity(self) -> np.ndarray:
         """Largest hop distance from every agent to an agent of its own component, ``(M,)`` int64."""
@@ -254,7 +249,7 @@ class Topology:
 
     @cached_property
     def _eccentricity(self) -> np.ndarray:
-        return _read_only(self._distances.max(axis=1))
+        return frozen(self._distances.max(axis=1))
 
     def _require_connected(self, what: str) -> None:
         if not self.is_connected():

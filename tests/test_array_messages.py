@@ -194,6 +194,9 @@ def test_payloads_are_checked_when_a_batch_is_built() -> None:
     [
         (row_batch([0], [1]), "must be a list of messages, got one MessageBatch; wrap it in"),
         ([np.zeros(2)], r"must hold Message objects \(or MessageBatch objects\), got ndarray"),
+        (None, r"must be a list of Message \(or MessageBatch\) objects, got NoneType"),
+        (5, r"must be a list of Message \(or MessageBatch\) objects, got int"),
+        ({"m": 1}, r"must be a list of Message \(or MessageBatch\) objects, got dict"),
     ],
 )
 def test_messages_must_be_a_list_of_messages_or_batches(messages: Any, error: str) -> None:
@@ -201,6 +204,15 @@ def test_messages_must_be_a_list_of_messages_or_batches(messages: Any, error: st
     message_step(env)
     with pytest.raises(TypeError, match=error):
         env.step({"agent_0": {"messages": messages}})
+
+
+@pytest.mark.parametrize("actions", [None, [0, 0, 0], "agent_0"])
+def test_step_takes_a_dict_of_actions_on_every_family(actions: Any) -> None:
+    for make in (FederatedMAB, FederatedLinear, FedProcurementEnv):
+        env = make()
+        env.reset(seed=0)
+        with pytest.raises(TypeError, match=r"step\(\) takes a dict of agent name to action"):
+            env.step(actions)
 
 
 @pytest.mark.parametrize("inbox", ["batch", 1])

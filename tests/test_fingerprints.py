@@ -10,21 +10,11 @@ and shows both values. Regenerate the fixture only when an issue explicitly chan
 from __future__ import annotations
 
 import pytest
-from fingerprints.cases import CASES
+from fingerprints.cases import CASES, KNOWN_PATH_DIFFERENCES
 from fingerprints.record import Case, Difference, differences, fingerprint, load_fixture
 
 FIXTURE = load_fixture()
 PETTINGZOO = [case for case in CASES if case.check_pettingzoo]
-
-#: Fields the PettingZoo path is known to give differently, by case, with the cause. The ledger charges a link
-#: used in a slot to the sender of its first copy (``Ledger.node_cost``), and the PettingZoo path regroups a
-#: slot's messages by sender and payload layout (``messages_by_sender``, ``batches_from_messages``). On these
-#: Erdos-Renyi graphs with TTL flooding that reorders copies of the same link, so the per-agent split of link
-#: costs differs; every total, regret and privacy value agrees.
-KNOWN_PATH_DIFFERENCES: dict[str, tuple[str, ...]] = {
-    "dubey_byzantine_ucb_relay": ("final_agents / cost / ", "agents_sha256"),
-    "dubey_byzantine_ucb_drops": ("final_agents / cost / ", "agents_sha256"),
-}
 
 
 def report(name: str, path: str, found: list[Difference]) -> str:

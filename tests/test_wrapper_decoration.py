@@ -255,9 +255,9 @@ class Tag:
         """Nothing to start."""
 
     def __call__(self, slot, batches):
-        for batch in batches:
-            batch.payload["path"] = batch.payload["path"] * 10 + self.digit
-        return batches
+        """The batches with the digit appended (a payload cannot change in place: a hook returns new batches)."""
+        tagged = [{**batch.payload, "path": batch.payload["path"] * 10 + self.digit} for batch in batches]
+        return [batch.with_payload(payload, batch.privacy) for batch, payload in zip(batches, tagged)]
 
 
 def test_a_users_hook_wrappers_have_no_kind_and_compose_in_order():

@@ -210,11 +210,18 @@ def population_privacy(population: Any, replica: int) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------------------------------------------- runs
-def run_case(case: Case, path: str) -> tuple[Results, list[tuple[Any, Any, int]]]:
-    """Run ``case`` on ``path``; returns the results and, per seed, (env, population, replica) of its run."""
+def run_case(
+    case: Case, path: str, adapt: Callable[[type], type] | None = None
+) -> tuple[Results, list[tuple[Any, Any, int]]]:
+    """Run ``case`` on ``path``; returns the results and, per seed, (env, population, replica) of its run.
+
+    ``adapt`` turns the algorithm's class into the class that plays (e.g. a subclass that misbehaves).
+    """
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     cls, params = registered_algorithms()[case.algorithm].factory, case.params
+    if adapt is not None:
+        cls = adapt(cls)
     populations: list[Any] = []
     envs: list[Any] = []
 
@@ -250,9 +257,9 @@ def run_case(case: Case, path: str) -> tuple[Results, list[tuple[Any, Any, int]]
     return results, runs
 
 
-def fingerprint(case: Case, path: str = "batched") -> dict[str, Any]:
-    """The case's fingerprint (see the module docstring), computed on ``path``."""
-    return fingerprint_of(case, *run_case(case, path))
+def fingerprint(case: Case, path: str = "batched", adapt: Callable[[type], type] | None = None) -> dict[str, Any]:
+    """The case's fingerprint (see the module docstring), computed on ``path`` (``adapt``: as in :func:`run_case`)."""
+    return fingerprint_of(case, *run_case(case, path, adapt))
 
 
 def fingerprint_of(case: Case, results: Results, runs: list[tuple[Any, Any, int]]) -> dict[str, Any]:

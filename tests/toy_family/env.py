@@ -64,7 +64,7 @@ class GuessEnv(ProtocolParallelEnv):
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play an act step (every live agent's guess) or the pending report step (messages)."""
-        self.require_live()
+        self.require_live(actions)
         if self.pending_phase is not None:
             inbox = self.play_phase(actions)
             rewards = dict.fromkeys(self.agents, 0.0)

@@ -54,6 +54,7 @@ from fedbandit_envs.core import (
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
 from fedbandit_envs.families.registry import CoreMetrics
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.observations import (
     OUTBOX,
     InboxForm,
@@ -612,7 +613,8 @@ class LinearCore(ChannelCore):
     def _load_block(self) -> None:
         length = min(BLOCK, self.config.horizon - self.slot)
         blocks = [r.block(self.slot, length) for r in self.replicas]
-        self._block = StreamBlock(*(None if f[0] is None else np.stack(f) for f in zip(*blocks)))
+        # immutable: the steps hand the active clients and their contexts to the learner, and the env reads them on
+        self._block = StreamBlock(*(None if f[0] is None else frozen(np.stack(f)) for f in zip(*blocks)))
         self._block_start = self.slot
 
     def _start_slot(self) -> None:
@@ -757,11 +759,6 @@ class LinearEnvKeywords(LinearChannelKeywords, total=False):
     render_mode: str | None
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
-
-
 @keyword_checked
 class FederatedLinear(ProtocolParallelEnv):
     """A federated linear contextual bandit with asynchronous arrivals as a PettingZoo ``ParallelEnv``.
@@ -848,8 +845,8 @@ class FederatedLinear(ProtocolParallelEnv):
             a: spaces.Dict({"arm": spaces.Discrete(k), "messages": OUTBOX}) for a in self.possible_agents
         }
         self.state_space = spaces.Box(-np.inf, np.inf, shape=(n + 2,), dtype=np.float64)
-        self._zero_contexts = _read_only(np.zeros((k, d)))
-        self._zero_reward = _read_only(np.zeros(()))
+        self._zero_contexts = frozen(np.zeros((k, d)))
+        self._zero_reward = frozen(np.zeros(()))
         self._episode_seeds = EpisodeSeeds()
 
     @forwards_keywords(linear_channel, _setup)
@@ -910,7 +907,7 @@ class FederatedLinear(ProtocolParallelEnv):
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play one phase: the act phase pulls the active clients' arms, a report step routes messages."""
-        self.require_live()
+        self.require_live(actions)
         unknown = [a for a in actions if a not in self._index]
         if unknown:
             raise ValueError(f"unknown agents in actions: {unknown[:5]}; agents are 'client_0' .. 'client_{{N-1}}'")
@@ -988,7 +985,7 @@ class FederatedLinear(ProtocolParallelEnv):
         """The act phase the observations describe: the active clients and their contexts."""
         active = [a for a in self.agents if observations[a]["active"]]
         slot = int(observations[active[0]]["slot"])
-        clients = np.array([[self._index[a] for a in active]], np.int64)
+        clients = frozen(np.array([[self._index[a] for a in active]], np.int64))  # the run loop reads it again
         contexts = np.stack([observations[a]["contexts"] for a in active])[None]
         return Step(slot, clients=clients, contexts=contexts)
 

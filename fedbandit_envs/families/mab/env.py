@@ -168,7 +168,7 @@ class FederatedMAB(ProtocolParallelEnv):
         In a message-only step (``obs["phase"] == 1``) the actions' messages are routed instead (see the
         class docstring); rewards are 0.
         """
-        self.require_live()
+        self.require_live(actions)
         if self.pending_phase is not None:
             return self._message_step(actions)
         arms = self._plain_arms(actions)
