@@ -42,6 +42,7 @@ from wrappers.dp import (
     gaussian_sigma_classical,
 )
 from wrappers.dp.privatizer import dp_generator
+from wrappers.faults import MessageDelays, MessageDrops
 
 # the kinds these tests send: public vocabulary, registered before any wrapper resets
 declare_message_kinds(
@@ -830,6 +831,68 @@ def test_tree_rejects_two_releases_of_one_stream_in_a_slot():
     assert obs["agent_1"]["inbox"][0].payload["s"] == obs["agent_2"]["inbox"][0].payload["s"]
     assert obs["agent_1"]["inbox"][0].payload["s"] == pytest.approx(expected, rel=1e-12)
     assert infos["agent_0"]["epsilon_spent"] == 1.0
+
+
+def test_tree_refuses_a_stream_that_changes_its_entries_or_has_none_before_charging_anything():
+    declaration = {"s": Sensitive(bounds=(0.0, 1.0), aggregate="sum")}
+    env = TreeMessageDP(make_env(), epsilon=1.0)
+    env.reset(seed=0)
+    sums = lambda sender, n: [Message(sender, NEIGHBOURS, "sums", {"s": np.zeros(n)}, privacy=declaration)]  # noqa: E731
+    step(env, {0: sums(0, 3)})
+    with pytest.raises(ValueError, match="has 2 entries, but its stream opened with 3"):
+        step(env, {0: sums(0, 2), 1: sums(1, 3)})  # agent 1's first release is refused with the slot
+    assert spent(env).tolist() == [1.0, 0.0, 0.0] and env.unwrapped.core.slot == 1
+    with pytest.raises(ValueError, match="has no entries"):
+        step(env, {2: sums(2, 0)})
+    assert spent(env).tolist() == [1.0, 0.0, 0.0] and env.unwrapped.core.slot == 1
+    step(env, {0: sums(0, 3), 1: sums(1, 3)})
+    assert spent(env).tolist() == [1.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "fault", [lambda e: MessageDrops(e, 0.0), lambda e: MessageDelays(e, 0)], ids=["drops", "delays"]
+)
+def test_tree_refuses_to_wrap_a_fault_that_splits_broadcasts_and_takes_it_outside(fault):
+    with pytest.raises(ValueError, match=r"TreeMessageDP cannot wrap Message(Drops|Delays): it splits every"):
+        TreeMessageDP(fault(make_env()), epsilon=1.0)
+    env = fault(TreeMessageDP(make_env(), epsilon=1.0))  # noised once, then the copies are lost or delayed
+    env.reset(seed=0)
+    declaration = {"s": Sensitive(bounds=(0.0, 1.0), aggregate="sum")}
+    obs, *_ = step(env, {0: [Message(0, NEIGHBOURS, "sums", {"s": 0.5}, privacy=declaration)]})
+    assert obs["agent_1"]["inbox"][0].payload["s"] == obs["agent_2"]["inbox"][0].payload["s"]
+    assert spent(env).tolist() == [1.0, 0.0, 0.0]
+
+
+def test_laplace_inside_a_per_copy_fault_releases_and_charges_every_copy():
+    """As documented: the fault splits a broadcast first, so each surviving copy is a release of its own."""
+    declaration = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value")}
+    charged = {}
+    for name, env in {
+        "inside": LaplaceMessageDP(MessageDrops(make_env(), 0.0), epsilon=1.0),
+        "outside": MessageDrops(LaplaceMessageDP(make_env(), epsilon=1.0), 0.0),
+    }.items():
+        env.reset(seed=0)
+        obs, *_ = step(env, {0: [Message(0, NEIGHBOURS, "x", {"v": 0.5}, privacy=declaration)]})
+        values = [obs[a]["inbox"][0].payload["v"] for a in ("agent_1", "agent_2")]
+        charged[name] = (spent(env)[0], values[0] == values[1])
+    assert charged == {"inside": (2.0, False), "outside": (1.0, True)}
+
+
+@pytest.mark.parametrize(
+    ("bounds", "error", "match"),
+    [
+        ((0.0, 1.0, 2.0), TypeError, "must be a pair"),
+        ("01", TypeError, "must be a pair"),
+        (("0", "1"), TypeError, r"bounds\[0\] must be a real number"),
+        ((-1e308, 1e308), ValueError, "finite width"),
+        ((1.0, 0.0), ValueError, "low < high"),
+        ((0.0, math.inf), ValueError, "finite"),
+    ],
+)
+def test_sensitive_bounds_are_a_pair_of_finite_numbers_with_a_finite_width(bounds, error, match):
+    with pytest.raises(error, match=match):
+        Sensitive(bounds=bounds, aggregate="value")
+    assert Sensitive(bounds=[0, 2], aggregate="value").bounds == (0.0, 2.0)  # a list is fine: kept as floats
 
 
 def test_tree_rejects_a_release_in_the_step_and_again_in_the_boundary_hop_after_it():

@@ -11,8 +11,10 @@ from scipy import stats
 
 from agents.dubey import ByzantineProofUCB, CooperativeUCB, PrivateMultiAgentUCB
 from agents.li_song.hdp import hybrid_topology
+from fedbandit_envs import Message
 from fedbandit_envs.channel.flooding import TTLFlooding
 from fedbandit_envs.families.mab.env import FederatedMAB
+from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.run import run
 from wrappers.faults import (
     ATTACK_FIELDS,
@@ -225,6 +227,20 @@ def test_delays_hold_copies_back_by_the_requested_slots():
     assert {slot - created for slot, _, _, _, created, _ in rows} == {0}
     with pytest.raises(ValueError, match="delay must be an int >= 0"):
         MessageDelays(FederatedMAB(num_agents=3, num_arms=2, horizon=5), -1)
+
+
+def test_delays_deliver_procurement_copies_due_in_a_silent_report_round():
+    """Every report round is routed under a hook, so a copy due in a round where nobody sends still arrives."""
+    env = MessageDelays(FedProcurementEnv(num_agents=2, num_producers=3, horizon=5), delay=2)
+    env.reset(seed=0)
+    arrived = []
+    for t in range(5):
+        env.step({a: np.zeros(3, np.int64) for a in env.agents})  # the round's act step
+        sends = {"aggregator_0": {"messages": [Message(0, 1, "note", {"v": [float(t)]})]}} if t == 0 else {}
+        observations, *_ = env.step(sends)  # its report step: silent from round 1 on
+        arrived += [(t, m.payload["v"].tolist()) for m in observations.get("aggregator_1", {}).get("inbox", [])]
+    assert arrived == [(2, [0.0])]
+    assert env.unwrapped.ledger.totals()["copies"] == 1
 
 
 @pytest.mark.parametrize(

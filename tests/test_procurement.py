@@ -99,6 +99,16 @@ def test_bad_family_arguments_raise():
         FedProcurementEnv(instance_params={"max_capacity": 0})
     with pytest.raises(TypeError, match="bad parameters"):
         FedProcurementEnv(instance_params={"sigma": 0.1})
+    with pytest.raises(ValueError, match=r"\['alpha'\] given both as keywords and in instance_params"):
+        FedProcurementEnv(alpha=0.3, instance_params={"alpha": 0.5})
+    assert FedProcurementEnv(instance_params={"alpha": 0.5, "rho": 2.0}).core.instance.alpha == 0.5
+
+
+def test_a_ragged_units_action_is_named_in_the_error():
+    env = FedProcurementEnv(instance=tiny_instance(), horizon=3)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="aggregator_0 is not a flat vector of unit counts"):
+        env.step({"aggregator_0": [[1], [1, 2]]})
 
 
 # ---------------------------------------------------------------------------------------------- regret by hand

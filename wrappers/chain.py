@@ -34,7 +34,7 @@ from pettingzoo.utils import BaseParallelWrapper
 from fedbandit_envs.core import MessageHook, check_hooks
 from fedbandit_envs.env_base import MESSAGE_HOOKS, ProtocolParallelEnv
 
-__all__ = ["HookClassWrapper", "HookWrapper"]
+__all__ = ["HookClassWrapper", "HookWrapper", "layers"]
 
 
 def _begins_with(hooks: Sequence[Any], chain: list[MessageHook]) -> bool:
@@ -42,7 +42,7 @@ def _begins_with(hooks: Sequence[Any], chain: list[MessageHook]) -> bool:
     return len(hooks) >= len(chain) and all(a is b for a, b in zip(hooks, chain))
 
 
-def _layers(env: Any) -> Iterator[Any]:
+def layers(env: Any) -> Iterator[Any]:
     """The wrappers of a chain, outermost first."""
     while isinstance(env, BaseParallelWrapper):
         yield env
@@ -62,12 +62,15 @@ class HookWrapper(BaseParallelWrapper):
     kind: ClassVar[str | None] = None
     #: How to get the effect of two wrappers of this kind from one (the fix named by the error).
     combine: ClassVar[str] = ""
+    #: Whether the hook hands the hooks after it one row per recipient of a ``NEIGHBOURS`` broadcast (per-copy
+    #: faults), so that a DP hook outside it sees every copy of a broadcast as a release of its own.
+    splits_broadcasts: ClassVar[bool] = False
 
     def __init__(self, env: Any, hook: MessageHook) -> None:
         if not isinstance(getattr(env, "unwrapped", None), ProtocolParallelEnv):
             raise TypeError(f"{type(self).__name__} wraps a fedbandit environment (e.g. FederatedMAB), got {env!r}")
         check_hooks([hook])
-        same_kind = [layer for layer in _layers(env) if isinstance(layer, HookWrapper) and layer.kind == self.kind]
+        same_kind = [layer for layer in layers(env) if isinstance(layer, HookWrapper) and layer.kind == self.kind]
         if self.kind is not None and same_kind:
             raise ValueError(
                 f"{type(self).__name__} cannot wrap an environment already wrapped in {type(same_kind[0]).__name__}: "

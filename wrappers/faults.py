@@ -613,6 +613,9 @@ class DropHook(_PerCopyHook):
 class DelayHook(_PerCopyHook):
     """Message hook holding each point-to-point copy back for ``delay + U{0..jitter}`` slots.
 
+    A held copy goes out with the messages of its due slot: every family routes every slot (every report round)
+    while the episode has a message hook, silent ones included, so nothing held is left behind mid-episode.
+
     Args:
         delay: extra slots before a copy is transmitted (>= 0).
         jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream).
@@ -709,6 +712,7 @@ class MessageDrops(_FaultWrapper):
     """
 
     kind = "message drops"
+    splits_broadcasts = True
     combine = "use one MessageDrops with prob = 1 - (1 - p1) * (1 - p2)"
     hook_class = DropHook
 
@@ -724,5 +728,6 @@ class MessageDelays(_FaultWrapper):
     """
 
     kind = "message delays"
+    splits_broadcasts = True
     combine = "use one MessageDelays with the delays and jitters added"
     hook_class = DelayHook

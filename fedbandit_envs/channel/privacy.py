@@ -21,11 +21,14 @@ strict mode accepts only the kinds it was given (``kinds=``) and those registere
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from fedbandit_envs.validation import check_real
 
 _PUBLIC_KINDS: set[str] = set()
 
@@ -85,6 +88,16 @@ class Privatized:
             raise ValueError(f"Privatized.delta must be in [0, 1), got {self.delta}")
 
 
+def _checked_bounds(bounds: object) -> tuple[float, float]:
+    """``bounds`` as a pair of floats ``low < high`` whose width ``high - low`` is finite (it scales the noise)."""
+    if isinstance(bounds, str | bytes) or not isinstance(bounds, Sequence | np.ndarray) or len(bounds) != 2:
+        raise TypeError(f"Sensitive.bounds must be a pair (low, high) of numbers, got {bounds!r}")
+    low, high = (check_real(f"Sensitive.bounds[{i}]", value) for i, value in enumerate(bounds))
+    if not (low < high and math.isfinite(high - low)):
+        raise ValueError(f"Sensitive.bounds must have low < high and a finite width high - low, got {bounds!r}")
+    return low, high
+
+
 @dataclass(frozen=True)
 class Sensitive:
     """The field is computed from private records; a DP wrapper must noise it.
@@ -128,12 +141,11 @@ class Sensitive:
             raise ValueError(f"Sensitive.aggregate must be 'mean', 'sum' or 'value', got {self.aggregate!r}")
         if self.affects not in ("one", "all"):
             raise ValueError(f"Sensitive.affects must be 'one' or 'all', got {self.affects!r}")
+        if self.bounds is not None:
+            object.__setattr__(self, "bounds", _checked_bounds(self.bounds))
         if self.sensitivity_field is None:
             if self.bounds is None:
                 raise ValueError("Sensitive needs bounds=(low, high) or an explicit sensitivity_field")
-            low, high = self.bounds
-            if not (np.isfinite(low) and np.isfinite(high) and low < high):
-                raise ValueError(f"Sensitive.bounds must be finite with low < high, got {self.bounds!r}")
             if self.aggregate == "mean" and self.records_field is None:
                 raise ValueError("Sensitive(aggregate='mean') needs records_field: the payload field with n per entry")
 

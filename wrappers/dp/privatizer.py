@@ -490,7 +490,13 @@ class MessagePrivatizer:
         raw = np.asarray(batch.payload[declaration.records_field], np.float64)
         if not np.array_equal(raw, np.round(raw)):
             raise ValueError(f"records field {declaration.records_field!r} must hold whole numbers (counts of records)")
-        records = np.broadcast_to(_broadcast(raw, values), values.shape)
+        try:
+            records = np.broadcast_to(_broadcast(raw, values), values.shape)
+        except ValueError:
+            raise ValueError(
+                f"field {name!r}: records field {declaration.records_field!r} of shape {raw.shape} matches no entry "
+                f"layout of {name!r} (shape {values.shape}): give one count per row or one per entry"
+            ) from None
         self._check_records(batch, name, declaration, records.reshape(n, -1))
         if declaration.aggregate == "mean":
             return np.full(values.shape, low), np.full(values.shape, high), width / records

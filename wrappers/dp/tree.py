@@ -107,13 +107,26 @@ class TreePrivatizer(MessagePrivatizer):
                     "send it once, to NEIGHBOURS, for several recipients"
                 )
             self._released_this_slot.add(key)
-            if key in self._trees:
-                continue
             entries = int(np.prod(np.shape(batch.payload[name])[1:], dtype=np.int64))
+            if key in self._trees:
+                self._check_stream(key, name, entries)
+                continue
+            if entries == 0:
+                raise ValueError(f"running sum {name!r} of {batch.kind!r} has no entries; send at least one")
             levels = self.horizon.bit_length()
             copies = entries if declaration.affects == "all" else 1
             events += [TreeEvent(epsilon, levels)] * copies
         return events
+
+    def _check_stream(self, key: tuple, name: str, entries: int) -> None:
+        """Refuse, before anything is charged, a release its open stream cannot take: other entries, or past T."""
+        if entries != len(self._last[key]):
+            raise ValueError(
+                f"running sum {name!r} of {key[2]!r} from agent {key[1]} has {entries} entries, but its stream "
+                f"opened with {len(self._last[key])}: a running sum keeps its entries for the whole episode"
+            )
+        if self._trees[key].count >= self.horizon:
+            raise ValueError(f"stream {key} sent more than horizon={self.horizon} running sums")
 
     def _noised(
         self, batch: MessageBatch, name: str, declaration: Sensitive, ranges: tuple, epsilons: np.ndarray
@@ -133,8 +146,6 @@ class TreePrivatizer(MessagePrivatizer):
                     self._trees[key] = _SeededTrees(len(flat), parameters, self.rng(key[0], key[1], batch.kind))
                 self._last[key] = np.zeros_like(flat)
             trees = self._trees[key]
-            if trees.count >= self.horizon:
-                raise ValueError(f"stream {key} sent more than horizon={self.horizon} running sums")
             increments = np.clip(flat - self._last[key], low, high)
             self._last[key] = flat.copy()
             noised[row] = trees.add(increments).reshape(values[row].shape)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import Unpack
 
-from wrappers.chain import HookClassWrapper, HookWrapper
+from wrappers.chain import HookClassWrapper, HookWrapper, layers
 from wrappers.dp.privatizer import CalibratedOptions, EpsilonSpec, MessagePrivatizer, NoiseSpec
 from wrappers.dp.tree import TreePrivatizer
 
@@ -156,3 +156,13 @@ class TreeMessageDP(HookClassWrapper, MessageDP):
     """
 
     hook_class = TreePrivatizer
+
+    def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, *args, **kwargs)  # a second DP wrapper is refused first
+        splitting = [type(layer).__name__ for layer in layers(env) if getattr(layer, "splits_broadcasts", False)]
+        if splitting:
+            raise ValueError(
+                f"TreeMessageDP cannot wrap {splitting[0]}: it splits every NEIGHBOURS broadcast into one row per "
+                "recipient, and a running sum is released once per slot, not once per copy; wrap the other way "
+                f"round ({splitting[0]}(TreeMessageDP(env, ...), ...)): noise once, then lose or delay copies"
+            )

@@ -59,6 +59,7 @@ from fedbandit_envs.core import (
 from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
 from fedbandit_envs.families.procurement.oracles import QC_TOLERANCE, ExactOracle, Oracle, make_oracle
 from fedbandit_envs.families.registry import CoreMetrics, Family, Reference, register_family, without_coordinator
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.observations import OUTBOX, InboxForm, MessageSequence, check_inbox_form, inboxes_by_agent
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.rewards import NOISE_BLOCK
@@ -94,10 +95,6 @@ __all__ = [
 
 
 # ====================================================================================== instances
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array = np.array(array)
-    array.setflags(write=False)
-    return array
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,9 +143,9 @@ class ProcurementInstance:
         rho = check_real("rho (revenue per unit of quality)", self.rho, 0.0, MAX_RHO, exclusive_minimum=True)
         if check_bool("homogeneous", self.homogeneous) and not (np.all(c == c[:1]) and np.all(k == k[:1])):
             raise ValueError("homogeneous=True needs the same costs and capacities for every agent")
-        object.__setattr__(self, "quality", _read_only(q))
-        object.__setattr__(self, "costs", _read_only(c))
-        object.__setattr__(self, "capacities", _read_only(k.astype(np.int64)))
+        object.__setattr__(self, "quality", frozen(q))
+        object.__setattr__(self, "costs", frozen(c))
+        object.__setattr__(self, "capacities", frozen(k.astype(np.int64)))
         object.__setattr__(self, "alpha", float(alpha))
         object.__setattr__(self, "rho", float(rho))
         object.__setattr__(self, "homogeneous", bool(self.homogeneous))
@@ -384,8 +381,15 @@ class ProcurementConfig:
         instance_params = check_options("instance_params", self.instance_params)
         object.__setattr__(self, "instance_params", instance_params)
         params = {"alpha": self.alpha, "rho": self.rho, "homogeneous": self.homogeneous, "agent_pool": self.agent_pool}
+        given = {name: value for name, value in params.items() if value is not None}
+        twice = sorted(set(given) & set(instance_params))
+        if twice:
+            raise ValueError(
+                f"{twice} given both as keywords and in instance_params; give each once "
+                f"(e.g. {twice[0]}=... or instance_params={{{twice[0]!r}: ...}})"
+            )
         problem = build_instance(
-            self.instance, self.num_agents, self.num_producers, self.instance_seed, **instance_params, **params
+            self.instance, self.num_agents, self.num_producers, self.instance_seed, **instance_params, **given
         )
         object.__setattr__(self, "problem", problem)
 
@@ -632,7 +636,8 @@ class ProcurementCore(ChannelCore):
         self.exact_regret += np.where(qc, self.exact_r_star - revenue, self.exact_penalty)
         self.violations += ~qc
         self.last_revenue, self.last_qc = revenue, qc
-        self.last = ProcurementFeedback(self.slot, units, successes, rewards)
+        # the round's feedback keeps a copy: the learner may write into its own array after the step
+        self.last = ProcurementFeedback(self.slot, units.copy(), successes, rewards)
         self._observed += 1
         self.slot += 1
         return self.last
@@ -649,8 +654,12 @@ class ProcurementCore(ChannelCore):
         return self.step(action.arms)
 
     def first_phase(self) -> Phase:
-        """The report round after the round just played (skipped when nobody sends)."""
-        return Phase(self.slot - 1, "report")
+        """The report round after the round just played.
+
+        Skipped when nobody sends, unless the episode has message hooks: a hook may hold copies back (message
+        delays) and release them in a later round, so every round is routed for it, as on the other families.
+        """
+        return Phase(self.slot - 1, "report", required=bool(self.message_hooks))
 
     def next_phase(self, phase: Phase, sent: bool) -> None:
         """A round has one report round."""
@@ -821,14 +830,18 @@ class FedProcurementEnv(ProtocolParallelEnv):
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Play an act step (every live agent's procurement vector) or the round's report step (messages)."""
-        self.require_live()
+        self.require_live(actions)
         if self.pending_phase is not None:
             inbox = self.play_phase(actions)
             return self._finish_step(dict.fromkeys(self.agents, 0.0), inbox)
         self.check_action_agents(actions)
         units = np.zeros((1, self.problem.num_agents, self.problem.num_producers), np.int64)
         for agent, action in actions.items():
-            vector = np.asarray(self._units_of(agent, action))
+            given = self._units_of(agent, action)
+            try:
+                vector = np.asarray(given)
+            except ValueError:  # ragged nested sequences
+                raise ValueError(f"the action of {agent} is not a flat vector of unit counts: {given!r}") from None
             if vector.shape != (self.problem.num_producers,):
                 raise ValueError(
                     f"the action of {agent} must be a vector of {self.problem.num_producers} unit counts, "
