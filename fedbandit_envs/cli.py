@@ -292,7 +292,8 @@ def _run(args: argparse.Namespace) -> int:
     regret, cost = summarize(final, "group_regret"), summarize(final, "cost")
     print(f"{'algorithm':28s} {'group regret (mean +- sem)':>28s} {'cost (price units)':>18s}")
     for row, row_cost in zip(regret.to_dict("records"), cost["mean"]):
-        print(f"{row['algorithm']:28s} {row['mean']:18.1f} +- {row['sem']:6.1f} {row_cost:18.1f}")
+        sem = f"{row['sem']:6.1f}" if len(seeds) > 1 else "     -"  # no spread from one seed
+        print(f"{row['algorithm']:28s} {row['mean']:18.1f} +- {sem} {row_cost:18.1f}")
     for path in paths:
         print(f"wrote {path}")
     if not args.no_plot:

@@ -68,6 +68,8 @@ def test_excluded_points_are_not_expanded():
         replace(grid_scenario(), exclude=({"env.horizon": 20},))
     with pytest.raises(ValueError, match="none given"):
         replace(grid_scenario(), exclude=({},))
+    with pytest.raises(ValueError, match="applies no wrapper, so a wrapper keyword would change nothing"):
+        replace(grid_scenario(), sweep={"wrapper.epsilon": (0.5, 2.0)})
 
 
 def test_pending_drops_finished_seeds():

@@ -102,7 +102,7 @@ def resolve_scenario(
             target, dot, kwarg = str(key).partition(".")
             if dot and target in ("alg", "wrapper"):
                 raise ValueError(
-                    f"--set {key}: an {'algorithm' if target == 'alg' else 'wrapper'} keyword is set through the "
+                    f"--set {key}: {'an algorithm' if target == 'alg' else 'a wrapper'} keyword is set through the "
                     f"sweep, e.g. --set 'sweep={{\"{key}\": [{overrides[key]!r}]}}' (--set sets environment "
                     "keywords, seeds, checkpoints and the sweep)"
                 )

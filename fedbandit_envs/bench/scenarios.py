@@ -247,6 +247,11 @@ class Scenario:
             target, _, kwarg = key.partition(".")
             if target not in SWEEP_TARGETS or not kwarg:
                 raise ValueError(f"sweep key {key!r} must be 'env.<kwarg>', 'alg.<kwarg>' or 'wrapper.<kwarg>'")
+            if target == "wrapper" and not self.wrappers:
+                raise ValueError(
+                    f"sweep key {key!r}: scenario {self.name!r} applies no wrapper, so a wrapper keyword would change "
+                    "nothing; sweep 'env.<kwarg>' or 'alg.<kwarg>' keys, or use a scenario with a DP or fault wrapper"
+                )
         for entry in self.exclude:
             strangers = sorted(set(entry) - set(self.sweep))
             if not entry or strangers:
