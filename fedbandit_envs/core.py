@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, overload
 
 import numpy as np
@@ -91,6 +91,12 @@ class Action:
 
     arms: np.ndarray
     messages: list[MessageBatch] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.messages, list | tuple):
+            raise TypeError(
+                f"Action.messages must be a list of MessageBatch objects, got {type(self.messages).__name__}"
+            )
 
 
 #: The kinds of message-only phase: a hop at the boundary after a slot, and a report round of a slot.
@@ -298,11 +304,20 @@ class ChannelCore:
     slot: int
     #: The hosted server (``reset(context, rngs)``, ``step(slot, inbox) -> replies``), or None.
     coordinator: Any = None
+    #: Why the episode cannot go on (a slot failed half played), or None.
+    failed: str | None = None
 
     @property
     def done(self) -> bool:
         """Whether the horizon has been reached."""
         return self.slot >= self.horizon
+
+    def check_running(self) -> None:
+        """RuntimeError unless a slot may be played: the horizon is not reached and no slot failed half played."""
+        if self.failed is not None:
+            raise RuntimeError(self.failed)
+        if self.done:
+            raise RuntimeError(HORIZON_REACHED)
 
     def open_episode(
         self,
@@ -318,6 +333,7 @@ class ChannelCore:
         """
         self.channel.reset(context.topologies, [s.generator("channel") for s in streams])
         self.context = context
+        self.failed = None
         if self.coordinator is not None:
             self.coordinator.reset(context, [s.generator("coordinator") for s in streams])
         self.records = records
@@ -333,7 +349,24 @@ class ChannelCore:
         """
         prepared = prepare_outgoing(self.channel, messages, self.coordinator)
         prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
-        return deliver(self.channel, self.coordinator, slot, prepared, collect_due=collect_due, close=close)
+        return self.deliver(slot, prepared, collect_due=collect_due, close=close)
+
+    def deliver(
+        self, slot: int, prepared: list[MessageBatch], *, collect_due: bool = True, close: bool = True
+    ) -> list[MessageBatch]:
+        """:func:`~fedbandit_envs.channel.routing.deliver` on this core's channel and coordinator.
+
+        Transmitting changes the episode, and the hosted coordinator (the learner's server) runs after that, so a
+        failure here leaves the slot half played: the core then refuses every step until the next reset.
+        """
+        try:
+            return deliver(self.channel, self.coordinator, slot, prepared, collect_due=collect_due, close=close)
+        except Exception as error:
+            self.failed = (
+                f"slot {slot} failed half played ({type(error).__name__}: {error}); its pulls and messages are "
+                "already counted, so this episode cannot go on: call reset() to start a new one"
+            )
+            raise
 
 
 def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int) -> np.ndarray:
@@ -389,12 +422,13 @@ def message_phases(core: Any, population: Any, on_inbox: Callable[[list[MessageB
     """
     phase = core.first_phase()
     while phase is not None:
-        batches = checked_batches(population, phase, population.send(phase))
+        shown = replace(phase)  # the population's copy: what it does to it never reaches the core's
+        batches = checked_batches(population, shown, population.send(shown))
         if batches or phase.required:
             inbox = core.exchange(phase, batches)
             if on_inbox is not None:
                 on_inbox(inbox)
-            population.receive(phase, inbox)
+            population.receive(shown, inbox)
         phase = core.next_phase(phase, bool(batches))
 
 

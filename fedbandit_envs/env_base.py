@@ -32,6 +32,7 @@ drives any family's environment through ``step()`` alone.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -240,8 +241,11 @@ class ProtocolParallelEnv(ParallelEnv):
 
     # ------------------------------------------------------------------ protocol translation
     def phase_from(self, step: Step, observations: Mapping[str, Mapping[str, Any]]) -> Phase | None:
-        """The pending message-only phase as the population sees it after acting in ``step`` (None: act)."""
-        return self.pending_phase
+        """The pending message-only phase as the population sees it after acting in ``step`` (None: act).
+
+        A copy: the env goes on reading its own ``pending_phase``, whatever the population does to this one.
+        """
+        return None if self.pending_phase is None else replace(self.pending_phase)
 
     def agent_rows(self, values: Mapping[str, Any], key: str | None = None) -> np.ndarray:
         """A (1, M, ...) array of every agent's entry of ``values`` (or of its ``key`` field), in agent order.

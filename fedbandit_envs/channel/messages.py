@@ -71,8 +71,33 @@ def _constant(n: int, value: int) -> np.ndarray:
     return frozen(np.full(n, value, np.int64))
 
 
-#: The integer fields of a :class:`Message` and their smallest value (ids are checked against the topology on routing).
-_MESSAGE_INTS = (("sender", INT64_MIN), ("recipient", INT64_MIN), ("slot", -1), ("count", 1))
+#: Most logical records one message may pack (its ``count``): the ledger's totals stay exact integers.
+MAX_COUNT = 2**24
+#: Most payload bytes one message (one row of a batch) may carry, counting every entry of a broadcast field: the
+#: ledger's byte totals stay exact.
+MAX_ROW_BYTES = 2**32
+
+#: The integer fields of a :class:`Message` and their range (ids are checked against the topology on routing).
+_MESSAGE_INTS = (
+    ("sender", INT64_MIN, INT64_MAX),
+    ("recipient", INT64_MIN, INT64_MAX),
+    ("slot", -1, INT64_MAX),
+    ("count", 1, MAX_COUNT),
+)
+
+
+def _checked_kind(kind: object, owner: str) -> str:
+    """``kind`` as an exact ``str`` (a subclass could compare equal to a public kind while carrying other text)."""
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"{owner}.kind must be a non-empty string, got {kind!r}")
+    return kind if type(kind) is str else str.__str__(kind)
+
+
+def _check_row_bytes(shapes: Iterable[tuple[tuple[int, ...], np.dtype]], where: str) -> None:
+    """ValueError if one message's fields (row shapes and dtypes) hold more than :data:`MAX_ROW_BYTES` bytes."""
+    size = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes)
+    if size > MAX_ROW_BYTES:
+        raise ValueError(f"{where}: one message carries {size} payload bytes; at most {MAX_ROW_BYTES} are allowed")
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,15 +125,16 @@ class Message:
     privacy: PrivacySchema | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.kind, str) or not self.kind:
-            raise TypeError(f"Message.kind must be a non-empty string, got {self.kind!r}")
+        object.__setattr__(self, "kind", _checked_kind(self.kind, "Message"))
         ints = self.sender, self.recipient, self.slot, self.count
         plain = type(ints[0]) is type(ints[1]) is type(ints[2]) is type(ints[3]) is int  # the common case, checked fast
-        if not (plain and INT64_MIN <= min(ints[:2]) and max(ints) <= INT64_MAX and ints[2] >= -1 and ints[3] >= 1):
-            for name, minimum in _MESSAGE_INTS:
-                object.__setattr__(self, name, check_int(f"Message.{name}", getattr(self, name), minimum))
+        in_range = plain and INT64_MIN <= min(ints[:2]) and max(ints[:3]) <= INT64_MAX and ints[2] >= -1
+        if not (in_range and 1 <= ints[3] <= MAX_COUNT):
+            for name, minimum, maximum in _MESSAGE_INTS:
+                object.__setattr__(self, name, check_int(f"Message.{name}", getattr(self, name), minimum, maximum))
         object.__setattr__(self, "payload", _as_payload(self.payload, f"Message(kind={self.kind!r})"))
-        check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})")
+        _check_row_bytes(((v.shape, v.dtype) for v in self.payload.values()), f"Message(kind={self.kind!r})")
+        object.__setattr__(self, "privacy", check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})"))
 
     @classmethod
     def trusted(
@@ -280,11 +306,14 @@ class MessageBatch:
             else:
                 headers[name] = check_int_array(f"MessageBatch.{name}", array, minimum)
         n = len(headers["sender"])
-        counts = _constant(n, 1) if count is None else frozen(check_int_array("MessageBatch.count", count, 1))
+        counts = (
+            _constant(n, 1) if count is None else frozen(check_int_array("MessageBatch.count", count, 1, MAX_COUNT))
+        )
         slots = _constant(n, -1) if slot is None else frozen(check_int_array("MessageBatch.slot", slot, -1))
         for name, array in (*headers.items(), ("count", counts), ("slot", slots)):
             if len(array) != n:
                 raise ValueError(f"MessageBatch.{name} has {len(array)} rows, sender has {n}; give one entry per row")
+        kind = _checked_kind(kind, "MessageBatch")
         where = f"MessageBatch(kind={kind!r})"
         fields = _as_payload(payload, where)
         for name, array in fields.items():
@@ -292,7 +321,8 @@ class MessageBatch:
                 raise ValueError(
                     f"{where} field {name!r} has shape {array.shape}; its first axis must have one entry per row ({n})"
                 )
-        check_schema(privacy, fields, where)
+        _check_row_bytes(((v.shape[1:], v.dtype) for v in fields.values()), where)
+        privacy = check_schema(privacy, fields, where)
         # frozen: the validated values are set once, here
         self.__dict__.update(kind=kind, payload=fields, count=counts, slot=slots, privacy=privacy, **headers)
 

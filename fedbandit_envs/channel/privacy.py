@@ -159,16 +159,24 @@ FieldPrivacy = Public | Privatized | Sensitive
 PrivacySchema = Mapping[str, FieldPrivacy]
 
 
-def check_schema(schema: PrivacySchema | None, fields: Mapping[str, np.ndarray], where: str) -> None:
-    """Validate a declaration against payload fields (names exist, referenced fields are public)."""
+def check_schema(
+    schema: PrivacySchema | None, fields: Mapping[str, np.ndarray], where: str
+) -> dict[str, FieldPrivacy] | None:
+    """A plain dict copy of a declaration, validated against the payload fields.
+
+    The names must exist and fields a declaration refers to must be public. The sender's mapping is read once,
+    here, and each declaration must be exactly a Public, Privatized or Sensitive (a subclass, or a mapping of its
+    own, could run the sender's code while the env reads it).
+    """
     if schema is None:
-        return
+        return None
     if not isinstance(schema, Mapping):
         raise TypeError(f"{where}: privacy must map field names to Public(), Sensitive(...) or Privatized(...)")
+    schema = dict(schema.items())
     for name, declaration in schema.items():
         if name not in fields:
             raise ValueError(f"{where}: privacy declares field {name!r}, which is not in the payload {sorted(fields)}")
-        if not isinstance(declaration, Public | Privatized | Sensitive):
+        if type(declaration) not in (Public, Privatized, Sensitive):
             raise TypeError(f"{where}: privacy of {name!r} must be Public(), Sensitive(...) or Privatized(...)")
         if isinstance(declaration, Sensitive):
             for ref in declaration.referenced_fields():
@@ -176,3 +184,4 @@ def check_schema(schema: PrivacySchema | None, fields: Mapping[str, np.ndarray],
                     raise ValueError(f"{where}: Sensitive field {name!r} refers to missing payload field {ref!r}")
                 if not isinstance(schema.get(ref), Public):
                     raise ValueError(f"{where}: field {ref!r} used by the declaration of {name!r} must be Public()")
+    return schema

@@ -98,7 +98,12 @@ def deliver(
             inbox.append(batch.take(~server_rows))
     if coordinator is not None:
         replies = coordinator.step(slot, [b for b in to_server if len(b)])
-        for batch in replies:
+        if not isinstance(replies, list | tuple):
+            raise TypeError(
+                f"{type(coordinator).__name__}.step must return a list of MessageBatch replies (sender SERVER), "
+                f"got {type(replies).__name__}"
+            )
+        for batch in check_batches(replies):
             if not np.all(batch.sender == SERVER):
                 raise ValueError("coordinator replies must have sender SERVER")
         inbox += channel.transmit(slot, channel.prepare(replies))

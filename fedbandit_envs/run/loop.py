@@ -134,9 +134,10 @@ def _play_pettingzoo(plan: _Plan) -> Results:
                     observations, rewards, *_ = env.step(base.actions_from(step, action))
                     population.observe(base.feedback_from(step, action, observations, rewards))
                 else:
+                    required = phase.required  # read before the population holds the phase
                     batches = checked_batches(population, phase, population.send(phase))
                     observations, *_ = env.step(base.message_actions(batches))
-                    if batches or phase.required:
+                    if batches or required:
                         population.receive(phase, base.inbox_from(observations))
                 if base.pending_phase is None:
                     recorder.record(base.core.slot, replica_offset=index)

@@ -21,15 +21,39 @@ def privacy_spent(core: Any, population: Any = None) -> tuple[np.ndarray, np.nda
     """(B, M) epsilon and delta spent: the accounting message hooks on the core plus the population's own.
 
     A population accounts its own privacy through optional ``epsilon_spent()`` and ``delta_spent()``
-    methods returning (B, M) arrays (or None). Returns ``(None, None)`` when nothing is accounted.
+    methods returning (B, M) arrays (or None). Returns ``(None, None)`` when nothing is accounted. The
+    population's figures can only add to the hooks' (the learner is untrusted): ValueError unless they are
+    (B, M) arrays of finite numbers >= 0, with deltas below 1.
     """
     parts = [(h.epsilon_spent(), h.delta_spent()) for h in core.message_hooks if hasattr(h, "epsilon_spent")]
     own = population.epsilon_spent() if hasattr(population, "epsilon_spent") else None
     if own is not None:
-        parts.append((own, population.delta_spent()))
+        shape = (core.context.num_replicas, core.context.num_agents)
+        parts.append(
+            (
+                _own_spent(population, "epsilon_spent", own, shape),
+                _own_spent(population, "delta_spent", population.delta_spent(), shape),
+            )
+        )
     if not parts:
         return None, None
     return np.sum([e for e, _ in parts], axis=0), np.sum([d for _, d in parts], axis=0)
+
+
+def _own_spent(population: Any, method: str, value: Any, shape: tuple[int, int]) -> np.ndarray:
+    """A population's own ``epsilon_spent()`` / ``delta_spent()`` as a (B, M) float array, checked."""
+    try:
+        spent = np.array(value, np.float64)
+    except (TypeError, ValueError):
+        spent = np.full(shape, np.nan)
+    upper = 1.0 if method == "delta_spent" else np.inf
+    if spent.shape != shape or not np.all((spent >= 0) & (spent < upper)):
+        raise ValueError(
+            f"{type(population).__name__}.{method}() must return a {shape} array (replicas, agents) of finite "
+            f"numbers >= 0{' below 1' if upper == 1.0 else ''}: what a learner accounts itself adds to the DP "
+            f"wrapper's figure, got {value!r}"
+        )
+    return spent
 
 
 class Recorder:

@@ -18,7 +18,6 @@ import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import (
-    HORIZON_REACHED,
     Action,
     AgentContext,
     ChannelCore,
@@ -99,8 +98,7 @@ class GuessCore(ChannelCore):
 
     def play(self, action: Action) -> GuessFeedback:
         """Play the current slot with (B, M) guesses; messages are sent in the report phase, not here."""
-        if self.done:
-            raise RuntimeError(HORIZON_REACHED)
+        self.check_running()
         if action.messages:
             raise ValueError("guesses carry no messages; send them in the report phase that follows the slot")
         arms = np.asarray(action.arms)

@@ -400,11 +400,15 @@ class MessagePrivatizer:
             raise ValueError(f"arm field {declaration.arm_field!r} of {name!r} holds an arm out of range")
         return np.broadcast_to(np.stack([counts[r][arms[r]] for r in rows]), (len(batch), entries))
 
-    def _check_records(self, batch: MessageBatch, name: str, declaration: Sensitive, records: np.ndarray) -> None:
+    def _check_records(
+        self, batch: MessageBatch, name: str, declaration: Sensitive, records: np.ndarray, before_any: bool = False
+    ) -> None:
         """Refuse record counts the env cannot back: more records than the sender observed.
 
         ``records`` is (n, entries). Entries of a field with ``affects="one"`` use disjoint records, so
         together they claim the sum of their counts: of the sender's total, or per arm with ``arm_field``.
+        ``before_any``: a claim on a sender (or arm) with no observed reward passes, as nothing private exists yet
+        (value entries sent before the first reward depend on no record).
         """
         if declaration.aggregate == "mean" and np.any(records < 1):
             raise ValueError(f"records field {declaration.records_field!r} must be >= 1 for a mean")
@@ -421,13 +425,17 @@ class MessagePrivatizer:
             claimed = np.broadcast_to(records.sum(axis=1, keepdims=True), records.shape)
         elif declaration.affects == "one" and arms is not None:
             claimed = np.stack([np.bincount(a, weights=r)[a] for a, r in zip(arms, records)])
-        over = np.argwhere(claimed > available)
+        over = np.argwhere((claimed > available) & ((available > 0) | (not before_any)))
         if len(over):
             row, entry = over[0]
             arm = "" if arms is None else f" of arm {int(arms[row, entry])}"
+            claim = (
+                f"claims {int(claimed[row, entry])} records in {declaration.records_field!r}"
+                if declaration.records_field is not None
+                else f"holds {int(claimed[row, entry])} entries of one record each (aggregate='value', affects='one')"
+            )
             raise ValueError(
-                f"field {name!r} of {batch.kind!r} claims {int(claimed[row, entry])} records in "
-                f"{declaration.records_field!r}, but agent {int(batch.sender[row])} has observed "
+                f"field {name!r} of {batch.kind!r} {claim}, but agent {int(batch.sender[row])} has observed "
                 f"{int(available[row, entry])} rewards{arm}; a record count must not exceed the env's own count "
                 "of the sender's observed rewards"
             )
@@ -479,6 +487,8 @@ class MessagePrivatizer:
         low, high = declaration.bounds
         width = float(high - low)
         if declaration.aggregate == "value":
+            if declaration.affects == "one" and entries > 1:  # one record per entry: no more than were observed
+                self._check_records(batch, name, declaration, np.ones((n, entries), np.int64), before_any=True)
             return np.full(values.shape, low), np.full(values.shape, high), np.full(values.shape, width)
         if declaration.records_field is None:  # a sum of at most the records observed
             observed = self._available(batch, name, declaration, entries).astype(np.float64).reshape(values.shape)

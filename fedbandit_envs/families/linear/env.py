@@ -41,7 +41,6 @@ from typing_extensions import Unpack
 
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel, MessageBatch
 from fedbandit_envs.core import (
-    HORIZON_REACHED,
     Action,
     AgentContext,
     ChannelCore,
@@ -670,8 +669,7 @@ class LinearCore(ChannelCore):
 
     def pull(self, arms: Any) -> LinearFeedback:
         """Pull the active clients' arms (B, m); returns their rewards and opens the report phase."""
-        if self.done:
-            raise RuntimeError(HORIZON_REACHED)
+        self.check_running()
         if self.phase != "act":
             raise RuntimeError("this slot's arms are already pulled; finish its report rounds with communicate()")
         arms = self.check_arms(arms)

@@ -18,9 +18,8 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.channel import Channel, ChannelConfig, MessageBatch
-from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
+from fedbandit_envs.channel.routing import apply_hooks, prepare_outgoing
 from fedbandit_envs.core import (
-    HORIZON_REACHED,
     MAX_BOUNDARY_EXCHANGES,
     Action,
     AgentContext,
@@ -241,8 +240,7 @@ class FederatedMABCore(ChannelCore):
         ledger and the random streams as they were. ``arms_checked=True`` skips the arm check for a
         caller that has already validated a (B, M) int64 array.
         """
-        if self.done:
-            raise RuntimeError(HORIZON_REACHED)
+        self.check_running()
         if not arms_checked:
             arms = self.check_arms(arms)
         slot = self.slot
@@ -259,7 +257,7 @@ class FederatedMABCore(ChannelCore):
         if self.message_hooks:  # only the hooks read the counts
             self._observed[self._rows, self._cols, arms] += 1
             self._observed_total += 1
-        inbox = deliver(self.channel, self.coordinator, slot, prepared)
+        inbox = self.deliver(slot, prepared)
         self.slot += 1
         self.partners = self.channel.sample_gossip_partners() if not self.done else np.full_like(self.partners, -1)
         return Feedback(slot, arms, rewards, inbox, self.partners)

@@ -46,7 +46,6 @@ from fedbandit_envs.channel import (
 from fedbandit_envs.channel.ledger import LinkAccounting
 from fedbandit_envs.channel.routing import check_batches
 from fedbandit_envs.core import (
-    HORIZON_REACHED,
     Action,
     AgentContext,
     ChannelCore,
@@ -623,8 +622,7 @@ class ProcurementCore(ChannelCore):
 
     def step(self, units: Any) -> ProcurementFeedback:
         """Play one round with (B, n, m) ``units``; validated before any state changes."""
-        if self.done:
-            raise RuntimeError(HORIZON_REACHED)
+        self.check_running()
         units = self.check_units(units)
         inst = self.instance
         successes = self._binomial(units, self._next_uniforms())

@@ -1,0 +1,203 @@
+"""What an untrusted learner declares, returns or reports is checked before the env relies on it.
+
+Each case is a way a learner (or its server) could lower the ledger's counts or the privacy charged, or leave the
+env half played, with plain Python: a huge count, a broadcast field of astronomic size, a ``str`` subclass as a
+message kind, a privacy mapping that runs code when read, a negative ``epsilon_spent``, a phase it rewrites, a
+server that replies nonsense.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+import pytest
+
+from agents.baselines import RoundRobin
+from fedbandit_envs import SERVER, FederatedMAB, Message, MessageBatch
+from fedbandit_envs.channel.messages import MAX_COUNT, MAX_ROW_BYTES
+from fedbandit_envs.channel.privacy import Public, Sensitive, declare_message_kinds
+from fedbandit_envs.core import Action
+from fedbandit_envs.families.procurement.env import FedProcurementEnv
+from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.run import run
+from wrappers.dp import LaplaceMessageDP
+from wrappers.faults import MessageDelays
+
+declare_message_kinds("sample")
+
+
+def test_counts_and_row_sizes_are_bounded_so_the_ledger_stays_exact():
+    with pytest.raises(ValueError, match=f"Message.count must be <= {MAX_COUNT}"):
+        Message(0, 1, "x", {"v": [1.0]}, count=2**62)
+    with pytest.raises(ValueError, match=f"MessageBatch.count must be <= {MAX_COUNT}"):
+        MessageBatch("x", [0], [0], [1], {"v": [1.0]}, count=[MAX_COUNT + 1])
+    huge = np.broadcast_to(np.zeros((1, 1), bool), (1, MAX_ROW_BYTES + 1))  # one byte of memory, 4 GiB logically
+    with pytest.raises(ValueError, match=f"carries {MAX_ROW_BYTES + 1} payload bytes; at most {MAX_ROW_BYTES}"):
+        MessageBatch("x", [0], [0], [1], {"pad": huge})
+    assert MessageBatch("x", [0], [0], [1], {"v": [1.0]}, count=[MAX_COUNT]).count.tolist() == [MAX_COUNT]
+
+
+class Kind(str):
+    """A kind that compares equal to every string, whatever it says."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+
+class Spying(Mapping):
+    """A privacy mapping that counts how often the env reads it."""
+
+    def __init__(self, declarations: dict) -> None:
+        self.declarations, self.reads = declarations, 0
+
+    def __getitem__(self, key: str):
+        self.reads += 1
+        return self.declarations[key]
+
+    def __iter__(self) -> Iterator[str]:
+        self.reads += 1
+        return iter(self.declarations)
+
+    def __len__(self) -> int:
+        return len(self.declarations)
+
+
+def test_kinds_are_exact_strings_and_privacy_is_read_once_into_a_dict():
+    message = Message(0, 1, Kind("reward=0.7"), {"v": [1.0]})
+    assert type(message.kind) is str and message.kind == "reward=0.7" and message.kind != "sample"
+    batch = MessageBatch(Kind("reward=0.7"), [0], [0], [1], {"v": [1.0]})
+    assert type(batch.kind) is str and batch.kind != "sample"
+    env = LaplaceMessageDP(FederatedMAB(2, 2, 3, topology="complete"), epsilon=1.0, kinds=("sample",))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="'reward=0.7' is not in the wrapper's public vocabulary"):
+        env.step({"agent_0": {"arm": 0, "messages": [message]}, "agent_1": 0})
+    spying = Spying({"v": Public()})
+    batch = MessageBatch("sample", [0], [0], [1], {"v": [1.0]}, privacy=spying)
+    reads = spying.reads
+    assert type(batch.privacy) is dict and batch.layout_key() and spying.reads == reads  # not read again
+
+    class Lenient(Sensitive):
+        """A declaration of the sender's own making."""
+
+    with pytest.raises(TypeError, match="must be Public\\(\\), Sensitive\\(...\\) or Privatized"):
+        Message(0, 1, "sample", {"v": [1.0]}, privacy={"v": Lenient(aggregate="value")})
+
+
+def test_value_entries_of_one_record_each_cannot_outnumber_the_records_observed():
+    """A reward repeated in many entries declared affects='one' would be averaged back: refused."""
+    env = LaplaceMessageDP(FederatedMAB(2, 2, 3, topology="complete"), epsilon=0.5, kinds=("sample",))
+    env.reset(seed=0)
+    env.step({"agent_0": 0, "agent_1": 0})  # agent 0 has observed one reward
+    declaration = {"v": Sensitive(aggregate="value", bounds=(0.0, 1.0), affects="one")}
+    many = Message(0, 1, "sample", {"v": np.full(50, 1.0)}, privacy=declaration)
+    with pytest.raises(ValueError, match="holds 50 entries of one record each .* has observed 1 rewards"):
+        env.step({"agent_0": {"arm": 0, "messages": [many]}, "agent_1": 0})
+    assert env.epsilon_spent().tolist() == [0.0, 0.0]
+    one = Message(0, 1, "sample", {"v": [1.0]}, privacy=declaration)
+    env.step({"agent_0": {"arm": 0, "messages": [one]}, "agent_1": 0})
+    assert env.epsilon_spent().tolist() == [0.5, 0.0]
+
+
+class Cancelling(RoundRobin):
+    """Reports a negative epsilon of its own, which would cancel a DP wrapper's charge in the results."""
+
+    def reset(self, context):
+        super().reset(context)
+        self.shape = (context.num_replicas, context.num_agents)
+
+    def epsilon_spent(self):
+        return np.full(self.shape, -5.0)
+
+    def delta_spent(self):
+        return np.zeros(self.shape)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_population_may_only_add_privacy_spent(batched):
+    with pytest.raises(ValueError, match=r"Cancelling.epsilon_spent\(\) must return .* >= 0"):
+        run(Cancelling, {"num_agents": 2, "num_arms": 2, "horizon": 3}, [0], checkpoints=1, batched=batched)
+
+
+class Skipping(Population):
+    """Sends a note in round 0's report step, then marks every later report round as not required."""
+
+    families = ("procurement",)
+
+    def reset(self, context):
+        self.context, self.received = context, 0
+
+    def act(self, step):
+        return Action(np.zeros((1, self.context.num_agents, self.context.num_arms), np.int64))
+
+    def observe(self, feedback):
+        pass
+
+    def send(self, phase):
+        sends = [MessageBatch("note", [0], [0], [1], {"v": [1.0]})] if phase.slot == 0 else []
+        phase.required = False
+        return sends
+
+    def receive(self, phase, inbox):
+        self.received += sum(len(batch) for batch in inbox)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_env_reads_its_own_phase_whatever_the_population_does_to_its_copy(batched):
+    """Under delays every report round is routed, even if the population rewrites its phase's ``required``."""
+    env = {"env": "procurement", "num_agents": 2, "num_producers": 3, "horizon": 4}
+    delays = [lambda e: MessageDelays(e, delay=2)]
+    results = run(Skipping, env, [0], checkpoints=1, batched=batched, reference=None, wrappers=delays)
+    assert results.curves[-1]["messages"] == 1  # held in round 0, released in round 2 (a silent round)
+
+
+class Replying(Coordinator):
+    """A server whose replies are ``answer``."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def reset(self, context, rngs):
+        pass
+
+    def step(self, slot, inbox):
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "match"),
+    [
+        (None, TypeError, "Replying.step must return a list of MessageBatch replies"),
+        ([Message(SERVER, 0, "down")], TypeError, "must be MessageBatch objects, got Message"),
+        ([MessageBatch("down", [0], [SERVER], [SERVER], {})], ValueError, "cannot send 'down' to the server"),
+    ],
+)
+def test_a_failing_server_ends_the_episode_instead_of_leaving_a_slot_half_played(answer, error, match):
+    env = FederatedMAB(2, 2, 5, topology="server", coordinator=Replying(answer))
+    env.reset(seed=0)
+    up = [MessageBatch("up", [0], [0], [SERVER], {"v": [1.0]})]
+    with pytest.raises(error, match=match):
+        env.step({"agent_0": {"arm": 0, "messages": up}, "agent_1": 0})
+    regret, messages = env.unwrapped.core.regret.copy(), env.ledger.totals()["messages"]
+    with pytest.raises(RuntimeError, match="slot 0 failed half played .* call reset"):
+        env.step({"agent_0": {"arm": 0, "messages": up}, "agent_1": 0})
+    assert np.array_equal(env.unwrapped.core.regret, regret) and env.ledger.totals()["messages"] == messages
+    env.reset(seed=0)
+    assert env.unwrapped.core.failed is None
+
+
+def test_an_action_s_messages_are_a_list():
+    with pytest.raises(TypeError, match="Action.messages must be a list of MessageBatch objects, got NoneType"):
+        Action(np.zeros((1, 2), np.int64), None)  # type: ignore[arg-type]
+    assert Action(np.zeros((1, 2), np.int64), ()).messages == ()
+
+
+def test_a_procurement_env_without_hooks_still_skips_silent_report_rounds():
+    env = FedProcurementEnv(num_agents=2, num_producers=3, horizon=2)
+    env.reset(seed=0)
+    assert env.unwrapped.core.first_phase().required is False  # no hook: nothing can be held back
+    wrapped = MessageDelays(FedProcurementEnv(num_agents=2, num_producers=3, horizon=2), delay=1)
+    wrapped.reset(seed=0)
+    assert wrapped.unwrapped.core.first_phase().required is True
