@@ -78,7 +78,7 @@ class LaplaceMessageDP(MessageDP):
 
     Args:
         env: a fedbandit environment.
-        epsilon: epsilon per message, or a function of the sender's 1-based release index.
+        epsilon: epsilon per message, or a function of the sender's 1-based release index of that kind.
         secure: release through OpenDP's floating-point-safe sampler (the ``secure`` extra; same scale and charge,
             not reproducible: see :mod:`fedbandit_envs.privacy.secure`) instead of seeded numpy noise.
 
@@ -111,7 +111,7 @@ class GaussianMessageDP(MessageDP):
 
     Args:
         env: a fedbandit environment.
-        epsilon: epsilon per message, or a function of the sender's 1-based release index
+        epsilon: epsilon per message, or a function of the sender's 1-based release index of that kind
             (e.g. Solanki et al.'s ``eps_z`` schedule).
         delta: delta per message, in (0, 1).
         gaussian_calibration: ``"classical"`` (sigma = sqrt(2 ln(1.25/delta)) / epsilon per unit
