@@ -347,6 +347,8 @@ class ChannelCore:
         Validates them, passes them through the message hooks, transmits them and runs the hosted coordinator
         (:mod:`fedbandit_envs.channel.routing`; ``collect_due`` and ``close`` as in its ``deliver``).
         """
+        if self.failed is not None:
+            raise RuntimeError(self.failed)
         prepared = prepare_outgoing(self.channel, messages, self.coordinator)
         prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         return self.deliver(slot, prepared, collect_due=collect_due, close=close)
