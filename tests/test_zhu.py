@@ -20,6 +20,7 @@ from fedbandit_envs.bench.catalogue.zhu import (
     CI_DP_BONUS_SCALE,
     SCENARIOS,
     diabetes_scenario,
+    run_main_rounds,
     run_scenario,
     zhu_checkpoints,
     zhu_instance,
@@ -597,6 +598,19 @@ def test_rc4_rc6_regret_decreases_with_epsilon_short_horizon() -> None:
     for claim in scenario.claims[:2]:  # monotone_in_epsilon (RC4), infinity_lowest (RC6)
         verdict = claim.check(results)
         assert verdict.passed, verdict.evidence
+
+
+def test_the_scenarios_checkpoint_slot_m_whatever_the_horizon() -> None:
+    """The claims read the regret from slot M (D19): the runner places the checkpoints from the horizon it is given."""
+    env = {**SMALL, "horizon": 3 + 100}
+    results = run_main_rounds("gossip_ucb", env, [0], checkpoints=4, reference=None)
+    assert sorted({row["slot"] for row in results.curves}) == [3, 28, 53, 78, 103] == list(zhu_checkpoints(100, 3, 4))
+    assert all(scenario.runner.endswith(":run_main_rounds") for scenario in SCENARIOS.values())
+    with pytest.raises(ValueError, match=r"from slot M = 3 .* the first checkpoint must be 3, got 50"):
+        run_main_rounds("gossip_ucb", env, [0], checkpoints=[50, 103])
+    scenario = replace(SCENARIOS["zhu/sb_epsilon"].at_scale("ci"), seeds=1)
+    short = replace(scenario, env_kwargs={**scenario.env_kwargs, "horizon": 210}, sweep={"alg.epsilon": (math.inf,)})
+    assert min(row["slot"] for row in run_scenario(short, scale=None).curves) == 10  # M = 10 arms in S-B
 
 
 def test_rc9_reporting_format() -> None:

@@ -9,7 +9,8 @@
   data (:func:`fedbandit_envs.data.standin_means`); :func:`diabetes_scenario` builds the same for a real CSV.
 
 The environment horizon is T + M: the first M slots are the warm-up (D20). Every scenario records a checkpoint at
-slot M, and the claims measure the paper's regret (§1.2, D19: rounds 1..T, without the warm-up) as
+slot M (its runner, :func:`run_main_rounds`, places the checkpoints from the horizon it is given), and the claims
+measure the paper's regret (§1.2, D19: rounds 1..T, without the warm-up) as
 ``mean_regret(slot) - mean_regret(M)``, agent-averaged (RC9). Instances are fixed across trials (``instance_seed``).
 """
 
@@ -34,7 +35,7 @@ from fedbandit_envs.bench.scenarios import (
     with_pass_rates,
 )
 from fedbandit_envs.data.diabetes import diabetes_means, standin_means
-from fedbandit_envs.run import Results
+from fedbandit_envs.run import Results, run
 
 EPSILONS = (1.0, 2.0, 5.0, math.inf)
 CI_HORIZON = 20_000
@@ -80,6 +81,34 @@ def diabetes_standin_instance(rng: np.random.Generator, num_agents: int, num_arm
 def zhu_checkpoints(horizon: int, num_arms: int, count: int = 20) -> tuple[int, ...]:
     """Slot counts: the end of the warm-up (M), then ``count`` evenly spaced main rounds up to T (T/2 included)."""
     return (num_arms, *(num_arms + horizon * j // count for j in range(1, count + 1)))
+
+
+#: Main rounds checkpointed by the scenarios (an even count, so that T/2 is one of them).
+CHECKPOINTS = 20
+#: The scenarios' runner: :func:`run_main_rounds`.
+RUNNER = "fedbandit_envs.bench.catalogue.zhu:run_main_rounds"
+
+
+def run_main_rounds(
+    algorithm: Any, env_kwargs: Mapping[str, Any], seeds: Any, checkpoints: Any = CHECKPOINTS, **options: Any
+) -> Results:
+    """:func:`fedbandit_envs.run.run` checkpointed where the claims measure: slot M, then the main rounds.
+
+    Every claim counts the paper's regret from the end of the warm-up (slot M = ``num_arms``, D19, D20), read at
+    the first checkpoint. A count ``checkpoints`` becomes :func:`zhu_checkpoints` for the main rounds the horizon
+    leaves (T = horizon - M), so a scenario run with another horizon keeps measuring the same quantity; explicit
+    checkpoints must begin at slot M (ValueError otherwise, naming the grid to use).
+    """
+    warmup, horizon = int(env_kwargs["num_arms"]), int(env_kwargs["horizon"])
+    if isinstance(checkpoints, int | np.integer):
+        checkpoints = zhu_checkpoints(horizon - warmup, warmup, int(checkpoints))
+    elif min(checkpoints) != warmup:
+        raise ValueError(
+            f"the claims count the regret from slot M = {warmup} (the end of the warm-up), so the first checkpoint "
+            f"must be {warmup}, got {min(checkpoints)}; give a count (e.g. checkpoints=20) or "
+            f"zhu_checkpoints({horizon - warmup}, {warmup})"
+        )
+    return run(algorithm, env_kwargs, seeds, checkpoints, **options)
 
 
 def main_regret(results: Results, by: Sequence[str] = ("algorithm",)) -> dict[tuple, dict[int, dict[int, float]]]:
@@ -261,13 +290,11 @@ def _scales(num_arms: int, ci_extra: Mapping[str, Any], paper_extra: Mapping[str
         "ci": {
             "horizon": CI_HORIZON + num_arms,
             "seeds": 5,
-            "checkpoints": zhu_checkpoints(CI_HORIZON, num_arms),
             **ci_extra,
         },
         "paper": {
             "horizon": PAPER_HORIZON + num_arms,
             "seeds": 100,
-            "checkpoints": zhu_checkpoints(PAPER_HORIZON, num_arms),
             **paper_extra,
         },
     }
@@ -328,7 +355,8 @@ def _epsilon_scenario(
         algorithms={"fed_ucb": AlgorithmSpec("fed_ucb")},
         sweep={"alg.epsilon": EPSILONS},
         seeds=5,
-        checkpoints=zhu_checkpoints(CI_HORIZON, num_arms),  # type: ignore[arg-type]
+        checkpoints=CHECKPOINTS,
+        runner=RUNNER,
         claims=with_pass_rates(claims, rates or {}, "0:50 in blocks of 5"),
         scales=_scales(num_arms, {"instance": ci_instance, "sweep": ci_sweep}, {}),
         figures=(rc9_figure(("epsilon",), figure),),
@@ -362,7 +390,8 @@ SA_COLLABORATION = register(
         env_kwargs=_env(3, 5, "complete", _PAPER_INSTANCE, **_GAUSSIAN),
         algorithms={"gossip_ucb": AlgorithmSpec("gossip_ucb"), "local_ucb1": AlgorithmSpec("independent_ucb1")},
         seeds=5,
-        checkpoints=zhu_checkpoints(CI_HORIZON, 5),  # type: ignore[arg-type]
+        checkpoints=CHECKPOINTS,
+        runner=RUNNER,
         claims=with_pass_rates(
             (sublinear_claim("gossip_ucb", 1.6), collaboration_claim("gossip_ucb", "local_ucb1")),
             {"sublinear": (10, 10), "collaboration_needed": (10, 10)},
@@ -429,6 +458,7 @@ __all__ = [
     "inverse_epsilon_claim",
     "main_regret",
     "monotone_epsilon_claim",
+    "run_main_rounds",
     "run_scenario",
     "sublinear_claim",
     "zhu_checkpoints",
