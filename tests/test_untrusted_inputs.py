@@ -19,6 +19,7 @@ from fedbandit_envs.channel.messages import MAX_COUNT, MAX_ROW_BYTES
 from fedbandit_envs.channel.privacy import Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
+from fedbandit_envs.frozen import FrozenDict
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.run import run
 from wrappers.dp import LaplaceMessageDP
@@ -77,7 +78,7 @@ def test_kinds_are_exact_strings_and_privacy_is_read_once_into_a_dict():
     spying = Spying({"v": Public()})
     batch = MessageBatch("sample", [0], [0], [1], {"v": [1.0]}, privacy=spying)
     reads = spying.reads
-    assert type(batch.privacy) is dict and batch.layout_key() and spying.reads == reads  # not read again
+    assert type(batch.privacy) is FrozenDict and batch.layout_key() and spying.reads == reads  # not read again
 
     class Lenient(Sensitive):
         """A declaration of the sender's own making."""

@@ -28,6 +28,7 @@ from typing import Literal
 
 import numpy as np
 
+from fedbandit_envs.frozen import FrozenDict
 from fedbandit_envs.validation import check_real
 
 _PUBLIC_KINDS: set[str] = set()
@@ -159,10 +160,8 @@ FieldPrivacy = Public | Privatized | Sensitive
 PrivacySchema = Mapping[str, FieldPrivacy]
 
 
-def check_schema(
-    schema: PrivacySchema | None, fields: Mapping[str, np.ndarray], where: str
-) -> dict[str, FieldPrivacy] | None:
-    """A plain dict copy of a declaration, validated against the payload fields.
+def check_schema(schema: PrivacySchema | None, fields: Mapping[str, np.ndarray], where: str) -> FrozenDict | None:
+    """A frozen dict copy of a declaration, validated against the payload fields.
 
     The names must exist and fields a declaration refers to must be public. The sender's mapping is read once,
     here, and each declaration must be exactly a Public, Privatized or Sensitive (a subclass, or a mapping of its
@@ -172,7 +171,7 @@ def check_schema(
         return None
     if not isinstance(schema, Mapping):
         raise TypeError(f"{where}: privacy must map field names to Public(), Sensitive(...) or Privatized(...)")
-    schema = dict(schema.items())
+    schema = FrozenDict(schema.items())
     for name, declaration in schema.items():
         if name not in fields:
             raise ValueError(f"{where}: privacy declares field {name!r}, which is not in the payload {sorted(fields)}")
