@@ -505,7 +505,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _run(args)
             return COMMANDS[args.command](args)
         except (ValueError, TypeError, ImportError, OSError, OverflowError, JobFailed) as error:
-            print(f"fedbandit {args.command}: error: {' '.join(str(error).split())}", file=sys.stderr)
+            text = " ".join(str(error).split())
+            if isinstance(error, TypeError) and "required positional argument" in text:  # e.g. a replay env's files
+                text += " (give them with --set NAME=VALUE)"
+            print(f"fedbandit {args.command}: error: {text}", file=sys.stderr)
             return 2
         except MemoryError as error:  # sizes given on the command line that do not fit in memory
             print(f"fedbandit {args.command}: error: out of memory ({error}); give smaller sizes", file=sys.stderr)

@@ -155,3 +155,11 @@ def test_run_refuses_settings_of_another_family_before_writing(argv, message, tm
     out = tmp_path / "r"
     assert main(["run", *argv, "--horizon", "10", "--out", str(out), "--no-plot", "--no-progress"]) != 0
     assert re.search(message, capsys.readouterr().err) and not out.exists()
+
+
+def test_a_missing_environment_argument_names_the_way_to_give_it(tmp_path, capsys):
+    argv = ["run", "--algorithms", "async_linucb", "--env", "replay_log", "--horizon", "20", "--seeds", "1"]
+    assert main([*argv, "--out", str(tmp_path / "r")]) == 2
+    error = capsys.readouterr().err
+    assert "missing 2 required positional arguments: 'events_path' and 'features_path'" in error
+    assert error.rstrip().endswith("(give them with --set NAME=VALUE)")
