@@ -270,7 +270,7 @@ def _run_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from fedbandit_envs.bench.store import check_writable
+    from fedbandit_envs.bench.store import ResultStore, check_writable
 
     env_kwargs = _run_env_kwargs(args)
     seeds = list(resolve_seeds(args.seeds))
@@ -283,9 +283,11 @@ def _run(args: argparse.Namespace) -> int:
     results = Results()
     for algorithm in args.algorithms:
         results.extend(run(algorithm, env_kwargs, seeds, args.checkpoints, progress=not args.no_progress))
-    paths = results.save(args.out)
+    paths = ResultStore(args.out, "csv").write_tables(results)  # with tables.json, as a sweep writes them
+    description = f"fedbandit run of {', '.join(args.algorithms)} (no scenario, so no claims)"
+    config = {"description": description, "env": env_kwargs, "algorithms": args.algorithms, "seeds": seeds}
     (args.out / "config.json").write_text(
-        json.dumps({"env": env_kwargs, "algorithms": args.algorithms, "seeds": seeds}, indent=2)
+        json.dumps({**config, "scale": "as given", "checkpoints": args.checkpoints}, indent=2, default=str)
     )
     curves = results.to_frame()
     final = curves[curves["slot"] == horizon]

@@ -163,3 +163,15 @@ def test_a_missing_environment_argument_names_the_way_to_give_it(tmp_path, capsy
     error = capsys.readouterr().err
     assert "missing 2 required positional arguments: 'events_path' and 'features_path'" in error
     assert error.rstrip().endswith("(give them with --set NAME=VALUE)")
+
+
+def test_a_run_directory_reports_without_claims_and_with_verified_tables(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["run", "--algorithms", "independent_ucb1", "--set", "num_agents=2", "--set", "num_arms=3"]
+    assert main([*argv, "--horizon", "40", "--seeds", "2", "--out", str(out), "--no-plot"]) == 0
+    assert (out / "tables.json").exists()
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    assert "fedbandit run of independent_ucb1" in report and "not from a scenario's sweep: no claims" in report
+    assert "older version" not in report and "Warning" not in report
+    capsys.readouterr()

@@ -273,6 +273,8 @@ def claims_scenario(config: Mapping[str, Any], scenario: Scenario | None) -> tup
     """The scenario whose claims and figures apply (given, or registered under the config's name) and a note."""
     if scenario is not None:
         return scenario, ""
+    if "scenario" not in config and "algorithms" in config:
+        return None, "These results come from `fedbandit run`, not from a scenario's sweep: no claims to check."
     name = config.get("scenario")
     if isinstance(name, str):
         try:
@@ -345,7 +347,7 @@ def scenario_outcome(
     seeds = config.get("seeds", [])
     doc.paragraph(
         f"Scale {config.get('scale', '?')}, {len(seeds)} seed(s), checkpoints {config.get('checkpoints', '?')}, "
-        f"table {', '.join(p.name for p in table_paths(directory).values())}; {versions}."
+        f"table {', '.join(p.name for p in table_paths(directory).values())}" + (f"; {versions}." if versions else ".")
     )
     doc.heading("Claims")
     if claims:
