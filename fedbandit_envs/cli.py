@@ -306,6 +306,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _flower(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.store import ResultStore
     from fedbandit_envs.flower import FederationSpec, run_flower, run_local
     from fedbandit_envs.flower.deploy import wrappers_from_config
 
@@ -317,7 +318,7 @@ def _flower(args: argparse.Namespace) -> int:
         f"{spec.name} on Flower ({args.engine}), seed {args.seed}: group regret {last['group_regret']:.1f}, "
         f"{last['messages']} messages, cost {last['cost']:.1f}"
     )
-    for path in done.results.save(args.out) if args.out is not None else []:
+    for path in ResultStore(args.out, "csv").write_tables(done.results) if args.out is not None else []:
         print(f"wrote {path}")
     return 0
 

@@ -285,6 +285,7 @@ def test_cli_runs_a_federation_and_writes_the_tables(tmp_path, capsys):
     assert f"group regret {expected.curves[-1]['group_regret']:.1f}" in capsys.readouterr().out
     header, *rows = (tmp_path / "results.csv").read_text().splitlines()
     assert header.startswith("algorithm,seed,slot,group_regret") and len(rows) == 4
+    assert (tmp_path / "tables.json").exists()  # written as a sweep writes its tables: a report can verify them
 
 
 def test_cli_names_the_reason_a_federation_cannot_run(capsys):

@@ -540,7 +540,7 @@ def _merged(group: Sequence[Message | MessageBatch], key: tuple, replica: int) -
     replicas = np.empty(n, np.int64)
     replicas.fill(replica)
     return MessageBatch._trusted(
-        kind, replicas, sender, recipient, payload, counts, slots, None if privacy is None else dict(privacy)
+        kind, replicas, sender, recipient, payload, counts, slots, None if privacy is None else FrozenDict(privacy)
     )
 
 
