@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_MEMORY_LIMIT",
     "INT64_MAX",
     "INT64_MIN",
+    "MAX_NAME_LENGTH",
     "MEMORY_LIMIT_VARIABLE",
     "MemoryLimitError",
     "RealBounds",
@@ -57,6 +58,7 @@ __all__ = [
     "check_keywords",
     "check_options",
     "check_memory",
+    "check_name",
     "check_real",
     "check_real_array",
     "check_render_mode",
@@ -72,6 +74,11 @@ __all__ = [
 #: The range of an integer argument unless told otherwise (every count and index is stored as int64).
 INT64_MIN: int = int(np.iinfo(np.int64).min)
 INT64_MAX: int = int(np.iinfo(np.int64).max)
+
+#: Longest name a learner gives the env (a message kind, a payload field, a privacy account key), in characters.
+#: Names are metadata the ledger does not charge, so they are kept short: a learner cannot carry data in them for
+#: free beyond a few bytes.
+MAX_NAME_LENGTH = 64
 
 #: Bytes one environment (or batched core) may need at construction and reset unless raised (8 GiB).
 DEFAULT_MEMORY_LIMIT: int = 8 * 2**30
@@ -93,6 +100,19 @@ def _describe(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({type(value).__name__})"
+
+
+def check_name(what: str, value: object, maximum: int = MAX_NAME_LENGTH) -> str:
+    """Return ``value`` as an exact ``str`` of 1 to ``maximum`` characters.
+
+    A ``str`` subclass could compare equal to a public name while carrying other text, so it is read as a plain
+    ``str``; anything else raises a ``TypeError``, a longer text a ``ValueError``.
+    """
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{what} must be a non-empty string, got {_describe(value)}")
+    if len(value) > maximum:
+        raise ValueError(f"{what} has {len(value)} characters; at most {maximum} are allowed")
+    return value if type(value) is str else str.__str__(value)
 
 
 def check_int(

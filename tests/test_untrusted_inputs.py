@@ -15,13 +15,14 @@ import pytest
 
 from agents.baselines import RoundRobin
 from fedbandit_envs import SERVER, FederatedMAB, Message, MessageBatch
-from fedbandit_envs.channel.messages import MAX_COUNT, MAX_ROW_BYTES
-from fedbandit_envs.channel.privacy import Public, Sensitive, declare_message_kinds
+from fedbandit_envs.channel.messages import MAX_COUNT, MAX_FIELDS, MAX_ROW_AXES, MAX_ROW_BYTES
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.frozen import FrozenDict
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.run import run
+from fedbandit_envs.validation import MAX_NAME_LENGTH
 from wrappers.dp import LaplaceMessageDP
 from wrappers.faults import MessageDelays
 
@@ -33,10 +34,35 @@ def test_counts_and_row_sizes_are_bounded_so_the_ledger_stays_exact():
         Message(0, 1, "x", {"v": [1.0]}, count=2**62)
     with pytest.raises(ValueError, match=f"MessageBatch.count must be <= {MAX_COUNT}"):
         MessageBatch("x", [0], [0], [1], {"v": [1.0]}, count=[MAX_COUNT + 1])
-    huge = np.broadcast_to(np.zeros((1, 1), bool), (1, MAX_ROW_BYTES + 1))  # one byte of memory, 4 GiB logically
-    with pytest.raises(ValueError, match=f"carries {MAX_ROW_BYTES + 1} payload bytes; at most {MAX_ROW_BYTES}"):
+    huge = np.broadcast_to(np.zeros((1, 1, 1), bool), (1, 2, MAX_ROW_BYTES // 2 + 1))  # one byte, 4 GiB logically
+    with pytest.raises(ValueError, match=f"carries {MAX_ROW_BYTES + 2} payload bytes; at most {MAX_ROW_BYTES}"):
         MessageBatch("x", [0], [0], [1], {"pad": huge})
     assert MessageBatch("x", [0], [0], [1], {"v": [1.0]}, count=[MAX_COUNT]).count.tolist() == [MAX_COUNT]
+
+
+def test_metadata_is_bounded_so_no_data_travels_free_in_names_or_shapes():
+    """Kinds, field names, the number of fields and the shape of an empty field are not charged: all are bounded."""
+    secret = "r" * (MAX_NAME_LENGTH + 1)
+    with pytest.raises(ValueError, match=f"Message.kind has {MAX_NAME_LENGTH + 1} characters; at most"):
+        Message(0, 1, secret, {"v": [1.0]})
+    with pytest.raises(ValueError, match=f"a payload field name has {MAX_NAME_LENGTH + 1} characters"):
+        MessageBatch("x", [0], [0], [1], {secret: [[1.0]]})
+    with pytest.raises(TypeError, match="a payload field name must be a non-empty string, got 7"):
+        Message(0, 1, "x", {7: [1.0]})
+    many = {f"f{i}": [[1.0]] for i in range(MAX_FIELDS + 1)}
+    with pytest.raises(ValueError, match=f"{MAX_FIELDS + 1} payload fields; at most {MAX_FIELDS}"):
+        MessageBatch("x", [0], [0], [1], many)
+    with pytest.raises(ValueError, match="at most 8 axes"):  # an empty field: zero bytes, its shape still says much
+        MessageBatch("x", [0], [0], [1], {"v": np.zeros((1, 0, 2**40))})
+    with pytest.raises(ValueError, match="at most 8 axes"):
+        Message(0, 1, "x", {"v": np.zeros((0,) * 9)})
+    with pytest.raises(ValueError, match="description must be a string of at most 200"):
+        Privatized(description=secret * 4)
+    with pytest.raises(ValueError, match="Privatized.account_key has"):
+        Privatized(account_key=secret)
+    longest = "k" * MAX_NAME_LENGTH
+    batch = MessageBatch(longest, [0], [0], [1], {longest: np.zeros((1, *[1] * MAX_ROW_AXES))})
+    assert batch.kind == longest and list(batch.payload) == [longest]
 
 
 class Kind(str):

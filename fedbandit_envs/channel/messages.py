@@ -21,12 +21,19 @@ from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
 from fedbandit_envs.frozen import FrozenDict, frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
-from fedbandit_envs.validation import INT64_MAX, INT64_MIN, check_int, check_int_array
+from fedbandit_envs.validation import INT64_MAX, INT64_MIN, MAX_NAME_LENGTH, check_int, check_int_array, check_name
 
 #: Recipient id meaning "every neighbour of the sender" (for the server: every linked agent).
 NEIGHBOURS: int = -2
 
 _RECIPIENT_NAMES = {SERVER: "SERVER", NEIGHBOURS: "NEIGHBOURS"}
+
+#: Most payload fields one message may carry (each name at most
+#: :data:`~fedbandit_envs.validation.MAX_NAME_LENGTH` characters).
+MAX_FIELDS = 64
+#: Most axes of one message's field (one row of a batch field), and the longest axis, even of a field with no
+#: entries: like names, the shape of an empty field costs nothing.
+MAX_ROW_AXES = 8
 
 
 def _distinct_entries(value: object, where: str, name: object) -> tuple[np.ndarray, tuple[int, ...] | None]:
@@ -53,15 +60,19 @@ def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
     """
     if not isinstance(payload, Mapping):
         raise TypeError(f"{where}: payload must be a mapping of field name to numeric array, got {payload!r}")
+    if len(payload) > MAX_FIELDS:
+        raise ValueError(f"{where}: {len(payload)} payload fields; at most {MAX_FIELDS} are allowed")
     out: dict[str, np.ndarray] = {}
-    for name, value in payload.items():
+    for key, value in payload.items():
+        fits = type(key) is str and 0 < len(key) <= MAX_NAME_LENGTH  # the common case, checked fast
+        name = key if fits else check_name(f"{where}: a payload field name", key)
         array, shape = _distinct_entries(value, where, name)
         if array.dtype.kind not in "biuf":
             raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
         array = frozen(array)
-        out[str(name)] = array if shape is None else np.broadcast_to(array, shape)
+        out[name] = array if shape is None else np.broadcast_to(array, shape)
     return FrozenDict(out)
 
 
@@ -87,15 +98,24 @@ _MESSAGE_INTS = (
 
 
 def _checked_kind(kind: object, owner: str) -> str:
-    """``kind`` as an exact ``str`` (a subclass could compare equal to a public kind while carrying other text)."""
-    if not isinstance(kind, str) or not kind:
-        raise TypeError(f"{owner}.kind must be a non-empty string, got {kind!r}")
-    return kind if type(kind) is str else str.__str__(kind)
+    """``kind`` as an exact ``str`` of at most :data:`~fedbandit_envs.validation.MAX_NAME_LENGTH` characters."""
+    return check_name(f"{owner}.kind", kind)
 
 
-def _check_row_bytes(shapes: Iterable[tuple[tuple[int, ...], np.dtype]], where: str) -> None:
-    """ValueError if one message's fields (row shapes and dtypes) hold more than :data:`MAX_ROW_BYTES` bytes."""
-    size = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes)
+def _check_row_size(shapes: Iterable[tuple[tuple[int, ...], np.dtype]], where: str) -> None:
+    """ValueError unless one message's fields (row shapes and dtypes) are within the limits.
+
+    Each field's row has at most :data:`MAX_ROW_AXES` axes of at most :data:`MAX_ROW_BYTES` entries, and the fields
+    hold at most :data:`MAX_ROW_BYTES` bytes together.
+    """
+    size = 0
+    for shape, dtype in shapes:
+        if len(shape) > MAX_ROW_AXES or max(shape, default=0) > MAX_ROW_BYTES:
+            raise ValueError(
+                f"{where}: a field's row has shape {shape}; at most {MAX_ROW_AXES} axes of at most {MAX_ROW_BYTES} "
+                "entries each are allowed"
+            )
+        size += math.prod(shape) * dtype.itemsize
     if size > MAX_ROW_BYTES:
         raise ValueError(f"{where}: one message carries {size} payload bytes; at most {MAX_ROW_BYTES} are allowed")
 
@@ -133,7 +153,7 @@ class Message:
             for name, minimum, maximum in _MESSAGE_INTS:
                 object.__setattr__(self, name, check_int(f"Message.{name}", getattr(self, name), minimum, maximum))
         object.__setattr__(self, "payload", _as_payload(self.payload, f"Message(kind={self.kind!r})"))
-        _check_row_bytes(((v.shape, v.dtype) for v in self.payload.values()), f"Message(kind={self.kind!r})")
+        _check_row_size(((v.shape, v.dtype) for v in self.payload.values()), f"Message(kind={self.kind!r})")
         object.__setattr__(self, "privacy", check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})"))
 
     @classmethod
@@ -321,7 +341,7 @@ class MessageBatch:
                 raise ValueError(
                     f"{where} field {name!r} has shape {array.shape}; its first axis must have one entry per row ({n})"
                 )
-        _check_row_bytes(((v.shape[1:], v.dtype) for v in fields.values()), where)
+        _check_row_size(((v.shape[1:], v.dtype) for v in fields.values()), where)
         privacy = check_schema(privacy, fields, where)
         # frozen: the validated values are set once, here
         self.__dict__.update(kind=kind, payload=fields, count=counts, slot=slots, privacy=privacy, **headers)

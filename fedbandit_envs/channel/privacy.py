@@ -29,9 +29,12 @@ from typing import Literal
 import numpy as np
 
 from fedbandit_envs.frozen import FrozenDict
-from fedbandit_envs.validation import check_real
+from fedbandit_envs.validation import check_name, check_real
 
 _PUBLIC_KINDS: set[str] = set()
+
+#: Longest :attr:`Privatized.description`: a declaration travels with its message, uncharged.
+MAX_DESCRIPTION_LENGTH = 200
 
 
 def declare_message_kinds(*kinds: str) -> None:
@@ -81,6 +84,10 @@ class Privatized:
     scope: Literal["message", "episode"] = "message"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "account_key", check_name("Privatized.account_key", self.account_key))
+        if not isinstance(self.description, str) or len(self.description) > MAX_DESCRIPTION_LENGTH:
+            raise ValueError(f"Privatized.description must be a string of at most {MAX_DESCRIPTION_LENGTH} characters")
+        object.__setattr__(self, "description", str.__str__(self.description))
         if self.scope not in ("message", "episode"):
             raise ValueError(f"Privatized.scope must be 'message' or 'episode', got {self.scope!r}")
         if self.epsilon is not None and not self.epsilon > 0:
