@@ -1,6 +1,7 @@
 """Results tables (CSV/Parquet round trips), claims on tidy results, and the leaderboard."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -183,6 +184,12 @@ def test_welch_p_and_holm_by_hand():
     assert welch_p([30, 34], [40, 44]) == pytest.approx(1 - math.sqrt(12.5 / 14.5), rel=1e-12)
     assert welch_p([1, 1], [2, 2]) == 0.0 and welch_p([3, 3, 3], [3, 3]) == 1.0  # constant samples: exact
     assert math.isnan(welch_p([1], [2, 3]))  # one seed: no variance, no test
+    # One constant sample (a deterministic learner): t = (4 - 3) / sqrt(0.5 / 2) = 2, df = 1, p = 1 - 2 atan(t) / pi
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SciPy's warning about nearly identical data does not apply to exact ones
+        expected = 1 - 2 * math.atan(2) / math.pi
+        assert welch_p([3, 3, 3], [3.5, 4.5]) == pytest.approx(expected, rel=1e-12)
+        assert welch_p([3.5, 4.5], [3, 3, 3]) == pytest.approx(expected, rel=1e-12)
     # Holm at 0.05: sorted p 0.01 <= 0.05 / 3, then 0.03 > 0.05 / 2 stops (0.04 is not tested)
     assert holm([0.01, 0.04, 0.03]) == [True, False, False]
     assert holm([0.04, 0.01, 0.02]) == [True, True, True]  # 0.01 <= 0.0167, 0.02 <= 0.025, 0.04 <= 0.05

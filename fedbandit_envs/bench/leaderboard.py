@@ -18,6 +18,7 @@ values differ.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,14 +36,20 @@ ALPHA = 0.05
 def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided p-value of Welch's t-test of equal means of ``a`` and ``b`` (NaN with fewer than 2 values each).
 
-    Samples that are both constant give 0 when their values differ and 1 when they are equal.
+    Samples that are both constant give 0 when their values differ and 1 when they are equal. When one sample is
+    constant (e.g. a deterministic learner's regret on every seed), its variance is exactly 0 and SciPy's warning
+    about precision lost on nearly identical data does not apply: it is not shown.
     """
     x, y = np.asarray(a, float), np.asarray(b, float)
     if len(x) < 2 or len(y) < 2:
         return float("nan")
-    if np.ptp(x) == 0 and np.ptp(y) == 0:
+    constant = np.ptp(x) == 0, np.ptp(y) == 0
+    if all(constant):
         return 0.0 if x[0] != y[0] else 1.0
-    return float(stats.ttest_ind(x, y, equal_var=False).pvalue)
+    with warnings.catch_warnings():
+        if any(constant):
+            warnings.filterwarnings("ignore", "Precision loss occurred in moment calculation", RuntimeWarning)
+        return float(stats.ttest_ind(x, y, equal_var=False).pvalue)
 
 
 def holm(p_values: Sequence[float], alpha: float = ALPHA) -> list[bool]:
