@@ -14,6 +14,7 @@ import numpy as np
 from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
+from fedbandit_envs.channel.messages import GatheredPayload
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
 from fedbandit_envs.protocol import Coordinator, Population
@@ -210,9 +211,13 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
     pooled statistics in that same step. Needs a topology with server links (the default
     ``"server"``). An agent whose broadcast was lost keeps its last pooled statistics.
 
-    A broadcast that reached every agent of every replica (in the channel's order) is adopted with one copy,
-    and once every agent has tried every arm the index takes :func:`ucb1_tried_arms`; the reference mode
-    (:mod:`fedbandit_envs.reference`) adopts every broadcast row by row and takes :func:`ucb1_arms`.
+    While every agent of a replica holds the same statistics (at the start, and after a broadcast whose copies all
+    carry their replica's row of the server's reply reached every agent of every replica in order), they are kept
+    once per replica, as (B, 1, K) arrays, and the index is computed once per replica: the same operations on the
+    same numbers as for each agent. Any other broadcast gives every agent its own copy again. A broadcast that
+    reached every agent is adopted with one copy, and once every agent has tried every arm the index takes
+    :func:`ucb1_tried_arms`; the reference mode (:mod:`fedbandit_envs.reference`) keeps a copy per agent, adopts
+    every broadcast row by row and takes :func:`ucb1_arms`.
     """
 
     families = ("mab",)
@@ -222,10 +227,12 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
         return FullSharingCoordinator()
 
     def reset(self, context: AgentContext) -> None:
-        """Zero every agent's copy of the pooled statistics."""
+        """Zero the pooled statistics every agent starts from."""
         b, m, k = context.num_replicas, context.num_agents, context.num_arms
-        self.counts = np.zeros((b, m, k), np.int64)
-        self.sums = np.zeros((b, m, k))
+        self._shape = (b, m, k)
+        self._shared = not reference_active()  # one row per replica, (B, 1, K), shared by its agents
+        self._counts = np.zeros((b, 1 if self._shared else m, k), np.int64)
+        self._sums = np.zeros(self._counts.shape)
         self._replica = np.repeat(np.arange(b), m)
         self._sender = np.tile(np.arange(m), b)
         self._recipient = np.full(b * m, SERVER)
@@ -234,13 +241,26 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
         # the header of a broadcast delivered to every agent of every replica: its rows follow (replica, agent)
         self._everyone = (self._replica.tobytes(), self._recipient.tobytes(), self._sender.tobytes())
 
+    @property
+    def counts(self) -> np.ndarray:
+        """(B, M, K) every agent's copy of the pooled counts (read-only)."""
+        return np.broadcast_to(self._counts, self._shape)
+
+    @property
+    def sums(self) -> np.ndarray:
+        """(B, M, K) every agent's copy of the pooled reward sums (read-only)."""
+        return np.broadcast_to(self._sums, self._shape)
+
     def act(self, step: Step) -> Action:
         """UCB1 on the pooled statistics; upload the previous slot's samples."""
         if self._untried or reference_active():
-            arms = ucb1_arms(self.counts, self.sums, self.counts.sum(axis=-1))
+            counts = self.counts
+            arms = ucb1_arms(counts, self.sums, counts.sum(axis=-1))
         else:  # the same integer totals (exact in any order of addition); einsum reduces short rows faster
-            totals = np.einsum("bmk->bm", self.counts)
-            arms = ucb1_tried_arms(self.counts, self.sums, 2.0 * np.log(totals)[..., None])
+            totals = np.einsum("bmk->bm", self._counts)
+            arms = ucb1_tried_arms(self._counts, self._sums, 2.0 * np.log(totals)[..., None])
+            if self._shared:
+                arms = arms.repeat(self._shape[1], axis=1)
         return Action(arms, self._pending)
 
     def observe(self, feedback: Feedback) -> None:
@@ -260,17 +280,47 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
                 self._adopt(batch)
                 adopted = True
         if adopted:
-            self._untried = bool(np.count_nonzero(self.counts) < self.counts.size)  # (a third of all()'s cost)
+            self._untried = bool(np.count_nonzero(self._counts) < self._counts.size)  # (a third of all()'s cost)
 
     def _adopt(self, batch: MessageBatch) -> None:
         """Replace the statistics of each recipient of ``batch`` with its row."""
+        everyone = len(batch) == len(self._replica) and batch.header_key() == self._everyone and not reference_active()
+        pooled = self._replica_rows(batch) if everyone else None
+        if pooled is not None:
+            self._counts, self._sums = pooled
+            self._shared = True
+            return
+        self._unshare()
         counts, sums = batch.payload["counts"], batch.payload["sums"]
-        if len(batch) == len(self._replica) and batch.header_key() == self._everyone and not reference_active():
-            self.counts.reshape(len(batch), -1)[...] = counts
-            self.sums.reshape(len(batch), -1)[...] = sums
+        if everyone:
+            self._counts.reshape(len(batch), -1)[...] = counts
+            self._sums.reshape(len(batch), -1)[...] = sums
         else:
-            self.counts[batch.replica, batch.recipient] = counts
-            self.sums[batch.replica, batch.recipient] = sums
+            self._counts[batch.replica, batch.recipient] = counts
+            self._sums[batch.replica, batch.recipient] = sums
+
+    def _replica_rows(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray] | None:
+        """The server's (B, 1, K) counts and sums if every copy of ``batch`` carries its replica's row, else None.
+
+        ``batch`` reached every agent in (replica, agent) order; its copies are read from the server's reply
+        without gathering them when each copy is row ``replica`` of int64 counts and float64 sums of shape (B, K),
+        the values and types a copy per agent would hold.
+        """
+        payload = batch.payload
+        if not isinstance(payload, GatheredPayload) or payload.rows.tobytes() != self._everyone[0]:
+            return None
+        counts, sums = payload.source["counts"], payload.source["sums"]
+        shape = (self._shape[0], self._shape[2])
+        if counts.shape != shape or sums.shape != shape or counts.dtype != np.int64 or sums.dtype != np.float64:
+            return None
+        return counts[:, None, :], sums[:, None, :]
+
+    def _unshare(self) -> None:
+        """Give every agent its own (writable) copy of the statistics it holds."""
+        if self._shared:
+            m = self._shape[1]
+            self._counts, self._sums = self._counts.repeat(m, axis=1), self._sums.repeat(m, axis=1)
+            self._shared = False
 
 
 register_algorithm("random", Random, config=NoOptions)
