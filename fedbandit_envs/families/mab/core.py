@@ -165,7 +165,7 @@ class FederatedMABCore(ChannelCore):
         self._mean_cells = (np.arange(b * m) * cfg.num_arms).reshape(b, m)
         self._gap_cells = self._rows * cfg.num_arms
         self._reward_rngs = [s.generator("rewards") for s in streams]
-        self._noise = np.empty((b, 0, m))
+        self._noise = np.empty((0, b, m))
         self._pulls = np.zeros((b, m, cfg.num_arms), np.int64)
         self._tape_roots = [s.sequence("rewards") for s in streams]
         # the reward tape's current block of every (replica, agent, arm) cell, and which block it is (-1: none yet);
@@ -194,10 +194,11 @@ class FederatedMABCore(ChannelCore):
         if self.config.reward_tape:
             return self._tape_noise(arms, cells)
         offset = self.slot % NOISE_BLOCK
-        if offset == 0:
+        if offset == 0:  # slot-major, (NOISE_BLOCK, B, M): each slot's (B, M) noise is contiguous
             shape = (NOISE_BLOCK, self.config.num_agents)
-            self._noise = np.stack([draw_noise(self.reward_model.noise_kind, rng, shape) for rng in self._reward_rngs])
-        return self._noise[:, offset, :]
+            kind = self.reward_model.noise_kind
+            self._noise = np.stack([draw_noise(kind, rng, shape) for rng in self._reward_rngs], axis=1)
+        return self._noise[offset]
 
     def _tape_noise(self, arms: np.ndarray, cells: np.ndarray) -> np.ndarray:
         """The tape's draw for each agent's pull: the n-th pull of a cell reads entry n of that cell's tape.
