@@ -20,7 +20,8 @@ __all__ = ["FrozenDict", "frozen", "is_frozen"]
 def frozen(array: ArrayLike) -> np.ndarray:
     """An immutable copy of ``array`` (same dtype and shape): read-only for every holder, for good."""
     array = np.asarray(array)
-    return np.frombuffer(array.tobytes(), array.dtype).reshape(array.shape)
+    flat = np.frombuffer(array.tobytes(), array.dtype)
+    return flat if array.ndim == 1 else flat.reshape(array.shape)
 
 
 def is_frozen(array: np.ndarray) -> bool:

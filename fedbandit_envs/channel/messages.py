@@ -51,6 +51,11 @@ def _distinct_entries(value: object, where: str, name: object) -> tuple[np.ndarr
         raise ValueError(f"{where}: payload field {name!r} is not a rectangular array of numbers ({error})") from None
 
 
+def _all_finite(array: np.ndarray) -> bool:
+    """Whether every entry of the float ``array`` is finite (a finite sum says so; a NaN, an inf or an overflow not)."""
+    return math.isfinite(array.sum()) or bool(np.isfinite(array).all())
+
+
 def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
     """Copy a payload into immutable numeric arrays, rejecting non-numeric or non-finite fields.
 
@@ -69,7 +74,7 @@ def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
         array, shape = _distinct_entries(value, where, name)
         if array.dtype.kind not in "biuf":
             raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
-        if array.dtype.kind == "f" and not np.isfinite(array).all():
+        if array.dtype.kind == "f" and not _all_finite(array):
             raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
         array = frozen(array)
         out[name] = array if shape is None else np.broadcast_to(array, shape)
@@ -268,10 +273,10 @@ def _payload_rows(payload: Mapping[str, np.ndarray], rows: np.ndarray | slice) -
     return FrozenDict({k: frozen(v[rows]) for k, v in payload.items()})
 
 
-def row_layout(payload: Mapping[str, np.ndarray]) -> Iterable[tuple[str, np.dtype, tuple[int, ...]]]:
+def row_layout(payload: Mapping[str, np.ndarray]) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
     """Each field's name, dtype and row shape, read without gathering a :class:`GatheredPayload`."""
     arrays = payload.source if isinstance(payload, GatheredPayload) else payload
-    return ((k, v.dtype, v.shape[1:]) for k, v in arrays.items())
+    return [(k, v.dtype, v.shape[1:]) for k, v in arrays.items()]
 
 
 #: The header arrays of a :class:`MessageBatch` and their smallest entry (checked unless given as 1-D int64; ids are
@@ -341,7 +346,7 @@ class MessageBatch:
                 raise ValueError(
                     f"{where} field {name!r} has shape {array.shape}; its first axis must have one entry per row ({n})"
                 )
-        _check_row_size(((v.shape[1:], v.dtype) for v in fields.values()), where)
+        _check_row_size([(v.shape[1:], v.dtype) for v in fields.values()], where)
         privacy = check_schema(privacy, fields, where)
         # frozen: the validated values are set once, here
         self.__dict__.update(kind=kind, payload=fields, count=counts, slot=slots, privacy=privacy, **headers)
@@ -508,7 +513,7 @@ class MessageBatch:
         """
         key = self.__dict__.get("_layout")
         if key is None:
-            layout = tuple((k, dtype.str, shape) for k, dtype, shape in row_layout(self.payload))
+            layout = tuple(row_layout(self.payload))  # dtypes compare and hash by value
             privacy = None if self.privacy is None else tuple(self.privacy.items())
             key = self.__dict__["_layout"] = (self.kind, layout, privacy)
         return key
@@ -519,7 +524,7 @@ def _layout_key(item: Message | MessageBatch) -> tuple:
     if isinstance(item, MessageBatch):
         return item.layout_key()
     privacy = None if item.privacy is None else tuple(item.privacy.items())
-    return item.kind, tuple((k, v.dtype.str, v.shape) for k, v in item.payload.items()), privacy
+    return item.kind, tuple([(k, v.dtype, v.shape) for k, v in item.payload.items()]), privacy
 
 
 def batches_from_messages(messages: Iterable[Message | MessageBatch], replica: int = 0) -> list[MessageBatch]:
