@@ -17,6 +17,7 @@ from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.messages import GatheredPayload
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
@@ -175,9 +176,10 @@ class FullSharingCoordinator(Coordinator):
         b = context.num_replicas
         self.counts = np.zeros((b, context.num_arms), np.int64)
         self.sums = np.zeros((b, context.num_arms))
-        self._replicas = np.arange(b)
-        self._senders = np.full(b, SERVER)
-        self._recipients = np.full(b, NEIGHBOURS)
+        # immutable header arrays, the same every slot: the channel reuses their checked routing without comparing
+        self._replicas = frozen(np.arange(b))
+        self._senders = frozen(np.full(b, SERVER))
+        self._recipients = frozen(np.full(b, NEIGHBOURS))
 
     def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
         """Add the received samples; reply with one pooled-statistics broadcast per replica."""
@@ -233,9 +235,10 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
         self._shared = not reference_active()  # one row per replica, (B, 1, K), shared by its agents
         self._counts = np.zeros((b, 1 if self._shared else m, k), np.int64)
         self._sums = np.zeros(self._counts.shape)
-        self._replica = np.repeat(np.arange(b), m)
-        self._sender = np.tile(np.arange(m), b)
-        self._recipient = np.full(b * m, SERVER)
+        # immutable header arrays, the same every slot: the channel reuses their checked routing without comparing
+        self._replica = frozen(np.repeat(np.arange(b), m))
+        self._sender = frozen(np.tile(np.arange(m), b))
+        self._recipient = frozen(np.full(b * m, SERVER))
         self._pending: list[MessageBatch] = []
         self._untried = True  # some agent has an untried arm
         # the header of a broadcast delivered to every agent of every replica: its rows follow (replica, agent)

@@ -3,9 +3,9 @@
 With :func:`fedbandit_envs.reference.reference_mode` on, the ledger tallies every copy and every slot's links at
 once, one by one; the channel checks and expands every batch from the links row by row (no kept header plans) and
 draws every slot's gossip edges alone (no blocks). Each test plays one random workload (random topologies, batch
-headers with broadcasts and repeated headers, kinds and layouts, drops, latency, gossip) with the fast paths and
-again in the reference mode, and compares everything observable exactly. Hypothesis draws the workload's seed;
-examples are bounded (``max_examples``) so the module stays within seconds.
+headers with broadcasts and repeated headers, immutable or not, kinds and layouts, drops, latency, gossip) with the
+fast paths and again in the reference mode, and compares everything observable exactly. Hypothesis draws the
+workload's seed; examples are bounded (``max_examples``) so the module stays within seconds.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from property_settings import reproducible
 from fedbandit_envs import NEIGHBOURS, SERVER, MessageBatch
 from fedbandit_envs.channel import Channel, ChannelConfig, CostModel
 from fedbandit_envs.channel.ledger import DIRECTIONS, Ledger
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.reference import reference_mode
 from fedbandit_envs.topology import Topology
 
@@ -81,6 +82,8 @@ def random_batch(rng: np.random.Generator, topologies: list[Topology], kind: str
         to = NEIGHBOURS if rng.random() < 0.4 else int(rng.choice(np.flatnonzero(links[s])))
         rows.append((b, SERVER if s == m else s, SERVER if to == m else to))
     replica, sender, recipient = (np.array(column, np.int64) for column in zip(*rows)) if rows else ([], [], [])
+    if rows and rng.random() < 0.5:  # immutable header arrays: the same header again is known by the arrays themselves
+        replica, sender, recipient = frozen(replica), frozen(sender), frozen(recipient)
     n = len(replica)
     count = rng.integers(1, 4, n) if rng.random() < 0.3 else None
     payload = {"v": rng.normal(size=(n, width)), "k": rng.integers(0, 9, (n, 1)).astype(np.int32)}

@@ -19,7 +19,7 @@ import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
-from fedbandit_envs.frozen import frozen
+from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
 from fedbandit_envs.validation import check_bool, check_choice, check_int, check_int_array, check_real
@@ -86,11 +86,15 @@ class _HeaderPlan:
     Holds immutable copies (:func:`~fedbandit_envs.frozen.frozen`) of the routed header arrays (the ``NEIGHBOURS``
     rows expanded to one row per linked node, the payload rows ``rows`` under them; ``rows`` is None when the header
     has no broadcast row), so a batch routed with it no longer aliases the sender's arrays, and neither a sender
-    nor a recipient can change a header that the ledger tallies later or the next batches reuse.
+    nor a recipient can change a header that the ledger tallies later or the next batches reuse. When the batch's
+    own header arrays are immutable (:func:`~fedbandit_envs.frozen.is_frozen`), the plan holds them as ``sources``:
+    a later batch with these very arrays has this header without comparing it.
     """
 
     def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray, key: tuple) -> None:
         self.key = key
+        sources = (batch.replica, batch.sender, batch.recipient)
+        self.sources = sources if all(is_frozen(a) for a in sources) else None
         self.rows = None if rows is None else frozen(rows)
         self.server_sender = bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
         if rows is None:
@@ -98,6 +102,16 @@ class _HeaderPlan:
         else:
             self.header = (frozen(batch.replica[rows]), frozen(batch.sender[rows]), frozen(recipient))
         self.unsent = frozen(np.full(len(recipient), -1, np.int64))
+
+    def has_sources_of(self, batch: MessageBatch) -> bool:
+        """Whether ``batch`` holds this plan's immutable source header arrays themselves (so it has its header)."""
+        sources = self.sources
+        return (
+            sources is not None
+            and batch.replica is sources[0]
+            and batch.sender is sources[1]
+            and batch.recipient is sources[2]
+        )
 
     def apply(self, batch: MessageBatch) -> MessageBatch:
         """``batch`` (whose header this is) under the plan's read-only header, unsent (slot -1)."""
@@ -216,21 +230,25 @@ class Channel:
         return frozen(partners)
 
     # ------------------------------------------------------------------ routing
-    def _kept_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan | None:
-        """The plan kept for the kind of ``batch`` if it has the same header (``key``: its header key), else None.
+    def _kept_plan(self, batch: MessageBatch) -> _HeaderPlan | None:
+        """The plan kept for the kind of ``batch`` if it has the same header, else None.
 
-        Always None in the reference mode (:mod:`fedbandit_envs.reference`), which keeps nothing.
+        The header is the plan's if the batch holds the plan's immutable source arrays, or else if its header key is
+        the plan's. Always None in the reference mode (:mod:`fedbandit_envs.reference`), which keeps nothing.
         """
         plan = self._plans.get(batch.kind)
-        if plan is None or reference_active() or plan.key != key:
+        if plan is None or reference_active():
             return None
-        return plan
+        if plan.has_sources_of(batch) or plan.key == batch.header_key():
+            return plan
+        return None
 
-    def _new_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan:
+    def _new_plan(self, batch: MessageBatch) -> _HeaderPlan:
         """Check ``batch`` and plan its routing; the plan is kept for the kind (the links are fixed in an episode).
 
         In the reference mode nothing is kept and every batch is checked and expanded by :meth:`_plain_plan`.
         """
+        key = batch.header_key()
         if reference_active():
             return self._plain_plan(batch, key)
         plan = self._plans[batch.kind] = self._plan(batch, self._check(batch), key)
@@ -325,14 +343,13 @@ class Channel:
         once per kind and reused while the kind's next batches repeat it (see :meth:`_kept_plan`).
         """
         batches = [batch for batch in batches if len(batch)]
-        keys = [batch.header_key() for batch in batches]
-        kept = [self._kept_plan(batch, key) for batch, key in zip(batches, keys)]
+        kept = [self._kept_plan(batch) for batch in batches]
         if from_agents and any(
             b.sender.min() <= SERVER and (b.sender == SERVER).any() if plan is None else plan.server_sender
             for b, plan in zip(batches, kept)
         ):
             raise ValueError(AGENTS_AS_SERVER)
-        return [(plan or self._new_plan(batch, key)).apply(batch) for batch, plan, key in zip(batches, kept, keys)]
+        return [(plan or self._new_plan(batch)).apply(batch) for batch, plan in zip(batches, kept)]
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Send prepared batches in ``slot``: record them in the ledger, then drop and delay copies.
