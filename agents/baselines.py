@@ -135,6 +135,7 @@ class IndependentUCB1(Configured, Population, config=NoOptions):
         self._two_log = np.empty(0)  # 2 ln(max(t, 1)) for t in [_log_start, _log_start + LOG_BLOCK)
         self._log_start = 0
         self._cells = (np.arange(shape[0] * shape[1]) * shape[2]).reshape(shape[:2])
+        self._counts_flat, self._sums_flat = self.counts.reshape(-1), self.sums.reshape(-1)  # views
 
     def act(self, step: Step) -> Action:
         """UCB1 on the agent's own statistics."""
@@ -156,8 +157,8 @@ class IndependentUCB1(Configured, Population, config=NoOptions):
     def observe(self, feedback: Feedback) -> None:
         """Add each agent's reward to its own statistics (flat indices: one cell per agent)."""
         cells = self._cells + feedback.arms
-        self.counts.reshape(-1)[cells] += 1
-        self.sums.reshape(-1)[cells] += feedback.rewards
+        self._counts_flat[cells] += 1
+        self._sums_flat[cells] += feedback.rewards
         self.total += 1
         if self._untried:
             self._untried = bool(np.count_nonzero(self.counts) < self.counts.size)  # (a third of all()'s cost)

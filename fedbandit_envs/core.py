@@ -93,7 +93,7 @@ class Action:
     messages: list[MessageBatch] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.messages, list | tuple):
+        if not isinstance(self.messages, (list, tuple)):
             raise TypeError(
                 f"Action.messages must be a list of MessageBatch objects, got {type(self.messages).__name__}"
             )
@@ -380,13 +380,22 @@ def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int)
     arms = np.asarray(arms)
     if arms.shape != shape:
         raise ValueError(f"arms must have shape ({axes}) = {shape}, got {arms.shape}")
-    if arms.dtype.kind not in "iu":
+    dtype = arms.dtype
+    if dtype.kind not in "iu":
         raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
     # int64 (the common case): one reduction, negatives seen as huge unsigned values
-    if arms.view(np.uint64).max() >= num_arms if arms.dtype == np.int64 else arms.min() < 0 or arms.max() >= num_arms:
+    if np.maximum.reduce(arms.view(_UINT64), None) >= num_arms if dtype == _INT64 else _outside(arms, num_arms):
         bad = arms[(arms < 0) | (arms >= num_arms)][0]
         raise ValueError(f"arm {bad} is out of range: arms are 0..{num_arms - 1}")
-    return arms.astype(np.int64)
+    return arms.astype(_INT64)
+
+
+def _outside(arms: np.ndarray, num_arms: int) -> bool:
+    """Whether an integer array holds an arm outside ``0..num_arms - 1``."""
+    return bool(arms.min() < 0 or arms.max() >= num_arms)
+
+
+_INT64, _UINT64 = np.dtype(np.int64), np.dtype(np.uint64)
 
 
 #: Error texts of a step after the last slot: of an environment (its agents are gone) and of a core.

@@ -395,6 +395,11 @@ class Channel:
                 delay[rows] += self._rngs[b].integers(0, self.config.latency_jitter + 1, int(rows.sum()))
         return delay
 
+    @property
+    def in_flight(self) -> bool:
+        """Whether some delayed copies are still to be delivered."""
+        return bool(self._in_flight)
+
     def due(self, slot: int) -> list[MessageBatch]:
         """Delayed copies whose delivery slot is ``slot`` (removed from the in-flight queue)."""
         return self._in_flight.pop(slot, [])

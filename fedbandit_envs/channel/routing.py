@@ -85,6 +85,10 @@ def deliver(
         collect_due: also deliver the copies that were delayed until ``slot`` (once per slot).
         close: close the slot in the ledger (the last routing of the slot).
     """
+    if not prepared and coordinator is None and not channel.in_flight:  # nothing sent, nothing due, no server
+        if close:
+            channel.close_slot()
+        return []
     arrived = (channel.due(slot) if collect_due else []) + channel.transmit(slot, prepared)
     to_server, inbox = [], []
     for batch in arrived:

@@ -157,6 +157,7 @@ class FederatedMABCore(ChannelCore):
         ]
         self.means = np.stack([inst.means for inst in self.instances])  # (B, M, K)
         self.gaps = np.stack([inst.gaps for inst in self.instances])  # (B, K)
+        self._means_flat, self._gaps_flat = self.means.reshape(-1), self.gaps.reshape(-1)  # views, for flat gathers
         b, m = len(streams), cfg.num_agents
         self.num_replicas = b
         self._rows = np.arange(b)[:, None]
@@ -249,11 +250,11 @@ class FederatedMABCore(ChannelCore):
         prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         cells = self._mean_cells + arms  # flat (replica, agent, arm) cells, the layout of means and pulls
         noise = self._reward_noise(arms, cells)
-        means = self.means.reshape(-1).take(cells)
+        means = self._means_flat.take(cells)
         rewards = self.reward_model.transform(means, noise)
         if self.config.reward_tape:
             self._pulls.reshape(-1)[cells] += 1  # one pull per (replica, agent): no repeated cell
-        self.last_regret = self.gaps.reshape(-1).take(self._gap_cells + arms)
+        self.last_regret = self._gaps_flat.take(self._gap_cells + arms)
         self.regret += self.last_regret
         if self.message_hooks:  # only the hooks read the counts
             self._observed[self._rows, self._cols, arms] += 1
