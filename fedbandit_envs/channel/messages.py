@@ -71,10 +71,14 @@ def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
     for key, value in payload.items():
         fits = type(key) is str and 0 < len(key) <= MAX_NAME_LENGTH  # the common case, checked fast
         name = key if fits else check_name(f"{where}: a payload field name", key)
-        array, shape = _distinct_entries(value, where, name)
-        if array.dtype.kind not in "biuf":
+        if type(value) is np.ndarray and 0 not in value.strides:  # the common case: an array, no broadcast axis
+            array, shape = value, None
+        else:
+            array, shape = _distinct_entries(value, where, name)
+        kind = array.dtype.kind
+        if kind not in "biuf":
             raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
-        if array.dtype.kind == "f" and not _all_finite(array):
+        if kind == "f" and not _all_finite(array):
             raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
         array = frozen(array)
         out[name] = array if shape is None else np.broadcast_to(array, shape)
@@ -279,6 +283,8 @@ def row_layout(payload: Mapping[str, np.ndarray]) -> list[tuple[str, np.dtype, t
     return [(k, v.dtype, v.shape[1:]) for k, v in arrays.items()]
 
 
+_INT64 = np.dtype(np.int64)
+
 #: The header arrays of a :class:`MessageBatch` and their smallest entry (checked unless given as 1-D int64; ids are
 #: checked against the topology on routing).
 _HEADER_MINIMA = (("replica", 0), ("sender", None), ("recipient", None))
@@ -324,20 +330,20 @@ class MessageBatch:
         slot: ArrayLike | None = None,
         privacy: PrivacySchema | None = None,
     ) -> None:
-        headers: dict[str, np.ndarray] = {}
-        for (name, minimum), array in zip(_HEADER_MINIMA, (replica, sender, recipient)):
-            if type(array) is np.ndarray and array.dtype == np.int64 and array.ndim == 1:
-                headers[name] = array  # used as given
-            else:
-                headers[name] = check_int_array(f"MessageBatch.{name}", array, minimum)
-        n = len(headers["sender"])
+        replica, sender, recipient = (
+            array if type(array) is np.ndarray and array.dtype == _INT64 and array.ndim == 1  # used as given
+            else check_int_array(f"MessageBatch.{name}", array, minimum)
+            for (name, minimum), array in zip(_HEADER_MINIMA, (replica, sender, recipient))
+        )  # fmt: skip
+        n = len(sender)
         counts = (
             _constant(n, 1) if count is None else frozen(check_int_array("MessageBatch.count", count, 1, MAX_COUNT))
         )
         slots = _constant(n, -1) if slot is None else frozen(check_int_array("MessageBatch.slot", slot, -1))
-        for name, array in (*headers.items(), ("count", counts), ("slot", slots)):
-            if len(array) != n:
-                raise ValueError(f"MessageBatch.{name} has {len(array)} rows, sender has {n}; give one entry per row")
+        if not len(replica) == len(recipient) == len(counts) == len(slots) == n:
+            columns = {"replica": replica, "recipient": recipient, "count": counts, "slot": slots}
+            name, rows = next((name, len(array)) for name, array in columns.items() if len(array) != n)
+            raise ValueError(f"MessageBatch.{name} has {rows} rows, sender has {n}; give one entry per row")
         kind = _checked_kind(kind, "MessageBatch")
         where = f"MessageBatch(kind={kind!r})"
         fields = _as_payload(payload, where)
@@ -349,7 +355,16 @@ class MessageBatch:
         _check_row_size([(v.shape[1:], v.dtype) for v in fields.values()], where)
         privacy = check_schema(privacy, fields, where)
         # frozen: the validated values are set once, here
-        self.__dict__.update(kind=kind, payload=fields, count=counts, slot=slots, privacy=privacy, **headers)
+        self.__dict__.update(
+            kind=kind,
+            replica=replica,
+            sender=sender,
+            recipient=recipient,
+            payload=fields,
+            count=counts,
+            slot=slots,
+            privacy=privacy,
+        )
 
     def __len__(self) -> int:
         return len(self.sender)
