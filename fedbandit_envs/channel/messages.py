@@ -13,6 +13,7 @@ import functools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -407,25 +408,25 @@ class MessageBatch:
         )
         return batch
 
-    def _sharing_layout(self, batch: MessageBatch) -> MessageBatch:
-        """``batch`` (rows of this batch, the same layout) given this batch's computed layout key, if any."""
-        if "_layout" in self.__dict__:
-            batch.__dict__["_layout"] = self.__dict__["_layout"]
+    def _derived(self, **columns: Any) -> MessageBatch:
+        """A batch of this one's kind, layout (and layout key, if computed) and privacy with ``columns`` replaced.
+
+        Trusted: the new columns are neither checked nor copied.
+        """
+        batch = object.__new__(MessageBatch)
+        batch.__dict__.update(self.__dict__, **columns)
         return batch
 
     def take(self, rows: np.ndarray | slice) -> MessageBatch:
         """The sub-batch of the given row indices, boolean mask, or slice (a slice shares the arrays: no copy)."""
-        batch = MessageBatch._trusted(
-            self.kind,
-            self.replica[rows],
-            self.sender[rows],
-            self.recipient[rows],
-            _payload_rows(self.payload, rows),
-            self.count[rows],
-            self.slot[rows],
-            self.privacy,
+        return self._derived(
+            replica=self.replica[rows],
+            sender=self.sender[rows],
+            recipient=self.recipient[rows],
+            payload=_payload_rows(self.payload, rows),
+            count=self.count[rows],
+            slot=self.slot[rows],
         )
-        return self._sharing_layout(batch)
 
     def split_rows(self) -> list[MessageBatch]:
         """One sub-batch per row, in order (views of this batch's arrays, no copy)."""
@@ -487,17 +488,14 @@ class MessageBatch:
                 count = _constant(len(rows), 1)
             else:
                 count = frozen(self.count.take(rows))
-        batch = MessageBatch._trusted(self.kind, replica, sender, recipient, payload, count, slot, self.privacy)
-        return self._sharing_layout(batch)
+        header = {"replica": replica, "sender": sender, "recipient": recipient}
+        return self._derived(**header, payload=payload, count=count, slot=slot)
 
     def stamped(self, slot: int) -> MessageBatch:
         """The same rows (payload shared, not copied) stamped with the send ``slot``."""
         slots = np.empty(len(self), np.int64)
         slots.fill(slot)  # np.full, without its Python-level overhead
-        batch = MessageBatch._trusted(
-            self.kind, self.replica, self.sender, self.recipient, self.payload, self.count, slots, self.privacy
-        )
-        return self._sharing_layout(batch)
+        return self._derived(slot=slots)
 
     def with_payload(self, payload: Mapping[str, np.ndarray], privacy: PrivacySchema | None) -> MessageBatch:
         """The same rows with a new payload and privacy declaration (e.g. after a DP wrapper noised it)."""
