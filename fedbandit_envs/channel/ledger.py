@@ -321,7 +321,10 @@ class Ledger:
         self.version = next(_VERSIONS)
         layout = self._layout(batch)
         replica, sender, recipient, count = (
-            _held(a) for a in (batch.replica, batch.sender, batch.recipient, batch.count)
+            _held(batch.replica),
+            _held(batch.sender),
+            _held(batch.recipient),
+            _held(batch.count),
         )
         first_record, self._num_records = self._num_records, self._num_records + rows
         self._slot_links.append((replica, sender, recipient, first_record))

@@ -103,7 +103,7 @@ def deliver(
             inbox.append(batch.take(~server_rows))
     if coordinator is not None:
         replies = coordinator.step(slot, [b for b in to_server if len(b)])
-        if not isinstance(replies, list | tuple):
+        if not isinstance(replies, (list, tuple)):
             raise TypeError(
                 f"{type(coordinator).__name__}.step must return a list of MessageBatch replies (sender SERVER), "
                 f"got {type(replies).__name__}"

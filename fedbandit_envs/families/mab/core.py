@@ -267,7 +267,7 @@ class FederatedMABCore(ChannelCore):
     # ------------------------------------------------------------------ the population protocol
     def current_step(self) -> Step:
         """The act phase of the current slot: its index and the gossip partners sampled for it."""
-        return Step(self.slot, partners=self.partners)
+        return Step(self.slot, self.partners)
 
     def play(self, action: Action) -> Feedback:
         """Play the current slot with a population's action (arms and the messages sent with them)."""
