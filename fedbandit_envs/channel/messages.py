@@ -488,8 +488,9 @@ class MessageBatch:
                 count = _constant(len(rows), 1)
             else:
                 count = frozen(self.count.take(rows))
-        header = {"replica": replica, "sender": sender, "recipient": recipient}
-        return self._derived(**header, payload=payload, count=count, slot=slot)
+        return self._derived(
+            replica=replica, sender=sender, recipient=recipient, payload=payload, count=count, slot=slot
+        )
 
     def stamped(self, slot: int) -> MessageBatch:
         """The same rows (payload shared, not copied) stamped with the send ``slot``."""
