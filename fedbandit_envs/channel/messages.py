@@ -120,7 +120,7 @@ def _check_row_size(shapes: Iterable[tuple[tuple[int, ...], np.dtype]], where: s
     """
     size = 0
     for shape, dtype in shapes:
-        if len(shape) > MAX_ROW_AXES or max(shape, default=0) > MAX_ROW_BYTES:
+        if len(shape) > MAX_ROW_AXES or (shape and max(shape) > MAX_ROW_BYTES):
             raise ValueError(
                 f"{where}: a field's row has shape {shape}; at most {MAX_ROW_AXES} axes of at most {MAX_ROW_BYTES} "
                 "entries each are allowed"
@@ -331,11 +331,16 @@ class MessageBatch:
         slot: ArrayLike | None = None,
         privacy: PrivacySchema | None = None,
     ) -> None:
-        replica, sender, recipient = (
-            array if type(array) is np.ndarray and array.dtype == _INT64 and array.ndim == 1  # used as given
-            else check_int_array(f"MessageBatch.{name}", array, minimum)
-            for (name, minimum), array in zip(_HEADER_MINIMA, (replica, sender, recipient))
-        )  # fmt: skip
+        if not (  # 1-D int64 arrays are used as given (the common case: all three, checked at once)
+            type(replica) is type(sender) is type(recipient) is np.ndarray
+            and replica.dtype == sender.dtype == recipient.dtype == _INT64
+            and replica.ndim == sender.ndim == recipient.ndim == 1
+        ):
+            replica, sender, recipient = (
+                array if type(array) is np.ndarray and array.dtype == _INT64 and array.ndim == 1
+                else check_int_array(f"MessageBatch.{name}", array, minimum)
+                for (name, minimum), array in zip(_HEADER_MINIMA, (replica, sender, recipient))
+            )  # fmt: skip
         n = len(sender)
         counts = (
             _constant(n, 1) if count is None else frozen(check_int_array("MessageBatch.count", count, 1, MAX_COUNT))
