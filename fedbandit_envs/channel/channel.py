@@ -97,11 +97,13 @@ class _HeaderPlan:
         self.sources = sources if all(is_frozen(a) for a in sources) else None
         self.rows = None if rows is None else frozen(rows)
         self.server_sender = bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
+        self.server_senders_only = not np.count_nonzero(batch.sender != SERVER)
         if rows is None:
             self.header = (frozen(batch.replica), frozen(batch.sender), frozen(recipient))
         else:
             self.header = (frozen(batch.replica[rows]), frozen(batch.sender[rows]), frozen(recipient))
         self.unsent = frozen(np.full(len(recipient), -1, np.int64))
+        self.to_server = int(np.count_nonzero(recipient == SERVER))  # routed copies whose recipient is the server
 
     def has_sources_of(self, batch: MessageBatch) -> bool:
         """Whether ``batch`` holds this plan's immutable source header arrays themselves (so it has its header)."""
@@ -394,6 +396,28 @@ class Channel:
                 rows = batch.replica == b
                 delay[rows] += self._rngs[b].integers(0, self.config.latency_jitter + 1, int(rows.sum()))
         return delay
+
+    def copies_to_server(self, batch: MessageBatch) -> int:
+        """How many rows of a transmitted ``batch`` go to the server.
+
+        Read from the kind's kept plan when the batch holds the plan's routed recipient array (every copy of a kept
+        header went on); else, and in the reference mode (:mod:`fedbandit_envs.reference`), counted.
+        """
+        plan = self._plans.get(batch.kind)
+        if plan is not None and batch.recipient is plan.header[2] and not reference_active():
+            return plan.to_server
+        return int(np.count_nonzero(batch.recipient == SERVER))
+
+    def sent_by_server(self, batch: MessageBatch) -> bool:
+        """Whether every row of ``batch`` has the sender ``SERVER``.
+
+        Read from the kind's kept plan when the batch holds the plan's own immutable sender array; else, and in the
+        reference mode, checked row by row.
+        """
+        plan = self._plans.get(batch.kind)
+        if plan is not None and plan.sources is not None and batch.sender is plan.sources[1] and not reference_active():
+            return plan.server_senders_only
+        return not np.count_nonzero(batch.sender != SERVER)
 
     @property
     def in_flight(self) -> bool:

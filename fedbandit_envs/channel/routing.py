@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from fedbandit_envs.channel.channel import Channel
 from fedbandit_envs.channel.messages import MessageBatch
 from fedbandit_envs.topology import SERVER
@@ -92,13 +90,13 @@ def deliver(
     arrived = (channel.due(slot) if collect_due else []) + channel.transmit(slot, prepared)
     to_server, inbox = [], []
     for batch in arrived:
-        server_rows = batch.recipient == SERVER
-        to_server_rows = np.count_nonzero(server_rows)  # (a count is cheaper than the all and any reductions)
-        if to_server_rows == len(server_rows):
+        to_server_rows = channel.copies_to_server(batch)
+        if to_server_rows == len(batch):
             to_server.append(batch)
         elif to_server_rows == 0:
             inbox.append(batch)
         else:
+            server_rows = batch.recipient == SERVER
             to_server.append(batch.take(server_rows))
             inbox.append(batch.take(~server_rows))
     if coordinator is not None:
@@ -109,7 +107,7 @@ def deliver(
                 f"got {type(replies).__name__}"
             )
         for batch in check_batches(replies):
-            if np.count_nonzero(batch.sender != SERVER):
+            if not channel.sent_by_server(batch):
                 raise ValueError("coordinator replies must have sender SERVER")
         inbox += channel.transmit(slot, channel.prepare(replies))
     if close:
