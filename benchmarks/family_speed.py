@@ -84,6 +84,7 @@ def measure(tree: Path, case: tuple) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", WORKER, json.dumps([family, algorithm, env, seeds, batched])],
         env={**os.environ, "PYTHONPATH": str(tree)},
+        cwd=tree,  # ``python -c`` puts its working directory first on sys.path: the tree, not the caller's
         capture_output=True,
         text=True,
         check=True,
