@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -73,6 +74,10 @@ def test_payload_is_copied_read_only_and_validated() -> None:
             MessageBatch("k", *headers(), {"v": payload})
     with pytest.raises(TypeError, match=r"^MessageBatch\(kind='k'\): payload field 'v' must be numeric"):
         MessageBatch("k", *headers(), {"v": np.array(["a", "b", "c"])})
+    with warnings.catch_warnings():  # finite values whose sum overflows are finite: accepted, without a warning
+        warnings.simplefilter("error")
+        huge = MessageBatch("k", *headers(), {"v": np.full(3, np.finfo(np.float64).max), "h": np.float16([6e4] * 3)})
+    assert np.isfinite(huge.payload["v"]).all() and np.isfinite(huge.payload["h"]).all()
     with pytest.raises(TypeError, match=r"^MessageBatch\(kind='k'\): payload must be a mapping"):
         MessageBatch("k", *headers(), [np.ones(3)])  # type: ignore[arg-type]
     message = "MessageBatch(kind='k') field 'v' has shape (2, 2); its first axis must have one entry per row (3)"
