@@ -112,14 +112,23 @@ def _checked_kind(kind: object, owner: str) -> str:
     return check_name(f"{owner}.kind", kind)
 
 
-def _check_row_size(shapes: Iterable[tuple[tuple[int, ...], np.dtype]], where: str) -> None:
-    """ValueError unless one message's fields (row shapes and dtypes) are within the limits.
+#: One message's fields: each one's name, dtype and row shape.
+RowLayout = tuple[tuple[str, np.dtype, tuple[int, ...]], ...]
+
+
+def _layout_key_of(kind: str, layout: RowLayout, privacy: Mapping | None) -> tuple:
+    """The key shared by rows of ``kind`` with the fields ``layout`` and the declaration ``privacy``."""
+    return kind, layout, None if privacy is None else tuple(privacy.items())
+
+
+def _check_row_size(layout: RowLayout, where: str) -> None:
+    """ValueError unless one message's fields (names, dtypes and row shapes) are within the limits.
 
     Each field's row has at most :data:`MAX_ROW_AXES` axes of at most :data:`MAX_ROW_BYTES` entries, and the fields
     hold at most :data:`MAX_ROW_BYTES` bytes together.
     """
     size = 0
-    for shape, dtype in shapes:
+    for _, dtype, shape in layout:
         if len(shape) > MAX_ROW_AXES or (shape and max(shape) > MAX_ROW_BYTES):
             raise ValueError(
                 f"{where}: a field's row has shape {shape}; at most {MAX_ROW_AXES} axes of at most {MAX_ROW_BYTES} "
@@ -163,7 +172,7 @@ class Message:
             for name, minimum, maximum in _MESSAGE_INTS:
                 object.__setattr__(self, name, check_int(f"Message.{name}", getattr(self, name), minimum, maximum))
         object.__setattr__(self, "payload", _as_payload(self.payload, f"Message(kind={self.kind!r})"))
-        _check_row_size(((v.shape, v.dtype) for v in self.payload.values()), f"Message(kind={self.kind!r})")
+        _check_row_size(tuple([(k, v.dtype, v.shape) for k, v in self.payload.items()]), f"Message(kind={self.kind!r})")
         object.__setattr__(self, "privacy", check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})"))
 
     @classmethod
@@ -358,9 +367,10 @@ class MessageBatch:
                 raise ValueError(
                     f"{where} field {name!r} has shape {array.shape}; its first axis must have one entry per row ({n})"
                 )
-        _check_row_size([(v.shape[1:], v.dtype) for v in fields.values()], where)
+        layout = tuple([(name, array.dtype, array.shape[1:]) for name, array in fields.items()])
+        _check_row_size(layout, where)
         privacy = check_schema(privacy, fields, where)
-        # frozen: the validated values are set once, here
+        # frozen: the validated values are set once, here (with the layout key, which every routed batch needs)
         self.__dict__.update(
             kind=kind,
             replica=replica,
@@ -370,6 +380,7 @@ class MessageBatch:
             count=counts,
             slot=slots,
             privacy=privacy,
+            _layout=_layout_key_of(kind, layout, privacy),
         )
 
     def __len__(self) -> int:
@@ -528,13 +539,11 @@ class MessageBatch:
     def layout_key(self) -> tuple:
         """What rows must share to be one batch: the kind, each field's name, dtype and row shape, the privacy.
 
-        Computed once per batch (its sub-batches from :meth:`take` share it).
+        Computed once per batch, by the constructor or when first asked (the batches derived from it share it).
         """
         key = self.__dict__.get("_layout")
         if key is None:
-            layout = tuple(row_layout(self.payload))  # dtypes compare and hash by value
-            privacy = None if self.privacy is None else tuple(self.privacy.items())
-            key = self.__dict__["_layout"] = (self.kind, layout, privacy)
+            key = self.__dict__["_layout"] = _layout_key_of(self.kind, tuple(row_layout(self.payload)), self.privacy)
         return key
 
 
@@ -542,8 +551,7 @@ def _layout_key(item: Message | MessageBatch) -> tuple:
     """The :meth:`MessageBatch.layout_key` of the batch ``item`` is, or would be a row of."""
     if isinstance(item, MessageBatch):
         return item.layout_key()
-    privacy = None if item.privacy is None else tuple(item.privacy.items())
-    return item.kind, tuple([(k, v.dtype, v.shape) for k, v in item.payload.items()]), privacy
+    return _layout_key_of(item.kind, tuple([(k, v.dtype, v.shape) for k, v in item.payload.items()]), item.privacy)
 
 
 def batches_from_messages(messages: Iterable[Message | MessageBatch], replica: int = 0) -> list[MessageBatch]:
