@@ -80,6 +80,11 @@ class ChannelConfig:
         return bool(np.any(np.asarray(self.latency) > 0) or self.latency_jitter > 0)
 
 
+def _sends_as_server(batch: MessageBatch) -> bool:
+    """Whether a row of ``batch`` has the sender ``SERVER``."""
+    return bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
+
+
 class _HeaderPlan:
     """A checked batch header of one kind, kept for the later batches with the same header.
 
@@ -96,7 +101,7 @@ class _HeaderPlan:
         sources = (batch.replica, batch.sender, batch.recipient)
         self.sources = sources if all(is_frozen(a) for a in sources) else None
         self.rows = None if rows is None else frozen(rows)
-        self.server_sender = bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
+        self.server_sender = _sends_as_server(batch)
         self.server_senders_only = not np.count_nonzero(batch.sender != SERVER)
         if rows is None:
             self.header = (frozen(batch.replica), frozen(batch.sender), frozen(recipient))
@@ -346,11 +351,10 @@ class Channel:
         """
         batches = [batch for batch in batches if len(batch)]
         kept = [self._kept_plan(batch) for batch in batches]
-        if from_agents and any(
-            b.sender.min() <= SERVER and (b.sender == SERVER).any() if plan is None else plan.server_sender
-            for b, plan in zip(batches, kept)
-        ):
-            raise ValueError(AGENTS_AS_SERVER)
+        if from_agents:
+            for batch, plan in zip(batches, kept):
+                if plan.server_sender if plan is not None else _sends_as_server(batch):
+                    raise ValueError(AGENTS_AS_SERVER)
         return [(plan or self._new_plan(batch)).apply(batch) for batch, plan in zip(batches, kept)]
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
