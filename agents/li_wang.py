@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, get_args
@@ -115,7 +116,7 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     if p == 0:
         return np.zeros(matrices.shape[:-2])
     try:
-        factor = np.linalg.cholesky(matrices + lam * np.eye(p))
+        factor = np.linalg.cholesky(matrices + _ridge(p, lam))
     except np.linalg.LinAlgError:
         raise ValueError(
             "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
@@ -124,6 +125,14 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
             "on a channel without latency or latency_jitter)"
         ) from None
     return 2.0 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
+
+
+@functools.lru_cache(maxsize=16)
+def _ridge(dim: int, lam: float) -> np.ndarray:
+    """``lam * np.eye(dim)``, computed once per arguments (read-only; the same bits every time)."""
+    ridge = lam * np.eye(dim)
+    ridge.setflags(write=False)
+    return ridge
 
 
 def _add_rows(target: np.ndarray, index: tuple[np.ndarray, ...], values: np.ndarray) -> None:
@@ -163,20 +172,28 @@ def _add_to_rows(target: np.ndarray, at: np.ndarray, values: Any) -> None:
     client of a replica) each run is added to a slice of ``target`` instead of through a gather and a scatter
     of every row. A repeated row gets every addition, in row order (:func:`_add_rows`, as ``np.add.at``).
     """
+    _add_to_each_row(at, ((target, values),))
+
+
+def _add_to_each_row(at: np.ndarray, additions: Sequence[tuple[np.ndarray, Any]]) -> None:
+    """:func:`_add_to_rows` for several ``(target, values)`` pairs at the same rows ``at`` (their layout found once)."""
     if len(at) == 0:
         return
-    values = np.broadcast_to(values, (len(at), *target.shape[1:]))
     steps = np.diff(at)
     if not (steps > 0).all() and len(np.unique(at)) < len(at):
-        _add_rows(target, (at,), values)
+        for target, values in additions:
+            _add_rows(target, (at,), np.broadcast_to(values, (len(at), *target.shape[1:])))
         return
     breaks = np.flatnonzero(steps != 1) + 1
     if len(breaks) >= _MAX_RUNS:
-        target[at] += values
+        for target, values in additions:
+            target[at] += np.broadcast_to(values, (len(at), *target.shape[1:]))
         return
-    for start, stop in zip((0, *breaks.tolist()), (*breaks.tolist(), len(at))):
-        first = int(at[start])
-        target[first : first + stop - start] += values[start:stop]
+    runs = list(zip((0, *breaks.tolist()), (*breaks.tolist(), len(at)), at[np.r_[0, breaks]].tolist()))
+    for target, values in additions:
+        values = np.broadcast_to(values, (len(at), *target.shape[1:]))
+        for start, stop, first in runs:
+            target[first : first + stop - start] += values[start:stop]
 
 
 def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -323,6 +340,8 @@ class RidgeStats:
 
     def _apply(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Copy the deferred replacements of the given pairs into the statistics."""
+        if not self._sources:  # every deferred pair names a kept source: none is deferred
+            return
         source = self._source[rows, clients]
         deferred = source >= 0
         if not np.count_nonzero(deferred):  # (count_nonzero: a quarter of any()'s cost on a few pairs)
@@ -350,7 +369,7 @@ class RidgeStats:
 
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
         self._apply(rows, clients)
-        self.inv[rows, clients] = np.linalg.inv(self._v[rows, clients] + self.lam * np.eye(self.dim))
+        self.inv[rows, clients] = np.linalg.inv(self._v[rows, clients] + _ridge(self.dim, self.lam))
         self.ld[rows, clients] = log_det(self._v[rows, clients], self.lam)
         self.stale[rows, clients] = False
 
@@ -383,9 +402,13 @@ class RidgeStats:
         """Add received statistics (a download) to each pair."""
         self._apply(rows, clients)
         flat = rows * self._count.shape[1] + clients  # one index of the flattened pairs
-        _add_to_rows(self._v.reshape(-1, self.dim, self.dim), flat, v)
-        _add_to_rows(self._b.reshape(-1, self.dim), flat, b)
-        _add_to_rows(self._count.reshape(-1), flat, count)
+        additions: list[tuple[np.ndarray, Any]] = [
+            (self._v.reshape(-1, self.dim, self.dim), v),
+            (self._b.reshape(-1, self.dim), b),
+        ]
+        if np.ndim(count) or count:  # adding a scalar 0 to the integer counts changes none
+            additions.append((self._count.reshape(-1), count))
+        _add_to_each_row(flat, additions)
         self.stale[rows, clients] = True
         if reference_active():
             self._recompute(rows, clients)
@@ -755,6 +778,9 @@ class AsyncServer(Coordinator):
     def _deltas(self, rows: np.ndarray, clients: np.ndarray) -> list[np.ndarray]:
         """``aggregate - base`` of each pair for V, b and count, once per shared base (a broadcast view if one)."""
         snapshot = self._snapshot[rows, clients]
+        key = int(snapshot[0])
+        if key >= 0 and (snapshot == key).all() and (rows == rows[0]).all():
+            return self._broadcast_deltas(int(rows[0]), key, len(rows))
         own, shared = snapshot < 0, snapshot >= 0
         keys, inverse = np.unique(rows[shared] * self._next_key + snapshot[shared], return_inverse=True)
         groups = [divmod(key, self._next_key) for key in keys.tolist()]
@@ -775,6 +801,11 @@ class AsyncServer(Coordinator):
             deltas.append(delta)
         return deltas
 
+    def _broadcast_deltas(self, replica: int, key: int, n: int) -> list[np.ndarray]:
+        """:meth:`_deltas` of ``n`` pairs of ``replica`` that all share snapshot ``key``: one row each, broadcast."""
+        aggregates = (self.v[replica], self.b[replica], self.count[replica])
+        return [np.broadcast_to(a - shared, (n, *a.shape)) for a, shared in zip(aggregates, self._snapshots[key])]
+
     def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
         if reference_active():
@@ -782,14 +813,27 @@ class AsyncServer(Coordinator):
             self._base_v[rows, clients], self._base_b[rows, clients] = self.v[rows], self.b[rows]
             self._base_count[rows, clients] = self.count[rows]
             return
-        for r in np.unique(rows).tolist() if len(rows) > 1 else rows.tolist():
+        one_replica = len(rows) and rows.min() == rows.max()
+        for r in [int(rows[0])] if one_replica else np.unique(rows).tolist():
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
-            self._snapshot[r, clients[rows == r]] = self._next_key
+            self._snapshot[r, clients if one_replica else clients[rows == r]] = self._next_key
             self._next_key += 1
         if len(self._snapshots) > 2 * self._live_snapshots + 8:
             live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
             self._snapshots = {key: self._snapshots[key] for key in live}
             self._live_snapshots = len(live)
+
+    def _base_log_dets(self, rows: np.ndarray, clients: np.ndarray, level: np.ndarray) -> None:
+        """``base_ld`` of the uploaders: the aggregate's where the base equals it (``level``), else a factorisation.
+
+        (The same factorisation of the same matrix: the same bits.) The reference mode factorises every base.
+        """
+        if reference_active():
+            level = np.zeros_like(level)
+        self.base_ld[rows[level], clients[level]] = self.ld[rows[level]]
+        if not level.all():
+            rest = ~level
+            self.base_ld[rows[rest], clients[rest]] = log_det(self._base_v[rows[rest], clients[rest]], self.lam)
 
     def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
         """Aggregate the uploads, then send the triggered downloads (only in steps with an upload)."""
@@ -806,22 +850,21 @@ class AsyncServer(Coordinator):
             _add_rows(self._base_v, (r, i), dv)
             _add_rows(self._base_b, (r, i), db)
             _add_rows(self._base_count, (r, i), count)
-            self.base_ld[r, i] = log_det(self._base_v[r, i], self.lam)
-        replicas = np.unique(np.concatenate([batch.replica for batch in uploads]))
+        up_r, up_i = (np.concatenate([getattr(batch, name) for batch in uploads]) for name in ("replica", "sender"))
+        replicas = np.unique(up_r)
         self.ld[replicas] = log_det(self.v[replicas], self.lam)
-        fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
-        rows, clients = np.nonzero(fire)
-        r = replicas[rows]
-        deltas = self._deltas(r, clients) if len(r) else None
-        # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot too
-        up_r = np.concatenate([batch.replica for batch in uploads])
-        up_i = np.concatenate([batch.sender for batch in uploads])
+        # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot and its log-determinant
         level = (
             (self._base_v[up_r, up_i] == self.v[up_r]).all(axis=(1, 2))
             & (self._base_b[up_r, up_i] == self.b[up_r]).all(axis=1)
             & (self._base_count[up_r, up_i] == self.count[up_r])
             & (self._snapshot[up_r, up_i] < 0)
         )
+        self._base_log_dets(up_r, up_i, level)
+        fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
+        rows, clients = np.nonzero(fire)
+        r = replicas[rows]
+        deltas = self._deltas(r, clients) if len(r) else None
         self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
         if deltas is None:
             return []

@@ -17,6 +17,7 @@ from agents.li_wang import (
     BufferedStats,
     SyncLinUCB,
     _add_rows,
+    _add_to_each_row,
     _add_to_rows,
     _norm,
     _pinv_psd,
@@ -115,6 +116,21 @@ def test_add_to_rows_takes_unsorted_rows_and_scalars():
     _add_to_rows(counts, np.array([5]), np.array([1]))
     _add_to_rows(counts, np.array([], np.int64), np.zeros(0, np.int64))
     np.testing.assert_array_equal(counts, [0, 2, 2, 2, 0, 1])
+
+
+@pytest.mark.parametrize("at", [[3, 4, 5, 9], [5, 3, 3, 0], list(range(0, 40, 2))])
+def test_add_to_each_row_is_one_add_to_rows_per_target(at):
+    """Several targets at the same rows: each gets what :func:`_add_to_rows` alone gives it."""
+    rng = np.random.default_rng(len(at))
+    at = np.array(at)
+    matrices, vectors = rng.standard_normal((40, 3, 3)), rng.standard_normal((40, 3))
+    rows, row = rng.standard_normal((len(at), 3, 3)), rng.standard_normal(3)  # one row broadcast to every target row
+    expected_m, expected_v = matrices.copy(), vectors.copy()
+    _add_to_rows(expected_m, at, rows)
+    _add_to_rows(expected_v, at, row)
+    _add_to_each_row(at, [(matrices, rows), (vectors, row)])
+    np.testing.assert_array_equal(matrices, expected_m)
+    np.testing.assert_array_equal(vectors, expected_v)
 
 
 @pytest.mark.parametrize(("gamma", "registration"), [(1.0, "lazy"), (1.0, "eager"), (1.5, "lazy"), (4.0, "eager")])
