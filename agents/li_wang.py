@@ -34,10 +34,14 @@ every client a message (gamma = 1: N - 1 downloads per upload; Sync-LinUCB: 2 me
 client per synchronisation), and even there it is O(p^2) per message and O(p^3) only for the client
 that acts: bases equal to the aggregate are shared snapshots (:class:`AsyncServer`), a received
 replacement is copied when its client next acts, and an upload or a download never factorises a
-matrix (the factorisation waits for the client's next use). All of it is exact: trajectories are bit
-for bit those of the eager representation, which the reference mode (:mod:`fedbandit_envs.reference`)
-runs instead: every base a per-client copy, every replacement copied and every changed matrix
-factorised when it arrives.
+matrix (the factorisation waits for the client's next use). All of that is exact: the same bits as the
+eager representation, which the reference mode (:mod:`fedbandit_envs.reference`) runs instead: every
+base a per-client copy, every replacement copied, every download added row by row and every changed
+matrix factorised when it arrives. One shortcut changes rounding: a download row shared by many clients
+(gamma = 1: the same delta to all of them) is added once, to a running sum that each client takes back
+when it next acts (:class:`RidgeStats`), O(p^2) per download instead of per recipient; a client's sums
+then differ from the row-by-row ones by rounding only (within :data:`SHARED_RTOL`, tested against the
+reference mode).
 """
 
 from __future__ import annotations
@@ -196,6 +200,40 @@ def _add_to_each_row(at: np.ndarray, additions: Sequence[tuple[np.ndarray, Any]]
             target[first : first + stop - start] += values[start:stop]
 
 
+#: The tolerance a joined pair's statistics keep from the row-by-row sums (relative to the largest entry of the
+#: replica's shared sum): :meth:`RidgeStats._add_shared` rounds ``(V - S_then) + S_now`` once each where the
+#: downloads were added one by one (``tests/test_li_wang_lazy.py`` checks it against the reference mode).
+SHARED_RTOL = 1e-12
+
+
+def _shared_row(rows: np.ndarray, clients: np.ndarray, v: Any, b: Any, count: Any) -> tuple[Any, Any, Any] | None:
+    """The one row (v, b, count) that a download to two or more distinct pairs of one replica broadcasts, else None.
+
+    A row is shared when its payload fields are broadcasts (a zero stride along the rows, as the server sends them
+    and the channel keeps them) and the recipients ascend (so they are distinct).
+    """
+    if len(rows) < 2 or not all(_broadcast(field) for field in (v, b)) or np.ndim(count) and not _broadcast(count):
+        return None
+    if rows.min() != rows.max() or not (np.diff(clients) > 0).all():
+        return None
+    return v[0], b[0], count[0] if np.ndim(count) else count
+
+
+def _broadcast(field: Any) -> bool:
+    """Whether ``field`` is an array whose rows are one row broadcast (a zero stride along its first axis)."""
+    return isinstance(field, np.ndarray) and field.ndim >= 1 and field.strides[0] == 0
+
+
+def _by_replica(rows: np.ndarray, clients: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The pairs (rows ascending) split into one (rows, clients) group per replica, in order; none for no pair."""
+    if len(rows) == 0:
+        return []
+    if rows[0] == rows[-1]:
+        return [(rows, clients)]
+    starts = np.flatnonzero(np.diff(rows)) + 1
+    return list(zip(np.split(rows, starts), np.split(clients, starts)))
+
+
 def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``values[rows]``; a read-only broadcast view (no copy) when ``values`` has one row."""
     if len(values) == 1:
@@ -299,10 +337,16 @@ class RidgeStats:
     Sherman-Morrison; added or replaced statistics mark them ``stale`` until the next :meth:`refresh`.
     A replacement (:meth:`set_stats`) is itself deferred: the pair keeps a reference to the received
     row and copies it when it is next used, so a synchronisation costs O(1) per client that does not
-    act. Reading ``v``, ``b`` or ``count`` applies every deferred replacement first. In the reference mode
-    (:mod:`fedbandit_envs.reference`) nothing is deferred: a replacement is copied and every added or
-    replaced statistic is factorised at once (the eager refresh).
-    Index arguments ``rows, clients`` are equal-length int arrays of distinct (replica, client) pairs.
+    act. A download of one row shared by several pairs of a replica (a broadcast payload, e.g. Async-LinUCB's
+    delta to every client at gamma = 1) is added once, to the replica's running sum of shared downloads: a pair
+    that received it holds its statistics minus the sum as it was when the pair joined, and gets the sum back
+    when it is next used (:meth:`_add_shared`). That is exact in real arithmetic, but a joined pair's sums are
+    rounded as ``(V - S_then) + S_now`` instead of download by download (see :data:`SHARED_RTOL`). Reading ``v``,
+    ``b`` or ``count`` applies every deferred replacement and shared sum first. In the reference mode
+    (:mod:`fedbandit_envs.reference`) nothing is deferred: a replacement is copied, every download is added row by
+    row, and every added or replaced statistic is factorised at once (the eager refresh).
+    Index arguments ``rows, clients`` are equal-length int arrays of distinct (replica, client) pairs; a pair that
+    joined the shared sum is stale until its next refresh.
     """
 
     def __init__(self, num_replicas: int, num_clients: int, dim: int, lam: float) -> None:
@@ -319,6 +363,12 @@ class RidgeStats:
         self._source_row = np.zeros(shape, np.int64)
         self._sources: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._next_source = 0
+        # shared downloads: per replica their running sum; joined pairs hold their statistics minus the sum
+        self._shared_v = np.zeros((num_replicas, dim, dim))
+        self._shared_b = np.zeros((num_replicas, dim))
+        self._shared_count = np.zeros(num_replicas, np.int64)
+        self._joined = np.zeros(shape, bool)
+        self._num_joined = 0
 
     @property
     def v(self) -> np.ndarray:
@@ -339,6 +389,12 @@ class RidgeStats:
         return self._count
 
     def _apply(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """Bring the statistics of the given pairs up to date: their deferred replacements and shared downloads."""
+        self._apply_sources(rows, clients)
+        if self._num_joined:
+            self._leave(rows, clients)
+
+    def _apply_sources(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Copy the deferred replacements of the given pairs into the statistics."""
         if not self._sources:  # every deferred pair names a kept source: none is deferred
             return
@@ -358,8 +414,47 @@ class RidgeStats:
 
     def _apply_all(self) -> None:
         if self._sources:
-            self._apply(*np.nonzero(self._source >= 0))
+            self._apply_sources(*np.nonzero(self._source >= 0))
             self._sources.clear()
+        if self._num_joined:
+            self._leave(*np.nonzero(self._joined))
+
+    def _leave(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """The joined pairs among the given ones get the shared sum of their replica back and leave it."""
+        joined = self._joined[rows, clients]
+        if not np.count_nonzero(joined):
+            return
+        r, c = rows[joined], clients[joined]
+        self._v[r, c] += self._shared_v[r]
+        self._b[r, c] += self._shared_b[r]
+        self._count[r, c] += self._shared_count[r]
+        self._joined[r, c] = False
+        self._num_joined -= len(r)
+
+    def _add_shared(self, replica: int, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any) -> None:
+        """Add one download (v (p, p), b (p,), count) received by every one of ``clients`` (distinct) of ``replica``.
+
+        The joined pairs of the replica that do not receive it leave the shared sum first (without it), the
+        recipients that have not joined yet join (their rows lose the current sum), then the sum grows by the
+        download: O(p^2) for the download plus O(p^2) per pair that joins or leaves, instead of O(p^2) per recipient.
+        """
+        self._apply_sources(np.full(len(clients), replica), clients)
+        if self._num_joined:
+            receives = np.zeros(self._joined.shape[1], bool)
+            receives[clients] = True
+            others = np.flatnonzero(self._joined[replica] & ~receives)
+            if len(others):
+                self._leave(np.full(len(others), replica), others)
+        new = clients[~self._joined[replica, clients]]
+        if len(new):
+            self._v[replica, new] -= self._shared_v[replica]
+            self._b[replica, new] -= self._shared_b[replica]
+            self._count[replica, new] -= self._shared_count[replica]
+            self._joined[replica, new] = True
+            self._num_joined += len(new)
+        self._shared_v[replica] += v
+        self._shared_b[replica] += b
+        self._shared_count[replica] += count
 
     def refresh(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Recompute the inverse and log-determinant of stale clients (a factorisation each)."""
@@ -399,8 +494,22 @@ class RidgeStats:
         self._count[at] += 1
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
-        """Add received statistics (a download) to each pair."""
-        self._apply(rows, clients)
+        """Add received statistics (a download) to each pair; one row shared by the pairs goes to the shared sum."""
+        shared = None if reference_active() else _shared_row(rows, clients, v, b, count)
+        if shared is not None:
+            self._add_shared(int(rows[0]), clients, *shared)
+        else:
+            self._add_each(rows, clients, v, b, count)
+        self.stale[rows, clients] = True
+        if reference_active():
+            self._recompute(rows, clients)
+
+    def _add_each(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any) -> None:
+        """Add row k of the received statistics to pair k (the plain form of :meth:`add_stats`).
+
+        A joined pair stays joined: its row holds its statistics minus the shared sum, and so it does after the add.
+        """
+        self._apply_sources(rows, clients)
         flat = rows * self._count.shape[1] + clients  # one index of the flattened pairs
         additions: list[tuple[np.ndarray, Any]] = [
             (self._v.reshape(-1, self.dim, self.dim), v),
@@ -409,9 +518,6 @@ class RidgeStats:
         if np.ndim(count) or count:  # adding a scalar 0 to the integer counts changes none
             additions.append((self._count.reshape(-1), count))
         _add_to_each_row(flat, additions)
-        self.stale[rows, clients] = True
-        if reference_active():
-            self._recompute(rows, clients)
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Replace the statistics of each pair (a full synchronisation) by rows of v (n, p, p), b (n, p), count.
@@ -420,6 +526,8 @@ class RidgeStats:
         (message payloads are read-only).
         """
         count = np.broadcast_to(np.asarray(count, np.int64), (len(rows),))
+        if self._num_joined:  # the replacement supersedes the shared downloads
+            self._leave(rows, clients)
         if reference_active():
             self._v[rows, clients], self._b[rows, clients], self._count[rows, clients] = v, b, count
             self._source[rows, clients] = -1
@@ -684,7 +792,9 @@ class AsyncServer(Coordinator):
     with the server) is held as a reference to a snapshot of the aggregate shared by every client
     that equals it, and copied into the client's own row only when the client next uploads. A step
     therefore costs O(p^2) per upload and per distinct base, plus O(1) per registered client, however
-    many clients download (gamma = 1: all of them, every step). ``base_v``, ``base_b`` and
+    many clients download (gamma = 1: all of them, every step). Downloads go out as one batch per replica, so
+    that a delta shared by a replica's recipients stays one broadcast row (which the clients add once, see
+    :class:`RidgeStats`); the copies and their order are those of one batch. ``base_v``, ``base_b`` and
     ``base_count`` give the bases of every client as arrays. In the reference mode
     (:mod:`fedbandit_envs.reference`) every base is the client's own copy.
 
@@ -864,16 +974,20 @@ class AsyncServer(Coordinator):
         fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
         rows, clients = np.nonzero(fire)
         r = replicas[rows]
-        deltas = self._deltas(r, clients) if len(r) else None
+        groups = _by_replica(r, clients)
+        deltas = [self._deltas(*group) for group in groups]
         self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
-        if deltas is None:
-            return []
-        dv, db, count = deltas
         self.base_ld[r, clients] = self.ld[r]
+        return [self._download(*group, *delta) for group, delta in zip(groups, deltas)]
+
+    def _download(
+        self, rows: np.ndarray, clients: np.ndarray, dv: np.ndarray, db: np.ndarray, count: np.ndarray
+    ) -> MessageBatch:
+        """The ``"download"`` batch of the deltas ``dv, db, count`` to the given pairs."""
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
         if self.with_counts:
             payload["count"] = count
-        return [MessageBatch("download", r, np.full(len(r), SERVER), clients, payload)]
+        return MessageBatch("download", rows, np.full(len(rows), SERVER), clients, payload)
 
 
 class SyncServer(Coordinator):
