@@ -878,6 +878,13 @@ class AsyncServer(Coordinator):
 
     def _own_rows(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Copy the shared bases of the given pairs into their own rows."""
+        if len(rows) == 1:  # one uploader (the common case): basic indexing
+            r, i = int(rows[0]), int(clients[0])
+            key = int(self._snapshot[r, i])
+            if key >= 0:
+                self._base_v[r, i], self._base_b[r, i], self._base_count[r, i] = self._snapshots[key]
+                self._snapshot[r, i] = -1
+            return
         snapshot = self._snapshot[rows, clients]
         for key in np.unique(snapshot[snapshot >= 0]) if snapshot.max() >= 0 else ():
             mine = snapshot == key
@@ -933,6 +940,25 @@ class AsyncServer(Coordinator):
             self._snapshots = {key: self._snapshots[key] for key in live}
             self._live_snapshots = len(live)
 
+    def _level(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
+        """Whether each pair's own base equals the aggregate of its replica, bit for bit (V, b and count)."""
+        if len(rows) == 1:  # one uploader (the common case): views instead of gathers
+            r, i = int(rows[0]), int(clients[0])
+            return np.array(
+                [
+                    self._snapshot[r, i] < 0
+                    and self._base_count[r, i] == self.count[r]
+                    and bool((self._base_b[r, i] == self.b[r]).all())
+                    and bool((self._base_v[r, i] == self.v[r]).all())
+                ]
+            )
+        return (
+            (self._base_v[rows, clients] == self.v[rows]).all(axis=(1, 2))
+            & (self._base_b[rows, clients] == self.b[rows]).all(axis=1)
+            & (self._base_count[rows, clients] == self.count[rows])
+            & (self._snapshot[rows, clients] < 0)
+        )
+
     def _base_log_dets(self, rows: np.ndarray, clients: np.ndarray, level: np.ndarray) -> None:
         """``base_ld`` of the uploaders: the aggregate's where the base equals it (``level``), else a factorisation.
 
@@ -940,6 +966,9 @@ class AsyncServer(Coordinator):
         """
         if reference_active():
             level = np.zeros_like(level)
+        elif level.all():
+            self.base_ld[rows, clients] = self.ld[rows]
+            return
         self.base_ld[rows[level], clients[level]] = self.ld[rows[level]]
         if not level.all():
             rest = ~level
@@ -960,16 +989,14 @@ class AsyncServer(Coordinator):
             _add_rows(self._base_v, (r, i), dv)
             _add_rows(self._base_b, (r, i), db)
             _add_rows(self._base_count, (r, i), count)
-        up_r, up_i = (np.concatenate([getattr(batch, name) for batch in uploads]) for name in ("replica", "sender"))
-        replicas = np.unique(up_r)
+        if len(uploads) == 1:
+            up_r, up_i = _sender_rows(uploads[0])
+        else:
+            up_r, up_i = (np.concatenate([getattr(b, name) for b in uploads]) for name in ("replica", "sender"))
+        replicas = up_r if len(up_r) == 1 else np.unique(up_r)
         self.ld[replicas] = log_det(self.v[replicas], self.lam)
         # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot and its log-determinant
-        level = (
-            (self._base_v[up_r, up_i] == self.v[up_r]).all(axis=(1, 2))
-            & (self._base_b[up_r, up_i] == self.b[up_r]).all(axis=1)
-            & (self._base_count[up_r, up_i] == self.count[up_r])
-            & (self._snapshot[up_r, up_i] < 0)
-        )
+        level = self._level(up_r, up_i)
         self._base_log_dets(up_r, up_i, level)
         fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
         rows, clients = np.nonzero(fire)
