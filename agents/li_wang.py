@@ -616,7 +616,9 @@ class BufferedStats(RidgeStats):
         self.refresh(rows, clients)
         at = self._index(rows, clients)
         stale = self.w_stale[at]
-        if np.count_nonzero(stale):
+        if len(rows) == 1 and stale[0]:
+            self._refresh_w_pair(int(rows[0]), int(clients[0]))
+        elif np.count_nonzero(stale):
             r, c = rows[stale], clients[stale]
             empty = self.dcount[r, c] == 0  # W = V - 0 = V: ld (fresh since the download) is log det(W + lam I)
             self.ld_w[r[empty], c[empty]] = self.ld[r[empty], c[empty]]
@@ -626,11 +628,21 @@ class BufferedStats(RidgeStats):
             self.w_stale[rows[stale], clients[stale]] = False
         return self.ld[at] - self.ld_w[at]
 
+    def _refresh_w_pair(self, r: int, c: int) -> None:
+        """:meth:`log_ratio`'s ``ld_w`` of one stale pair, through views (the same factorisation, of a 1-stack)."""
+        if self.dcount[r, c] == 0:  # W = V - 0 = V: ld (fresh since the download) is log det(W + lam I)
+            self.ld_w[r, c] = self.ld[r, c]
+        else:
+            self.ld_w[r, c] = log_det(self._v[r, c : c + 1] - self.dv[r, c : c + 1], self.lam)[0]
+        self.w_stale[r, c] = False
+
     def take(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Empty the buffers of each pair (an upload); returns (dV, db, dcount).
 
         Only non-empty buffers are read and cleared.
         """
+        if len(rows) == 1:
+            return self._take_pair(int(rows[0]), int(clients[0]))
         dcount = self.dcount[rows, clients]
         full = dcount > 0
         r, c = rows[full], clients[full]
@@ -645,6 +657,20 @@ class BufferedStats(RidgeStats):
         self.ld_w[r, c] = self.ld[r, c]
         self.w_pending[rows[stale], clients[stale]] = True
         self.w_stale[rows, clients] = False
+        return dv, db, dcount
+
+    def _take_pair(self, r: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`take` of one pair, through views."""
+        dcount = self.dcount[r, c : c + 1].copy()
+        dv, db = np.zeros((1, self.dim, self.dim)), np.zeros((1, self.dim))
+        if dcount[0] > 0:
+            dv[0], db[0] = self.dv[r, c], self.db[r, c]
+            self.dv[r, c], self.db[r, c], self.dcount[r, c] = 0.0, 0.0, 0
+        if self.stale[r, c]:
+            self.w_pending[r, c] = True
+        else:
+            self.ld_w[r, c] = self.ld[r, c]
+        self.w_stale[r, c] = False
         return dv, db, dcount
 
 
