@@ -464,9 +464,10 @@ class RidgeStats:
 
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
         self._apply(rows, clients)
-        self.inv[rows, clients] = np.linalg.inv(self._v[rows, clients] + _ridge(self.dim, self.lam))
-        self.ld[rows, clients] = log_det(self._v[rows, clients], self.lam)
-        self.stale[rows, clients] = False
+        at = self._index(rows, clients)
+        self.inv[at] = np.linalg.inv(self._v[at] + _ridge(self.dim, self.lam))
+        self.ld[at] = log_det(self._v[at], self.lam)
+        self.stale[at] = False
 
     @staticmethod
     def _index(rows: np.ndarray, clients: np.ndarray) -> tuple[Any, Any]:
