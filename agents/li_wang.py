@@ -438,14 +438,15 @@ class RidgeStats:
         recipients that have not joined yet join (their rows lose the current sum), then the sum grows by the
         download: O(p^2) for the download plus O(p^2) per pair that joins or leaves, instead of O(p^2) per recipient.
         """
-        self._apply_sources(np.full(len(clients), replica), clients)
-        if self._num_joined:
+        if self._sources:
+            self._apply_sources(np.full(len(clients), replica), clients)
+        joined = self._joined[replica, clients]
+        if np.count_nonzero(joined) < np.count_nonzero(self._joined[replica]):  # some joined pairs do not receive it
             receives = np.zeros(self._joined.shape[1], bool)
             receives[clients] = True
             others = np.flatnonzero(self._joined[replica] & ~receives)
-            if len(others):
-                self._leave(np.full(len(others), replica), others)
-        new = clients[~self._joined[replica, clients]]
+            self._leave(np.full(len(others), replica), others)
+        new = clients[~joined]
         if len(new):
             self._v[replica, new] -= self._shared_v[replica]
             self._b[replica, new] -= self._shared_b[replica]
@@ -497,13 +498,19 @@ class RidgeStats:
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Add received statistics (a download) to each pair; one row shared by the pairs goes to the shared sum."""
         shared = None if reference_active() else _shared_row(rows, clients, v, b, count)
+        at: tuple[Any, np.ndarray] = (rows, clients)
         if shared is not None:
-            self._add_shared(int(rows[0]), clients, *shared)
+            at = (int(rows[0]), clients)  # one replica: a single index array marks the pairs
+            self._add_shared(at[0], clients, *shared)
         else:
             self._add_each(rows, clients, v, b, count)
-        self.stale[rows, clients] = True
+        self.stale[at] = True
         if reference_active():
             self._recompute(rows, clients)
+        self._downloaded(at)
+
+    def _downloaded(self, at: tuple[Any, np.ndarray]) -> None:
+        """What a download changes besides the statistics of the pairs ``at`` (an index of the (B, N) arrays)."""
 
     def _add_each(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any) -> None:
         """Add row k of the received statistics to pair k (the plain form of :meth:`add_stats`).
@@ -600,11 +607,10 @@ class BufferedStats(RidgeStats):
         self.db[at] += weighted
         self.dcount[at] += 1
 
-    def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
-        """Add a download (it enters V and the base W, not the buffer)."""
-        super().add_stats(rows, clients, v, b, count)
-        self.w_stale[rows, clients] = True
-        self.w_pending[rows, clients] = False
+    def _downloaded(self, at: tuple[Any, np.ndarray]) -> None:
+        """A download enters V and the base W, not the buffer: ``ld_w`` is stale."""
+        self.w_stale[at] = True
+        self.w_pending[at] = False
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Replace the statistics (the buffer is kept: a synchronisation empties it by :meth:`take`)."""
