@@ -30,6 +30,10 @@ AGENTS_AS_SERVER = "agents cannot send as SERVER; only the coordinator does"
 #: Gossip edges drawn at once per replica from its channel stream (the draws are the same as one per slot).
 GOSSIP_BLOCK = 256
 
+#: The header plans a channel keeps hold at most this many routed rows in all; past it they are dropped (and
+#: planned again when their headers come back).
+PLAN_ROWS = 1 << 20
+
 
 @dataclass(frozen=True)
 class ChannelConfig:
@@ -81,7 +85,7 @@ class ChannelConfig:
 
 
 class _HeaderPlan:
-    """A checked batch header of one kind, kept for the later batches with the same header.
+    """A checked batch header of one kind, kept for the later batches of that kind with the same header.
 
     Holds immutable copies (:func:`~fedbandit_envs.frozen.frozen`) of the routed header arrays (the ``NEIGHBOURS``
     rows expanded to one row per linked node, the payload rows ``rows`` under them; ``rows`` is None when the header
@@ -89,8 +93,7 @@ class _HeaderPlan:
     nor a recipient can change a header that the ledger tallies later or the next batches reuse.
     """
 
-    def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray, key: tuple) -> None:
-        self.key = key
+    def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray) -> None:
         self.rows = None if rows is None else frozen(rows)
         self.server_sender = bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
         if rows is None:
@@ -138,7 +141,8 @@ class Channel:
             np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
         self.ledger.reset(self.num_replicas, m, np.stack(components), edges, links)
         self._in_flight: dict[int, list[MessageBatch]] = {}
-        self._plans: dict[str, _HeaderPlan] = {}
+        self._plans: dict[tuple[str, tuple], _HeaderPlan] = {}
+        self._plan_rows = 0
         self.no_partners = frozen(np.full((self.num_replicas, m), -1, np.int64))
         self._edges = [t.edges() for t in topologies]
         if self.config.gossip is not None and not all(
@@ -217,23 +221,29 @@ class Channel:
 
     # ------------------------------------------------------------------ routing
     def _kept_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan | None:
-        """The plan kept for the kind of ``batch`` if it has the same header (``key``: its header key), else None.
+        """The plan kept for the kind of ``batch`` and its header (``key``: its header key), else None.
 
         Always None in the reference mode (:mod:`fedbandit_envs.reference`), which keeps nothing.
         """
-        plan = self._plans.get(batch.kind)
-        if plan is None or reference_active() or plan.key != key:
+        if reference_active():
             return None
-        return plan
+        return self._plans.get((batch.kind, key))
 
     def _new_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan:
-        """Check ``batch`` and plan its routing; the plan is kept for the kind (the links are fixed in an episode).
+        """Check ``batch`` and plan its routing; the plan is kept for the kind and the header (the links are fixed).
 
+        Every kept plan is dropped first when they would hold more than :data:`PLAN_ROWS` rows in all.
         In the reference mode nothing is kept and every batch is checked and expanded by :meth:`_plain_plan`.
         """
         if reference_active():
-            return self._plain_plan(batch, key)
-        plan = self._plans[batch.kind] = self._plan(batch, self._check(batch), key)
+            return self._plain_plan(batch)
+        plan = self._plan(batch, self._check(batch))
+        rows = len(plan.header[0])
+        if self._plan_rows + rows > PLAN_ROWS:
+            self._plans.clear()
+            self._plan_rows = 0
+        self._plans[(batch.kind, key)] = plan
+        self._plan_rows += rows
         return plan
 
     def _check(self, batch: MessageBatch) -> np.ndarray | None:
@@ -278,13 +288,13 @@ class Channel:
             f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
         )
 
-    def _plan(self, batch: MessageBatch, broadcast: np.ndarray | None, key: tuple) -> _HeaderPlan:
+    def _plan(self, batch: MessageBatch, broadcast: np.ndarray | None) -> _HeaderPlan:
         """The plan of a checked header: one row per linked node of a broadcast row, in row order.
 
         Linked nodes ascend, the server last; ``broadcast`` is the mask of the broadcast rows, or None if there is none.
         """
         if broadcast is None:
-            return _HeaderPlan(batch, None, batch.recipient, key)
+            return _HeaderPlan(batch, None, batch.recipient)
         m = self.num_agents
         flat = batch.replica * (m + 1) + np.where(batch.sender == SERVER, m, batch.sender)
         start = self._neighbour_ptr[flat]
@@ -294,9 +304,9 @@ class Channel:
         copied = broadcast[rows]
         expanded = batch.recipient[rows]
         expanded[copied] = self._neighbour_ids[position[copied]]
-        return _HeaderPlan(batch, rows, expanded, key)
+        return _HeaderPlan(batch, rows, expanded)
 
-    def _plain_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan:
+    def _plain_plan(self, batch: MessageBatch) -> _HeaderPlan:
         """The reference version of :meth:`_plan`: check the batch, then expand it row by row from the links."""
         self._check(batch)
         m = self.num_agents
@@ -311,7 +321,7 @@ class Channel:
             for node in np.flatnonzero(self._links[b, m if sender == SERVER else sender]).tolist():
                 rows.append(row)
                 recipients.append(SERVER if node == m else node)
-        return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64), key)
+        return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64))
 
     def prepare(self, batches: Sequence[MessageBatch], *, from_agents: bool = False) -> list[MessageBatch]:
         """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect on the episode.
@@ -322,7 +332,7 @@ class Channel:
 
         The batches returned hold read-only copies of the header arrays, never the caller's arrays, so a sender
         that writes into its arrays later cannot change what was routed. A header is checked, expanded and copied
-        once per kind and reused while the kind's next batches repeat it (see :meth:`_kept_plan`).
+        once per kind and kept for every later batch of the kind that repeats it (see :meth:`_kept_plan`).
         """
         batches = [batch for batch in batches if len(batch)]
         keys = [batch.header_key() for batch in batches]
