@@ -421,6 +421,15 @@ class RidgeStats:
 
     def _leave(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """The joined pairs among the given ones get the shared sum of their replica back and leave it."""
+        if len(rows) == 1:  # one pair (a client that acts): views
+            r0, c0 = int(rows[0]), int(clients[0])
+            if self._joined[r0, c0]:
+                self._v[r0, c0] += self._shared_v[r0]
+                self._b[r0, c0] += self._shared_b[r0]
+                self._count[r0, c0] += self._shared_count[r0]
+                self._joined[r0, c0] = False
+                self._num_joined -= 1
+            return
         joined = self._joined[rows, clients]
         if not np.count_nonzero(joined):
             return
