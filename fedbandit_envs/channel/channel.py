@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
-from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
+from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch, _constant
 from fedbandit_envs.frozen import frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
@@ -100,7 +100,7 @@ class _HeaderPlan:
             self.header = (frozen(batch.replica), frozen(batch.sender), frozen(recipient))
         else:
             self.header = (frozen(batch.replica[rows]), frozen(batch.sender[rows]), frozen(recipient))
-        self.unsent = frozen(np.full(len(recipient), -1, np.int64))
+        self.unsent = _constant(len(recipient), -1)  # immutable, shared with every header of that length
 
     def apply(self, batch: MessageBatch) -> MessageBatch:
         """``batch`` (whose header this is) under the plan's read-only header, unsent (slot -1)."""
