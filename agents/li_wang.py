@@ -34,16 +34,21 @@ every client a message (gamma = 1: N - 1 downloads per upload; Sync-LinUCB: 2 me
 client per synchronisation), and even there it is O(p^2) per message and O(p^3) only for the client
 that acts: bases equal to the aggregate are shared snapshots (:class:`AsyncServer`), a received
 replacement is copied when its client next acts, and an upload or a download never factorises a
-matrix (the factorisation waits for the client's next use). All of it is exact: trajectories are bit
-for bit those of the eager representation, which the reference mode (:mod:`fedbandit_envs.reference`)
-runs instead: every base a per-client copy, every replacement copied and every changed matrix
-factorised when it arrives.
+matrix (the factorisation waits for the client's next use). All of that is exact: the same bits as the
+eager representation, which the reference mode (:mod:`fedbandit_envs.reference`) runs instead: every
+base a per-client copy, every replacement copied, every download added row by row and every changed
+matrix factorised when it arrives. One shortcut changes rounding: a download row shared by many clients
+(gamma = 1: the same delta to all of them) is added once, to a running sum that each client takes back
+when it next acts (:class:`RidgeStats`), O(p^2) per download instead of per recipient; a client's sums
+then differ from the row-by-row ones by rounding only (within :data:`SHARED_RTOL`, tested against the
+reference mode).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, get_args
@@ -115,7 +120,7 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     if p == 0:
         return np.zeros(matrices.shape[:-2])
     try:
-        factor = np.linalg.cholesky(matrices + lam * np.eye(p))
+        factor = np.linalg.cholesky(matrices + _ridge(p, lam))
     except np.linalg.LinAlgError:
         raise ValueError(
             "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
@@ -124,6 +129,14 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
             "on a channel without latency or latency_jitter)"
         ) from None
     return 2.0 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
+
+
+@functools.lru_cache(maxsize=16)
+def _ridge(dim: int, lam: float) -> np.ndarray:
+    """``lam * np.eye(dim)``, computed once per arguments (read-only; the same bits every time)."""
+    ridge = lam * np.eye(dim)
+    ridge.setflags(write=False)
+    return ridge
 
 
 def _add_rows(target: np.ndarray, index: tuple[np.ndarray, ...], values: np.ndarray) -> None:
@@ -163,20 +176,62 @@ def _add_to_rows(target: np.ndarray, at: np.ndarray, values: Any) -> None:
     client of a replica) each run is added to a slice of ``target`` instead of through a gather and a scatter
     of every row. A repeated row gets every addition, in row order (:func:`_add_rows`, as ``np.add.at``).
     """
+    _add_to_each_row(at, ((target, values),))
+
+
+def _add_to_each_row(at: np.ndarray, additions: Sequence[tuple[np.ndarray, Any]]) -> None:
+    """:func:`_add_to_rows` for several ``(target, values)`` pairs at the same rows ``at`` (their layout found once)."""
     if len(at) == 0:
         return
-    values = np.broadcast_to(values, (len(at), *target.shape[1:]))
     steps = np.diff(at)
     if not (steps > 0).all() and len(np.unique(at)) < len(at):
-        _add_rows(target, (at,), values)
+        for target, values in additions:
+            _add_rows(target, (at,), np.broadcast_to(values, (len(at), *target.shape[1:])))
         return
     breaks = np.flatnonzero(steps != 1) + 1
     if len(breaks) >= _MAX_RUNS:
-        target[at] += values
+        for target, values in additions:
+            target[at] += np.broadcast_to(values, (len(at), *target.shape[1:]))
         return
-    for start, stop in zip((0, *breaks.tolist()), (*breaks.tolist(), len(at))):
-        first = int(at[start])
-        target[first : first + stop - start] += values[start:stop]
+    runs = list(zip((0, *breaks.tolist()), (*breaks.tolist(), len(at)), at[np.r_[0, breaks]].tolist()))
+    for target, values in additions:
+        values = np.broadcast_to(values, (len(at), *target.shape[1:]))
+        for start, stop, first in runs:
+            target[first : first + stop - start] += values[start:stop]
+
+
+#: The tolerance a joined pair's statistics keep from the row-by-row sums (relative to the largest entry of the
+#: replica's shared sum): :meth:`RidgeStats._add_shared` rounds ``(V - S_then) + S_now`` once each where the
+#: downloads were added one by one (``tests/test_li_wang_lazy.py`` checks it against the reference mode).
+SHARED_RTOL = 1e-12
+
+
+def _shared_row(rows: np.ndarray, clients: np.ndarray, v: Any, b: Any, count: Any) -> tuple[Any, Any, Any] | None:
+    """The one row (v, b, count) that a download to two or more distinct pairs of one replica broadcasts, else None.
+
+    A row is shared when its payload fields are broadcasts (a zero stride along the rows, as the server sends them
+    and the channel keeps them) and the recipients ascend (so they are distinct).
+    """
+    if len(rows) < 2 or not all(_broadcast(field) for field in (v, b)) or np.ndim(count) and not _broadcast(count):
+        return None
+    if rows.min() != rows.max() or not (np.diff(clients) > 0).all():
+        return None
+    return v[0], b[0], count[0] if np.ndim(count) else count
+
+
+def _broadcast(field: Any) -> bool:
+    """Whether ``field`` is an array whose rows are one row broadcast (a zero stride along its first axis)."""
+    return isinstance(field, np.ndarray) and field.ndim >= 1 and field.strides[0] == 0
+
+
+def _by_replica(rows: np.ndarray, clients: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The pairs (rows ascending) split into one (rows, clients) group per replica, in order; none for no pair."""
+    if len(rows) == 0:
+        return []
+    if rows[0] == rows[-1]:
+        return [(rows, clients)]
+    starts = np.flatnonzero(np.diff(rows)) + 1
+    return list(zip(np.split(rows, starts), np.split(clients, starts)))
 
 
 def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -282,10 +337,16 @@ class RidgeStats:
     Sherman-Morrison; added or replaced statistics mark them ``stale`` until the next :meth:`refresh`.
     A replacement (:meth:`set_stats`) is itself deferred: the pair keeps a reference to the received
     row and copies it when it is next used, so a synchronisation costs O(1) per client that does not
-    act. Reading ``v``, ``b`` or ``count`` applies every deferred replacement first. In the reference mode
-    (:mod:`fedbandit_envs.reference`) nothing is deferred: a replacement is copied and every added or
-    replaced statistic is factorised at once (the eager refresh).
-    Index arguments ``rows, clients`` are equal-length int arrays of distinct (replica, client) pairs.
+    act. A download of one row shared by several pairs of a replica (a broadcast payload, e.g. Async-LinUCB's
+    delta to every client at gamma = 1) is added once, to the replica's running sum of shared downloads: a pair
+    that received it holds its statistics minus the sum as it was when the pair joined, and gets the sum back
+    when it is next used (:meth:`_add_shared`). That is exact in real arithmetic, but a joined pair's sums are
+    rounded as ``(V - S_then) + S_now`` instead of download by download (see :data:`SHARED_RTOL`). Reading ``v``,
+    ``b`` or ``count`` applies every deferred replacement and shared sum first. In the reference mode
+    (:mod:`fedbandit_envs.reference`) nothing is deferred: a replacement is copied, every download is added row by
+    row, and every added or replaced statistic is factorised at once (the eager refresh).
+    Index arguments ``rows, clients`` are equal-length int arrays of distinct (replica, client) pairs; a pair that
+    joined the shared sum is stale until its next refresh.
     """
 
     def __init__(self, num_replicas: int, num_clients: int, dim: int, lam: float) -> None:
@@ -302,6 +363,12 @@ class RidgeStats:
         self._source_row = np.zeros(shape, np.int64)
         self._sources: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._next_source = 0
+        # shared downloads: per replica their running sum; joined pairs hold their statistics minus the sum
+        self._shared_v = np.zeros((num_replicas, dim, dim))
+        self._shared_b = np.zeros((num_replicas, dim))
+        self._shared_count = np.zeros(num_replicas, np.int64)
+        self._joined = np.zeros(shape, bool)
+        self._num_joined = 0
 
     @property
     def v(self) -> np.ndarray:
@@ -322,7 +389,15 @@ class RidgeStats:
         return self._count
 
     def _apply(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """Bring the statistics of the given pairs up to date: their deferred replacements and shared downloads."""
+        self._apply_sources(rows, clients)
+        if self._num_joined:
+            self._leave(rows, clients)
+
+    def _apply_sources(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Copy the deferred replacements of the given pairs into the statistics."""
+        if not self._sources:  # every deferred pair names a kept source: none is deferred
+            return
         source = self._source[rows, clients]
         deferred = source >= 0
         if not np.count_nonzero(deferred):  # (count_nonzero: a quarter of any()'s cost on a few pairs)
@@ -339,8 +414,57 @@ class RidgeStats:
 
     def _apply_all(self) -> None:
         if self._sources:
-            self._apply(*np.nonzero(self._source >= 0))
+            self._apply_sources(*np.nonzero(self._source >= 0))
             self._sources.clear()
+        if self._num_joined:
+            self._leave(*np.nonzero(self._joined))
+
+    def _leave(self, rows: np.ndarray, clients: np.ndarray) -> None:
+        """The joined pairs among the given ones get the shared sum of their replica back and leave it."""
+        if len(rows) == 1:  # one pair (a client that acts): views
+            r0, c0 = int(rows[0]), int(clients[0])
+            if self._joined[r0, c0]:
+                self._v[r0, c0] += self._shared_v[r0]
+                self._b[r0, c0] += self._shared_b[r0]
+                self._count[r0, c0] += self._shared_count[r0]
+                self._joined[r0, c0] = False
+                self._num_joined -= 1
+            return
+        joined = self._joined[rows, clients]
+        if not np.count_nonzero(joined):
+            return
+        r, c = rows[joined], clients[joined]
+        self._v[r, c] += self._shared_v[r]
+        self._b[r, c] += self._shared_b[r]
+        self._count[r, c] += self._shared_count[r]
+        self._joined[r, c] = False
+        self._num_joined -= len(r)
+
+    def _add_shared(self, replica: int, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any) -> None:
+        """Add one download (v (p, p), b (p,), count) received by every one of ``clients`` (distinct) of ``replica``.
+
+        The joined pairs of the replica that do not receive it leave the shared sum first (without it), the
+        recipients that have not joined yet join (their rows lose the current sum), then the sum grows by the
+        download: O(p^2) for the download plus O(p^2) per pair that joins or leaves, instead of O(p^2) per recipient.
+        """
+        if self._sources:
+            self._apply_sources(np.full(len(clients), replica), clients)
+        joined = self._joined[replica, clients]
+        if np.count_nonzero(joined) < np.count_nonzero(self._joined[replica]):  # some joined pairs do not receive it
+            receives = np.zeros(self._joined.shape[1], bool)
+            receives[clients] = True
+            others = np.flatnonzero(self._joined[replica] & ~receives)
+            self._leave(np.full(len(others), replica), others)
+        new = clients[~joined]
+        if len(new):
+            self._v[replica, new] -= self._shared_v[replica]
+            self._b[replica, new] -= self._shared_b[replica]
+            self._count[replica, new] -= self._shared_count[replica]
+            self._joined[replica, new] = True
+            self._num_joined += len(new)
+        self._shared_v[replica] += v
+        self._shared_b[replica] += b
+        self._shared_count[replica] += count
 
     def refresh(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Recompute the inverse and log-determinant of stale clients (a factorisation each)."""
@@ -350,9 +474,10 @@ class RidgeStats:
 
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
         self._apply(rows, clients)
-        self.inv[rows, clients] = np.linalg.inv(self._v[rows, clients] + self.lam * np.eye(self.dim))
-        self.ld[rows, clients] = log_det(self._v[rows, clients], self.lam)
-        self.stale[rows, clients] = False
+        at = self._index(rows, clients)
+        self.inv[at] = np.linalg.inv(self._v[at] + _ridge(self.dim, self.lam))
+        self.ld[at] = log_det(self._v[at], self.lam)
+        self.stale[at] = False
 
     @staticmethod
     def _index(rows: np.ndarray, clients: np.ndarray) -> tuple[Any, Any]:
@@ -380,15 +505,36 @@ class RidgeStats:
         self._count[at] += 1
 
     def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
-        """Add received statistics (a download) to each pair."""
-        self._apply(rows, clients)
-        flat = rows * self._count.shape[1] + clients  # one index of the flattened pairs
-        _add_to_rows(self._v.reshape(-1, self.dim, self.dim), flat, v)
-        _add_to_rows(self._b.reshape(-1, self.dim), flat, b)
-        _add_to_rows(self._count.reshape(-1), flat, count)
-        self.stale[rows, clients] = True
+        """Add received statistics (a download) to each pair; one row shared by the pairs goes to the shared sum."""
+        shared = None if reference_active() else _shared_row(rows, clients, v, b, count)
+        at: tuple[Any, np.ndarray] = (rows, clients)
+        if shared is not None:
+            at = (int(rows[0]), clients)  # one replica: a single index array marks the pairs
+            self._add_shared(at[0], clients, *shared)
+        else:
+            self._add_each(rows, clients, v, b, count)
+        self.stale[at] = True
         if reference_active():
             self._recompute(rows, clients)
+        self._downloaded(at)
+
+    def _downloaded(self, at: tuple[Any, np.ndarray]) -> None:
+        """What a download changes besides the statistics of the pairs ``at`` (an index of the (B, N) arrays)."""
+
+    def _add_each(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any) -> None:
+        """Add row k of the received statistics to pair k (the plain form of :meth:`add_stats`).
+
+        A joined pair stays joined: its row holds its statistics minus the shared sum, and so it does after the add.
+        """
+        self._apply_sources(rows, clients)
+        flat = rows * self._count.shape[1] + clients  # one index of the flattened pairs
+        additions: list[tuple[np.ndarray, Any]] = [
+            (self._v.reshape(-1, self.dim, self.dim), v),
+            (self._b.reshape(-1, self.dim), b),
+        ]
+        if np.ndim(count) or count:  # adding a scalar 0 to the integer counts changes none
+            additions.append((self._count.reshape(-1), count))
+        _add_to_each_row(flat, additions)
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Replace the statistics of each pair (a full synchronisation) by rows of v (n, p, p), b (n, p), count.
@@ -397,6 +543,8 @@ class RidgeStats:
         (message payloads are read-only).
         """
         count = np.broadcast_to(np.asarray(count, np.int64), (len(rows),))
+        if self._num_joined:  # the replacement supersedes the shared downloads
+            self._leave(rows, clients)
         if reference_active():
             self._v[rows, clients], self._b[rows, clients], self._count[rows, clients] = v, b, count
             self._source[rows, clients] = -1
@@ -468,11 +616,10 @@ class BufferedStats(RidgeStats):
         self.db[at] += weighted
         self.dcount[at] += 1
 
-    def add_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
-        """Add a download (it enters V and the base W, not the buffer)."""
-        super().add_stats(rows, clients, v, b, count)
-        self.w_stale[rows, clients] = True
-        self.w_pending[rows, clients] = False
+    def _downloaded(self, at: tuple[Any, np.ndarray]) -> None:
+        """A download enters V and the base W, not the buffer: ``ld_w`` is stale."""
+        self.w_stale[at] = True
+        self.w_pending[at] = False
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Replace the statistics (the buffer is kept: a synchronisation empties it by :meth:`take`)."""
@@ -485,7 +632,9 @@ class BufferedStats(RidgeStats):
         self.refresh(rows, clients)
         at = self._index(rows, clients)
         stale = self.w_stale[at]
-        if np.count_nonzero(stale):
+        if len(rows) == 1 and stale[0]:
+            self._refresh_w_pair(int(rows[0]), int(clients[0]))
+        elif np.count_nonzero(stale):
             r, c = rows[stale], clients[stale]
             empty = self.dcount[r, c] == 0  # W = V - 0 = V: ld (fresh since the download) is log det(W + lam I)
             self.ld_w[r[empty], c[empty]] = self.ld[r[empty], c[empty]]
@@ -495,11 +644,21 @@ class BufferedStats(RidgeStats):
             self.w_stale[rows[stale], clients[stale]] = False
         return self.ld[at] - self.ld_w[at]
 
+    def _refresh_w_pair(self, r: int, c: int) -> None:
+        """:meth:`log_ratio`'s ``ld_w`` of one stale pair, through views (the same factorisation, of a 1-stack)."""
+        if self.dcount[r, c] == 0:  # W = V - 0 = V: ld (fresh since the download) is log det(W + lam I)
+            self.ld_w[r, c] = self.ld[r, c]
+        else:
+            self.ld_w[r, c] = log_det(self._v[r, c : c + 1] - self.dv[r, c : c + 1], self.lam)[0]
+        self.w_stale[r, c] = False
+
     def take(self, rows: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Empty the buffers of each pair (an upload); returns (dV, db, dcount).
 
         Only non-empty buffers are read and cleared.
         """
+        if len(rows) == 1:
+            return self._take_pair(int(rows[0]), int(clients[0]))
         dcount = self.dcount[rows, clients]
         full = dcount > 0
         r, c = rows[full], clients[full]
@@ -514,6 +673,20 @@ class BufferedStats(RidgeStats):
         self.ld_w[r, c] = self.ld[r, c]
         self.w_pending[rows[stale], clients[stale]] = True
         self.w_stale[rows, clients] = False
+        return dv, db, dcount
+
+    def _take_pair(self, r: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`take` of one pair, through views."""
+        dcount = self.dcount[r, c : c + 1].copy()
+        dv, db = np.zeros((1, self.dim, self.dim)), np.zeros((1, self.dim))
+        if dcount[0] > 0:
+            dv[0], db[0] = self.dv[r, c], self.db[r, c]
+            self.dv[r, c], self.db[r, c], self.dcount[r, c] = 0.0, 0.0, 0
+        if self.stale[r, c]:
+            self.w_pending[r, c] = True
+        else:
+            self.ld_w[r, c] = self.ld[r, c]
+        self.w_stale[r, c] = False
         return dv, db, dcount
 
 
@@ -661,7 +834,9 @@ class AsyncServer(Coordinator):
     with the server) is held as a reference to a snapshot of the aggregate shared by every client
     that equals it, and copied into the client's own row only when the client next uploads. A step
     therefore costs O(p^2) per upload and per distinct base, plus O(1) per registered client, however
-    many clients download (gamma = 1: all of them, every step). ``base_v``, ``base_b`` and
+    many clients download (gamma = 1: all of them, every step). Downloads go out as one batch per replica, so
+    that a delta shared by a replica's recipients stays one broadcast row (which the clients add once, see
+    :class:`RidgeStats`); the copies and their order are those of one batch. ``base_v``, ``base_b`` and
     ``base_count`` give the bases of every client as arrays. In the reference mode
     (:mod:`fedbandit_envs.reference`) every base is the client's own copy.
 
@@ -745,6 +920,13 @@ class AsyncServer(Coordinator):
 
     def _own_rows(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Copy the shared bases of the given pairs into their own rows."""
+        if len(rows) == 1:  # one uploader (the common case): basic indexing
+            r, i = int(rows[0]), int(clients[0])
+            key = int(self._snapshot[r, i])
+            if key >= 0:
+                self._base_v[r, i], self._base_b[r, i], self._base_count[r, i] = self._snapshots[key]
+                self._snapshot[r, i] = -1
+            return
         snapshot = self._snapshot[rows, clients]
         for key in np.unique(snapshot[snapshot >= 0]) if snapshot.max() >= 0 else ():
             mine = snapshot == key
@@ -755,6 +937,9 @@ class AsyncServer(Coordinator):
     def _deltas(self, rows: np.ndarray, clients: np.ndarray) -> list[np.ndarray]:
         """``aggregate - base`` of each pair for V, b and count, once per shared base (a broadcast view if one)."""
         snapshot = self._snapshot[rows, clients]
+        key = int(snapshot[0])
+        if key >= 0 and (snapshot == key).all() and (rows == rows[0]).all():
+            return self._broadcast_deltas(int(rows[0]), key, len(rows))
         own, shared = snapshot < 0, snapshot >= 0
         keys, inverse = np.unique(rows[shared] * self._next_key + snapshot[shared], return_inverse=True)
         groups = [divmod(key, self._next_key) for key in keys.tolist()]
@@ -775,6 +960,11 @@ class AsyncServer(Coordinator):
             deltas.append(delta)
         return deltas
 
+    def _broadcast_deltas(self, replica: int, key: int, n: int) -> list[np.ndarray]:
+        """:meth:`_deltas` of ``n`` pairs of ``replica`` that all share snapshot ``key``: one row each, broadcast."""
+        aggregates = (self.v[replica], self.b[replica], self.count[replica])
+        return [np.broadcast_to(a - shared, (n, *a.shape)) for a, shared in zip(aggregates, self._snapshots[key])]
+
     def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
         if reference_active():
@@ -782,14 +972,49 @@ class AsyncServer(Coordinator):
             self._base_v[rows, clients], self._base_b[rows, clients] = self.v[rows], self.b[rows]
             self._base_count[rows, clients] = self.count[rows]
             return
-        for r in np.unique(rows).tolist() if len(rows) > 1 else rows.tolist():
+        one_replica = len(rows) and rows.min() == rows.max()
+        for r in [int(rows[0])] if one_replica else np.unique(rows).tolist():
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
-            self._snapshot[r, clients[rows == r]] = self._next_key
+            self._snapshot[r, clients if one_replica else clients[rows == r]] = self._next_key
             self._next_key += 1
         if len(self._snapshots) > 2 * self._live_snapshots + 8:
             live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
             self._snapshots = {key: self._snapshots[key] for key in live}
             self._live_snapshots = len(live)
+
+    def _level(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
+        """Whether each pair's own base equals the aggregate of its replica, bit for bit (V, b and count)."""
+        if len(rows) == 1:  # one uploader (the common case): views instead of gathers
+            r, i = int(rows[0]), int(clients[0])
+            return np.array(
+                [
+                    self._snapshot[r, i] < 0
+                    and self._base_count[r, i] == self.count[r]
+                    and bool((self._base_b[r, i] == self.b[r]).all())
+                    and bool((self._base_v[r, i] == self.v[r]).all())
+                ]
+            )
+        return (
+            (self._base_v[rows, clients] == self.v[rows]).all(axis=(1, 2))
+            & (self._base_b[rows, clients] == self.b[rows]).all(axis=1)
+            & (self._base_count[rows, clients] == self.count[rows])
+            & (self._snapshot[rows, clients] < 0)
+        )
+
+    def _base_log_dets(self, rows: np.ndarray, clients: np.ndarray, level: np.ndarray) -> None:
+        """``base_ld`` of the uploaders: the aggregate's where the base equals it (``level``), else a factorisation.
+
+        (The same factorisation of the same matrix: the same bits.) The reference mode factorises every base.
+        """
+        if reference_active():
+            level = np.zeros_like(level)
+        elif level.all():
+            self.base_ld[rows, clients] = self.ld[rows]
+            return
+        self.base_ld[rows[level], clients[level]] = self.ld[rows[level]]
+        if not level.all():
+            rest = ~level
+            self.base_ld[rows[rest], clients[rest]] = log_det(self._base_v[rows[rest], clients[rest]], self.lam)
 
     def step(self, slot: int, inbox: list[MessageBatch]) -> list[MessageBatch]:
         """Aggregate the uploads, then send the triggered downloads (only in steps with an upload)."""
@@ -806,31 +1031,32 @@ class AsyncServer(Coordinator):
             _add_rows(self._base_v, (r, i), dv)
             _add_rows(self._base_b, (r, i), db)
             _add_rows(self._base_count, (r, i), count)
-            self.base_ld[r, i] = log_det(self._base_v[r, i], self.lam)
-        replicas = np.unique(np.concatenate([batch.replica for batch in uploads]))
+        if len(uploads) == 1:
+            up_r, up_i = _sender_rows(uploads[0])
+        else:
+            up_r, up_i = (np.concatenate([getattr(b, name) for b in uploads]) for name in ("replica", "sender"))
+        replicas = up_r if len(up_r) == 1 else np.unique(up_r)
         self.ld[replicas] = log_det(self.v[replicas], self.lam)
+        # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot and its log-determinant
+        level = self._level(up_r, up_i)
+        self._base_log_dets(up_r, up_i, level)
         fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
         rows, clients = np.nonzero(fire)
         r = replicas[rows]
-        deltas = self._deltas(r, clients) if len(r) else None
-        # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot too
-        up_r = np.concatenate([batch.replica for batch in uploads])
-        up_i = np.concatenate([batch.sender for batch in uploads])
-        level = (
-            (self._base_v[up_r, up_i] == self.v[up_r]).all(axis=(1, 2))
-            & (self._base_b[up_r, up_i] == self.b[up_r]).all(axis=1)
-            & (self._base_count[up_r, up_i] == self.count[up_r])
-            & (self._snapshot[up_r, up_i] < 0)
-        )
+        groups = _by_replica(r, clients)
+        deltas = [self._deltas(*group) for group in groups]
         self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
-        if deltas is None:
-            return []
-        dv, db, count = deltas
         self.base_ld[r, clients] = self.ld[r]
+        return [self._download(*group, *delta) for group, delta in zip(groups, deltas)]
+
+    def _download(
+        self, rows: np.ndarray, clients: np.ndarray, dv: np.ndarray, db: np.ndarray, count: np.ndarray
+    ) -> MessageBatch:
+        """The ``"download"`` batch of the deltas ``dv, db, count`` to the given pairs."""
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
         if self.with_counts:
             payload["count"] = count
-        return [MessageBatch("download", r, np.full(len(r), SERVER), clients, payload)]
+        return MessageBatch("download", rows, np.full(len(rows), SERVER), clients, payload)
 
 
 class SyncServer(Coordinator):

@@ -18,6 +18,7 @@ import pytest
 from fedbandit_envs import NEIGHBOURS, SERVER, FederatedMAB, Message, MessageBatch
 from fedbandit_envs import topology as topo
 from fedbandit_envs.channel import ChannelConfig, CostModel
+from fedbandit_envs.channel import channel as channel_module
 from fedbandit_envs.channel.channel import GOSSIP_BLOCK, Channel
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 
@@ -921,3 +922,20 @@ def test_agents_sending_to_an_unhosted_server(topology: str, message: str) -> No
     with pytest.raises(ValueError, match=f"^{AGENTS_AS_SERVER}$"):
         core.step(arms, [up, MessageBatch("down", [1], [SERVER], [NEIGHBOURS], {"v": np.zeros(1)})])
     assert core.slot == 0 and core.channel.ledger.totals()["messages"] == 0
+
+
+def test_kept_header_plans_are_reused_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header seen before (not only the last of its kind) reuses its plan; the plans kept stay within PLAN_ROWS."""
+    monkeypatch.setattr(channel_module, "PLAN_ROWS", 5)
+    channel = Channel(ChannelConfig())
+    channel.reset([topo.server(4)], [np.random.default_rng(0)])
+    headers = [np.array([0, 1]), np.array([2, 3]), np.array([0, 1]), np.array([1, 2, 3]), np.array([2, 3])]
+    routed = []
+    for recipients in headers:
+        n = len(recipients)
+        batch = MessageBatch("d", np.zeros(n, np.int64), np.full(n, SERVER), recipients, {"x": np.ones((n, 1))})
+        routed.append(channel.prepare([batch])[0])
+        assert channel._plan_rows <= 5
+    assert routed[2].recipient is routed[0].recipient  # the first header's plan, kept past the second one
+    assert routed[4].recipient is not routed[1].recipient  # dropped when the third header would pass the bound
+    np.testing.assert_array_equal(routed[4].recipient, [2, 3])

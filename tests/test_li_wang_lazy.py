@@ -13,10 +13,12 @@ import pytest
 from agents.li_wang import (
     _MAX_RUNS,
     RANK_TOL,
+    SHARED_RTOL,
     AsyncLinUCB,
     BufferedStats,
     SyncLinUCB,
     _add_rows,
+    _add_to_each_row,
     _add_to_rows,
     _norm,
     _pinv_psd,
@@ -115,6 +117,21 @@ def test_add_to_rows_takes_unsorted_rows_and_scalars():
     _add_to_rows(counts, np.array([5]), np.array([1]))
     _add_to_rows(counts, np.array([], np.int64), np.zeros(0, np.int64))
     np.testing.assert_array_equal(counts, [0, 2, 2, 2, 0, 1])
+
+
+@pytest.mark.parametrize("at", [[3, 4, 5, 9], [5, 3, 3, 0], list(range(0, 40, 2))])
+def test_add_to_each_row_is_one_add_to_rows_per_target(at):
+    """Several targets at the same rows: each gets what :func:`_add_to_rows` alone gives it."""
+    rng = np.random.default_rng(len(at))
+    at = np.array(at)
+    matrices, vectors = rng.standard_normal((40, 3, 3)), rng.standard_normal((40, 3))
+    rows, row = rng.standard_normal((len(at), 3, 3)), rng.standard_normal(3)  # one row broadcast to every target row
+    expected_m, expected_v = matrices.copy(), vectors.copy()
+    _add_to_rows(expected_m, at, rows)
+    _add_to_rows(expected_v, at, row)
+    _add_to_each_row(at, [(matrices, rows), (vectors, row)])
+    np.testing.assert_array_equal(matrices, expected_m)
+    np.testing.assert_array_equal(vectors, expected_v)
 
 
 @pytest.mark.parametrize(("gamma", "registration"), [(1.0, "lazy"), (1.0, "eager"), (1.5, "lazy"), (4.0, "eager")])
@@ -281,3 +298,88 @@ def test_sync_linucb_under_latency_jitter_names_the_cause():
     env = {"num_arms": 4, "dimension": 3, "num_clients": 6, "horizon": 200, "latency_jitter": 2}
     with pytest.raises(ValueError, match="Sync-LinUCB assumes instant synchronisation: run it on a channel without"):
         run(resolve_factory("sync_linucb"), env, [0], checkpoints=1)
+
+
+def play_stats(stats: BufferedStats, seed: int, steps: int = 300) -> None:
+    """A random workload of shared and per-row downloads, own observations, uploads and replacements."""
+    rng = np.random.default_rng(seed)
+    replicas, clients = stats.stale.shape
+    for _ in range(steps):
+        r, op = int(rng.integers(replicas)), int(rng.integers(6))
+        if op <= 1:  # one download row to several clients of a replica (a broadcast), or one row per client
+            to = np.sort(rng.choice(clients, size=int(rng.integers(2, clients + 1)), replace=False))
+            gram = rng.standard_normal((len(to) if op else 1, D, D))
+            v, b = gram @ gram.transpose(0, 2, 1), rng.standard_normal((len(gram), D))
+            count = rng.integers(0, 3, len(gram))
+            shape = (len(to),)
+            rows = np.full(len(to), r)
+            stats.add_stats(rows, to, *(np.broadcast_to(f, shape + f.shape[1:]) for f in (v, b, count)))
+        elif op <= 3:  # an own observation, then the upload check
+            pair = np.array([r]), rng.integers(clients, size=1)
+            stats.add_point(*pair, rng.standard_normal((1, D)), rng.standard_normal(1))
+            stats.log_ratio(*pair)
+        elif op == 4:  # an upload
+            stats.take(np.array([r]), rng.integers(clients, size=1))
+        else:  # a synchronisation of some clients: upload, then a replacement of their statistics
+            to = np.sort(rng.choice(clients, size=2, replace=False))
+            stats.take(np.full(2, r), to)
+            gram = rng.standard_normal((2, D, D))
+            stats.set_stats(np.full(2, r), to, gram @ gram.transpose(0, 2, 1), rng.standard_normal((2, D)), 5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shared_downloads_equal_row_by_row_adds_within_the_stated_tolerance(seed):
+    """A download shared by many clients goes to a running sum: within SHARED_RTOL of row-by-row adds (reference mode).
+
+    The counts are exact; V, b and the log-determinants differ only by rounding (relative to the largest sum).
+    """
+    fast, plain = BufferedStats(2, 7, D, 0.1), BufferedStats(2, 7, D, 0.1)
+    play_stats(fast, seed)
+    assert fast._num_joined > 0  # the shared sums were in use
+    with reference_mode():
+        play_stats(plain, seed)
+    scale = np.abs(plain.v).max()
+    np.testing.assert_array_equal(fast.count, plain.count)
+    np.testing.assert_allclose(fast.v, plain.v, rtol=0, atol=SHARED_RTOL * scale)
+    np.testing.assert_allclose(fast.b, plain.b, rtol=0, atol=SHARED_RTOL * np.abs(plain.b).max())
+    pairs = np.repeat(np.arange(2), 7), np.tile(np.arange(7), 2)
+    fast.refresh(*pairs)
+    np.testing.assert_allclose(fast.ld, plain.ld, rtol=0, atol=SHARED_RTOL * scale)
+
+
+@pytest.mark.parametrize(("gamma", "registration", "seed"), [(1.0, "eager", 0), (1.0, "lazy", 1), (1.5, "lazy", 2)])
+def test_shared_downloads_keep_every_decision_of_row_by_row_adds(gamma, registration, seed):
+    """Async-LinUCB with shared downloads makes the reference mode's decisions: same regret, same ledger, close sums."""
+    fast = AsyncLinUCB(gamma=gamma, registration=registration, alpha_mode="theory_upper")  # counts travel too
+    plain = AsyncLinUCB(gamma=gamma, registration=registration, alpha_mode="theory_upper")
+    joined = []
+    fast_core = drive(fast, seed=seed, after=lambda *_: joined.append(fast.stats._num_joined))
+    with reference_mode():
+        plain_core = drive(plain, seed=seed)
+    assert max(joined) > 1
+    np.testing.assert_array_equal(fast_core.regret, plain_core.regret)
+    assert fast_core.channel.ledger.totals() == plain_core.channel.ledger.totals()
+    np.testing.assert_array_equal(fast.stats.count, plain.stats.count)
+    scale = np.abs(plain.stats.v).max()
+    np.testing.assert_allclose(fast.stats.v, plain.stats.v, rtol=0, atol=SHARED_RTOL * scale)
+
+
+def test_replicas_of_a_batch_share_downloads_as_single_runs_do():
+    """One download batch per replica: replica b of a batched run holds the bits of the single run of seed b."""
+    seeds = [3, 4, 5]
+    batched = AsyncLinUCB(gamma=1.0)
+    core = LinearCore(CONFIG, ChannelConfig(CostModel(c1=0.0, price_per_message=1.0)), batched.make_coordinator())
+    core.reset(seeds)
+    batched.reset(core.context)
+    while not core.done:
+        batched.observe(core.play(batched.act(core.current_step())))
+        phase = core.first_phase()
+        while phase is not None:
+            uploads = batched.send(phase)
+            batched.receive(phase, core.exchange(phase, uploads))
+            phase = core.next_phase(phase, bool(uploads))
+    for b, seed in enumerate(seeds):
+        single = AsyncLinUCB(gamma=1.0)
+        drive(single, seed=seed)
+        for name in ("v", "b", "count", "dv"):
+            np.testing.assert_array_equal(getattr(batched.stats, name)[b], getattr(single.stats, name)[0])

@@ -91,28 +91,27 @@ def random_batch(rng: np.random.Generator, topologies: list[Topology], kind: str
 
 
 def workload(seed: int, gossip: bool = False) -> tuple[list[Topology], ChannelConfig, list[list[MessageBatch]]]:
-    """B replicas of M agents, a channel config and each slot's batches (kinds a-c; a kind repeats a header often)."""
+    """B replicas of M agents, a channel config and each slot's batches (kinds a-c; a kind repeats a header often,
+    its last one or an older one)."""
     rng = np.random.default_rng(seed)
     num_replicas, num_agents = int(rng.integers(1, 4)), int(rng.integers(2, 6))
     topologies = [random_topology(rng, num_agents, gossip) for _ in range(num_replicas)]
     config = random_config(rng, num_agents, gossip)
     slots: list[list[MessageBatch]] = []
-    last: dict[str, MessageBatch] = {}
+    sent: dict[str, list[MessageBatch]] = {}
     for _ in range(int(rng.integers(4, 14))):
         batches = []
         for kind, width in (("a", 1), ("b", 3), ("c", 2)):
             if rng.random() < 0.3:
                 continue
-            if (
-                kind in last and rng.random() < 0.6
-            ):  # the same header again (or its senders to NEIGHBOURS), a new payload
-                old = last[kind]
+            if kind in sent and rng.random() < 0.6:  # a header again (or its senders to NEIGHBOURS), a new payload
+                old = sent[kind][-1] if rng.random() < 0.5 else sent[kind][int(rng.integers(len(sent[kind])))]
                 payload = {"v": rng.normal(size=(len(old), width)), "k": old.payload["k"]}
                 recipient = old.recipient if rng.random() < 0.7 else np.full(len(old), NEIGHBOURS)
                 batch = MessageBatch(kind, old.replica, old.sender, recipient, payload)
             else:
                 batch = random_batch(rng, topologies, kind, width)
-            last[kind] = batch
+            sent.setdefault(kind, []).append(batch)
             batches.append(batch)
         slots.append(batches)
     return topologies, config, slots

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
-from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
+from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch, _constant
 from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
@@ -29,6 +29,10 @@ AGENTS_AS_SERVER = "agents cannot send as SERVER; only the coordinator does"
 
 #: Gossip edges drawn at once per replica from its channel stream (the draws are the same as one per slot).
 GOSSIP_BLOCK = 256
+
+#: The header plans a channel keeps hold at most this many routed rows in all; past it they are dropped (and
+#: planned again when their headers come back).
+PLAN_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def _sends_as_server(batch: MessageBatch) -> bool:
 
 
 class _HeaderPlan:
-    """A checked batch header of one kind, kept for the later batches with the same header.
+    """A checked batch header of one kind, kept for the later batches of that kind with the same header.
 
     Holds immutable copies (:func:`~fedbandit_envs.frozen.frozen`) of the routed header arrays (the ``NEIGHBOURS``
     rows expanded to one row per linked node, the payload rows ``rows`` under them; ``rows`` is None when the header
@@ -96,8 +100,7 @@ class _HeaderPlan:
     a later batch with these very arrays has this header without comparing it.
     """
 
-    def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray, key: tuple) -> None:
-        self.key = key
+    def __init__(self, batch: MessageBatch, rows: np.ndarray | None, recipient: np.ndarray) -> None:
         sources = (batch.replica, batch.sender, batch.recipient)
         self.sources = sources if all(is_frozen(a) for a in sources) else None
         self.rows = None if rows is None else frozen(rows)
@@ -107,7 +110,7 @@ class _HeaderPlan:
             self.header = (frozen(batch.replica), frozen(batch.sender), frozen(recipient))
         else:
             self.header = (frozen(batch.replica[rows]), frozen(batch.sender[rows]), frozen(recipient))
-        self.unsent = frozen(np.full(len(recipient), -1, np.int64))
+        self.unsent = _constant(len(recipient), -1)  # immutable, shared with every header of that length
         self.to_server = int(np.count_nonzero(recipient == SERVER))  # routed copies whose recipient is the server
 
     def has_sources_of(self, batch: MessageBatch) -> bool:
@@ -159,7 +162,9 @@ class Channel:
             np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
         self.ledger.reset(self.num_replicas, m, np.stack(components), edges, links)
         self._in_flight: dict[int, list[MessageBatch]] = {}
-        self._plans: dict[str, _HeaderPlan] = {}
+        self._plans: dict[tuple[str, tuple], _HeaderPlan] = {}  # by kind and header key
+        self._last_plans: dict[str, _HeaderPlan] = {}  # the plan each kind used last (known by its source arrays)
+        self._plan_rows = 0
         self.no_partners = frozen(np.full((self.num_replicas, m), -1, np.int64))
         self._edges = [t.edges() for t in topologies]
         if self.config.gossip is not None and not all(
@@ -238,27 +243,37 @@ class Channel:
 
     # ------------------------------------------------------------------ routing
     def _kept_plan(self, batch: MessageBatch) -> _HeaderPlan | None:
-        """The plan kept for the kind of ``batch`` if it has the same header, else None.
+        """The plan kept for the kind of ``batch`` and its header, else None.
 
         The header is the plan's if the batch holds the plan's immutable source arrays, or else if its header key is
         the plan's. Always None in the reference mode (:mod:`fedbandit_envs.reference`), which keeps nothing.
         """
-        plan = self._plans.get(batch.kind)
-        if plan is None or reference_active():
+        if reference_active():
             return None
-        if plan.has_sources_of(batch) or plan.key == batch.header_key():
-            return plan
-        return None
+        last = self._last_plans.get(batch.kind)
+        if last is not None and last.has_sources_of(batch):
+            return last
+        plan = self._plans.get((batch.kind, batch.header_key()))
+        if plan is not None:
+            self._last_plans[batch.kind] = plan
+        return plan
 
     def _new_plan(self, batch: MessageBatch) -> _HeaderPlan:
-        """Check ``batch`` and plan its routing; the plan is kept for the kind (the links are fixed in an episode).
+        """Check ``batch`` and plan its routing; the plan is kept for the kind and the header (the links are fixed).
 
+        Every kept plan is dropped first when they would hold more than :data:`PLAN_ROWS` rows in all.
         In the reference mode nothing is kept and every batch is checked and expanded by :meth:`_plain_plan`.
         """
-        key = batch.header_key()
         if reference_active():
-            return self._plain_plan(batch, key)
-        plan = self._plans[batch.kind] = self._plan(batch, self._check(batch), key)
+            return self._plain_plan(batch)
+        plan = self._plan(batch, self._check(batch))
+        rows = len(plan.header[0])
+        if self._plan_rows + rows > PLAN_ROWS:
+            self._plans.clear()
+            self._last_plans.clear()
+            self._plan_rows = 0
+        self._plans[(batch.kind, batch.header_key())] = self._last_plans[batch.kind] = plan
+        self._plan_rows += rows
         return plan
 
     def _check(self, batch: MessageBatch) -> np.ndarray | None:
@@ -303,13 +318,13 @@ class Channel:
             f"they are not linked in the topology; send only to neighbours (or NEIGHBOURS)"
         )
 
-    def _plan(self, batch: MessageBatch, broadcast: np.ndarray | None, key: tuple) -> _HeaderPlan:
+    def _plan(self, batch: MessageBatch, broadcast: np.ndarray | None) -> _HeaderPlan:
         """The plan of a checked header: one row per linked node of a broadcast row, in row order.
 
         Linked nodes ascend, the server last; ``broadcast`` is the mask of the broadcast rows, or None if there is none.
         """
         if broadcast is None:
-            return _HeaderPlan(batch, None, batch.recipient, key)
+            return _HeaderPlan(batch, None, batch.recipient)
         m = self.num_agents
         flat = batch.replica * (m + 1) + np.where(batch.sender == SERVER, m, batch.sender)
         start = self._neighbour_ptr[flat]
@@ -319,9 +334,9 @@ class Channel:
         copied = broadcast[rows]
         expanded = batch.recipient[rows]
         expanded[copied] = self._neighbour_ids[position[copied]]
-        return _HeaderPlan(batch, rows, expanded, key)
+        return _HeaderPlan(batch, rows, expanded)
 
-    def _plain_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan:
+    def _plain_plan(self, batch: MessageBatch) -> _HeaderPlan:
         """The reference version of :meth:`_plan`: check the batch, then expand it row by row from the links."""
         self._check(batch)
         m = self.num_agents
@@ -336,7 +351,7 @@ class Channel:
             for node in np.flatnonzero(self._links[b, m if sender == SERVER else sender]).tolist():
                 rows.append(row)
                 recipients.append(SERVER if node == m else node)
-        return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64), key)
+        return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64))
 
     def prepare(self, batches: Sequence[MessageBatch], *, from_agents: bool = False) -> list[MessageBatch]:
         """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect on the episode.
@@ -347,7 +362,7 @@ class Channel:
 
         The batches returned hold read-only copies of the header arrays, never the caller's arrays, so a sender
         that writes into its arrays later cannot change what was routed. A header is checked, expanded and copied
-        once per kind and reused while the kind's next batches repeat it (see :meth:`_kept_plan`).
+        once per kind and kept for every later batch of the kind that repeats it (see :meth:`_kept_plan`).
         """
         batches = [batch for batch in batches if len(batch)]
         kept = [self._kept_plan(batch) for batch in batches]
