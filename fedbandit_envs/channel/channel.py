@@ -422,7 +422,7 @@ class Channel:
         Read from the kind's kept plan when the batch holds the plan's routed recipient array (every copy of a kept
         header went on); else, and in the reference mode (:mod:`fedbandit_envs.reference`), counted.
         """
-        plan = self._plans.get(batch.kind)
+        plan = self._last_plans.get(batch.kind)
         if plan is not None and batch.recipient is plan.header[2] and not reference_active():
             return plan.to_server
         return int(np.count_nonzero(batch.recipient == SERVER))
@@ -433,7 +433,7 @@ class Channel:
         Read from the kind's kept plan when the batch holds the plan's own immutable sender array; else, and in the
         reference mode, checked row by row.
         """
-        plan = self._plans.get(batch.kind)
+        plan = self._last_plans.get(batch.kind)
         if plan is not None and plan.sources is not None and batch.sender is plan.sources[1] and not reference_active():
             return plan.server_senders_only
         return not np.count_nonzero(batch.sender != SERVER)

@@ -370,18 +370,8 @@ class MessageBatch:
         layout = tuple([(name, array.dtype, array.shape[1:]) for name, array in fields.items()])
         _check_row_size(layout, where)
         privacy = check_schema(privacy, fields, where)
-        # frozen: the validated values are set once, here (with the layout key, which every routed batch needs)
-        self.__dict__.update(
-            kind=kind,
-            replica=replica,
-            sender=sender,
-            recipient=recipient,
-            payload=fields,
-            count=counts,
-            slot=slots,
-            privacy=privacy,
-            _layout=_layout_key_of(kind, layout, privacy),
-        )
+        self._hold(kind, replica, sender, recipient, fields, counts, slots, privacy)
+        self.__dict__["_layout"] = _layout_key_of(kind, layout, privacy)  # every routed batch needs it
 
     def __len__(self) -> int:
         return len(self.sender)
@@ -412,7 +402,12 @@ class MessageBatch:
     def _trusted(cls, kind, replica, sender, recipient, payload, count, slot, privacy) -> MessageBatch:
         """Build a batch from arrays already validated by another batch (no copies, no checks)."""
         batch = object.__new__(cls)
-        batch.__dict__.update(
+        batch._hold(kind, replica, sender, recipient, payload, count, slot, privacy)
+        return batch
+
+    def _hold(self, kind, replica, sender, recipient, payload, count, slot, privacy) -> None:
+        """Set the validated fields: the batch is frozen, so they are set once, here."""
+        self.__dict__.update(
             kind=kind,
             replica=replica,
             sender=sender,
@@ -422,7 +417,6 @@ class MessageBatch:
             slot=slot,
             privacy=privacy,
         )
-        return batch
 
     def _derived(self, **columns: Any) -> MessageBatch:
         """A batch of this one's kind, layout (and layout key, if computed) and privacy with ``columns`` replaced.
