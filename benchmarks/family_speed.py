@@ -2,7 +2,9 @@
 
 Every case is one ``run(algorithm, env_kwargs, seeds, checkpoints=1, batched=...)`` call in a fresh
 Python process (so import caches and allocator state never favour one tree), timed around the call
-only. With ``--compare-with DIR`` (a checkout of another revision, e.g. ``git worktree add /tmp/old
+only, twice: the first (cold) call includes what is imported and built once per process (the agents,
+SciPy's modules), the second (warm) is the simulation alone; the ratio is of the warm times, the cold
+ratio beside it. With ``--compare-with DIR`` (a checkout of another revision, e.g. ``git worktree add /tmp/old
 <rev>``) every case alternates between that tree and this one, ``--repeats`` times each, and the table
 gives the median of each and their ratio (this / other), with the load average beside it. Older
 revisions had one runner per family (``fedbandit_envs.runner``, ``linear_runner``, ``procurement_runner``);
@@ -71,10 +73,13 @@ except ImportError:  # a revision with one runner module per family
     module = {"mab": "runner", "linear": "linear_runner", "procurement": "procurement_runner"}[family]
     run = import_module(f"fedbandit_envs.{module}").run
     extra = {"frr_reference": None} if family == "procurement" else {}
-start = time.perf_counter()
-results = run(algorithm, env, seeds, checkpoints=1, batched=batched, **extra)
-wall = time.perf_counter() - start
-print(json.dumps({"wall": wall, "regret": sorted(row["group_regret"] for row in results.curves)}))
+walls = []
+for _ in range(2):  # cold: the first call, with what it imports and builds once; warm: the same call again
+    start = time.perf_counter()
+    results = run(algorithm, env, seeds, checkpoints=1, batched=batched, **extra)
+    walls.append(time.perf_counter() - start)
+cold, warm = walls
+print(json.dumps({"cold": cold, "wall": warm, "regret": sorted(row["group_regret"] for row in results.curves)}))
 """
 
 
@@ -106,18 +111,23 @@ def main() -> None:
         if args.only and args.only not in case[0]:
             continue
         walls: dict[str, list[float]] = {name: [] for name in trees}
+        colds: dict[str, list[float]] = {name: [] for name in trees}
         regret: dict[str, list[float]] = {}
         loads = []
         for _ in range(args.repeats):
             for name, tree in trees.items():
                 result = measure(tree, case)
                 walls[name].append(result["wall"])
+                colds[name].append(result["cold"])
                 regret[name] = result["regret"]
                 loads.append(os.getloadavg()[0])
         row = {"case": case[0], "this_s": round(statistics.median(walls["this"]), 3)}
+        row["this_cold_s"] = round(statistics.median(colds["this"]), 3)
         if "other" in trees:
             row["other_s"] = round(statistics.median(walls["other"]), 3)
+            row["other_cold_s"] = round(statistics.median(colds["other"]), 3)
             row["ratio"] = round(row["this_s"] / row["other_s"], 3)
+            row["cold_ratio"] = round(row["this_cold_s"] / row["other_cold_s"], 3)
             row["same_regret"] = regret["this"] == regret["other"]
         row["load_median"] = round(statistics.median(loads), 2)
         rows.append(row)

@@ -28,7 +28,6 @@ from numbers import Integral
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from fedbandit_envs.privacy.accountant import GaussianEvent, LaplaceEvent, TreeEvent, real_number
@@ -143,6 +142,8 @@ def gaussian_sigma_analytic(l2_sensitivity: float, epsilon: float, delta: float)
     Solved for ``sigma / l2_sensitivity`` with :func:`scipy.optimize.brentq` to a relative tolerance of 1e-12, then
     nudged up if needed so the returned sigma satisfies the inequality. Valid for every epsilon > 0.
     """
+    from scipy.optimize import brentq  # here, not at the top: scipy.optimize takes 0.1 s to import
+
     l2_sensitivity = _positive_finite("l2_sensitivity", l2_sensitivity)
     epsilon = _epsilon(epsilon)
     delta = _delta(delta)
