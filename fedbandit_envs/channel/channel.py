@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
-from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch, _constant
+from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch, shared_constant
 from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
@@ -110,7 +110,7 @@ class _HeaderPlan:
             self.header = (frozen(batch.replica), frozen(batch.sender), frozen(recipient))
         else:
             self.header = (frozen(batch.replica[rows]), frozen(batch.sender[rows]), frozen(recipient))
-        self.unsent = _constant(len(recipient), -1)  # immutable, shared with every header of that length
+        self.unsent = shared_constant(len(recipient), -1)  # immutable, shared with every header of that length
         self.to_server = int(np.count_nonzero(recipient == SERVER))  # routed copies whose recipient is the server
 
     def has_sources_of(self, batch: MessageBatch) -> bool:

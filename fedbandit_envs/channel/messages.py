@@ -87,8 +87,8 @@ def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
 
 
 @functools.lru_cache(maxsize=64)
-def _constant(n: int, value: int) -> np.ndarray:
-    """An immutable (n,) int64 array of ``value``, shared by the batches that take the default ``count`` or ``slot``."""
+def shared_constant(n: int, value: int) -> np.ndarray:
+    """An immutable (n,) int64 array of ``value``, shared by all who ask (default ``count`` and ``slot``, unsent)."""
     return frozen(np.full(n, value, np.int64))
 
 
@@ -351,10 +351,11 @@ class MessageBatch:
                 for (name, minimum), array in zip(_HEADER_MINIMA, (replica, sender, recipient))
             )  # fmt: skip
         n = len(sender)
-        counts = (
-            _constant(n, 1) if count is None else frozen(check_int_array("MessageBatch.count", count, 1, MAX_COUNT))
-        )
-        slots = _constant(n, -1) if slot is None else frozen(check_int_array("MessageBatch.slot", slot, -1))
+        if count is None:
+            counts = shared_constant(n, 1)
+        else:
+            counts = frozen(check_int_array("MessageBatch.count", count, 1, MAX_COUNT))
+        slots = shared_constant(n, -1) if slot is None else frozen(check_int_array("MessageBatch.slot", slot, -1))
         if not len(replica) == len(recipient) == len(counts) == len(slots) == n:
             columns = {"replica": replica, "recipient": recipient, "count": counts, "slot": slots}
             name, rows = next((name, len(array)) for name, array in columns.items() if len(array) != n)
@@ -486,7 +487,7 @@ class MessageBatch:
         """
         if rows is None:
             payload, count = self.payload, self.count
-            if count is not _constant(len(self), 1):
+            if count is not shared_constant(len(self), 1):
                 count = frozen(count)
         else:
             payload = (
@@ -494,8 +495,8 @@ class MessageBatch:
                 if reference_active()
                 else GatheredPayload.of(self.payload, rows)
             )
-            if self.count is _constant(len(self), 1):  # the default: shared ones again
-                count = _constant(len(rows), 1)
+            if self.count is shared_constant(len(self), 1):  # the default: shared ones again
+                count = shared_constant(len(rows), 1)
             else:
                 count = frozen(self.count.take(rows))
         return self._derived(
