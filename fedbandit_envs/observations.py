@@ -25,6 +25,7 @@ from gymnasium import spaces
 
 from fedbandit_envs.channel.messages import Message, MessageBatch, batches_by_key, batches_from_messages
 from fedbandit_envs.core import Feedback
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.validation import check_choice, check_int
 
 #: The forms an inbox is delivered in: :class:`Message` objects or :class:`MessageBatch` objects.
@@ -144,7 +145,9 @@ def agent_observations(
     ``inbox``: the form of the inboxes, :class:`Message` objects or :class:`MessageBatch` objects.
     """
     arms = feedback.arms[replica].tolist()
-    rewards = np.array(feedback.rewards[replica], dtype=np.float64)
+    # one immutable copy: each agent's 0-d reward is a view of it, which no agent can write through (``.base``) to
+    # change another agent's observation
+    rewards = frozen(np.asarray(feedback.rewards[replica], dtype=np.float64))
     partners = feedback.partners[replica].tolist()
     if feedback.inbox:
         inboxes = [tuple(items) for items in inboxes_by_agent(feedback.inbox, len(arms), replica, inbox)]

@@ -18,6 +18,7 @@ from fedbandit_envs import SERVER, FederatedMAB, Message, MessageBatch
 from fedbandit_envs.channel.messages import MAX_COUNT, MAX_FIELDS, MAX_ROW_AXES, MAX_ROW_BYTES
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action
+from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.frozen import FrozenDict
 from fedbandit_envs.protocol import Coordinator, Population
@@ -228,3 +229,54 @@ def test_a_procurement_env_without_hooks_still_skips_silent_report_rounds():
     wrapped = MessageDelays(FedProcurementEnv(num_agents=2, num_producers=3, horizon=2), delay=1)
     wrapped.reset(seed=0)
     assert wrapped.unwrapped.core.first_phase().required is True
+
+
+def _arrays(value: object) -> Iterator[np.ndarray]:
+    """Every array in an observation (its dict values, nested)."""
+    if isinstance(value, np.ndarray):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _arrays(item)
+
+
+def _write_through(array: np.ndarray) -> None:
+    """Overwrite ``array`` and every array it is a view of, lifting read-only flags where numpy allows."""
+    target: object = array
+    while isinstance(target, np.ndarray):
+        try:
+            target.setflags(write=True)
+            target[...] = 123
+        except ValueError:
+            pass
+        target = target.base
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: FederatedMAB(num_agents=3, num_arms=2, horizon=5),
+        lambda: FederatedLinear(num_clients=3, num_arms=2, dimension=2, horizon=5),
+        lambda: FedProcurementEnv(num_agents=3, num_producers=4, horizon=5),
+    ],
+    ids=["mab", "linear", "procurement"],
+)
+def test_an_agent_cannot_rewrite_another_agents_observation(make):
+    """An agent's policy holds its own observation: writing through it (and its ``.base``) reaches no other agent's."""
+    env = make()
+    observations, _ = env.reset(seed=0)
+    for _ in range(2):
+        actions = {}
+        for agent in env.agents:
+            space = env.action_space(agent)
+            space.seed(0)
+            actions[agent] = space.sample()
+        observations, *_ = env.step(actions)
+    first, *others = list(observations)
+    kept = {agent: [np.array(a) for a in _arrays(observations[agent])] for agent in others}
+    assert kept[others[0]], "the observations hold arrays"
+    for array in _arrays(observations[first]):
+        _write_through(array)
+    for agent in others:
+        for was, now in zip(kept[agent], _arrays(observations[agent]), strict=True):
+            np.testing.assert_array_equal(now, was)
