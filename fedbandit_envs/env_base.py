@@ -32,7 +32,6 @@ drives any family's environment through ``step()`` alone.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -245,7 +244,7 @@ class ProtocolParallelEnv(ParallelEnv):
 
         A copy: the env goes on reading its own ``pending_phase``, whatever the population does to this one.
         """
-        return None if self.pending_phase is None else replace(self.pending_phase)
+        return None if self.pending_phase is None else self.pending_phase.copy()
 
     def agent_rows(self, values: Mapping[str, Any], key: str | None = None) -> np.ndarray:
         """A (1, M, ...) array of every agent's entry of ``values`` (or of its ``key`` field), in agent order.
