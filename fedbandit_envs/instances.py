@@ -91,7 +91,7 @@ class BanditInstance:
     def __post_init__(self) -> None:
         means = _validated_means(self.means)
         homogeneous = bool(np.all(means == means[0]))
-        global_means = frozen(means[0].copy() if homogeneous else means.mean(axis=0))
+        global_means = frozen(means[0] if homogeneous else means.mean(axis=0))  # frozen copies
         best_arm = int(np.argmax(global_means))
         best_mean = float(global_means[best_arm])
         derived = {

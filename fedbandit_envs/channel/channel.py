@@ -89,6 +89,11 @@ def _sends_as_server(batch: MessageBatch) -> bool:
     return bool(batch.sender.min() <= SERVER and (batch.sender == SERVER).any())
 
 
+def _sent_only_by_server(batch: MessageBatch) -> bool:
+    """Whether every row of ``batch`` has the sender ``SERVER``."""
+    return not np.count_nonzero(batch.sender != SERVER)
+
+
 class _HeaderPlan:
     """A checked batch header of one kind, kept for the later batches of that kind with the same header.
 
@@ -105,7 +110,7 @@ class _HeaderPlan:
         self.sources = sources if all(is_frozen(a) for a in sources) else None
         self.rows = None if rows is None else frozen(rows)
         self.server_sender = _sends_as_server(batch)
-        self.server_senders_only = not np.count_nonzero(batch.sender != SERVER)
+        self.server_senders_only = _sent_only_by_server(batch)
         if rows is None:
             self.header = (frozen(batch.replica), frozen(batch.sender), frozen(recipient))
         else:
@@ -242,24 +247,26 @@ class Channel:
         return frozen(partners)
 
     # ------------------------------------------------------------------ routing
-    def _kept_plan(self, batch: MessageBatch) -> _HeaderPlan | None:
-        """The plan kept for the kind of ``batch`` and its header, else None.
+    def _kept_plan(self, batch: MessageBatch) -> tuple[_HeaderPlan | None, tuple]:
+        """The plan kept for the kind of ``batch`` and its header (else None), and the header key it was looked up by.
 
-        The header is the plan's if the batch holds the plan's immutable source arrays, or else if its header key is
-        the plan's. Always None in the reference mode (:mod:`fedbandit_envs.reference`), which keeps nothing.
+        The header is the plan's if the batch holds the plan's immutable source arrays (then no key is computed:
+        ``()``), or else if its header key is the plan's. Always None in the reference mode
+        (:mod:`fedbandit_envs.reference`), which keeps nothing (and needs no key).
         """
         if reference_active():
-            return None
+            return None, ()
         last = self._last_plans.get(batch.kind)
         if last is not None and last.has_sources_of(batch):
-            return last
-        plan = self._plans.get((batch.kind, batch.header_key()))
+            return last, ()
+        key = batch.header_key()
+        plan = self._plans.get((batch.kind, key))
         if plan is not None:
             self._last_plans[batch.kind] = plan
-        return plan
+        return plan, key
 
-    def _new_plan(self, batch: MessageBatch) -> _HeaderPlan:
-        """Check ``batch`` and plan its routing; the plan is kept for the kind and the header (the links are fixed).
+    def _new_plan(self, batch: MessageBatch, key: tuple) -> _HeaderPlan:
+        """Check ``batch`` and plan its routing; the plan is kept under its kind and header ``key`` (links are fixed).
 
         Every kept plan is dropped first when they would hold more than :data:`PLAN_ROWS` rows in all.
         In the reference mode nothing is kept and every batch is checked and expanded by :meth:`_plain_plan`.
@@ -272,7 +279,7 @@ class Channel:
             self._plans.clear()
             self._last_plans.clear()
             self._plan_rows = 0
-        self._plans[(batch.kind, batch.header_key())] = self._last_plans[batch.kind] = plan
+        self._plans[(batch.kind, key)] = self._last_plans[batch.kind] = plan
         self._plan_rows += rows
         return plan
 
@@ -367,10 +374,10 @@ class Channel:
         batches = [batch for batch in batches if len(batch)]
         kept = [self._kept_plan(batch) for batch in batches]
         if from_agents:
-            for batch, plan in zip(batches, kept):
+            for batch, (plan, _) in zip(batches, kept):
                 if plan.server_sender if plan is not None else _sends_as_server(batch):
                     raise ValueError(AGENTS_AS_SERVER)
-        return [(plan or self._new_plan(batch)).apply(batch) for batch, plan in zip(batches, kept)]
+        return [(plan or self._new_plan(batch, key)).apply(batch) for batch, (plan, key) in zip(batches, kept)]
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Send prepared batches in ``slot``: record them in the ledger, then drop and delay copies.
@@ -436,7 +443,7 @@ class Channel:
         plan = self._last_plans.get(batch.kind)
         if plan is not None and plan.sources is not None and batch.sender is plan.sources[1] and not reference_active():
             return plan.server_senders_only
-        return not np.count_nonzero(batch.sender != SERVER)
+        return _sent_only_by_server(batch)
 
     @property
     def in_flight(self) -> bool:
