@@ -137,25 +137,43 @@ def _as_replica_zero(batch: MessageBatch) -> MessageBatch:
     )
 
 
+#: One agent's part of an observation that only a pull changes: (arm, reward, partner).
+PullFields = tuple[int, np.ndarray, int]
+
+
+def pull_fields(feedback: Feedback, replica: int = 0) -> list[PullFields]:
+    """Every agent's (arm, reward, partner) of ``replica`` after ``feedback``, in agent order.
+
+    The rewards are 0-d views of one immutable copy, which no agent can write through (``.base``) to change another
+    agent's observation; a message-only step repeats these fields with its own inbox.
+    """
+    rewards = frozen(np.asarray(feedback.rewards[replica], dtype=np.float64))
+    views = [rewards[i, ...] for i in range(len(rewards))]
+    return list(zip(feedback.arms[replica].tolist(), views, feedback.partners[replica].tolist()))
+
+
 def agent_observations(
-    feedback: Feedback, next_slot: int, phase: int = 0, replica: int = 0, inbox: InboxForm = "messages"
+    feedback: Feedback,
+    next_slot: int,
+    phase: int = 0,
+    replica: int = 0,
+    inbox: InboxForm = "messages",
+    fields: Sequence[PullFields] | None = None,
 ) -> list[dict[str, Any]]:
     """One observation dict per agent of ``replica`` after ``feedback`` (see the module docstring).
 
     ``inbox``: the form of the inboxes, :class:`Message` objects or :class:`MessageBatch` objects.
+    ``fields``: the agents' :func:`pull_fields` of ``feedback`` when the caller holds them already.
     """
-    arms = feedback.arms[replica].tolist()
-    # one immutable copy: each agent's 0-d reward is a view of it, which no agent can write through (``.base``) to
-    # change another agent's observation
-    rewards = frozen(np.asarray(feedback.rewards[replica], dtype=np.float64))
-    partners = feedback.partners[replica].tolist()
+    if fields is None:
+        fields = pull_fields(feedback, replica)
     if feedback.inbox:
-        inboxes = [tuple(items) for items in inboxes_by_agent(feedback.inbox, len(arms), replica, inbox)]
+        inboxes = [tuple(items) for items in inboxes_by_agent(feedback.inbox, len(fields), replica, inbox)]
     else:
-        inboxes = [()] * len(arms)
+        inboxes = [()] * len(fields)
     return [
-        {"phase": phase, "slot": next_slot, "arm": arm, "reward": rewards[i, ...], "partner": partner, "inbox": inbox}
-        for i, (arm, partner, inbox) in enumerate(zip(arms, partners, inboxes))
+        {"phase": phase, "slot": next_slot, "arm": arm, "reward": reward, "partner": partner, "inbox": received}
+        for (arm, reward, partner), received in zip(fields, inboxes)
     ]
 
 

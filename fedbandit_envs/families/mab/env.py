@@ -24,6 +24,7 @@ from fedbandit_envs.observations import (
     check_inbox_form,
     feedback_from_observations,
     observation_space,
+    pull_fields,
     split_action,
 )
 from fedbandit_envs.seeding import EpisodeSeeds
@@ -159,7 +160,8 @@ class FederatedMAB(ProtocolParallelEnv):
         """
         self._feedback = self.reset_core(seed, options)
         self._all_false = dict.fromkeys(self.agents, False)
-        observations = agent_observations(self._feedback, 0, inbox=self.inbox_form)
+        self._pulled = pull_fields(self._feedback)
+        observations = agent_observations(self._feedback, 0, inbox=self.inbox_form, fields=self._pulled)
         return dict(zip(self.agents, observations)), self._infos()
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
@@ -178,6 +180,7 @@ class FederatedMAB(ProtocolParallelEnv):
             arms, messages = self._parse_actions(actions)
             self._feedback = feedback = self.core.step(arms, batches_from_messages(messages))
         self.pending_phase = self.core.first_phase()
+        self._pulled = pull_fields(feedback)
         observations = dict(zip(self.agents, self._observations(feedback)))
         rewards = dict(zip(self.agents, feedback.rewards[0].tolist()))
         truncated = self.core.done
@@ -198,8 +201,8 @@ class FederatedMAB(ProtocolParallelEnv):
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), self._infos()
 
     def _observations(self, feedback: Feedback) -> list[dict[str, Any]]:
-        """Every agent's observation after ``feedback``, in agent order."""
-        return agent_observations(feedback, self.core.slot, self.phase_flag, inbox=self.inbox_form)
+        """Every agent's observation after ``feedback`` (the pull fields of the slot's act step), in agent order."""
+        return agent_observations(feedback, self.core.slot, self.phase_flag, inbox=self.inbox_form, fields=self._pulled)
 
     def _plain_arms(self, actions: Mapping[str, Any]) -> np.ndarray | None:
         """The (1, M) arm array when every live agent gave a valid plain ``int`` (the fast path), else None."""
