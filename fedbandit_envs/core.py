@@ -10,7 +10,7 @@ import numpy as np
 
 from fedbandit_envs.channel.channel import Channel
 from fedbandit_envs.channel.messages import MessageBatch
-from fedbandit_envs.channel.routing import apply_hooks, deliver, prepare_outgoing
+from fedbandit_envs.channel.routing import apply_hooks, check_batches, deliver, prepare_outgoing
 from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import Topology
 from fedbandit_envs.validation import check_memory
@@ -430,7 +430,7 @@ def checked_batches(population: Any, phase: Phase, batches: Any) -> list[Message
             f"{type(population).__name__}.send() must return a list of MessageBatch (empty when silent) "
             f"in the {phase.kind} phase after slot {phase.slot}, got {batches!r:.80}"
         )
-    return list(batches)
+    return list(check_batches(batches))  # a subclass's instance becomes the base class's checked copy
 
 
 def message_phases(core: Any, population: Any, on_inbox: Callable[[list[MessageBatch]], None] | None = None) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.channel.messages import Message, MessageBatch, batches_by_key, batches_from_messages
+from fedbandit_envs.channel.messages import Message, MessageBatch, as_checked, batches_by_key, batches_from_messages
 from fedbandit_envs.core import Feedback
 from fedbandit_envs.frozen import frozen
 from fedbandit_envs.validation import check_choice, check_int
@@ -243,11 +243,14 @@ def outgoing_items(messages: Any) -> list[Message | MessageBatch]:
             f"action['messages'] must be a list of Message (or MessageBatch) objects, got {type(messages).__name__}"
         )
     items = list(messages)
-    for item in items:
+    for index, item in enumerate(items):
+        if type(item) is Message or type(item) is MessageBatch:
+            continue
         if not isinstance(item, Message | MessageBatch):
             raise TypeError(
                 f"action['messages'] must hold Message objects (or MessageBatch objects), got {type(item).__name__}"
             )
+        items[index] = as_checked(item)  # a subclass's instance: the base class's checked copy
     return items
 
 

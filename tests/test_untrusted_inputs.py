@@ -280,3 +280,96 @@ def test_an_agent_cannot_rewrite_another_agents_observation(make):
     for agent in others:
         for was, now in zip(kept[agent], _arrays(observations[agent]), strict=True):
             np.testing.assert_array_equal(now, was)
+
+
+class Unchecked(MessageBatch):
+    """A batch whose constructor checks and copies nothing and whose length, layout and size say it is empty."""
+
+    def __init__(self, payload, sender=0, recipient=1, replica=0):
+        header = {"replica": np.array([replica]), "sender": np.array([sender]), "recipient": np.array([recipient])}
+        vars(self).update(header, kind="k", payload=payload, count=np.ones(1, np.int64), slot=np.full(1, -1))
+        vars(self).update(privacy=None)
+
+    def __len__(self):
+        return 0
+
+    def layout_key(self):
+        return ("k", (), None)
+
+    @property
+    def bytes_per_row(self):
+        return 0
+
+
+class UncheckedMessage(Message):
+    """A message whose constructor keeps whatever it was given."""
+
+    def __post_init__(self):
+        pass
+
+
+class SendsOnce(Population):
+    """Agent 0 of every replica sends ``make(replica)`` with its first pull (in the act step or as a server reply)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def reset(self, context):
+        self.context = context
+
+    def act(self, step):
+        arms = np.zeros((self.context.num_replicas, self.context.num_agents), np.int64)
+        return Action(arms, [self.make(0)] if step.slot == 0 else [])
+
+    def observe(self, feedback):
+        self.inbox = feedback.inbox
+
+
+def _sent_and_received(make, path):
+    """Bytes charged and the copies agent 1 received after agent 0 sent ``make(0)`` in slot 0 along ``path``."""
+    if path == "pettingzoo":
+        env = FederatedMAB(3, 2, 3, topology="complete", inbox="batches")
+        env.reset(seed=0)
+        observations, *_ = env.step({"agent_0": {"arm": 0, "messages": [make(0)]}, "agent_1": 0, "agent_2": 0})
+        return env.ledger.totals()["bytes"], list(observations["agent_1"]["inbox"])
+    population = SendsOnce(make)
+    core = FederatedMAB(3, 2, 3, topology="complete").unwrapped.core
+    core.reset([0])
+    population.reset(core.context)
+    population.observe(core.play(population.act(core.current_step())))
+    return core.channel.ledger.totals(0)["bytes"], [b.take(b.recipient == 1) for b in population.inbox]
+
+
+@pytest.mark.parametrize("path", ["pettingzoo", "batched"])
+def test_a_subclassed_message_is_routed_costed_and_checked_as_the_base_class(path):
+    """A learner's subclass cannot say its batch is empty, skip the payload checks, or keep a handle on the payload."""
+    payload = np.ones((1, 100))
+    charged, received = _sent_and_received(lambda r: Unchecked({"x": payload}), path)
+    assert charged == 800 and [type(b) for b in received] == [MessageBatch]
+    payload[:] = 7.0  # the sender's array after the send: the delivered copy is its own, immutable
+    assert np.array_equal(received[0].payload["x"], np.ones((1, 100)))
+    assert not received[0].payload["x"].flags.writeable
+    for bad, error in [(np.full((1, 3), np.nan), "NaN or inf"), (np.array([[{"data": 1}]], object), "numeric")]:
+        with pytest.raises((ValueError, TypeError), match=error):
+            _sent_and_received(lambda r, bad=bad: Unchecked({"x": bad}), path)
+    if path == "pettingzoo":  # an agent sends as itself (a population sends for all its agents)
+        with pytest.raises(ValueError, match="an agent may only send as itself"):
+            _sent_and_received(lambda r: Unchecked({"x": payload}, sender=2), path)
+
+
+def test_a_subclassed_message_of_one_row_is_checked_as_the_base_class():
+    env = FederatedMAB(2, 2, 3, topology="complete", inbox="batches")
+    env.reset(seed=0)
+    forged = UncheckedMessage(0, 1, "k", {"x": np.array([np.inf])})
+    with pytest.raises(ValueError, match="NaN or inf"):
+        env.step({"agent_0": {"arm": 0, "messages": [forged]}, "agent_1": 0})
+    assert not hasattr(Message, "trusted")  # the unchecked constructor is private
+
+
+def test_a_server_s_subclassed_reply_is_checked_as_the_base_class():
+    reply = Unchecked({"x": np.array([[np.nan]])}, sender=SERVER, recipient=0)
+    env = FederatedMAB(2, 2, 5, topology="server", coordinator=Replying([reply]))
+    env.reset(seed=0)
+    up = [MessageBatch("up", [0], [0], [SERVER], {"v": [1.0]})]
+    with pytest.raises(ValueError, match="NaN or inf"):
+        env.step({"agent_0": {"arm": 0, "messages": up}, "agent_1": 0})

@@ -176,7 +176,7 @@ class Message:
         object.__setattr__(self, "privacy", check_schema(self.privacy, self.payload, f"Message(kind={self.kind!r})"))
 
     @classmethod
-    def trusted(
+    def _trusted(
         cls,
         sender: int,
         recipient: int,
@@ -517,7 +517,7 @@ class MessageBatch:
 
     def message(self, row: int) -> Message:
         """Row ``row`` as a :class:`Message` (replica index dropped)."""
-        return Message.trusted(
+        return Message._trusted(
             sender=int(self.sender[row]),
             recipient=int(self.recipient[row]),
             kind=self.kind,
@@ -540,6 +540,28 @@ class MessageBatch:
         if key is None:
             key = self.__dict__["_layout"] = _layout_key_of(self.kind, tuple(row_layout(self.payload)), self.privacy)
         return key
+
+
+def as_checked(item: Message | MessageBatch) -> Message | MessageBatch:
+    """``item`` if it is exactly a :class:`Message` or :class:`MessageBatch`, else the base class's checked copy.
+
+    The constructors check and copy (:class:`Message`, :class:`MessageBatch`), and the environment reads a message
+    through the class's own methods. A subclass may change both (a constructor that checks nothing, a length, a
+    layout or a payload of its own), so the environment routes, costs and delivers a copy built by the base class's
+    constructor from one read of each field instead. TypeError when the fields cannot be read.
+    """
+    if type(item) is MessageBatch or type(item) is Message:
+        return item
+    try:
+        if isinstance(item, MessageBatch):
+            headers = item.replica, item.sender, item.recipient
+            return MessageBatch(item.kind, *headers, dict(item.payload), item.count, item.slot, item.privacy)
+        if isinstance(item, Message):
+            fields = item.sender, item.recipient, item.kind, dict(item.payload), item.slot, item.count
+            return Message(*fields, item.privacy)
+    except AttributeError as error:
+        raise TypeError(f"a {type(item).__name__} message lacks a field its base class has: {error}") from None
+    raise TypeError(f"expected a Message or MessageBatch, got {type(item).__name__}")
 
 
 def _layout_key(item: Message | MessageBatch) -> tuple:

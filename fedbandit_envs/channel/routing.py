@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fedbandit_envs.channel.channel import Channel
-from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.channel.messages import MessageBatch, as_checked
 from fedbandit_envs.topology import SERVER
 
 __all__ = ["UNHOSTED_SERVER", "apply_hooks", "check_batches", "deliver", "prepare_outgoing"]
@@ -27,19 +27,29 @@ UNHOSTED_SERVER = "a message was sent to SERVER but no coordinator is hosted; pa
 
 
 def check_batches(messages: Sequence[Any]) -> Sequence[MessageBatch]:
-    """``messages`` if every item is a :class:`MessageBatch`, else a TypeError that says how to convert."""
+    """``messages`` as exact :class:`MessageBatch` objects, else a TypeError that says how to convert.
+
+    An instance of a subclass is replaced by the base class's checked copy (:func:`as_checked`); ``messages`` is
+    returned as it is when every item is exactly a :class:`MessageBatch` (the common case).
+    """
+    for batch in messages:
+        if type(batch) is not MessageBatch:
+            break
+    else:
+        return messages
     for batch in messages:
         if not isinstance(batch, MessageBatch):
             raise TypeError(
                 f"messages must be MessageBatch objects, got {type(batch).__name__}; convert Message objects "
                 "with fedbandit_envs.channel.batches_from_messages"
             )
-    return messages
+    return [as_checked(batch) for batch in messages]
 
 
 def prepare_outgoing(channel: Channel, messages: Sequence[Any], coordinator: Any) -> list[MessageBatch]:
     """The agents' batches validated and expanded; nothing changes state (see the module docstring)."""
-    if not check_batches(messages):
+    messages = check_batches(messages)
+    if not messages:
         return []
     prepared = channel.prepare(messages, from_agents=True)  # a SERVER sender is refused first
     # prepared copies follow links, so only a server with links can be a recipient (SERVER: the only negative id)
@@ -106,7 +116,8 @@ def deliver(
                 f"{type(coordinator).__name__}.step must return a list of MessageBatch replies (sender SERVER), "
                 f"got {type(replies).__name__}"
             )
-        for batch in check_batches(replies):
+        replies = check_batches(replies)
+        for batch in replies:
             if not channel.sent_by_server(batch):
                 raise ValueError("coordinator replies must have sender SERVER")
         inbox += channel.transmit(slot, channel.prepare(replies))

@@ -679,7 +679,8 @@ class ProcurementCore(ChannelCore):
             raise RuntimeError("communicate() follows step(): the messages of a round are sent after its outcomes")
         if self._communicated == slot:
             raise RuntimeError(f"communicate() was already called for round {slot}; send all messages in one call")
-        for batch in check_batches(messages):
+        messages = check_batches(messages)
+        for batch in messages:
             if np.any(batch.sender == SERVER) or np.any(batch.recipient == SERVER):
                 raise ValueError("the procurement environment has no server: send to agents or NEIGHBOURS only")
         inbox = self.route(slot, messages)
