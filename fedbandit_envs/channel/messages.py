@@ -13,7 +13,7 @@ import functools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -542,6 +542,10 @@ class MessageBatch:
         return key
 
 
+@overload
+def as_checked(item: MessageBatch) -> MessageBatch: ...
+@overload
+def as_checked(item: Message) -> Message: ...
 def as_checked(item: Message | MessageBatch) -> Message | MessageBatch:
     """``item`` if it is exactly a :class:`Message` or :class:`MessageBatch`, else the base class's checked copy.
 
