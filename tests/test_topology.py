@@ -291,20 +291,15 @@ def test_bfs_parents_form_shortest_path_tree() -> None:
 # Laplacian, gossip matrix, lambda_2
 # ---------------------------------------------------------------------------------------------------------
 
-LAMBDA2_UNIFORM = {  # Zhu spec section 5.2
-    ("complete", 3): 0.500000,
-    ("ring", 3): 0.500000,
-    ("path", 3): 0.750000,
-    ("star", 3): 0.750000,
-    ("complete", 5): 0.750000,
-    ("ring", 5): 0.861803,
-    ("path", 5): 0.952254,
-    ("star", 5): 0.875000,
-    ("complete", 10): 0.888889,
-    ("ring", 10): 0.980902,
-    ("path", 10): 0.994562,
-    ("star", 10): 0.944444,
+#: Zhu spec section 5.2: lambda_2 under uniform edge activation, a row per topology, a column per N.
+LAMBDA2_SIZES = (3, 5, 10)
+LAMBDA2_ROWS = {
+    "complete": (0.500000, 0.750000, 0.888889),
+    "ring": (0.500000, 0.861803, 0.980902),
+    "path": (0.750000, 0.952254, 0.994562),
+    "star": (0.750000, 0.875000, 0.944444),
 }
+LAMBDA2_UNIFORM = {(kind, n): value for kind, row in LAMBDA2_ROWS.items() for n, value in zip(LAMBDA2_SIZES, row)}
 CONSTRUCTORS = {"complete": topo.complete, "ring": topo.ring, "path": topo.path, "star": topo.star}
 
 
