@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
+from fedbandit_envs.algorithms import registered_algorithms
 from fedbandit_envs.metrics import summarize
+from fedbandit_envs.protocol import make_population
 from fedbandit_envs.registration import pprint_registry
 from fedbandit_envs.run import Results, build_env, checkpoint_slots, family_of, run
 from fedbandit_envs.seeding import resolve_seeds
@@ -117,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         "--algorithms",
         nargs="+",
         default=list(DEFAULT_ALGORITHMS),
-        help="registered names (see fedbandit list) or module:Class paths",
+        help="registered names (see fedbandit list) or module:Class paths (searched in the working directory too)",
     )
     run_parser.add_argument(
         "--env",
@@ -247,7 +248,7 @@ def _run_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The environment keywords of ``fedbandit run``: the mab options (mab family only), --horizon and --set."""
     kwargs: dict[str, Any] = {"env": args.env} if args.env is not None else {}
     families = {
-        algorithm: family_of(algorithm, make_algorithm(algorithm), kwargs).name for algorithm in args.algorithms
+        algorithm: family_of(algorithm, make_population(algorithm), kwargs).name for algorithm in args.algorithms
     }
     if len(set(families.values())) > 1:
         listed = ", ".join(f"{algorithm}: {family}" for algorithm, family in families.items())
@@ -270,12 +271,14 @@ def _run_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from fedbandit_envs.bench.compare import add_import_paths
     from fedbandit_envs.bench.store import ResultStore, check_writable
 
+    add_import_paths([Path.cwd()])  # module:Class paths are found in the working directory, as with python -m
     env_kwargs = _run_env_kwargs(args)
     seeds = list(resolve_seeds(args.seeds))
     for algorithm in args.algorithms:  # every check of the settings, before anything runs or is written
-        env, _ = build_env(algorithm, make_algorithm(algorithm), env_kwargs)
+        env, _ = build_env(algorithm, make_population(algorithm), env_kwargs)
         env.reset(seed=0)
     horizon = env.unwrapped.core.horizon
     checkpoint_slots(horizon, args.checkpoints)

@@ -38,10 +38,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from fedbandit_envs.algorithms import algorithm_name, make_algorithm, resolve_factory
 from fedbandit_envs.channel.messages import Message, MessageBatch, batches_from_messages
 from fedbandit_envs.core import Action, AgentContext, Feedback, Phase, Step
 from fedbandit_envs.observations import InboxForm, agent_observations, check_inbox_form, check_senders, split_action
@@ -57,6 +59,8 @@ __all__ = [
     "Phase",
     "Population",
     "Step",
+    "check_population",
+    "make_population",
 ]
 
 #: The context type a population or coordinator resets with: :class:`AgentContext` or a family's subclass.
@@ -219,3 +223,38 @@ class PerAgentPopulation(Population[AgentContext]):
     def observe(self, feedback: Feedback) -> None:
         """Keep the feedback; agents see it in their next observation."""
         self._last = feedback
+
+
+#: The methods a population must have: those the run loop calls and :class:`Population` gives no default for.
+POPULATION_METHODS = ("reset", "act", "observe", "make_coordinator")
+#: What a learner implements, for the errors that say it does not.
+PROTOCOL_HELP = (
+    "implement fedbandit_envs.protocol.Population (vectorised: reset(context), act(step), observe(feedback), "
+    "optionally send(phase) and receive(phase, inbox)) or fedbandit_envs.protocol.Agent "
+    "(MAB, one object per agent: reset(agent_id, context, rng), act(observation))"
+)
+
+
+def check_population(population: Any, label: str) -> None:
+    """Check that ``population`` has every method of :data:`POPULATION_METHODS`.
+
+    TypeError naming the missing methods (and ``label``) and what to implement otherwise.
+    """
+    missing = [name for name in POPULATION_METHODS if not callable(getattr(population, name, None))]
+    if missing:
+        raise TypeError(f"{label} does not implement the protocol: no method(s) {missing}; {PROTOCOL_HELP}")
+
+
+def make_population(algorithm: Any, **options: Any) -> Any:
+    """A fresh population of ``algorithm`` (a registered name, ``"module:Class"``, a class or a factory).
+
+    An :class:`Agent` class (one learner per agent, MAB family) is run as a :class:`PerAgentPopulation` of it
+    built with ``options``; anything else is built by :func:`~fedbandit_envs.algorithms.make_algorithm` and
+    checked by :func:`check_population`.
+    """
+    factory = resolve_factory(algorithm) if isinstance(algorithm, str) else algorithm
+    if isinstance(factory, type) and issubclass(factory, Agent):
+        return PerAgentPopulation(partial(factory, **options))
+    population = make_algorithm(algorithm, **options)
+    check_population(population, algorithm_name(algorithm))
+    return population

@@ -198,3 +198,19 @@ def test_cli_compare_path_option_and_an_error_naming_the_searched_path(tmp_path)
     assert "| EpsGreedy |" in found.stdout
     bad = _compare_in(tmp_path / "work", "--path", str(tmp_path / "nowhere"), out=tmp_path / "out3")
     assert bad.returncode == 2 and "is not a directory" in bad.stderr
+
+
+def test_cli_run_imports_a_learner_from_the_working_directory(tmp_path):
+    """``fedbandit run`` finds ``module:Class`` paths in the working directory too, as ``compare`` does."""
+    import os
+    import subprocess
+
+    _write_learner_package(tmp_path / "project")
+    script = _compare_command(out=tmp_path / "unused")[0]
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # explicit for a worktree
+    command = [script, "run", "--algorithms", "mylearners.greedy:EpsGreedy", "--horizon", "50", "--seeds", "2"]
+    command += ["--out", str(tmp_path / "out"), "--no-plot", "--no-progress"]
+    done = subprocess.run(command, cwd=tmp_path / "project", env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "results.csv").read_text().count("EpsGreedy") == 2 * 20  # 2 seeds x 20 checkpoints

@@ -75,6 +75,17 @@ def test_per_agent_learner_runs_on_both_paths():
     assert {k: v for k, v in by_run_and_slot(batched).items() if k[0] == 2} == by_run_and_slot(single)
 
 
+def test_an_agent_class_runs_as_a_per_agent_population_and_anything_else_must_be_a_population():
+    wrapped = run(lambda: PerAgentPopulation(EpsGreedy), ENV, [1, 2], checkpoints=3)
+    assert by_run_and_slot(run(EpsGreedy, ENV, [1, 2], checkpoints=3)) == by_run_and_slot(wrapped)
+    assert by_run_and_slot(run("test_bench_compare:EpsGreedy", ENV, [1, 2], checkpoints=3)) == by_run_and_slot(wrapped)
+    for learner, name in [("os:getcwd", "os:getcwd"), (dict, "dict")]:
+        with pytest.raises(
+            TypeError, match=rf"{name} does not implement the protocol: no method\(s\) \['reset', 'act'"
+        ):
+            run(learner, ENV, [0])
+
+
 def test_bad_runner_input():
     with pytest.raises(ValueError, match="unknown algorithm"):
         make_algorithm("nope")

@@ -37,19 +37,13 @@ from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
 from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
 from fedbandit_envs.bench.tables import markdown_table
+from fedbandit_envs.protocol import PROTOCOL_HELP, Agent, check_population
 from fedbandit_envs.run import Results
 from fedbandit_envs.run.loop import DEFAULT_FAMILY
 from fedbandit_envs.seeding import SeedsLike
 
+
 #: The methods every population has (``send`` and ``receive`` have defaults in the protocol's base class).
-POPULATION_METHODS = ("reset", "act", "observe", "make_coordinator")
-PROTOCOL_HELP = (
-    "implement fedbandit_envs.protocol.Population (vectorised: reset(context), act(step), observe(feedback), "
-    "optionally send(phase) and receive(phase, inbox)) or fedbandit_envs.protocol.Agent "
-    "(MAB, one object per agent: reset(agent_id, context, rng), act(observation))"
-)
-
-
 def per_agent(agent: str, **kwargs: Any) -> Any:
     """A ``PerAgentPopulation`` of ``agent`` (``"module:Class"`` of a protocol ``Agent``) built with ``kwargs``."""
     from fedbandit_envs.protocol import PerAgentPopulation
@@ -157,21 +151,17 @@ def _import(path: str) -> Any:
 def resolve_agent(
     agent: Any,
     kwargs: Mapping[str, Any] | None = None,
-    methods: Sequence[str] = POPULATION_METHODS,
 ) -> AlgorithmSpec:
     """An :class:`AlgorithmSpec` for a learner given as a name, ``"module:Class"`` or a class; checks the protocol.
 
     Args:
         agent: a registered algorithm name, ``"module:Class"``, or a module-level class.
         kwargs: constructor keywords.
-        methods: the methods an instance must have (default: those the run loop calls without a default).
 
     Raises:
         ValueError: the path does not resolve, or the constructor rejects ``kwargs``.
         TypeError: the object is not a population or per-agent learner.
     """
-    from fedbandit_envs.protocol import Agent
-
     kwargs = dict(kwargs or {})
     if isinstance(agent, str):
         path = agent
@@ -191,9 +181,7 @@ def resolve_agent(
         raise ValueError(f"cannot build {path} with keywords {kwargs}: {error}") from error
     if isinstance(instance, Agent):
         return AlgorithmSpec(f"{__name__}:per_agent", {"agent": path, **kwargs})
-    missing = [m for m in methods if not callable(getattr(instance, m, None))]
-    if missing:
-        raise TypeError(f"{path} does not implement the protocol: no method(s) {missing}; {PROTOCOL_HELP}")
+    check_population(instance, path)
     return AlgorithmSpec(path, kwargs)
 
 

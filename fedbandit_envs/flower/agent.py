@@ -28,13 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from fedbandit_envs.algorithms import algorithm_name, make_algorithm
+from fedbandit_envs.algorithms import algorithm_name
 from fedbandit_envs.channel import MessageBatch
 from fedbandit_envs.core import Feedback, MessageHook, ObservedRecords, Phase, Step, reset_hooks
 from fedbandit_envs.families.linear.env import LinearFeedback
 from fedbandit_envs.families.procurement.env import ProcurementFeedback
 from fedbandit_envs.families.registry import Family
 from fedbandit_envs.flower.records import rows_of
+from fedbandit_envs.protocol import make_population
 from fedbandit_envs.rewards import NOISE_BLOCK, draw_noise
 from fedbandit_envs.run import build_env, privacy_spent
 from fedbandit_envs.seeding import SeedStreams
@@ -108,7 +109,7 @@ class FederationSpec:
         (:class:`AgentHooks`), never on the server. Raises ``ValueError`` for a family Flower does not
         run yet, and (``wrapped``) for a wrapper whose kind is not in :data:`CLIENT_WRAPPER_KINDS`.
         """
-        population = make_algorithm(self.algorithm)
+        population = make_population(self.algorithm)
         reason = NOT_SPLITTABLE.get(type(population).__name__)
         if reason is not None:
             raise ValueError(f"{type(population).__name__} cannot run as a Flower federation: {reason}")

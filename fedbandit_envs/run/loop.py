@@ -21,9 +21,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from fedbandit_envs.algorithms import algorithm_name, make_algorithm, supported_families
+from fedbandit_envs.algorithms import algorithm_name, supported_families
 from fedbandit_envs.core import checked_action, checked_batches, play_slot, reset_population
 from fedbandit_envs.families.registry import Family, family_of_env, find_family
+from fedbandit_envs.protocol import make_population
 from fedbandit_envs.run.recorder import Recorder
 from fedbandit_envs.run.results import Results, checkpoint_slots
 from fedbandit_envs.seeding import explicit_seeds
@@ -91,7 +92,7 @@ class _Plan:
 
     def build(self) -> tuple[Any, Any, Recorder]:
         """A fresh population, its wrapped environment and a recorder of the environment's horizon."""
-        population = make_algorithm(self.algorithm)
+        population = make_population(self.algorithm)
         env, family = build_env(self.algorithm, population, self.env_kwargs, self.wrappers)
         slots = checkpoint_slots(env.unwrapped.core.horizon, self.checkpoints)
         return population, env, Recorder(family, self.label or algorithm_name(self.algorithm), self.seeds, slots)
@@ -242,7 +243,7 @@ def run(
     seeds = explicit_seeds(seeds)
     if reference not in (FAMILY_REFERENCE, None):
         raise ValueError(f"reference must be {FAMILY_REFERENCE!r} or None, got {reference!r}")
-    probe = make_algorithm(algorithm)
+    probe = make_population(algorithm)
     if batched is None:
         batched = bool(getattr(probe, "supports_batching", False))
     play = _play_batched if batched else _play_pettingzoo

@@ -31,7 +31,7 @@ import networkx as nx
 import numpy as np
 from scipy import stats
 
-from fedbandit_envs.algorithms import load_object, make_algorithm
+from fedbandit_envs.algorithms import load_object
 from fedbandit_envs.bench.claims import final_rows
 from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
@@ -43,6 +43,7 @@ from fedbandit_envs.bench.scenarios import (
     paper_registrar,
     with_pass_rates,
 )
+from fedbandit_envs.protocol import make_population
 from fedbandit_envs.run import DEFAULT_CHECKPOINTS, Results, checkpoint_slots, run
 from fedbandit_envs.topology import Topology
 
@@ -137,7 +138,7 @@ def run_dubey(
         if graph != "erdos_renyi":
             raise ValueError(f"graph must be 'erdos_renyi' or 'complete', got {graph!r}")
         env["topology"] = "erdos_renyi"
-    probe = make_algorithm(algorithm)
+    probe = make_population(algorithm)
     gamma = int(getattr(probe, "gamma", 0))
     if env.get("topology") == "complete" and gamma > 1:
         raise ValueError(
