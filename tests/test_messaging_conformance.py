@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pettingzoo
 import pytest
-from pettingzoo.test import api_test, parallel_api_test
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
 from pettingzoo.utils import BaseParallelWrapper
 from pettingzoo.utils.conversions import parallel_to_aec
 
@@ -195,3 +195,14 @@ def test_aec_api_with_messages(env_id, overrides):
             warnings.filterwarnings("ignore", message=advice)
         api_test(parallel_to_aec(driver), num_cycles=200)
     check_ledger(driver)
+
+
+@pytest.mark.parametrize(("env_id", "overrides"), CASES)
+def test_pettingzoo_seed_tests_with_messages(env_id, overrides):
+    """PettingZoo's own seed tests: two environments reset with one seed play the same episode, messages included."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for advice in AEC_ADVICE:
+            warnings.filterwarnings("ignore", message=advice)
+        parallel_seed_test(lambda: build(env_id, **overrides), num_cycles=50)
+        seed_test(lambda: parallel_to_aec(build(env_id, **overrides)), num_cycles=50)
