@@ -319,10 +319,14 @@ class ChannelCore:
         """Whether the horizon has been reached."""
         return self.slot >= self.horizon
 
-    def check_running(self) -> None:
-        """RuntimeError unless a slot may be played: the horizon is not reached and no slot failed half played."""
+    def check_not_failed(self) -> None:
+        """RuntimeError if a slot of the episode failed half played (until the next reset)."""
         if self.failed is not None:
             raise RuntimeError(self.failed)
+
+    def check_running(self) -> None:
+        """RuntimeError unless a slot may be played: the horizon is not reached and no slot failed half played."""
+        self.check_not_failed()
         if self.done:
             raise RuntimeError(HORIZON_REACHED)
 
@@ -354,8 +358,7 @@ class ChannelCore:
         Validates them, passes them through the message hooks, transmits them and runs the hosted coordinator
         (:mod:`fedbandit_envs.channel.routing`; ``collect_due`` and ``close`` as in its ``deliver``).
         """
-        if self.failed is not None:
-            raise RuntimeError(self.failed)
+        self.check_not_failed()
         prepared = prepare_outgoing(self.channel, messages, self.coordinator)
         prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         return self.deliver(slot, prepared, collect_due=collect_due, close=close)
