@@ -241,30 +241,35 @@ class Channel:
             partners[slots, replicas, first] = second
             partners[slots, replicas, second] = first
             self._gossip_partners = frozen(partners)
-            self._draw_gossip_headers(partners)
+            self._draw_gossip_headers(first, second)
         partners = self._gossip_partners[self._gossip_offset]
         self._gossip_slot = self._gossip_offset
         self._gossip_serial += 1
         self._gossip_offset += 1
         return partners
 
-    def _draw_gossip_headers(self, partners: np.ndarray) -> None:
-        """Keep the gossip header of every slot of a block of ``partners`` ((slots, B, M)), as immutable arrays.
+    def _draw_gossip_headers(self, first: np.ndarray, second: np.ndarray) -> None:
+        """Keep the gossip header of each slot of a block: slot r's edge of replica b is ``first[r, b], second[r, b]``.
 
         Slot r's header (rows ``_gossip_bounds[r]:_gossip_bounds[r + 1]``) has one row per agent on a gossip edge,
         in the order of the flat index b * M + i, from the agent to its partner: the header of a batch that each
         such agent sends to its partner (e.g. Zhu's ``theta``). Gossip edges are edges of the topology, so a batch
-        with this header needs no check (:meth:`_kept_plan`).
+        with this header needs no check (:meth:`_kept_plan`). Immutable arrays; none if an edge were a loop.
         """
-        size, agents = len(partners), self.num_replicas * self.num_agents
-        flat = np.flatnonzero(partners.reshape(-1) >= 0)  # slot by slot, flat index b * M + i ascending
-        node = flat % agents
+        size, b = first.shape
+        if (first == second).any():  # never (a topology has no loops), but then the headers would not be these
+            self._gossip_bounds = np.zeros(size + 1, np.int64)
+            return
+        low, high = np.minimum(first, second), np.maximum(first, second)
+        replica = self._gossip_headers[0]
+        if len(replica) != 2 * b * size:  # the same for every block of this size
+            replica = frozen(np.broadcast_to(np.arange(b)[:, None], (size, b, 2)).reshape(-1))
         self._gossip_headers = (
-            frozen(node // self.num_agents),
-            frozen(node % self.num_agents),
-            frozen(partners.reshape(-1).take(flat)),
+            replica,
+            frozen(np.stack([low, high], axis=2).reshape(-1)),
+            frozen(np.stack([high, low], axis=2).reshape(-1)),
         )
-        self._gossip_bounds = np.searchsorted(flat // agents, np.arange(size + 1))
+        self._gossip_bounds = np.arange(size + 1) * (2 * b)
 
     def _gossip_plan_of(self, key: tuple) -> _HeaderPlan | None:
         """The plan of the gossip header of the slot sampled last, if ``key`` is that header's key (else None).
