@@ -320,9 +320,9 @@ class Channel:
         if last is not None and last.has_sources_of(batch):
             return last, ()
         key = batch.header_key()
-        plan = self._plans.get((batch.kind, key))
+        plan = self._gossip_plan_of(key)  # compared first: a new header (the gossip edges') is not hashed
         if plan is None:
-            plan = self._gossip_plan_of(key)
+            plan = self._plans.get((batch.kind, key))
         if plan is not None:
             self._last_plans[batch.kind] = plan
         return plan, key
