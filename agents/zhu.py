@@ -41,6 +41,7 @@ from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import Privatized, declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.privacy.mechanisms import BinaryTreeBank
 from fedbandit_envs.protocol import Population
 from fedbandit_envs.validation import CheckedConfig, option
@@ -240,12 +241,11 @@ class GossipUCB(Configured, Population, config=GossipUCBConfig):
         self._inbox_rows = np.zeros(0, np.int64)
         self._inbox_arrays: tuple[np.ndarray, ...] = ()  # the header arrays of that batch when they are read-only
         self._cell = (np.arange(b * n) * m).reshape(b, n)  # flat index of (b, i, arm 0)
-        # message headers of agent (b, i) at row b * N + i, read-only: the batches hold them without a copy
-        self._replica = np.repeat(np.arange(b), n)
-        self._sender = np.tile(np.arange(n), b)
-        self._neighbours = np.full(b * n, NEIGHBOURS, np.int64)
-        for header in (self._replica, self._sender, self._neighbours):
-            header.setflags(write=False)
+        # message headers of agent (b, i) at row b * N + i, immutable: the batches hold them without a copy, and the
+        # channel knows the counts header by these very arrays (no header key to compute every round)
+        self._replica = frozen(np.repeat(np.arange(b), n))
+        self._sender = frozen(np.tile(np.arange(n), b))
+        self._neighbours = frozen(np.full(b * n, NEIGHBOURS, np.int64))
         self._policy_rngs = [np.random.default_rng(_child(seed, POLICY_CHILD)) for seed in context.agent_seeds]
         self._keys = np.empty((b, POLICY_BLOCK, n, m))
         privacy = self._message_privacy()

@@ -1,8 +1,8 @@
 """One switch for the plain reference path of every cache in the simulator.
 
 Some parts of the simulator keep caches to go fast (the ledger's bulk tallies, the channel's expansion
-plans, gossip blocks and lazily gathered copies, TTL flooding's routing plans, the agents' flooding layouts,
-the reward tape's blocks, the tree-aggregation banks). Each has a plain, obviously
+plans, gossip blocks and their gossip headers, lazily gathered copies, TTL flooding's routing plans, the agents'
+flooding layouts, the reward tape's blocks, the tree-aggregation banks). Each has a plain, obviously
 correct version beside it. With the reference mode on, every cache runs its plain version instead, so
 a test can play the same workload both ways and check the results are equal bit for bit.
 

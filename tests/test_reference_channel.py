@@ -196,3 +196,67 @@ def test_gossip_blocks_equal_the_reference(seed: int, horizon: int) -> None:
     for a, b in zip(fast, plain):
         assert np.array_equal(a, b)
     assert all((a >= 0).sum(axis=1).tolist() == [2] * len(topologies) for a in fast)  # one edge per replica
+
+
+def play_gossip(topologies: list[Topology], config: ChannelConfig, seed: int) -> dict[str, Any]:
+    """Each slot one batch over the slot's gossip edges (each agent on an edge to its partner, in flat order), its
+    rows sometimes reordered, cut, broadcast, from an earlier slot or unlinked (an error); what was delivered."""
+    rng = np.random.default_rng(seed)
+    channel = Channel(config)
+    channel.reset(topologies, [np.random.default_rng([7, b]) for b in range(len(topologies))])
+    delivered: list[MessageBatch] = []
+    errors: list[int] = []
+    kept_plans = gossip_headers = 0
+    previous = None
+    for slot in range(int(rng.integers(4, 40))):
+        partners = channel.sample_gossip_partners()
+        flat = partners.reshape(-1)
+        rows = np.flatnonzero(flat >= 0)
+        header = gossip = [rows // partners.shape[1], rows % partners.shape[1], flat[rows].copy()]
+        change = int(rng.integers(6))
+        if change == 1:  # the same rows in another order: not the gossip header, checked and expanded
+            header = [array[::-1].copy() for array in header]
+        elif change == 2:
+            header = [array[:-1].copy() for array in header]
+        elif change == 3:
+            header = [*header[:2], header[2].copy()]
+            header[2][0] = NEIGHBOURS
+        elif change == 4 and previous is not None:
+            header = previous
+        elif change == 5:  # a copy to itself: not linked
+            header = [*header[:2], header[2].copy()]
+            header[2][0] = header[1][0]
+        previous = header
+        batch = MessageBatch("theta", *header, {"theta": rng.normal(size=(len(header[0]), 2))})
+        try:
+            prepared = channel.prepare([batch], from_agents=True)
+        except ValueError:
+            errors.append(slot)
+            continue
+        plan = channel._gossip_plan
+        kept_plans += plan is not None and prepared[0].recipient is plan[2].header[2]
+        gossip_headers += all(len(a) == len(b) and np.array_equal(a, b) for a, b in zip(header, gossip))
+        delivered.extend(channel.due(slot) + channel.transmit(slot, prepared))
+        channel.close_slot()
+    return {
+        "delivered": delivered,
+        "errors": errors,
+        "ledger": channel.ledger,
+        "kept": kept_plans,
+        "gossip_headers": gossip_headers,
+    }
+
+
+@PROPERTY
+@given(seed=SEEDS)
+def test_gossip_headers_equal_the_reference(seed: int) -> None:
+    """A batch with the slot's gossip header is routed with the channel's own header (no check) and delivered and
+    tallied as the reference checks and expands it; near misses of that header are checked (and fail alike)."""
+    topologies, config, _ = workload(seed, gossip=True)
+    fast = play_gossip(topologies, config, seed)
+    with reference_mode():
+        plain = play_gossip(topologies, config, seed)
+    assert fast["errors"] == plain["errors"]
+    assert_same_batches(fast["delivered"], plain["delivered"])
+    assert_same_ledger(fast["ledger"], plain["ledger"])
+    assert plain["kept"] == 0 and fast["kept"] == fast["gossip_headers"] == plain["gossip_headers"]

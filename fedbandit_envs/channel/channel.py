@@ -118,6 +118,16 @@ class _HeaderPlan:
         self.unsent = shared_constant(len(recipient), -1)  # immutable, shared with every header of that length
         self.to_server = int(np.count_nonzero(recipient == SERVER))  # routed copies whose recipient is the server
 
+    @classmethod
+    def of_gossip_edges(cls, header: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _HeaderPlan:
+        """The plan of the channel's own gossip header (immutable, agents to linked agents: valid by construction)."""
+        plan = object.__new__(cls)
+        plan.sources, plan.rows, plan.header = None, None, header
+        plan.server_sender = plan.server_senders_only = False  # every sender is an agent (and there is a row)
+        plan.unsent = shared_constant(len(header[0]), -1)
+        plan.to_server = 0
+        return plan
+
     def has_sources_of(self, batch: MessageBatch) -> bool:
         """Whether ``batch`` holds this plan's immutable source header arrays themselves (so it has its header)."""
         sources = self.sources
@@ -189,6 +199,12 @@ class Channel:
         self._gossip_block = GOSSIP_BLOCK if self.config.drop_prob == 0.0 and self.config.latency_jitter == 0 else 1
         self._gossip_partners = np.zeros((0, self.num_replicas, m), np.int64)
         self._gossip_offset = 0
+        # the gossip header of each slot of the block (see _draw_gossip_headers), and the plan of the last slot's
+        self._gossip_headers = tuple(np.zeros(0, np.int64) for _ in range(3))
+        self._gossip_bounds = np.zeros(1, np.int64)
+        self._gossip_slot = -1  # the block's slot sampled last (-1: none)
+        self._gossip_serial = 0  # counts the slots sampled from blocks
+        self._gossip_plan: tuple[int, tuple, _HeaderPlan] | None = None  # (serial, header key, plan) of one slot
 
     def _latency_matrix(self, m: int) -> np.ndarray:
         self.config.check_agents(m)
@@ -207,6 +223,7 @@ class Channel:
             return self.no_partners
         if self._gossip_offset == len(self._gossip_partners):
             if reference_active():
+                self._gossip_slot = -1
                 return self._plain_gossip_partners()
             size = self._gossip_block
             pairs = np.empty((self.num_replicas, size, 2), np.int64)
@@ -224,9 +241,51 @@ class Channel:
             partners[slots, replicas, first] = second
             partners[slots, replicas, second] = first
             self._gossip_partners = frozen(partners)
+            self._draw_gossip_headers(first, second)
         partners = self._gossip_partners[self._gossip_offset]
+        self._gossip_slot = self._gossip_offset
+        self._gossip_serial += 1
         self._gossip_offset += 1
         return partners
+
+    def _draw_gossip_headers(self, first: np.ndarray, second: np.ndarray) -> None:
+        """Keep the gossip header of each slot of a block: slot r's edge of replica b is ``first[r, b], second[r, b]``.
+
+        Slot r's header (rows ``_gossip_bounds[r]:_gossip_bounds[r + 1]``) has one row per agent on a gossip edge,
+        in the order of the flat index b * M + i, from the agent to its partner: the header of a batch that each
+        such agent sends to its partner (e.g. Zhu's ``theta``). Gossip edges are edges of the topology, so a batch
+        with this header needs no check (:meth:`_kept_plan`). Immutable arrays; none if an edge were a loop.
+        """
+        size, b = first.shape
+        if (first == second).any():  # never (a topology has no loops), but then the headers would not be these
+            self._gossip_bounds = np.zeros(size + 1, np.int64)
+            return
+        low, high = np.minimum(first, second), np.maximum(first, second)
+        replica = self._gossip_headers[0]
+        if len(replica) != 2 * b * size:  # the same for every block of this size
+            replica = frozen(np.broadcast_to(np.arange(b)[:, None], (size, b, 2)).reshape(-1))
+        self._gossip_headers = (
+            replica,
+            frozen(np.stack([low, high], axis=2).reshape(-1)),
+            frozen(np.stack([high, low], axis=2).reshape(-1)),
+        )
+        self._gossip_bounds = np.arange(size + 1) * (2 * b)
+
+    def _gossip_plan_of(self, key: tuple) -> _HeaderPlan | None:
+        """The plan of the gossip header of the slot sampled last, if ``key`` is that header's key (else None).
+
+        The plan holds the channel's own immutable header arrays (slices of the block's) and is built once per slot.
+        """
+        if self._gossip_slot < 0:  # no gossip, or the last slot's edges were drawn alone (reference mode)
+            return None
+        kept = self._gossip_plan
+        if kept is None or kept[0] != self._gossip_serial:
+            lo, hi = self._gossip_bounds[self._gossip_slot], self._gossip_bounds[self._gossip_slot + 1]
+            replica, sender, recipient = (array[lo:hi] for array in self._gossip_headers)
+            header = replica, sender, recipient
+            keys = tuple(array.tobytes() for array in header)
+            kept = self._gossip_plan = (self._gossip_serial, keys, _HeaderPlan.of_gossip_edges(header))
+        return kept[2] if key == kept[1] else None
 
     def _node_then_neighbour(self, replica: int) -> tuple[int, int]:
         """A uniform agent of ``replica``, then a uniform neighbour of it (no agent is isolated under gossip)."""
@@ -251,8 +310,9 @@ class Channel:
         """The plan kept for the kind of ``batch`` and its header (else None), and the header key it was looked up by.
 
         The header is the plan's if the batch holds the plan's immutable source arrays (then no key is computed:
-        ``()``), or else if its header key is the plan's. Always None in the reference mode
-        (:mod:`fedbandit_envs.reference`), which keeps nothing (and needs no key).
+        ``()``), or else if its header key is the plan's. A batch whose header is the gossip header of the slot
+        sampled last (each agent on a gossip edge to its partner, in flat order) gets that header's plan. Always None
+        in the reference mode (:mod:`fedbandit_envs.reference`), which keeps nothing (and needs no key).
         """
         if reference_active():
             return None, ()
@@ -260,7 +320,9 @@ class Channel:
         if last is not None and last.has_sources_of(batch):
             return last, ()
         key = batch.header_key()
-        plan = self._plans.get((batch.kind, key))
+        plan = self._gossip_plan_of(key)  # compared first: a new header (the gossip edges') is not hashed
+        if plan is None:
+            plan = self._plans.get((batch.kind, key))
         if plan is not None:
             self._last_plans[batch.kind] = plan
         return plan, key
