@@ -58,6 +58,7 @@ import numpy as np
 from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.channel.messages import broadcast_row
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.bounds import communication_bound, log_det_bound
@@ -237,7 +238,7 @@ def _by_replica(rows: np.ndarray, clients: np.ndarray) -> list[tuple[np.ndarray,
 def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``values[rows]``; a read-only broadcast view (no copy) when ``values`` has one row."""
     if len(values) == 1:
-        return np.broadcast_to(values[0], (len(rows), *values.shape[1:]))
+        return broadcast_row(values[0], len(rows))
     return values[rows]
 
 
@@ -951,7 +952,7 @@ class AsyncServer(Coordinator):
         for field, (aggregate, base) in enumerate(zip((self.v, self.b, self.count), bases)):
             diffs = [aggregate[r] - self._snapshots[key][field] for r, key in groups]
             if len(diffs) == 1 and not own.any():
-                deltas.append(np.broadcast_to(diffs[0], (len(rows), *aggregate.shape[1:])))
+                deltas.append(broadcast_row(diffs[0], len(rows)))
                 continue
             delta = np.empty((len(rows), *aggregate.shape[1:]), aggregate.dtype)
             delta[own] = aggregate[rows[own]] - base[rows[own], clients[own]]
@@ -963,7 +964,7 @@ class AsyncServer(Coordinator):
     def _broadcast_deltas(self, replica: int, key: int, n: int) -> list[np.ndarray]:
         """:meth:`_deltas` of ``n`` pairs of ``replica`` that all share snapshot ``key``: one row each, broadcast."""
         aggregates = (self.v[replica], self.b[replica], self.count[replica])
-        return [np.broadcast_to(a - shared, (n, *a.shape)) for a, shared in zip(aggregates, self._snapshots[key])]
+        return [broadcast_row(a - shared, n) for a, shared in zip(aggregates, self._snapshots[key])]
 
     def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
