@@ -169,6 +169,8 @@ class Ledger:
     #: Largest (replica, node, node) table of link indices built at reset (4 bytes an entry); beyond it links are keyed
     #: by their node pair.
     LINK_INDEX_ENTRIES = 1 << 24
+    #: Most rows of the headers whose price sums are kept (:meth:`_charge_prices`; past it they are all dropped).
+    PRICE_ROWS = 1 << 20
 
     messages = _Tallied()
     copies = _Tallied()
@@ -243,6 +245,9 @@ class Ledger:
         self._price_cost = np.zeros(b)
         self._price_node_cost = np.zeros((b, n))
         self._node_cost: tuple[int, np.ndarray] = (-1, self._price_node_cost)  # (version, node_cost) of the last read
+        # the price sums of headers priced before (see _charge_prices), by layout and array ids
+        self._price_sums: dict[tuple[int, int, int, int], tuple[np.ndarray, ...]] = {}
+        self._price_rows = 0
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
@@ -349,9 +354,7 @@ class Ledger:
         self._slot_links.append((replica, sender, recipient, first_record))
         model = self.cost_model
         if model.price_per_message or model.price_per_byte:
-            price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
-            _add(self._price_cost, replica, price)
-            _add(self._price_node_cost, replica * (self._num_agents + 1) + self._node(sender), price)
+            self._charge_prices(layout, replica, sender, count)
         if self.record_messages:
             self._records.append(
                 {
@@ -372,6 +375,32 @@ class Ledger:
         self._queue(layout, replica, sender, recipient, count)
         if self._queued_rows >= self.TALLY_ROWS or self._queued_batches >= self.TALLY_BATCHES:
             self._tally()
+
+    def _charge_prices(self, layout: int, replica: np.ndarray, sender: np.ndarray, count: np.ndarray) -> None:
+        """Add the prices per message and per byte of a batch's copies to its replicas' and its senders' costs.
+
+        The sums of a header priced before (the very same held replica, sender and count arrays, and layout) are kept,
+        up to :attr:`PRICE_ROWS` rows of headers, and added again: the same numbers, added in the same order. The
+        reference mode (:mod:`fedbandit_envs.reference`) sums every batch's prices.
+        """
+        key = (layout, id(replica), id(sender), id(count))
+        kept = None if reference_active() else self._price_sums.get(key)
+        if kept is None:
+            model, n = self.cost_model, self._num_agents + 1
+            price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
+            replica_sums = np.bincount(replica, weights=price, minlength=self._num_replicas)
+            node_sums = np.bincount(replica * n + self._node(sender), weights=price, minlength=self._num_replicas * n)
+            nodes = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0, which changes no cost
+            # the arrays are kept with their sums, so that their ids stay theirs while the key is kept
+            kept = (replica, sender, count, replica_sums, nodes, node_sums[nodes])
+            if not reference_active():
+                if self._price_rows + len(replica) > self.PRICE_ROWS:
+                    self._price_sums.clear()
+                    self._price_rows = 0
+                self._price_sums[key] = kept
+                self._price_rows += len(replica)
+        self._price_cost += kept[3]
+        self._price_node_cost.reshape(-1)[kept[4]] += kept[5]
 
     def _queue(
         self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
