@@ -148,7 +148,7 @@ def _add_rows(target: np.ndarray, index: tuple[np.ndarray, ...], values: np.ndar
     sum (and a sum that starts at +0.0 never becomes -0.0).
     """
     if len(values) == 1:
-        target[tuple(i[0] for i in index)] += values[0]
+        target[tuple([i[0] for i in index])] += values[0]
         return
     nonzero = values.reshape(len(values), -1).any(axis=1)
     if not nonzero.all():
@@ -213,9 +213,9 @@ def _shared_row(rows: np.ndarray, clients: np.ndarray, v: Any, b: Any, count: An
     A row is shared when its payload fields are broadcasts (a zero stride along the rows, as the server sends them
     and the channel keeps them) and the recipients ascend (so they are distinct).
     """
-    if len(rows) < 2 or not all(_broadcast(field) for field in (v, b)) or np.ndim(count) and not _broadcast(count):
+    if len(rows) < 2 or not (_broadcast(v) and _broadcast(b)) or np.ndim(count) and not _broadcast(count):
         return None
-    if rows.min() != rows.max() or not (np.diff(clients) > 0).all():
+    if rows.min() != rows.max() or not (clients[1:] > clients[:-1]).all():
         return None
     return v[0], b[0], count[0] if np.ndim(count) else count
 
@@ -458,10 +458,11 @@ class RidgeStats:
             self._leave(np.full(len(others), replica), others)
         new = clients[~joined]
         if len(new):
-            self._v[replica, new] -= self._shared_v[replica]
-            self._b[replica, new] -= self._shared_b[replica]
-            self._count[replica, new] -= self._shared_count[replica]
-            self._joined[replica, new] = True
+            at = (replica, int(new[0])) if len(new) == 1 else (replica, new)  # one pair (the common case): views
+            self._v[at] -= self._shared_v[replica]
+            self._b[at] -= self._shared_b[replica]
+            self._count[at] -= self._shared_count[replica]
+            self._joined[at] = True
             self._num_joined += len(new)
         self._shared_v[replica] += v
         self._shared_b[replica] += b
@@ -913,11 +914,11 @@ class AsyncServer(Coordinator):
         """Register the slot's active clients (lazy registration is free, as in the paper)."""
         self.registered[np.arange(len(clients))[:, None], clients] = True
 
-    def _payload(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _payload(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The (dV, db, count) of an upload; count None when messages carry no counts (every count added is 0)."""
         dv = batch.payload["dV"]
         dv = _unpack(dv, self.dim) if self.pack_symmetric else dv
-        count = batch.payload["count"] if self.with_counts else np.zeros(len(batch), np.int64)
-        return dv, batch.payload["db"], count
+        return dv, batch.payload["db"], batch.payload["count"] if self.with_counts else None
 
     def _own_rows(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Copy the shared bases of the given pairs into their own rows."""
@@ -1028,10 +1029,11 @@ class AsyncServer(Coordinator):
             self._own_rows(r, i)
             _add_rows(self.v, (r,), dv)
             _add_rows(self.b, (r,), db)
-            _add_rows(self.count, (r,), count)
             _add_rows(self._base_v, (r, i), dv)
             _add_rows(self._base_b, (r, i), db)
-            _add_rows(self._base_count, (r, i), count)
+            if count is not None:  # (without counts, the zeros they would add change no count)
+                _add_rows(self.count, (r,), count)
+                _add_rows(self._base_count, (r, i), count)
         if len(uploads) == 1:
             up_r, up_i = _sender_rows(uploads[0])
         else:
@@ -1041,7 +1043,8 @@ class AsyncServer(Coordinator):
         # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot and its log-determinant
         level = self._level(up_r, up_i)
         self._base_log_dets(up_r, up_i, level)
-        fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
+        at = replicas if len(replicas) > 1 else slice(replicas[0], replicas[0] + 1)  # one replica: views, not copies
+        fire = self.registered[at] & (self.ld[at, None] - self.base_ld[at] > self.log_gamma)
         rows, clients = np.nonzero(fire)
         r = replicas[rows]
         groups = _by_replica(r, clients)
