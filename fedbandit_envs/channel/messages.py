@@ -87,6 +87,8 @@ def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
         name = key if fits else check_name(f"{where}: a payload field name", key)
         if type(value) is np.ndarray and 0 not in value.strides:  # the common case: an array, no broadcast axis
             array, shape = value, None
+        elif type(value) is np.ndarray and value.strides[0] == 0 and 0 not in value.strides[1:] and value.size:
+            array, shape = value[:1], value.shape  # one row broadcast along the rows: its distinct entries are that row
         else:
             array, shape = _distinct_entries(value, where, name)
         kind = array.dtype.kind
