@@ -120,8 +120,13 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     p = matrices.shape[-1]
     if p == 0:
         return np.zeros(matrices.shape[:-2])
+    return _log_det_ridged(matrices + _ridge(p, lam))
+
+
+def _log_det_ridged(ridged: np.ndarray) -> np.ndarray:
+    """:func:`log_det` of matrices (..., p, p), p >= 1, to which ``lam I`` is already added (``M + lam I``)."""
     try:
-        factor = np.linalg.cholesky(matrices + _ridge(p, lam))
+        factor = np.linalg.cholesky(ridged)
     except np.linalg.LinAlgError:
         raise ValueError(
             "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
@@ -477,8 +482,9 @@ class RidgeStats:
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
         self._apply(rows, clients)
         at = self._index(rows, clients)
-        self.inv[at] = np.linalg.inv(self._v[at] + _ridge(self.dim, self.lam))
-        self.ld[at] = log_det(self._v[at], self.lam)
+        ridged = self._v[at] + _ridge(self.dim, self.lam)  # added once for the inverse and the log-determinant
+        self.inv[at] = np.linalg.inv(ridged)
+        self.ld[at] = _log_det_ridged(ridged) if self.dim else 0.0  # (log_det: a 0 x 0 matrix has 0)
         self.stale[at] = False
 
     @staticmethod
@@ -1062,7 +1068,7 @@ class AsyncServer(Coordinator):
         groups = _by_replica(r, clients)
         deltas = [self._deltas(*group) for group in groups]
         self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
-        self.base_ld[r, clients] = self.ld[r]
+        self.base_ld[r, clients] = self.ld[r] if len(replicas) > 1 else self.ld[replicas[0]]  # (one replica: a number)
         return [self._download(*group, *delta) for group, delta in zip(groups, deltas)]
 
     def _download(
