@@ -33,7 +33,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.channel.messages import MessageBatch, shared_constant
 from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
@@ -464,25 +464,33 @@ class Ledger:
         self._queued_copies, self._queued_index, self._queued_batches, self._queued_rows = [], {}, 0, 0
         times = np.array([entry[5] for entry in entries], np.int64)
         lengths = [len(entry[1]) for entry in entries]
-        replica, sender_ids, recipient_ids = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
-        sender, recipient = self._node(sender_ids), self._node(recipient_ids)
         repeats = None if times.max() == 1 else np.repeat(times, lengths)  # the times each row was sent
         if all(entry[6] is None for entry in entries):  # every header's batches had one count array each
-            count = np.concatenate([entry[4] for entry in entries])
-            logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
+            if all(entry[4] is shared_constant(len(entry[4]), 1) for entry in entries):  # (the default counts)
+                logical_weights = repeats
+            else:
+                count = np.concatenate([entry[4] for entry in entries])
+                logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
         else:
             logical_weights = np.concatenate(
                 [entry[4] * entry[5] if entry[6] is None else entry[6] for entry in entries]
             )
-        # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
+        # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row. A row's
+        # index is its (layout, replica) block's start plus its id + 1 (SERVER = -1 is 0, agent k is k + 1: no
+        # pass to map the ids to nodes), and the tables are rotated back to node order (the server last) below.
         num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
-        base = (np.repeat([entry[0] for entry in entries], lengths) * num_replicas + replica) * n
-        sent_copies = _int_counts(base + sender, size, repeats).reshape(shape)
-        received_copies = _int_counts(base + recipient, size, repeats).reshape(shape)
+        base = np.repeat([entry[0] * num_replicas * n + 1 for entry in entries], lengths)
+        if num_replicas > 1:
+            base += np.concatenate([entry[1] for entry in entries]) * n
+        sender, recipient = (base + np.concatenate([entry[i] for entry in entries]) for i in (2, 3))
+
+        def table(index: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+            return np.roll(_int_counts(index, size, weights).reshape(shape), -1, axis=2)  # id + 1 = 0 (SERVER) last
+
+        sent_copies, received_copies = table(sender, repeats), table(recipient, repeats)
         if logical_weights is not repeats:
-            sent_logical = _int_counts(base + sender, size, logical_weights).reshape(shape)
-            received_logical = _int_counts(base + recipient, size, logical_weights).reshape(shape)
+            sent_logical, received_logical = table(sender, logical_weights), table(recipient, logical_weights)
         else:
             sent_logical, received_logical = sent_copies, received_copies
         kinds, scalars_per_row, bytes_per_row = zip(*self._layout_sizes)
