@@ -894,6 +894,8 @@ class AsyncServer(Coordinator):
             0: (np.zeros((p, p)), np.zeros(p), np.zeros((), np.int64))
         }
         self._live_snapshots, self._next_key = 1, 1
+        # per replica the snapshot that holds its aggregate bit for bit (the empty one at first), or -1 if none does
+        self._current = np.zeros(b, np.int64)
 
     def _base(self, field: int) -> np.ndarray:
         out = (self._base_v, self._base_b, self._base_count)[field].copy()
@@ -995,12 +997,27 @@ class AsyncServer(Coordinator):
         one_replica = len(rows) and rows.min() == rows.max()
         for r in [int(rows[0])] if one_replica else np.unique(rows).tolist():
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
+            self._current[r] = self._next_key
             self._snapshot[r, clients if one_replica else clients[rows == r]] = self._next_key
             self._next_key += 1
         if len(self._snapshots) > 2 * self._live_snapshots + 8:
             live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
             self._snapshots = {key: self._snapshots[key] for key in live}
             self._live_snapshots = len(live)
+
+    def _level_by_snapshot(self, uploads: list[MessageBatch]) -> np.ndarray | None:
+        """``[True]`` when the step's one upload comes from a client whose base is the aggregate itself, else None.
+
+        Such a base (the snapshot taken when the aggregate last changed, :attr:`_current`) and the aggregate become
+        the same matrix plus the same ``dV`` (and ``db``, count), so they stay equal bit for bit: the base need not
+        be copied out of its snapshot, added to and compared (:meth:`_level`); :meth:`_share` gives the client the
+        next snapshot. The reference mode (:mod:`fedbandit_envs.reference`) copies, adds and compares every base.
+        """
+        if reference_active() or len(uploads) != 1 or len(uploads[0]) != 1:
+            return None
+        r, i = int(uploads[0].replica[0]), int(uploads[0].sender[0])
+        current = self._current[r]
+        return np.ones(1, bool) if current >= 0 and self._snapshot[r, i] == current else None
 
     def _level(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
         """Whether each pair's own base equals the aggregate of its replica, bit for bit (V, b and count)."""
@@ -1041,25 +1058,30 @@ class AsyncServer(Coordinator):
         uploads = [batch for batch in inbox if batch.kind == "upload"]
         if not uploads:
             return []
+        level = self._level_by_snapshot(uploads)
         for batch in uploads:
             r, i = _sender_rows(batch)
             dv, db, count = self._payload(batch)
-            self._own_rows(r, i)
             _add_rows(self.v, (r,), dv)
             _add_rows(self.b, (r,), db)
-            _add_rows(self._base_v, (r, i), dv)
-            _add_rows(self._base_b, (r, i), db)
             if count is not None:  # (without counts, the zeros they would add change no count)
                 _add_rows(self.count, (r,), count)
-                _add_rows(self._base_count, (r, i), count)
+            if level is None:  # the uploaders' own bases: copied out of their snapshots, then added to
+                self._own_rows(r, i)
+                _add_rows(self._base_v, (r, i), dv)
+                _add_rows(self._base_b, (r, i), db)
+                if count is not None:
+                    _add_rows(self._base_count, (r, i), count)
         if len(uploads) == 1:
             up_r, up_i = _sender_rows(uploads[0])
         else:
             up_r, up_i = (np.concatenate([getattr(b, name) for b in uploads]) for name in ("replica", "sender"))
         replicas = up_r if len(up_r) == 1 else np.unique(up_r)
+        self._current[replicas] = -1  # the aggregates changed: no snapshot holds them
         self.ld[replicas] = log_det(self.v[replicas], self.lam)
         # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot and its log-determinant
-        level = self._level(up_r, up_i)
+        if level is None:
+            level = self._level(up_r, up_i)
         self._base_log_dets(up_r, up_i, level)
         at = replicas if len(replicas) > 1 else slice(replicas[0], replicas[0] + 1)  # one replica: views, not copies
         fire = self.registered[at] & (self.ld[at, None] - self.base_ld[at] > self.log_gamma)
