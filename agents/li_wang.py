@@ -873,6 +873,7 @@ class AsyncServer(Coordinator):
         self.pack_symmetric = bool(pack_symmetric)
         self.part = check_choice("part", part, ("all", "global"))
         self.with_counts = bool(with_counts)
+        self._fields = 3 if self.with_counts else 2  # the deltas sent: V, b (and the counts)
 
     def reset(self, context: LinearContext, rngs: list[np.random.Generator]) -> None:
         """Empty aggregate and bases; register every client in eager mode."""
@@ -945,7 +946,7 @@ class AsyncServer(Coordinator):
         self._snapshot[rows, clients] = -1
 
     def _deltas(self, rows: np.ndarray, clients: np.ndarray) -> list[np.ndarray]:
-        """``aggregate - base`` of each pair for V, b and count, once per shared base (a broadcast view if one)."""
+        """``aggregate - base`` of each pair for V, b (and count if sent), once per shared base (a broadcast if one)."""
         snapshot = self._snapshot[rows, clients]
         key = int(snapshot[0])
         if key >= 0 and (snapshot == key).all() and (rows == rows[0]).all():
@@ -957,7 +958,7 @@ class AsyncServer(Coordinator):
             np.flatnonzero(shared)[np.argsort(inverse, kind="stable")], np.cumsum(np.bincount(inverse))[:-1]
         )
         deltas = []
-        bases = (self._base_v, self._base_b, self._base_count)
+        bases = (self._base_v, self._base_b, self._base_count)[: self._fields]
         for field, (aggregate, base) in enumerate(zip((self.v, self.b, self.count), bases)):
             diffs = [aggregate[r] - self._snapshots[key][field] for r, key in groups]
             if len(diffs) == 1 and not own.any():
@@ -984,7 +985,7 @@ class AsyncServer(Coordinator):
 
     def _broadcast_deltas(self, replica: int, key: int, n: int) -> list[np.ndarray]:
         """:meth:`_deltas` of ``n`` pairs of ``replica`` that all share snapshot ``key``: one row each, broadcast."""
-        aggregates = (self.v[replica], self.b[replica], self.count[replica])
+        aggregates = (self.v[replica], self.b[replica], self.count[replica])[: self._fields]
         return [broadcast_row(a - shared, n) for a, shared in zip(aggregates, self._snapshots[key])]
 
     def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
@@ -1094,11 +1095,11 @@ class AsyncServer(Coordinator):
         return [self._download(*group, *delta) for group, delta in zip(groups, deltas)]
 
     def _download(
-        self, rows: np.ndarray, clients: np.ndarray, dv: np.ndarray, db: np.ndarray, count: np.ndarray
+        self, rows: np.ndarray, clients: np.ndarray, dv: np.ndarray, db: np.ndarray, count: np.ndarray | None = None
     ) -> MessageBatch:
-        """The ``"download"`` batch of the deltas ``dv, db, count`` to the given pairs."""
+        """The ``"download"`` batch of the deltas ``dv, db`` (and ``count``, sent with counts) to the given pairs."""
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
-        if self.with_counts:
+        if count is not None:  # (given with counts only)
             payload["count"] = count
         return MessageBatch("download", rows, np.full(len(rows), SERVER), clients, payload)
 
