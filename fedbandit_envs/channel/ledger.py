@@ -26,7 +26,9 @@ are tallied at once, copy by copy, instead.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -85,6 +87,11 @@ def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None)
     """Sums of integer ``weights`` (exact in float64 below 2**53; 1 each without) per index value in ``[0, size)``."""
     counts = np.bincount(index, weights=weights, minlength=size)
     return counts if weights is None else counts.astype(np.int64)
+
+
+def _forget(kept: dict[Any, Any], key: Any, _: Any) -> None:
+    """Drop ``kept[key]`` if it is there (the weak reference callback of an array whose sums it holds)."""
+    kept.pop(key, None)
 
 
 def _held(array: np.ndarray) -> np.ndarray:
@@ -169,8 +176,8 @@ class Ledger:
     #: Largest (replica, node, node) table of link indices built at reset (4 bytes an entry); beyond it links are keyed
     #: by their node pair.
     LINK_INDEX_ENTRIES = 1 << 24
-    #: Most rows of the headers whose price sums are kept (:meth:`_charge_prices`; past it they are all dropped).
-    PRICE_ROWS = 1 << 20
+    #: Most headers whose price sums are kept (:meth:`_charge_prices`; past it they are all dropped).
+    PRICE_HEADERS = 1 << 13
 
     messages = _Tallied()
     copies = _Tallied()
@@ -246,8 +253,7 @@ class Ledger:
         self._price_node_cost = np.zeros((b, n))
         self._node_cost: tuple[int, np.ndarray] = (-1, self._price_node_cost)  # (version, node_cost) of the last read
         # the price sums of headers priced before (see _charge_prices), by layout and array ids
-        self._price_sums: dict[tuple[int, int, int, int], tuple[np.ndarray, ...]] = {}
-        self._price_rows = 0
+        self._price_sums: dict[tuple[int, int, int, int], tuple[Any, ...]] = {}
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
@@ -379,9 +385,9 @@ class Ledger:
     def _charge_prices(self, layout: int, replica: np.ndarray, sender: np.ndarray, count: np.ndarray) -> None:
         """Add the prices per message and per byte of a batch's copies to its replicas' and its senders' costs.
 
-        The sums of a header priced before (the very same held replica, sender and count arrays, and layout) are kept,
-        up to :attr:`PRICE_ROWS` rows of headers, and added again: the same numbers, added in the same order. The
-        reference mode (:mod:`fedbandit_envs.reference`) sums every batch's prices.
+        The sums of a header priced before (the very same held replica, sender and count arrays, and layout) are kept
+        while those arrays live (up to :attr:`PRICE_HEADERS` headers) and added again: the same numbers, added in the
+        same order. The reference mode (:mod:`fedbandit_envs.reference`) sums every batch's prices.
         """
         key = (layout, id(replica), id(sender), id(count))
         kept = None if reference_active() else self._price_sums.get(key)
@@ -391,16 +397,16 @@ class Ledger:
             replica_sums = np.bincount(replica, weights=price, minlength=self._num_replicas)
             node_sums = np.bincount(replica * n + self._node(sender), weights=price, minlength=self._num_replicas * n)
             nodes = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0, which changes no cost
-            # the arrays are kept with their sums, so that their ids stay theirs while the key is kept
-            kept = (replica, sender, count, replica_sums, nodes, node_sums[nodes])
             if not reference_active():
-                if self._price_rows + len(replica) > self.PRICE_ROWS:
+                if len(self._price_sums) >= self.PRICE_HEADERS:
                     self._price_sums.clear()
-                    self._price_rows = 0
-                self._price_sums[key] = kept
-                self._price_rows += len(replica)
-        self._price_cost += kept[3]
-        self._price_node_cost.reshape(-1)[kept[4]] += kept[5]
+                # the sums go when one of the arrays does, before its id can name another array
+                forget = functools.partial(_forget, self._price_sums, key)
+                refs = [weakref.ref(array, forget) for array in (replica, sender, count)]
+                self._price_sums[key] = (replica_sums, nodes, node_sums[nodes], refs)
+            kept = (replica_sums, nodes, node_sums[nodes])
+        self._price_cost += kept[0]
+        self._price_node_cost.reshape(-1)[kept[1]] += kept[2]
 
     def _queue(
         self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
