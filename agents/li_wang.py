@@ -58,6 +58,7 @@ import numpy as np
 from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.channel.messages import broadcast_row
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.bounds import communication_bound, log_det_bound
@@ -119,8 +120,13 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     p = matrices.shape[-1]
     if p == 0:
         return np.zeros(matrices.shape[:-2])
+    return _log_det_ridged(matrices + _ridge(p, lam))
+
+
+def _log_det_ridged(ridged: np.ndarray) -> np.ndarray:
+    """:func:`log_det` of matrices (..., p, p), p >= 1, to which ``lam I`` is already added (``M + lam I``)."""
     try:
-        factor = np.linalg.cholesky(matrices + _ridge(p, lam))
+        factor = np.linalg.cholesky(ridged)
     except np.linalg.LinAlgError:
         raise ValueError(
             "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
@@ -128,7 +134,7 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
             "synchronisation arrived after newer local data (Sync-LinUCB assumes instant synchronisation: run it "
             "on a channel without latency or latency_jitter)"
         ) from None
-    return 2.0 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
+    return 2.0 * np.log(factor.diagonal(0, -2, -1)).sum(axis=-1)  # the method: np.diagonal without its dispatch
 
 
 @functools.lru_cache(maxsize=16)
@@ -147,7 +153,7 @@ def _add_rows(target: np.ndarray, index: tuple[np.ndarray, ...], values: np.ndar
     sum (and a sum that starts at +0.0 never becomes -0.0).
     """
     if len(values) == 1:
-        target[tuple(i[0] for i in index)] += values[0]
+        target[tuple([i[0] for i in index])] += values[0]
         return
     nonzero = values.reshape(len(values), -1).any(axis=1)
     if not nonzero.all():
@@ -212,9 +218,9 @@ def _shared_row(rows: np.ndarray, clients: np.ndarray, v: Any, b: Any, count: An
     A row is shared when its payload fields are broadcasts (a zero stride along the rows, as the server sends them
     and the channel keeps them) and the recipients ascend (so they are distinct).
     """
-    if len(rows) < 2 or not all(_broadcast(field) for field in (v, b)) or np.ndim(count) and not _broadcast(count):
+    if len(rows) < 2 or not (_broadcast(v) and _broadcast(b)) or np.ndim(count) and not _broadcast(count):
         return None
-    if rows.min() != rows.max() or not (np.diff(clients) > 0).all():
+    if rows.min() != rows.max() or not (clients[1:] > clients[:-1]).all():
         return None
     return v[0], b[0], count[0] if np.ndim(count) else count
 
@@ -237,7 +243,7 @@ def _by_replica(rows: np.ndarray, clients: np.ndarray) -> list[tuple[np.ndarray,
 def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``values[rows]``; a read-only broadcast view (no copy) when ``values`` has one row."""
     if len(values) == 1:
-        return np.broadcast_to(values[0], (len(rows), *values.shape[1:]))
+        return broadcast_row(values[0], len(rows))
     return values[rows]
 
 
@@ -457,10 +463,11 @@ class RidgeStats:
             self._leave(np.full(len(others), replica), others)
         new = clients[~joined]
         if len(new):
-            self._v[replica, new] -= self._shared_v[replica]
-            self._b[replica, new] -= self._shared_b[replica]
-            self._count[replica, new] -= self._shared_count[replica]
-            self._joined[replica, new] = True
+            at = (replica, int(new[0])) if len(new) == 1 else (replica, new)  # one pair (the common case): views
+            self._v[at] -= self._shared_v[replica]
+            self._b[at] -= self._shared_b[replica]
+            self._count[at] -= self._shared_count[replica]
+            self._joined[at] = True
             self._num_joined += len(new)
         self._shared_v[replica] += v
         self._shared_b[replica] += b
@@ -475,8 +482,9 @@ class RidgeStats:
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
         self._apply(rows, clients)
         at = self._index(rows, clients)
-        self.inv[at] = np.linalg.inv(self._v[at] + _ridge(self.dim, self.lam))
-        self.ld[at] = log_det(self._v[at], self.lam)
+        ridged = self._v[at] + _ridge(self.dim, self.lam)  # added once for the inverse and the log-determinant
+        self.inv[at] = np.linalg.inv(ridged)
+        self.ld[at] = _log_det_ridged(ridged) if self.dim else 0.0  # (log_det: a 0 x 0 matrix has 0)
         self.stale[at] = False
 
     @staticmethod
@@ -865,6 +873,7 @@ class AsyncServer(Coordinator):
         self.pack_symmetric = bool(pack_symmetric)
         self.part = check_choice("part", part, ("all", "global"))
         self.with_counts = bool(with_counts)
+        self._fields = 3 if self.with_counts else 2  # the deltas sent: V, b (and the counts)
 
     def reset(self, context: LinearContext, rngs: list[np.random.Generator]) -> None:
         """Empty aggregate and bases; register every client in eager mode."""
@@ -886,6 +895,8 @@ class AsyncServer(Coordinator):
             0: (np.zeros((p, p)), np.zeros(p), np.zeros((), np.int64))
         }
         self._live_snapshots, self._next_key = 1, 1
+        # per replica the snapshot that holds its aggregate bit for bit (the empty one at first), or -1 if none does
+        self._current = np.zeros(b, np.int64)
 
     def _base(self, field: int) -> np.ndarray:
         out = (self._base_v, self._base_b, self._base_count)[field].copy()
@@ -912,11 +923,11 @@ class AsyncServer(Coordinator):
         """Register the slot's active clients (lazy registration is free, as in the paper)."""
         self.registered[np.arange(len(clients))[:, None], clients] = True
 
-    def _payload(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _payload(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The (dV, db, count) of an upload; count None when messages carry no counts (every count added is 0)."""
         dv = batch.payload["dV"]
         dv = _unpack(dv, self.dim) if self.pack_symmetric else dv
-        count = batch.payload["count"] if self.with_counts else np.zeros(len(batch), np.int64)
-        return dv, batch.payload["db"], count
+        return dv, batch.payload["db"], batch.payload["count"] if self.with_counts else None
 
     def _own_rows(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Copy the shared bases of the given pairs into their own rows."""
@@ -935,7 +946,7 @@ class AsyncServer(Coordinator):
         self._snapshot[rows, clients] = -1
 
     def _deltas(self, rows: np.ndarray, clients: np.ndarray) -> list[np.ndarray]:
-        """``aggregate - base`` of each pair for V, b and count, once per shared base (a broadcast view if one)."""
+        """``aggregate - base`` of each pair for V, b (and count if sent), once per shared base (a broadcast if one)."""
         snapshot = self._snapshot[rows, clients]
         key = int(snapshot[0])
         if key >= 0 and (snapshot == key).all() and (rows == rows[0]).all():
@@ -947,23 +958,35 @@ class AsyncServer(Coordinator):
             np.flatnonzero(shared)[np.argsort(inverse, kind="stable")], np.cumsum(np.bincount(inverse))[:-1]
         )
         deltas = []
-        bases = (self._base_v, self._base_b, self._base_count)
+        bases = (self._base_v, self._base_b, self._base_count)[: self._fields]
         for field, (aggregate, base) in enumerate(zip((self.v, self.b, self.count), bases)):
             diffs = [aggregate[r] - self._snapshots[key][field] for r, key in groups]
             if len(diffs) == 1 and not own.any():
-                deltas.append(np.broadcast_to(diffs[0], (len(rows), *aggregate.shape[1:])))
+                deltas.append(broadcast_row(diffs[0], len(rows)))
                 continue
-            delta = np.empty((len(rows), *aggregate.shape[1:]), aggregate.dtype)
+            delta = self._empty_rows(aggregate, len(rows))
             delta[own] = aggregate[rows[own]] - base[rows[own], clients[own]]
             for group, diff in enumerate(diffs):
                 delta[members[group]] = diff
             deltas.append(delta)
         return deltas
 
+    def _empty_rows(self, aggregate: np.ndarray, rows: int) -> np.ndarray:
+        """An uninitialised (rows, ...) array for deltas of ``aggregate`` (B, ...): the first rows of one of N rows.
+
+        Every such array has the size of N rows, however many clients receive the deltas: under lazy registration
+        their number grows by one with each new client, and an allocator that maps memory afresh for each larger
+        block (glibc: above its mmap threshold, which grows to the largest block freed) then faults in new pages for
+        every mixed download (N = 1000, T = 10000: 470,000 page faults, about 0.7 s of 5.5 s); blocks of one size
+        reuse the memory freed before them.
+        """
+        size = max(rows, self.registered.shape[1])
+        return np.empty((size, *aggregate.shape[1:]), aggregate.dtype)[:rows]
+
     def _broadcast_deltas(self, replica: int, key: int, n: int) -> list[np.ndarray]:
         """:meth:`_deltas` of ``n`` pairs of ``replica`` that all share snapshot ``key``: one row each, broadcast."""
-        aggregates = (self.v[replica], self.b[replica], self.count[replica])
-        return [np.broadcast_to(a - shared, (n, *a.shape)) for a, shared in zip(aggregates, self._snapshots[key])]
+        aggregates = (self.v[replica], self.b[replica], self.count[replica])[: self._fields]
+        return [broadcast_row(a - shared, n) for a, shared in zip(aggregates, self._snapshots[key])]
 
     def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
@@ -975,12 +998,27 @@ class AsyncServer(Coordinator):
         one_replica = len(rows) and rows.min() == rows.max()
         for r in [int(rows[0])] if one_replica else np.unique(rows).tolist():
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
+            self._current[r] = self._next_key
             self._snapshot[r, clients if one_replica else clients[rows == r]] = self._next_key
             self._next_key += 1
         if len(self._snapshots) > 2 * self._live_snapshots + 8:
             live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
             self._snapshots = {key: self._snapshots[key] for key in live}
             self._live_snapshots = len(live)
+
+    def _level_by_snapshot(self, uploads: list[MessageBatch]) -> np.ndarray | None:
+        """``[True]`` when the step's one upload comes from a client whose base is the aggregate itself, else None.
+
+        Such a base (the snapshot taken when the aggregate last changed, :attr:`_current`) and the aggregate become
+        the same matrix plus the same ``dV`` (and ``db``, count), so they stay equal bit for bit: the base need not
+        be copied out of its snapshot, added to and compared (:meth:`_level`); :meth:`_share` gives the client the
+        next snapshot. The reference mode (:mod:`fedbandit_envs.reference`) copies, adds and compares every base.
+        """
+        if reference_active() or len(uploads) != 1 or len(uploads[0]) != 1:
+            return None
+        r, i = int(uploads[0].replica[0]), int(uploads[0].sender[0])
+        current = self._current[r]
+        return np.ones(1, bool) if current >= 0 and self._snapshot[r, i] == current else None
 
     def _level(self, rows: np.ndarray, clients: np.ndarray) -> np.ndarray:
         """Whether each pair's own base equals the aggregate of its replica, bit for bit (V, b and count)."""
@@ -1021,40 +1059,47 @@ class AsyncServer(Coordinator):
         uploads = [batch for batch in inbox if batch.kind == "upload"]
         if not uploads:
             return []
+        level = self._level_by_snapshot(uploads)
         for batch in uploads:
             r, i = _sender_rows(batch)
             dv, db, count = self._payload(batch)
-            self._own_rows(r, i)
             _add_rows(self.v, (r,), dv)
             _add_rows(self.b, (r,), db)
-            _add_rows(self.count, (r,), count)
-            _add_rows(self._base_v, (r, i), dv)
-            _add_rows(self._base_b, (r, i), db)
-            _add_rows(self._base_count, (r, i), count)
+            if count is not None:  # (without counts, the zeros they would add change no count)
+                _add_rows(self.count, (r,), count)
+            if level is None:  # the uploaders' own bases: copied out of their snapshots, then added to
+                self._own_rows(r, i)
+                _add_rows(self._base_v, (r, i), dv)
+                _add_rows(self._base_b, (r, i), db)
+                if count is not None:
+                    _add_rows(self._base_count, (r, i), count)
         if len(uploads) == 1:
             up_r, up_i = _sender_rows(uploads[0])
         else:
             up_r, up_i = (np.concatenate([getattr(b, name) for b in uploads]) for name in ("replica", "sender"))
         replicas = up_r if len(up_r) == 1 else np.unique(up_r)
+        self._current[replicas] = -1  # the aggregates changed: no snapshot holds them
         self.ld[replicas] = log_det(self.v[replicas], self.lam)
         # uploaders level with the server (e.g. every uploader at gamma = 1) share its snapshot and its log-determinant
-        level = self._level(up_r, up_i)
+        if level is None:
+            level = self._level(up_r, up_i)
         self._base_log_dets(up_r, up_i, level)
-        fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
+        at = replicas if len(replicas) > 1 else slice(replicas[0], replicas[0] + 1)  # one replica: views, not copies
+        fire = self.registered[at] & (self.ld[at, None] - self.base_ld[at] > self.log_gamma)
         rows, clients = np.nonzero(fire)
         r = replicas[rows]
         groups = _by_replica(r, clients)
         deltas = [self._deltas(*group) for group in groups]
         self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
-        self.base_ld[r, clients] = self.ld[r]
+        self.base_ld[r, clients] = self.ld[r] if len(replicas) > 1 else self.ld[replicas[0]]  # (one replica: a number)
         return [self._download(*group, *delta) for group, delta in zip(groups, deltas)]
 
     def _download(
-        self, rows: np.ndarray, clients: np.ndarray, dv: np.ndarray, db: np.ndarray, count: np.ndarray
+        self, rows: np.ndarray, clients: np.ndarray, dv: np.ndarray, db: np.ndarray, count: np.ndarray | None = None
     ) -> MessageBatch:
-        """The ``"download"`` batch of the deltas ``dv, db, count`` to the given pairs."""
+        """The ``"download"`` batch of the deltas ``dv, db`` (and ``count``, sent with counts) to the given pairs."""
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
-        if self.with_counts:
+        if count is not None:  # (given with counts only)
             payload["count"] = count
         return MessageBatch("download", rows, np.full(len(rows), SERVER), clients, payload)
 

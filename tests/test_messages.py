@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fedbandit_envs import NEIGHBOURS, SERVER, Message, MessageBatch
-from fedbandit_envs.channel.messages import GatheredPayload
+from fedbandit_envs.channel.messages import GatheredPayload, broadcast_row
 from fedbandit_envs.channel.privacy import Privatized
 from fedbandit_envs.frozen import FrozenDict, is_frozen
 from fedbandit_envs.reference import reference_mode
@@ -107,6 +107,24 @@ def test_broadcast_payload_copies_its_distinct_entries_once() -> None:
         MessageBatch("k", *headers(), {"v": np.broadcast_to(poisoned, (3, 2, 2))})
     with pytest.raises(ValueError, match="its first axis must have one entry per row"):
         MessageBatch("k", *headers(), {"v": np.broadcast_to(row, (2, 2, 2))})
+
+
+def test_broadcast_row_is_the_view_np_broadcast_to_gives() -> None:
+    """The same shape, strides, values and memory, read-only; the other cases go to ``np.broadcast_to`` itself."""
+    for row in (
+        np.arange(6.0).reshape(2, 3),
+        np.arange(6.0).reshape(2, 3).T,
+        np.zeros((0, 2)),
+        np.int64(7),
+        np.ones(()),
+    ):
+        view, expected = broadcast_row(row, 4), np.broadcast_to(row, (4, *np.shape(row)))
+        assert view.shape == expected.shape and view.strides == expected.strides and view.dtype == expected.dtype
+        np.testing.assert_array_equal(view, expected)
+        assert not view.flags.writeable
+        assert isinstance(row, np.generic) or np.shares_memory(view, row) or row.size == 0
+    held = MessageBatch("k", *headers(), {"v": np.broadcast_to(np.ones(2), (3, 2))}).payload["v"]
+    assert is_frozen(held) and held.strides[0] == 0  # a broadcast of the batch's own immutable copy
 
 
 def test_batches_are_frozen() -> None:

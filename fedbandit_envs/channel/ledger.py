@@ -26,14 +26,16 @@ are tallied at once, copy by copy, instead.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import numpy as np
 
-from fedbandit_envs.channel.messages import MessageBatch
+from fedbandit_envs.channel.messages import MessageBatch, shared_constant
 from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
@@ -85,6 +87,11 @@ def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None)
     """Sums of integer ``weights`` (exact in float64 below 2**53; 1 each without) per index value in ``[0, size)``."""
     counts = np.bincount(index, weights=weights, minlength=size)
     return counts if weights is None else counts.astype(np.int64)
+
+
+def _forget(kept: dict[Any, Any], key: Any, _: Any) -> None:
+    """Drop ``kept[key]`` if it is there (the weak reference callback of an array whose sums it holds)."""
+    kept.pop(key, None)
 
 
 def _held(array: np.ndarray) -> np.ndarray:
@@ -169,6 +176,8 @@ class Ledger:
     #: Largest (replica, node, node) table of link indices built at reset (4 bytes an entry); beyond it links are keyed
     #: by their node pair.
     LINK_INDEX_ENTRIES = 1 << 24
+    #: Most headers whose price sums are kept (:meth:`_charge_prices`; past it they are all dropped).
+    PRICE_HEADERS = 1 << 13
 
     messages = _Tallied()
     copies = _Tallied()
@@ -243,6 +252,8 @@ class Ledger:
         self._price_cost = np.zeros(b)
         self._price_node_cost = np.zeros((b, n))
         self._node_cost: tuple[int, np.ndarray] = (-1, self._price_node_cost)  # (version, node_cost) of the last read
+        # the price sums of headers priced before (see _charge_prices), by layout and array ids
+        self._price_sums: dict[tuple[int, int, int, int], tuple[Any, ...]] = {}
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
@@ -349,9 +360,7 @@ class Ledger:
         self._slot_links.append((replica, sender, recipient, first_record))
         model = self.cost_model
         if model.price_per_message or model.price_per_byte:
-            price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
-            _add(self._price_cost, replica, price)
-            _add(self._price_node_cost, replica * (self._num_agents + 1) + self._node(sender), price)
+            self._charge_prices(layout, replica, sender, count)
         if self.record_messages:
             self._records.append(
                 {
@@ -372,6 +381,32 @@ class Ledger:
         self._queue(layout, replica, sender, recipient, count)
         if self._queued_rows >= self.TALLY_ROWS or self._queued_batches >= self.TALLY_BATCHES:
             self._tally()
+
+    def _charge_prices(self, layout: int, replica: np.ndarray, sender: np.ndarray, count: np.ndarray) -> None:
+        """Add the prices per message and per byte of a batch's copies to its replicas' and its senders' costs.
+
+        The sums of a header priced before (the very same held replica, sender and count arrays, and layout) are kept
+        while those arrays live (up to :attr:`PRICE_HEADERS` headers) and added again: the same numbers, added in the
+        same order. The reference mode (:mod:`fedbandit_envs.reference`) sums every batch's prices.
+        """
+        key = (layout, id(replica), id(sender), id(count))
+        kept = None if reference_active() else self._price_sums.get(key)
+        if kept is None:
+            model, n = self.cost_model, self._num_agents + 1
+            price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
+            replica_sums = np.bincount(replica, weights=price, minlength=self._num_replicas)
+            node_sums = np.bincount(replica * n + self._node(sender), weights=price, minlength=self._num_replicas * n)
+            nodes = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0, which changes no cost
+            if not reference_active():
+                if len(self._price_sums) >= self.PRICE_HEADERS:
+                    self._price_sums.clear()
+                # the sums go when one of the arrays does, before its id can name another array
+                forget = functools.partial(_forget, self._price_sums, key)
+                refs = [weakref.ref(array, forget) for array in (replica, sender, count)]
+                self._price_sums[key] = (replica_sums, nodes, node_sums[nodes], refs)
+            kept = (replica_sums, nodes, node_sums[nodes])
+        self._price_cost += kept[0]
+        self._price_node_cost.reshape(-1)[kept[1]] += kept[2]
 
     def _queue(
         self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
@@ -435,25 +470,33 @@ class Ledger:
         self._queued_copies, self._queued_index, self._queued_batches, self._queued_rows = [], {}, 0, 0
         times = np.array([entry[5] for entry in entries], np.int64)
         lengths = [len(entry[1]) for entry in entries]
-        replica, sender_ids, recipient_ids = (np.concatenate([entry[i] for entry in entries]) for i in range(1, 4))
-        sender, recipient = self._node(sender_ids), self._node(recipient_ids)
         repeats = None if times.max() == 1 else np.repeat(times, lengths)  # the times each row was sent
         if all(entry[6] is None for entry in entries):  # every header's batches had one count array each
-            count = np.concatenate([entry[4] for entry in entries])
-            logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
+            if all(entry[4] is shared_constant(len(entry[4]), 1) for entry in entries):  # (the default counts)
+                logical_weights = repeats
+            else:
+                count = np.concatenate([entry[4] for entry in entries])
+                logical_weights = repeats if count.max() == 1 else count if repeats is None else count * repeats
         else:
             logical_weights = np.concatenate(
                 [entry[4] * entry[5] if entry[6] is None else entry[6] for entry in entries]
             )
-        # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row
+        # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row. A row's
+        # index is its (layout, replica) block's start plus its id + 1 (SERVER = -1 is 0, agent k is k + 1: no
+        # pass to map the ids to nodes), and the tables are rotated back to node order (the server last) below.
         num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
-        base = (np.repeat([entry[0] for entry in entries], lengths) * num_replicas + replica) * n
-        sent_copies = _int_counts(base + sender, size, repeats).reshape(shape)
-        received_copies = _int_counts(base + recipient, size, repeats).reshape(shape)
+        base = np.repeat([entry[0] * num_replicas * n + 1 for entry in entries], lengths)
+        if num_replicas > 1:
+            base += np.concatenate([entry[1] for entry in entries]) * n
+        sender, recipient = (base + np.concatenate([entry[i] for entry in entries]) for i in (2, 3))
+
+        def table(index: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+            return np.roll(_int_counts(index, size, weights).reshape(shape), -1, axis=2)  # id + 1 = 0 (SERVER) last
+
+        sent_copies, received_copies = table(sender, repeats), table(recipient, repeats)
         if logical_weights is not repeats:
-            sent_logical = _int_counts(base + sender, size, logical_weights).reshape(shape)
-            received_logical = _int_counts(base + recipient, size, logical_weights).reshape(shape)
+            sent_logical, received_logical = table(sender, logical_weights), table(recipient, logical_weights)
         else:
             sent_logical, received_logical = sent_copies, received_copies
         kinds, scalars_per_row, bytes_per_row = zip(*self._layout_sizes)

@@ -606,6 +606,8 @@ class LinearCore(ChannelCore):
         self.baseline_reward = np.zeros(b) if src.has_baseline else None
         self.slot = 0
         self._rows = np.arange(b)[:, None]
+        self._positions = np.arange(m)[None, :]
+        self._replica_of = np.broadcast_to(self._rows, (b, m))  # the replica of each active client (B, m)
         self._start_slot()
         return self.current_step()
 
@@ -629,7 +631,7 @@ class LinearCore(ChannelCore):
         self._baseline = None if blk.baseline is None else blk.baseline[:, k]
         self.phase = "act"
         self.round = 0
-        np.add.at(self.arrivals, (np.broadcast_to(self._rows, self.clients.shape), self.clients), 1)
+        np.add.at(self.arrivals, (self._replica_of, self.clients), 1)
         observe = getattr(self.coordinator, "observe_arrivals", None)
         if observe is not None:
             observe(self.slot, self.clients)
@@ -673,12 +675,12 @@ class LinearCore(ChannelCore):
         if self.phase != "act":
             raise RuntimeError("this slot's arms are already pulled; finish its report rounds with communicate()")
         arms = self.check_arms(arms)
-        chosen = np.take_along_axis(self.means, arms[..., None], axis=-1)[..., 0]
+        chosen = self.means[self._rows, self._positions, arms]  # np.take_along_axis's gather, without its overhead
         rewards = chosen + self._noise
         self.last_regret = self.means.max(axis=-1) - chosen
-        np.add.at(self.regret, (np.broadcast_to(self._rows, arms.shape), self.clients), self.last_regret)
+        np.add.at(self.regret, (self._replica_of, self.clients), self.last_regret)
         if self.message_hooks:  # only the hooks read the counts
-            np.add.at(self._observed, (np.broadcast_to(self._rows, arms.shape), self.clients), 1)
+            np.add.at(self._observed, (self._replica_of, self.clients), 1)
         self.reward += rewards.sum(axis=1)
         if self.baseline_reward is not None:
             self.baseline_reward += self._baseline.sum(axis=1)
