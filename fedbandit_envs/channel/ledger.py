@@ -89,6 +89,12 @@ def _int_counts(index: np.ndarray, size: int, weights: np.ndarray | None = None)
     return counts if weights is None else counts.astype(np.int64)
 
 
+def _add_by_id(totals: np.ndarray, by_id: np.ndarray) -> None:
+    """``totals += by_id`` for per-node integer totals (agents, then the server) of a table by id + 1 (server first)."""
+    totals[..., :-1] += by_id[..., 1:]
+    totals[..., -1] += by_id[..., 0]
+
+
 def _forget(kept: dict[Any, Any], key: Any, _: Any) -> None:
     """Drop ``kept[key]`` if it is there (the weak reference callback of an array whose sums it holds)."""
     kept.pop(key, None)
@@ -481,9 +487,9 @@ class Ledger:
             logical_weights = np.concatenate(
                 [entry[4] * entry[5] if entry[6] is None else entry[6] for entry in entries]
             )
-        # tables per (layout, replica, node); a layout fixes the kind, the scalars and the bytes of a row. A row's
-        # index is its (layout, replica) block's start plus its id + 1 (SERVER = -1 is 0, agent k is k + 1: no
-        # pass to map the ids to nodes), and the tables are rotated back to node order (the server last) below.
+        # tables per (layout, replica, id + 1); a layout fixes the kind, the scalars and the bytes of a row. A row's
+        # index is its (layout, replica) block's start plus its id + 1 (SERVER = -1 is 0, agent k is k + 1: no pass
+        # to map the ids to nodes); the per-node totals (the server last) take them through _add_by_id.
         num_layouts, num_replicas, n = len(self._layout_sizes), self._num_replicas, self._num_agents + 1
         shape, size = (num_layouts, num_replicas, n), num_layouts * num_replicas * n
         base = np.repeat([entry[0] * num_replicas * n + 1 for entry in entries], lengths)
@@ -492,7 +498,7 @@ class Ledger:
         sender, recipient = (base + np.concatenate([entry[i] for entry in entries]) for i in (2, 3))
 
         def table(index: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-            return np.roll(_int_counts(index, size, weights).reshape(shape), -1, axis=2)  # id + 1 = 0 (SERVER) last
+            return _int_counts(index, size, weights).reshape(shape)
 
         sent_copies, received_copies = table(sender, repeats), table(recipient, repeats)
         if logical_weights is not repeats:
@@ -507,15 +513,15 @@ class Ledger:
         self._messages += logical.sum(axis=0)
         self._scalars += (copies * np.array(scalars_per_row, np.int64)[:, None]).sum(axis=0)
         self._bytes += sent_bytes.sum(axis=1)
-        self._sent_messages += sent_logical.sum(axis=0)
-        self._sent_bytes += sent_bytes
-        self._received_messages += received_logical.sum(axis=0)
-        self._received_bytes += received_bytes
-        # up: to the server; down: from the server; peer: the rest (the channel never routes server to server)
-        server = self._num_agents
-        up, down = received_logical[:, :, server].sum(axis=0), sent_logical[:, :, server].sum(axis=0)
+        _add_by_id(self._sent_messages, sent_logical.sum(axis=0))
+        _add_by_id(self._sent_bytes, sent_bytes)
+        _add_by_id(self._received_messages, received_logical.sum(axis=0))
+        _add_by_id(self._received_bytes, received_bytes)
+        # up: to the server; down: from the server; peer: the rest (the channel never routes server to server); the
+        # server's entry of a table by id + 1 is the first
+        up, down = received_logical[:, :, 0].sum(axis=0), sent_logical[:, :, 0].sum(axis=0)
         self._direction_messages += np.stack([up, down, logical.sum(axis=0) - up - down], axis=1)
-        up, down = received_bytes[:, server], sent_bytes[:, server]
+        up, down = received_bytes[:, 0], sent_bytes[:, 0]
         self._direction_bytes += np.stack([up, down, sent_bytes.sum(axis=1) - up - down], axis=1)
         for index, kind in enumerate(kinds):
             self._kind_messages[kind] += logical[index]
