@@ -37,17 +37,14 @@ from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
 from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
 from fedbandit_envs.bench.tables import markdown_table
-from fedbandit_envs.protocol import PROTOCOL_HELP, Agent, check_population
+from fedbandit_envs.protocol import PROTOCOL_HELP, Agent, PerAgentPopulation, check_population
 from fedbandit_envs.run import Results
 from fedbandit_envs.run.loop import DEFAULT_FAMILY
 from fedbandit_envs.seeding import SeedsLike
 
 
-#: The methods every population has (``send`` and ``receive`` have defaults in the protocol's base class).
 def per_agent(agent: str, **kwargs: Any) -> Any:
     """A ``PerAgentPopulation`` of ``agent`` (``"module:Class"`` of a protocol ``Agent``) built with ``kwargs``."""
-    from fedbandit_envs.protocol import PerAgentPopulation
-
     return PerAgentPopulation(partial(load_object(agent), **kwargs))
 
 
