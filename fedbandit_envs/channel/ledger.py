@@ -403,14 +403,13 @@ class Ledger:
             replica_sums = np.bincount(replica, weights=price, minlength=self._num_replicas)
             node_sums = np.bincount(replica * n + self._node(sender), weights=price, minlength=self._num_replicas * n)
             nodes = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0, which changes no cost
+            kept = (replica_sums, nodes, node_sums[nodes])
             if not reference_active():
                 if len(self._price_sums) >= self.PRICE_HEADERS:
                     self._price_sums.clear()
                 # the sums go when one of the arrays does, before its id can name another array
                 forget = functools.partial(_forget, self._price_sums, key)
-                refs = [weakref.ref(array, forget) for array in (replica, sender, count)]
-                self._price_sums[key] = (replica_sums, nodes, node_sums[nodes], refs)
-            kept = (replica_sums, nodes, node_sums[nodes])
+                self._price_sums[key] = (*kept, [weakref.ref(array, forget) for array in (replica, sender, count)])
         self._price_cost += kept[0]
         self._price_node_cost.reshape(-1)[kept[1]] += kept[2]
 
