@@ -44,6 +44,7 @@ from fedbandit_envs.families.procurement.oracles import make_oracle
 from fedbandit_envs.privacy.accountant import PrivacyAccountant
 from fedbandit_envs.privacy.mechanisms import GaussianMechanism, gaussian_delta
 from fedbandit_envs.protocol import Population
+from fedbandit_envs.validation import check_int, check_real
 
 declare_message_kinds("fcb_sync", "pfcb", "naive")  # public vocabulary under a DP wrapper
 
@@ -141,14 +142,10 @@ class EpsilonSchedule:
     """
 
     def __init__(self, epsilon: float, horizon: int, log: str = "log2") -> None:
-        if not (isinstance(epsilon, int | float) and not isinstance(epsilon, bool) and 0 < epsilon < math.inf):
-            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+        self.epsilon = check_real("epsilon", epsilon, 0.0, exclusive_minimum=True)
         if log not in ("log2", "ln"):
             raise ValueError(f"log must be 'log2' (D-10) or 'ln', got {log!r}")
-        if int(horizon) < 2:
-            raise ValueError(f"horizon must be >= 2 for the log T term, got {horizon!r}")
-        self.epsilon = float(epsilon)
-        self.horizon = int(horizon)
+        self.horizon = check_int("horizon", horizon, 2, hint=" (the log T term)")
         self.log = log
 
     def __call__(self, z: int) -> float:

@@ -294,7 +294,7 @@ def check_int_array(name: str, values: Any, minimum: int | None, maximum: int = 
             for entry in array.reshape(-1):
                 check_int(f"{name} (every row)", entry, minimum, maximum)
         if array.dtype.kind not in "iu":
-            raise TypeError(f"{name} must hold integers, got dtype {array.dtype}; pass int ids (numpy ints are fine)")
+            raise TypeError(f"{name} must hold integers, got dtype {array.dtype}; pass integers (numpy ints are fine)")
         if array.dtype.kind == "u" and int(array.max()) > maximum:
             raise ValueError(f"{name} must be <= {maximum} for every row, got {int(array.max())}")
         array = array.astype(np.int64, copy=False).reshape(-1)

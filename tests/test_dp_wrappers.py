@@ -923,6 +923,24 @@ def test_bad_epsilon(epsilon):
         TreeMessageDP(make_env(), epsilon=epsilon)
 
 
+@pytest.mark.parametrize("epsilon", ["1", True, np.True_, [1.0], None])
+def test_an_epsilon_that_is_not_a_number_is_a_type_error(epsilon):
+    with pytest.raises(TypeError, match="epsilon must be a number > 0"):
+        LaplaceMessageDP(make_env(), epsilon=epsilon)
+
+
+@pytest.mark.parametrize("epsilon", [np.int64(2), np.float32(2.0), 2])
+def test_a_numpy_epsilon_is_charged_as_its_value(epsilon):
+    """An epsilon from a numpy grid (np.arange, np.float32) is a number like any other."""
+    spent = []
+    for value in (epsilon, 2.0):
+        env = LaplaceMessageDP(make_env(), epsilon=value)
+        env.reset(seed=0)
+        step(env, {0: [value_message(0, 1)]})
+        spent.append(env.epsilon_spent())
+    assert np.array_equal(spent[0], spent[1]) and spent[1].sum() > 0
+
+
 def test_bad_epsilon_from_a_schedule_is_rejected_when_used():
     env = LaplaceMessageDP(make_env(), epsilon=lambda z: 1.0 if z == 1 else 0.0)
     env.reset(seed=0)

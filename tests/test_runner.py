@@ -99,6 +99,19 @@ def test_bad_runner_input():
         run("random", ENV, 3)
 
 
+def test_a_numpy_checkpoint_count_is_a_count():
+    assert checkpoint_slots(10, np.int64(5)).tolist() == checkpoint_slots(10, 5).tolist() == [2, 4, 6, 8, 10]
+    assert checkpoint_slots(10, range(2, 11, 4)).tolist() == [2, 6, 10]
+    assert checkpoint_slots(10, 10**15).tolist() == list(range(1, 11))  # every slot, without 1e15 points
+
+
+@pytest.mark.parametrize("checkpoints", [5.0, True, "5", [3.5], [True], None])
+def test_a_checkpoint_count_or_slot_that_is_not_an_integer_is_refused(checkpoints):
+    """Before, 5.0 and "5" recorded one checkpoint at slot 5 and True one at T, silently."""
+    with pytest.raises(TypeError, match="checkpoints"):
+        checkpoint_slots(10, checkpoints)
+
+
 @pytest.mark.parametrize("batched", [True, False])
 def test_any_sequence_of_seeds_runs_those_seeds(batched):
     listed = run("independent_ucb1", ENV, [7, 8], 3, batched=batched)

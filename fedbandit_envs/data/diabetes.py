@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fedbandit_envs.validation import check_int
+
 __all__ = [
     "ACTIVE_VALUES",
     "ARM_DRUGS",
@@ -189,8 +191,7 @@ class DiabetesRecords:
         ``split="contiguous"`` cuts the records into ``num_agents`` consecutive parts (``numpy.array_split``);
         ``"random"`` permutes them first with ``numpy.random.default_rng(seed)``.
         """
-        if isinstance(num_agents, bool) or not isinstance(num_agents, int) or num_agents < 1:
-            raise ValueError(f"num_agents must be an int >= 1, got {num_agents!r}")
+        num_agents = check_int("num_agents", num_agents, 1)
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         if len(self.rewards) < num_agents:
@@ -259,8 +260,7 @@ def synthetic_diabetes_columns(num_records: int, rng: np.random.Generator) -> di
     [0, 1) its place in file order; the other records are ``"<30"`` with probability 0.112 / 0.651 and ``"NO"``
     otherwise. The arm effects are exaggerated against the real data so that CI-scale runs resolve the arms.
     """
-    if isinstance(num_records, bool) or not isinstance(num_records, int) or num_records < 1:
-        raise ValueError(f"num_records must be an int >= 1, got {num_records!r}")
+    num_records = check_int("num_records", num_records, 1)
     columns: dict[str, np.ndarray] = {}
     for drug in MEDICATION_COLUMNS:
         given = rng.random(num_records) < _PREVALENCE[drug]

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedbandit_envs.validation import check_int, check_int_array
+
 __all__ = [
     "LEDGER_COLUMNS",
     "TABLE_NAMES",
@@ -41,13 +43,17 @@ TABLE_NAMES = ("curves", "agents")
 
 
 def checkpoint_slots(horizon: int, checkpoints: int | Sequence[int]) -> np.ndarray:
-    """Slot counts at which results are recorded: ``n`` evenly spaced points ending at T, or a list."""
-    if isinstance(checkpoints, int):
-        if checkpoints < 1:
-            raise ValueError(f"checkpoints must be >= 1, got {checkpoints}")
-        slots = np.unique(np.ceil(np.linspace(horizon / checkpoints, horizon, checkpoints)).astype(np.int64))
+    """Slot counts at which results are recorded: ``n`` evenly spaced points ending at T, or a list of slots.
+
+    A count is a Python or numpy integer >= 1 (a count above T gives every slot); a list holds integers in
+    [1, T]. Anything else (a float, a bool, a string, fractional slots) raises a ``TypeError``.
+    """
+    if isinstance(checkpoints, str) or np.ndim(checkpoints) == 0:
+        count = check_int("checkpoints", checkpoints, 1, hint=" (a count of evenly spaced checkpoints)")
+        count = min(count, horizon)  # more points than slots: every slot, as the spacing would give
+        slots = np.unique(np.ceil(np.linspace(horizon / count, horizon, count)).astype(np.int64))
     else:
-        slots = np.unique(np.asarray(checkpoints, np.int64))
+        slots = np.unique(check_int_array("checkpoints", list(checkpoints), None))
     if len(slots) == 0 or slots[0] < 1 or slots[-1] > horizon:
         raise ValueError(f"checkpoints must lie in [1, {horizon}], got {checkpoints!r}")
     return slots

@@ -35,6 +35,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import TypedDict
 
 import numpy as np
@@ -626,7 +627,10 @@ class MessagePrivatizer:
 
 
 def _check_epsilon(epsilon: float) -> None:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float | np.floating) or not epsilon > 0:
+    """Refuse an epsilon that is not a finite real number > 0 (Python or numpy; not bool, not a string)."""
+    if isinstance(epsilon, bool | np.bool_) or not isinstance(epsilon, Real):
+        raise TypeError(f"epsilon must be a number > 0, got {epsilon!r}")
+    if not epsilon > 0:
         raise ValueError(f"epsilon must be a number > 0, got {epsilon!r}")
     if not np.isfinite(epsilon):
         raise ValueError("epsilon must be finite under a DP wrapper; remove the wrapper for no privacy")
