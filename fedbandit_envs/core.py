@@ -387,9 +387,7 @@ def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int)
     Always the env's own array: the learner's server (a coordinator) runs inside the step and the feedback reports
     the arms pulled, so nothing the learner does to its array afterwards may reach them.
     """
-    arms = np.asarray(arms)
-    if arms.shape != shape:
-        raise ValueError(f"arms must have shape ({axes}) = {shape}, got {arms.shape}")
+    arms = check_arm_shape(arms, shape, axes)
     dtype = arms.dtype
     if dtype.kind not in "iu":
         raise TypeError(f"arms must be integers, got dtype {arms.dtype}")
@@ -398,6 +396,14 @@ def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int)
         bad = arms[(arms < 0) | (arms >= num_arms)][0]
         raise ValueError(f"arm {bad} is out of range: arms are 0..{num_arms - 1}")
     return arms.astype(_INT64)
+
+
+def check_arm_shape(arms: Any, shape: tuple[int, ...], axes: str) -> np.ndarray:
+    """``arms`` as an array, checked to have ``shape`` (its ``axes`` named in the error); its values are not read."""
+    arms = np.asarray(arms)
+    if arms.shape != shape:
+        raise ValueError(f"arms must have shape ({axes}) = {shape}, got {arms.shape}")
+    return arms
 
 
 def _outside(arms: np.ndarray, num_arms: int) -> bool:

@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fedbandit_envs.bench.compare import compare, on_family, play_on_scenario_family, resolve_agent
 from fedbandit_envs.bench.jobs import resolve_scenario
+from fedbandit_envs.core import Action
 from fedbandit_envs.protocol import Agent
 from fedbandit_envs.run import run
 
@@ -157,3 +159,28 @@ def test_compare_refuses_learner_keywords_that_clash_with_the_pinning():
     spec = resolve_agent(_Family, {"family": "linear"})
     with pytest.raises(ValueError, match="keywords \\['family'\\]"):
         play_on_scenario_family(spec, resolve_scenario("li_wang/fig2c_global_dimension"))
+
+
+class OneAgentTooMany(EpsilonGreedy):
+    """Plays the example's action with one row more on the agent axis (or flattened): a misshapen joint action."""
+
+    def __init__(self, flat: bool) -> None:
+        super().__init__()
+        self.flat = flat
+
+    def act(self, step):
+        action = super().act(step)
+        arms = action.arms.reshape(-1) if self.flat else np.concatenate([action.arms, action.arms[:, :1]], axis=1)
+        return Action(arms, action.messages)
+
+
+@pytest.mark.parametrize("flat", [False, True])
+@pytest.mark.parametrize("family", PROBLEMS)
+def test_a_misshapen_action_is_refused_alike_on_both_paths(family, flat):
+    """Before, the PettingZoo path played the first agents' arms of a row too long and crashed on a flat one."""
+    errors = []
+    for batched in (True, False):
+        with pytest.raises(ValueError, match=r"(arms|units) must have shape \(replicas, ") as error:
+            run(lambda: OneAgentTooMany(flat), PROBLEMS[family], [0], checkpoints=1, batched=batched)
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]  # B = 1: the same shapes are named

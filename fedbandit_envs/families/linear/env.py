@@ -49,6 +49,7 @@ from fedbandit_envs.core import (
     Phase,
     Step,
     check_arm_array,
+    check_arm_shape,
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
@@ -999,9 +1000,13 @@ class FederatedLinear(ProtocolParallelEnv):
         return replace(phase, positions=np.array([position]))
 
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
-        """The act step's action dict: the arm of every active client of ``step`` in a (B = 1) action."""
-        names = self.possible_agents
-        return {names[i]: arm for i, arm in zip(step.client_ids()[0].tolist(), action.arms[0].tolist())}
+        """The act step's action dict: the arm of every active client of ``step`` in a (B = 1) action.
+
+        The arms' shape is checked as on the batched path (each client's arm is checked by the step).
+        """
+        names, clients = self.possible_agents, step.client_ids()[0].tolist()
+        arms = check_arm_shape(action.arms, (1, len(clients)), "replicas, active clients")[0].tolist()
+        return {names[i]: arm for i, arm in zip(clients, arms)}
 
     def feedback_from(
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]

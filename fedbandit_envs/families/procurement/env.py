@@ -888,8 +888,9 @@ class FedProcurementEnv(ProtocolParallelEnv):
         return Step(int(observations[self.possible_agents[0]]["t"]))
 
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
-        """The act step's action dict: every agent's units of a population's (B = 1) action."""
-        return {a: action.arms[0, j] for j, a in enumerate(self.possible_agents)}
+        """The act step's action dict: every agent's units of a (B = 1) action, checked as on the batched path."""
+        units = self.core.check_units(action.arms)
+        return {a: units[0, j] for j, a in enumerate(self.possible_agents)}
 
     def feedback_from(
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
