@@ -123,5 +123,5 @@ def test_secure_needs_opendp_and_names_the_install(monkeypatch):
 
 
 def test_secure_must_be_a_bool():
-    with pytest.raises(TypeError, match="secure must be a bool"):
+    with pytest.raises(TypeError, match="secure must be True or False"):
         NoiseSpec("laplace", secure="yes")

@@ -968,6 +968,21 @@ def test_bad_wrapper_options():
         LaplaceMessageDP(make_env(), epsilon=1.0, n_agg=0)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{"n_agg": 2.7}, {"n_agg": "3"}, {"budget": "1"}, {"budget_delta": "0.1"}, {"delta": "0.1"}, {"secure": 1}],
+)
+def test_a_wrapper_option_of_the_wrong_type_is_a_type_error(options):
+    """Before, n_agg=2.7 was taken as 2 and '3' as 3, silently; string budgets failed inside a comparison."""
+    with pytest.raises(TypeError, match=next(iter(options))):
+        GaussianMessageDP(make_env(), epsilon=0.5, **{"delta": 1e-3, **options})
+
+
+def test_numpy_wrapper_options_are_numbers():
+    env = GaussianMessageDP(make_env(), epsilon=0.5, delta=np.float32(1e-3), n_agg=np.int64(2), budget=np.int64(9))
+    assert env.privatizer.n_agg == 2 and env.privatizer.budget == 9
+
+
 def test_bad_declarations_and_payloads():
     with pytest.raises(ValueError, match="bounds=\\(low, high\\) or an explicit sensitivity_field"):
         Sensitive(bounds=None)

@@ -59,6 +59,7 @@ from fedbandit_envs.privacy.mechanisms import (
 )
 from fedbandit_envs.privacy.secure import require_opendp, secure_release
 from fedbandit_envs.seeding import SeedStreams
+from fedbandit_envs.validation import check_bool, check_int, check_real
 
 ON_EXHAUSTED = ("raise", "drop", "block")
 CALIBRATIONS = ("paper", "strict")
@@ -122,10 +123,10 @@ class NoiseSpec:
             raise ValueError(
                 f"gaussian_calibration must be one of {GAUSSIAN_CALIBRATIONS}, got {self.gaussian_calibration!r}"
             )
-        if self.mechanism == "gaussian" and not 0.0 < self.delta < 1.0:
+        if self.mechanism == "gaussian" and not 0.0 < check_real("delta", self.delta) < 1.0:
             raise ValueError(f"delta must be in (0, 1) for the Gaussian mechanism, got {self.delta}")
-        if not isinstance(self.secure, bool):
-            raise TypeError(f"secure must be a bool, got {type(self.secure).__name__}")
+        check_bool("secure", self.secure)
+        check_bool("allow_large_epsilon", self.allow_large_epsilon)
         if self.secure:
             require_opendp()
 
@@ -224,11 +225,10 @@ class MessagePrivatizer:
             raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
         if on_exhausted not in ON_EXHAUSTED:
             raise ValueError(f"on_exhausted must be one of {ON_EXHAUSTED}, got {on_exhausted!r}")
-        if int(n_agg) < 1:
-            raise ValueError(f"n_agg must be >= 1, got {n_agg}")
-        if budget is not None and not budget > 0:
+        n_agg = check_int("n_agg", n_agg, 1)
+        if budget is not None and not check_real("budget", budget, finite=False) > 0:
             raise ValueError(f"budget must be > 0 (or None), got {budget}")
-        if budget_delta is not None and not 0.0 < budget_delta < 1.0:
+        if budget_delta is not None and not 0.0 < check_real("budget_delta", budget_delta) < 1.0:
             raise ValueError(f"budget_delta must be in (0, 1) (or None), got {budget_delta}")
         vocabulary = (kinds,) if isinstance(kinds, str) else tuple(kinds)
         if isinstance(kinds, str) or not all(isinstance(k, str) and k for k in vocabulary):
@@ -236,7 +236,7 @@ class MessagePrivatizer:
         self.noise = noise
         self.epsilon = epsilon
         self.calibration = calibration
-        self.n_agg = int(n_agg)
+        self.n_agg = n_agg
         self.budget = budget
         self.budget_delta = budget_delta
         self.on_exhausted = on_exhausted
