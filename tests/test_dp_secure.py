@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from fedbandit_envs import FederatedMAB, Message
-from fedbandit_envs.channel.privacy import Sensitive
+from fedbandit_envs.channel.privacy import Sensitive, declare_message_kinds
 from fedbandit_envs.privacy.mechanisms import _TreeParameters
 from fedbandit_envs.privacy.secure import measurement
 from wrappers.dp import (
@@ -29,6 +29,7 @@ from wrappers.dp import (
 
 ENTRIES = 5_000
 LEVEL = 1e-6
+declare_message_kinds("x")  # the kind sent_once sends (public by construction)
 
 
 def sent_once(wrapper, payload: np.ndarray, declaration: Sensitive, seed: int = 0) -> tuple[np.ndarray, float]:
