@@ -395,7 +395,7 @@ def complete(num_agents: int) -> Topology:
 
 def ring(num_agents: int) -> Topology:
     """Cycle ``0 - 1 - ... - (M-1) - 0``; needs ``num_agents >= 3``."""
-    num_agents = check_int("num_agents", num_agents, 3, hint=" (a ring needs 3 agents; use path() or complete())")
+    num_agents = check_int("num_agents", num_agents, 3, hint=" (a ring needs 3 agents; use a path or a complete graph)")
     return _from_edges(num_agents, [(i, (i + 1) % num_agents) for i in range(num_agents)], "ring")
 
 
@@ -591,26 +591,23 @@ def check_topology(spec: str | Topology | np.ndarray, num_agents: int, **params:
     parameters are checked (whether a draw is connected is known only when the graph is drawn at reset).
     """
     num_agents = check_int("num_agents", num_agents, 1)
-    if isinstance(spec, Topology | np.ndarray):
-        try:
-            build_topology(spec, num_agents, **params)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"topology: {error}") from None
+    if isinstance(spec, str) and check_choice("topology", spec, TOPOLOGY_KINDS) in RANDOM_TOPOLOGY_KINDS:
+        check_keywords(f"topology {spec!r}", params, TOPOLOGY_PARAMS[spec])
+        if "max_tries" in params:
+            check_int("max_tries", params["max_tries"], 1)
+        if spec == "erdos_renyi":
+            check_real("p", params.get("p", 1.0), 0.0, 1.0)
+        elif "degree" not in params:
+            raise ValueError("degree is required for topology 'regular'; pass e.g. degree=3")
+        else:
+            _check_degree(num_agents, params["degree"])
         return
-    if not isinstance(spec, str):
+    if not isinstance(spec, str | Topology | np.ndarray):
         raise TypeError(f"topology must be a name, a Topology or an adjacency array, got {type(spec).__name__}")
-    if check_choice("topology", spec, TOPOLOGY_KINDS) not in RANDOM_TOPOLOGY_KINDS:
+    try:
         build_topology(spec, num_agents, **params)
-        return
-    check_keywords(f"topology {spec!r}", params, TOPOLOGY_PARAMS[spec])
-    if "max_tries" in params:
-        check_int("max_tries", params["max_tries"], 1)
-    if spec == "erdos_renyi":
-        check_real("p", params.get("p", 1.0), 0.0, 1.0)
-    elif "degree" not in params:
-        raise ValueError("degree is required for topology 'regular'; pass e.g. degree=3")
-    else:
-        _check_degree(num_agents, params["degree"])
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"topology{f' {spec!r}' if isinstance(spec, str) else ''}: {error}") from None
 
 
 def build_topology(
