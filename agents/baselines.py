@@ -7,6 +7,7 @@ of a federation spread their first pulls over the arms.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.messages import GatheredPayload
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, AgentContext, Feedback, Step
-from fedbandit_envs.frozen import frozen
+from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import SERVER
@@ -244,6 +245,9 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
         self._untried = True  # some agent has an untried arm
         # the header of a broadcast delivered to every agent of every replica: its rows follow (replica, agent)
         self._everyone = (self._replica.tobytes(), self._recipient.tobytes(), self._sender.tobytes())
+        # the immutable header arrays and payload rows last found to be that header (and rows), known by identity
+        self._everyone_arrays: tuple[np.ndarray, ...] = ()
+        self._everyone_rows: np.ndarray | None = None
 
     @property
     def counts(self) -> np.ndarray:
@@ -288,7 +292,7 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
 
     def _adopt(self, batch: MessageBatch) -> None:
         """Replace the statistics of each recipient of ``batch`` with its row."""
-        everyone = len(batch) == len(self._replica) and batch.header_key() == self._everyone and not reference_active()
+        everyone = not reference_active() and self._reaches_everyone(batch)
         pooled = self._replica_rows(batch) if everyone else None
         if pooled is not None:
             self._counts, self._sums = pooled
@@ -303,6 +307,19 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
             self._counts[batch.replica, batch.recipient] = counts
             self._sums[batch.replica, batch.recipient] = sums
 
+    def _reaches_everyone(self, batch: MessageBatch) -> bool:
+        """Whether the rows of ``batch`` go to every agent of every replica in (replica, agent) order.
+
+        A batch holding the very immutable header arrays last found to be that header has it without comparing.
+        """
+        arrays = batch.replica, batch.sender, batch.recipient
+        if self._everyone_arrays and all(map(operator.is_, arrays, self._everyone_arrays)):
+            return True
+        if len(batch) != len(self._replica) or batch.header_key() != self._everyone:
+            return False
+        self._everyone_arrays = arrays if all(map(is_frozen, arrays)) else ()
+        return True
+
     def _replica_rows(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray] | None:
         """The server's (B, 1, K) counts and sums if every copy of ``batch`` carries its replica's row, else None.
 
@@ -311,8 +328,12 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
         the values and types a copy per agent would hold.
         """
         payload = batch.payload
-        if not isinstance(payload, GatheredPayload) or payload.rows.tobytes() != self._everyone[0]:
+        if not isinstance(payload, GatheredPayload):
             return None
+        if payload.rows is not self._everyone_rows:  # (the rows of a gathered payload are immutable)
+            if payload.rows.tobytes() != self._everyone[0]:
+                return None
+            self._everyone_rows = payload.rows
         counts, sums = payload.source["counts"], payload.source["sums"]
         shape = (self._shape[0], self._shape[2])
         if counts.shape != shape or sums.shape != shape or counts.dtype != np.int64 or sums.dtype != np.float64:

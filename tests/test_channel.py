@@ -905,6 +905,19 @@ def test_a_server_sender_from_the_agents_is_refused_before_any_other_error() -> 
     assert prepared.recipient.tolist() == [SERVER, 0] and prepared.payload is explicit.payload
 
 
+def test_a_reply_not_from_the_server_is_refused_before_any_other_error() -> None:
+    channel = prepared_channel()
+    server_row = broadcast_batch(0)  # row 8 is a broadcast by the server of replica 0
+    for _ in range(2):  # a new header, then the kept plan (which knows that not every sender is the server)
+        with pytest.raises(ValueError, match="^coordinator replies must have sender SERVER$"):
+            channel.prepare([server_row], from_server=True)
+    replies = [MessageBatch("down", [0, 1], [SERVER, SERVER], [0, NEIGHBOURS], {"v": np.zeros(2)}) for _ in range(2)]
+    assert [len(b) for b in channel.prepare(replies, from_server=True)] == [len(b) for b in channel.prepare(replies)]
+    unlinked = MessageBatch("x", [0], [1], [3], {"v": np.zeros(1)})
+    with pytest.raises(ValueError, match="^coordinator replies must have sender SERVER$"):
+        channel.prepare([*replies, unlinked], from_server=True)
+
+
 @pytest.mark.parametrize(
     ("topology", "message"),
     [

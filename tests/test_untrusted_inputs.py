@@ -15,13 +15,14 @@ import pytest
 
 from agents.baselines import RoundRobin
 from fedbandit_envs import SERVER, FederatedMAB, Message, MessageBatch
-from fedbandit_envs.channel.messages import MAX_COUNT, MAX_FIELDS, MAX_ROW_AXES, MAX_ROW_BYTES
+from fedbandit_envs.channel.messages import MAX_COUNT, MAX_FIELDS, MAX_ROW_AXES, MAX_ROW_BYTES, _check_row_size
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action
 from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.frozen import FrozenDict
 from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.reference import reference_mode
 from fedbandit_envs.run import run
 from fedbandit_envs.validation import MAX_NAME_LENGTH
 from wrappers.dp import LaplaceMessageDP
@@ -373,3 +374,31 @@ def test_a_server_s_subclassed_reply_is_checked_as_the_base_class():
     up = [MessageBatch("up", [0], [0], [SERVER], {"v": [1.0]})]
     with pytest.raises(ValueError, match="NaN or inf"):
         env.step({"agent_0": {"arm": 0, "messages": up}, "agent_1": 0})
+
+
+def test_remembered_row_size_verdicts_equal_the_reference() -> None:
+    """A layout's row-size verdict, remembered after its first check, is what the reference mode works out anew."""
+    rng = np.random.default_rng(0)
+    sizes = [0, 1, 3, 2**16, 2**31, MAX_ROW_BYTES + 1]
+    layouts = [
+        tuple(
+            (f"f{f}", np.dtype(str(rng.choice(["bool", "int32", "float64"]))), tuple(rng.choice(sizes, axes).tolist()))
+            for f, axes in enumerate(rng.integers(0, MAX_ROW_AXES + 2, int(rng.integers(1, 4))).tolist())
+        )
+        for _ in range(200)
+    ]
+
+    def verdicts() -> list[str | None]:
+        found: list[str | None] = []
+        for layout in layouts + layouts:  # each layout twice: the second time its verdict is remembered
+            try:
+                _check_row_size(layout, "where")
+                found.append(None)
+            except ValueError as error:
+                found.append(str(error))
+        return found
+
+    fast = verdicts()
+    with reference_mode():
+        assert verdicts() == fast
+    assert None in fast and any(verdict is not None for verdict in fast)

@@ -26,6 +26,8 @@ from fedbandit_envs.validation import check_bool, check_choice, check_int, check
 
 #: The error of a batch from the agents with a SERVER sender.
 AGENTS_AS_SERVER = "agents cannot send as SERVER; only the coordinator does"
+#: The error of a coordinator's reply with a sender other than SERVER.
+REPLY_NOT_FROM_SERVER = "coordinator replies must have sender SERVER"
 
 #: Gossip edges drawn at once per replica from its channel stream (the draws are the same as one per slot).
 GOSSIP_BLOCK = 256
@@ -422,12 +424,15 @@ class Channel:
                 recipients.append(SERVER if node == m else node)
         return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64))
 
-    def prepare(self, batches: Sequence[MessageBatch], *, from_agents: bool = False) -> list[MessageBatch]:
+    def prepare(
+        self, batches: Sequence[MessageBatch], *, from_agents: bool = False, from_server: bool = False
+    ) -> list[MessageBatch]:
         """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect on the episode.
 
         Raises ``ValueError`` for an unknown sender or recipient or a missing link, so that a caller
         can validate a whole slot before changing any state. With ``from_agents`` (the agents' own batches),
-        a SERVER sender in any batch raises, and that error is reported before any other of the slot.
+        a SERVER sender in any batch raises, and with ``from_server`` (the coordinator's replies) any other sender
+        does; that error is reported before any other of the slot (a kept plan knows its header's senders).
 
         The batches returned hold read-only copies of the header arrays, never the caller's arrays, so a sender
         that writes into its arrays later cannot change what was routed. A header is checked, expanded and copied
@@ -439,6 +444,10 @@ class Channel:
             for batch, (plan, _) in zip(batches, kept):
                 if plan.server_sender if plan is not None else _sends_as_server(batch):
                     raise ValueError(AGENTS_AS_SERVER)
+        if from_server:
+            for batch, (plan, _) in zip(batches, kept):
+                if not (plan.server_senders_only if plan is not None else _sent_only_by_server(batch)):
+                    raise ValueError(REPLY_NOT_FROM_SERVER)
         return [(plan or self._new_plan(batch, key)).apply(batch) for batch, (plan, key) in zip(batches, kept)]
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
@@ -446,12 +455,16 @@ class Channel:
 
         Returns the copies that arrive in this same slot (explicit recipients, stamped with ``slot``).
         """
+        ledger, config = self.ledger, self.config
         arriving = []
         for batch in prepared:
             stamped = batch.stamped(slot)
-            self.ledger.transmit(slot, stamped)
+            ledger.transmit(slot, stamped)
+            if config.drop_prob == 0.0 and not config.has_delays:  # the ideal channel: every copy arrives now
+                arriving.append(stamped)
+                continue
             kept = self._apply_drops(stamped)
-            if not self.config.has_delays:
+            if not config.has_delays:
                 arriving.append(kept)
                 continue
             delay = self._delays(kept)
@@ -495,17 +508,6 @@ class Channel:
         if plan is not None and batch.recipient is plan.header[2] and not reference_active():
             return plan.to_server
         return int(np.count_nonzero(batch.recipient == SERVER))
-
-    def sent_by_server(self, batch: MessageBatch) -> bool:
-        """Whether every row of ``batch`` has the sender ``SERVER``.
-
-        Read from the kind's kept plan when the batch holds the plan's own immutable sender array; else, and in the
-        reference mode, checked row by row.
-        """
-        plan = self._last_plans.get(batch.kind)
-        if plan is not None and plan.sources is not None and batch.sender is plan.sources[1] and not reference_active():
-            return plan.server_senders_only
-        return _sent_only_by_server(batch)
 
     @property
     def in_flight(self) -> bool:

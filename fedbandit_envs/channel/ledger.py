@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import itertools
 import weakref
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -117,23 +116,6 @@ def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     np.minimum.at(first, keys, np.arange(len(keys)))
     values = np.flatnonzero(first < len(keys))
     return values, first[values]
-
-
-def _distinct(items: list[Any], key: Callable[[Any], Hashable]) -> tuple[list[Any], np.ndarray]:
-    """The items of distinct ``key``, in the order first seen, and the times each key occurs."""
-    index: dict[Hashable, int] = {}
-    distinct: list[Any] = []
-    times: list[int] = []
-    for item in items:
-        k = key(item)
-        i = index.get(k)
-        if i is None:
-            index[k] = len(distinct)
-            distinct.append(item)
-            times.append(1)
-        else:
-            times[i] += 1
-    return distinct, np.array(times, np.int64)
 
 
 #: Version stamps of ledgers: every reset, transmission and closed slot with links takes a fresh one.
@@ -274,10 +256,11 @@ class Ledger:
         self._queued_rows = 0
         self._last_held: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}  # by layout
         self._known_headers: dict[int, np.ndarray] = {}  # replica arrays seen lately, by id (held, so ids stay unique)
-        # links of the open slot, and of the closed slots not yet tallied (with the slot's serial number); each entry
-        # is a transmitted batch's header arrays and the index of its first record
+        # links of the open slot, and of the closed slots not yet tallied; each entry is a transmitted batch's header
+        # arrays and the index of its first record. Closed slots are kept by signature (see close_slot): the entries
+        # of the first slot with it (each with the slot's serial number first) and the times it was closed.
         self._slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
-        self._closed_links: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self._closed_links: dict[tuple, list[Any]] = {}
         self._closed_slots = 0
 
     # ------------------------------------------------------------------ costs, derived when read
@@ -445,15 +428,26 @@ class Ledger:
     def close_slot(self) -> None:
         """Close the slot just played: its used links are priced (each two-way link once) at the next tally.
 
+        Slots that sent the same header arrays in the same order used the same links: a slot is kept under the ids
+        of its arrays (the first slot with them holds them, so the ids name no other array meanwhile), and a slot
+        that repeats them adds one to its times. With records, which are kept per copy, every slot is kept apart.
         In the reference mode they are priced at once, copy by copy (:meth:`_plain_links`).
         """
-        if not self._slot_links:
+        links = self._slot_links
+        if not links:
             return
         self.version = next(_VERSIONS)
         if reference_active():
-            self._plain_links(self._slot_links)
+            self._plain_links(links)
         else:
-            self._closed_links.extend((self._closed_slots, *links) for links in self._slot_links)
+            serial = self._closed_slots
+            ids = [id(array) for entry in links for array in entry[:3]]
+            key = tuple([serial, *ids] if self.record_messages else ids)
+            kept = self._closed_links.get(key)
+            if kept is None:
+                self._closed_links[key] = [[(serial, *entry) for entry in links], 1]
+            else:
+                kept[1] += 1
         self._slot_links = []
         self._closed_slots += 1
 
@@ -535,17 +529,11 @@ class Ledger:
         batch that several slots sent (a kept expansion followed by batches with new headers) is priced once,
         weighted, and the later batches of each slot charge only the links the first one left unused.
         """
-        by_slot: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]] = {}
-        for entry in self._closed_links:
-            by_slot.setdefault(entry[0], []).append(entry)
-        self._closed_links = []
+        closed = list(self._closed_links.values())
+        self._closed_links = {}
         record = self.record_messages
-
-        def signature(entries: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]) -> tuple:
-            ids = tuple(id(array) for entry in entries for array in entry[1:4])
-            return (entries[0][0], *ids) if record else ids
-
-        slots, times = _distinct(list(by_slot.values()), signature)
+        slots: list[list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]]] = [entries for entries, _ in closed]
+        times = np.array([count for _, count in closed], np.int64)
         # groups of entries priced together (a key space each), their weights, and the first-batch group (or -1) whose
         # links a group leaves to it
         groups, after = slots, np.full(len(slots), -1)

@@ -129,6 +129,8 @@ _MESSAGE_INTS = (
 
 def _checked_kind(kind: object, owner: str) -> str:
     """``kind`` as an exact ``str`` of at most :data:`~fedbandit_envs.validation.MAX_NAME_LENGTH` characters."""
+    if type(kind) is str and 0 < len(kind) <= MAX_NAME_LENGTH:  # the common case, checked fast
+        return kind
     return check_name(f"{owner}.kind", kind)
 
 
@@ -145,18 +147,28 @@ def _check_row_size(layout: RowLayout, where: str) -> None:
     """ValueError unless one message's fields (names, dtypes and row shapes) are within the limits.
 
     Each field's row has at most :data:`MAX_ROW_AXES` axes of at most :data:`MAX_ROW_BYTES` entries, and the fields
-    hold at most :data:`MAX_ROW_BYTES` bytes together.
+    hold at most :data:`MAX_ROW_BYTES` bytes together. The verdict of a layout is remembered
+    (:func:`_row_size_error`); the reference mode (:mod:`fedbandit_envs.reference`) works it out every time.
     """
+    error = _row_size_error.__wrapped__(layout) if reference_active() else _row_size_error(layout)
+    if error is not None:
+        raise ValueError(f"{where}: {error}")
+
+
+@functools.lru_cache(maxsize=256)
+def _row_size_error(layout: RowLayout) -> str | None:
+    """Why the fields ``layout`` exceed the limits of one message (see :func:`_check_row_size`), or None."""
     size = 0
     for _, dtype, shape in layout:
         if len(shape) > MAX_ROW_AXES or (shape and max(shape) > MAX_ROW_BYTES):
-            raise ValueError(
-                f"{where}: a field's row has shape {shape}; at most {MAX_ROW_AXES} axes of at most {MAX_ROW_BYTES} "
-                "entries each are allowed"
+            return (
+                f"a field's row has shape {shape}; at most {MAX_ROW_AXES} axes of at most {MAX_ROW_BYTES} entries each "
+                "are allowed"
             )
         size += math.prod(shape) * dtype.itemsize
     if size > MAX_ROW_BYTES:
-        raise ValueError(f"{where}: one message carries {size} payload bytes; at most {MAX_ROW_BYTES} are allowed")
+        return f"one message carries {size} payload bytes; at most {MAX_ROW_BYTES} are allowed"
+    return None
 
 
 @dataclass(frozen=True, eq=False)

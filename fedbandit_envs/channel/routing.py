@@ -116,11 +116,7 @@ def deliver(
                 f"{type(coordinator).__name__}.step must return a list of MessageBatch replies (sender SERVER), "
                 f"got {type(replies).__name__}"
             )
-        replies = check_batches(replies)
-        for batch in replies:
-            if not channel.sent_by_server(batch):
-                raise ValueError("coordinator replies must have sender SERVER")
-        inbox += channel.transmit(slot, channel.prepare(replies))
+        inbox += channel.transmit(slot, channel.prepare(check_batches(replies), from_server=True))
     if close:
         channel.close_slot()
     return [b for b in inbox if len(b)]

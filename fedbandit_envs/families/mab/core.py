@@ -198,7 +198,9 @@ class FederatedMABCore(ChannelCore):
         if offset == 0:  # slot-major, (NOISE_BLOCK, B, M): each slot's (B, M) noise is contiguous
             shape = (NOISE_BLOCK, self.config.num_agents)
             kind = self.reward_model.noise_kind
-            self._noise = np.stack([draw_noise(kind, rng, shape) for rng in self._reward_rngs], axis=1)
+            self._noise = np.empty((NOISE_BLOCK, len(self._reward_rngs), shape[1]))
+            for b, rng in enumerate(self._reward_rngs):  # (filled replica by replica: np.stack costs more)
+                self._noise[:, b] = draw_noise(kind, rng, shape)
         return self._noise[offset]
 
     def _tape_noise(self, arms: np.ndarray, cells: np.ndarray) -> np.ndarray:
@@ -247,7 +249,8 @@ class FederatedMABCore(ChannelCore):
             arms = self.check_arms(arms)
         slot = self.slot
         prepared = prepare_outgoing(self.channel, messages, self.coordinator)
-        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
+        if self.message_hooks:
+            prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         cells = self._mean_cells + arms  # flat (replica, agent, arm) cells, the layout of means and pulls
         noise = self._reward_noise(arms, cells)
         means = self._means_flat.take(cells)
