@@ -21,7 +21,7 @@ from fedbandit_envs.core import Action, AgentContext, Feedback, Step
 from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.reference import reference_active
-from fedbandit_envs.topology import SERVER
+from fedbandit_envs.topology import SERVER, require_server_links
 from fedbandit_envs.validation import CheckedConfig
 
 declare_message_kinds("pooled", "sample")  # public vocabulary under a DP wrapper
@@ -231,7 +231,9 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
         return FullSharingCoordinator()
 
     def reset(self, context: AgentContext) -> None:
-        """Zero the pooled statistics every agent starts from."""
+        """Zero the pooled statistics every agent starts from (every agent must have a server link)."""
+        for topology in context.topologies:
+            require_server_links("FullSharingUCB", topology)
         b, m, k = context.num_replicas, context.num_agents, context.num_arms
         self._shape = (b, m, k)
         self._shared = not reference_active()  # one row per replica, (B, 1, K), shared by its agents

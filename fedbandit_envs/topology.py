@@ -355,6 +355,14 @@ def hybrid_sinks(topology: Topology) -> np.ndarray:
     return topology.sinks
 
 
+def require_server_links(algorithm: str, topology: Topology) -> None:
+    """Refuse ``topology`` unless every agent has a server link (for an algorithm whose agents all use the server)."""
+    if not topology.server_links.all():
+        raise ValueError(
+            f"{algorithm} needs every agent linked to the server, got topology {topology.name!r}; use topology='server'"
+        )
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Deterministic constructors
 # ---------------------------------------------------------------------------------------------------------

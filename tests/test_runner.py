@@ -99,6 +99,15 @@ def test_bad_runner_input():
         run("random", ENV, 3)
 
 
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize(("algorithm", "name"), [("full_sharing_ucb", "FullSharingUCB"), ("cdp_mab", "CDP-MAB")])
+def test_server_algorithms_refuse_a_topology_without_server_links_at_reset(algorithm, name, batched):
+    """Before, FullSharingUCB on an agent graph failed at its first upload with a routing error."""
+    env = {**ENV, "topology": "complete"}
+    with pytest.raises(ValueError, match=rf"^{name} needs every agent linked to the server, got topology 'complete'"):
+        run(algorithm, env, [0], checkpoints=1, batched=batched)
+
+
 def test_a_numpy_checkpoint_count_is_a_count():
     assert checkpoint_slots(10, np.int64(5)).tolist() == checkpoint_slots(10, 5).tolist() == [2, 4, 6, 8, 10]
     assert checkpoint_slots(10, range(2, 11, 4)).tolist() == [2, 6, 10]

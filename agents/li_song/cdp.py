@@ -33,7 +33,7 @@ from agents.li_song.schedules import participants
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import AgentContext
-from fedbandit_envs.topology import SERVER, Topology
+from fedbandit_envs.topology import SERVER, Topology, require_server_links
 
 declare_message_kinds("pooled", "upload")  # public vocabulary under a DP wrapper
 
@@ -184,10 +184,7 @@ class CDPMAB(LiSongPopulation):
 
     def check_topology(self, topology: Topology) -> None:
         """Every agent needs a server link."""
-        if not topology.server_links.all():
-            raise ValueError(
-                f"CDP-MAB needs every agent linked to the server, got topology {topology.name!r}; use topology='server'"
-            )
+        require_server_links("CDP-MAB", topology)
 
     def reset(self, context: AgentContext) -> None:
         """Start round 1; every agent participates until the server announces P_1 (when N < M)."""
