@@ -945,11 +945,14 @@ class AsyncServer(Coordinator):
                 own[rows[mine], clients[mine]] = shared
         self._snapshot[rows, clients] = -1
 
-    def _deltas(self, rows: np.ndarray, clients: np.ndarray) -> list[np.ndarray]:
-        """``aggregate - base`` of each pair for V, b (and count if sent), once per shared base (a broadcast if one)."""
-        snapshot = self._snapshot[rows, clients]
+    def _deltas(self, rows: np.ndarray, clients: np.ndarray, replica: int | None = None) -> list[np.ndarray]:
+        """``aggregate - base`` of each pair for V, b (and count if sent), once per shared base (a broadcast if one).
+
+        ``replica``: the replica of every pair, when they are all of one (its rows are then read as 1-D views).
+        """
+        snapshot = self._snapshot[rows, clients] if replica is None else self._snapshot[replica][clients]
         key = int(snapshot[0])
-        if key >= 0 and (snapshot == key).all() and (rows == rows[0]).all():
+        if key >= 0 and (snapshot == key).all() and (replica is not None or (rows == rows[0]).all()):
             return self._broadcast_deltas(int(rows[0]), key, len(rows))
         own, shared = snapshot < 0, snapshot >= 0
         keys, inverse = np.unique(rows[shared] * self._next_key + snapshot[shared], return_inverse=True)
@@ -988,18 +991,27 @@ class AsyncServer(Coordinator):
         aggregates = (self.v[replica], self.b[replica], self.count[replica])[: self._fields]
         return [broadcast_row(a - shared, n) for a, shared in zip(aggregates, self._snapshots[key])]
 
-    def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
-        """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
+    def _share(self, rows: np.ndarray | int, clients: np.ndarray) -> None:
+        """The bases of the given pairs become the aggregate of their replica (one snapshot per replica).
+
+        ``rows``: the replica of each pair, or one replica (an int) for all of them.
+        """
         if reference_active():
             self._snapshot[rows, clients] = -1
             self._base_v[rows, clients], self._base_b[rows, clients] = self.v[rows], self.b[rows]
             self._base_count[rows, clients] = self.count[rows]
             return
-        one_replica = len(rows) and rows.min() == rows.max()
-        for r in [int(rows[0])] if one_replica else np.unique(rows).tolist():
+        if not len(clients):
+            replicas, members = [], []
+        elif isinstance(rows, int) or rows.min() == rows.max():
+            replicas, members = [rows if isinstance(rows, int) else int(rows[0])], [clients]
+        else:
+            replicas = np.unique(rows).tolist()
+            members = [clients[rows == r] for r in replicas]
+        for r, mine in zip(replicas, members):
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
             self._current[r] = self._next_key
-            self._snapshot[r, clients if one_replica else clients[rows == r]] = self._next_key
+            self._snapshot[r][mine] = self._next_key
             self._next_key += 1
         if len(self._snapshots) > 2 * self._live_snapshots + 8:
             live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
@@ -1084,15 +1096,29 @@ class AsyncServer(Coordinator):
         if level is None:
             level = self._level(up_r, up_i)
         self._base_log_dets(up_r, up_i, level)
-        at = replicas if len(replicas) > 1 else slice(replicas[0], replicas[0] + 1)  # one replica: views, not copies
-        fire = self.registered[at] & (self.ld[at, None] - self.base_ld[at] > self.log_gamma)
+        if len(replicas) == 1:
+            return self._replica_downloads(int(replicas[0]), up_i[level])
+        fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
         rows, clients = np.nonzero(fire)
         r = replicas[rows]
         groups = _by_replica(r, clients)
         deltas = [self._deltas(*group) for group in groups]
         self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
-        self.base_ld[r, clients] = self.ld[r] if len(replicas) > 1 else self.ld[replicas[0]]  # (one replica: a number)
+        self.base_ld[r, clients] = self.ld[r]
         return [self._download(*group, *delta) for group, delta in zip(groups, deltas)]
+
+    def _replica_downloads(self, replica: int, level: np.ndarray) -> list[MessageBatch]:
+        """:meth:`step`'s downloads when only ``replica``'s aggregate changed (``level``: its uploaders level with it).
+
+        The same downloads, bases and snapshots as the many-replica form, through the replica's rows (1-D views).
+        """
+        fire = self.registered[replica] & (self.ld[replica] - self.base_ld[replica] > self.log_gamma)
+        clients = np.flatnonzero(fire)
+        rows = np.full(len(clients), replica)
+        deltas = self._deltas(rows, clients, replica) if len(clients) else None
+        self._share(replica, np.concatenate([clients, level]))
+        self.base_ld[replica][clients] = self.ld[replica]
+        return [] if deltas is None else [self._download(rows, clients, *deltas)]
 
     def _download(
         self, rows: np.ndarray, clients: np.ndarray, dv: np.ndarray, db: np.ndarray, count: np.ndarray | None = None
