@@ -410,7 +410,9 @@ class Ledger:
             price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
             replica_sums = np.bincount(replica, weights=price, minlength=self._num_replicas)
             node_sums = np.bincount(replica * n + self._node(sender), weights=price, minlength=self._num_replicas * n)
-            nodes = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0, which changes no cost
+            nodes: Any = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0 (they change none)
+            if len(nodes) == 1:  # one sender (e.g. the server's downloads): an entry, added as a number (the same sum)
+                nodes = int(nodes[0])
             kept = (replica_sums, nodes, node_sums[nodes])
             if not reference_active():
                 if len(self._price_sums) >= self.PRICE_HEADERS:
