@@ -486,7 +486,11 @@ class RidgeStats:
 
     def refresh(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Recompute the inverse and log-determinant of stale clients (a factorisation each)."""
-        stale = self.stale[self._index(rows, clients)]
+        if len(rows) == 1:  # one pair (the common case): its flag read as a number
+            if self.stale[rows[0], clients[0]]:
+                self._recompute(rows, clients)
+            return
+        stale = self.stale[rows, clients]
         if np.count_nonzero(stale):
             self._recompute(rows[stale], clients[stale])
 
@@ -625,7 +629,7 @@ class BufferedStats(RidgeStats):
 
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
         super()._recompute(rows, clients)
-        pending = self.w_pending[rows, clients]
+        pending = self.w_pending[self._index(rows, clients)]
         if np.count_nonzero(pending):
             r, c = rows[pending], clients[pending]
             self.ld_w[r, c] = self.ld[r, c]

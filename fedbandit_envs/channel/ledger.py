@@ -96,8 +96,8 @@ def _add_by_id(totals: np.ndarray, by_id: np.ndarray) -> None:
 
 
 def _server_only(sender: np.ndarray) -> bool:
-    """Whether every copy has the sender ``SERVER`` (with a free server downlink, such copies open no link)."""
-    return not np.count_nonzero(sender != SERVER)
+    """Whether every copy of a batch (at least one) has the sender ``SERVER`` (under a free downlink: no link used)."""
+    return sender[0] == SERVER and not np.count_nonzero(sender != SERVER)  # (an agent's first copy: no pass)
 
 
 def _forget(kept: dict[Any, Any], key: Any, _: Any) -> None:
