@@ -54,6 +54,7 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 import numpy as np
+from numpy.linalg import _umath_linalg
 
 from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
@@ -123,11 +124,35 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     return _log_det_ridged(matrices + _ridge(p, lam))
 
 
-def _log_det_ridged(ridged: np.ndarray) -> np.ndarray:
-    """:func:`log_det` of matrices (..., p, p), p >= 1, to which ``lam I`` is already added (``M + lam I``)."""
+def _lapack_errors() -> np.errstate:
+    """The floating-point error state numpy.linalg runs its LAPACK gufuncs in, a failure raising FloatingPointError.
+
+    A gufunc flags "invalid" when LAPACK fails (a matrix not positive definite, or singular); the other flags are
+    ignored. Calling the gufuncs of :mod:`numpy.linalg` directly in this state (:func:`_log_det_ridged`, :func:`_inv`)
+    gives their results bit for bit without the per-call checks of the wrappers, which matter at one small matrix
+    per call.
+    """
+    return np.errstate(invalid="raise", over="ignore", divide="ignore", under="ignore")
+
+
+def _inv(matrices: np.ndarray) -> np.ndarray:
+    """``np.linalg.inv`` of float64 matrices (..., p, p) (its gufunc, see :func:`_lapack_errors`)."""
     try:
-        factor = np.linalg.cholesky(ridged)
-    except np.linalg.LinAlgError:
+        with _lapack_errors():
+            return _umath_linalg.inv(matrices, signature="d->d")
+    except FloatingPointError:
+        raise np.linalg.LinAlgError("Singular matrix") from None
+
+
+def _log_det_ridged(ridged: np.ndarray) -> np.ndarray:
+    """:func:`log_det` of matrices (..., p, p), p >= 1, to which ``lam I`` is already added (``M + lam I``).
+
+    The factor is ``np.linalg.cholesky``'s, through its gufunc (see :func:`_lapack_errors`).
+    """
+    try:
+        with _lapack_errors():
+            factor = _umath_linalg.cholesky_lo(ridged, signature="d->d")
+    except FloatingPointError:
         raise ValueError(
             "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
             "matrix (project perturbed matrices to PSD, or raise lam, before they reach the agents), or a "
@@ -498,7 +523,7 @@ class RidgeStats:
         self._apply(rows, clients)
         at = self._index(rows, clients)
         ridged = self._v[at] + _ridge(self.dim, self.lam)  # added once for the inverse and the log-determinant
-        self.inv[at] = np.linalg.inv(ridged)
+        self.inv[at] = _inv(ridged)
         self.ld[at] = _log_det_ridged(ridged) if self.dim else 0.0  # (log_det: a 0 x 0 matrix has 0)
         self.stale[at] = False
 
