@@ -59,7 +59,7 @@ from numpy.linalg import _umath_linalg
 from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
-from fedbandit_envs.channel.messages import broadcast_row
+from fedbandit_envs.channel.messages import broadcast_row, shared_constant
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.bounds import communication_bound, log_det_bound
@@ -243,11 +243,12 @@ def _shared_row(rows: np.ndarray, clients: np.ndarray, v: Any, b: Any, count: An
     A row is shared when its payload fields are broadcasts (a zero stride along the rows, as the server sends them
     and the channel keeps them) and the recipients ascend (so they are distinct).
     """
-    if len(rows) < 2 or not (_broadcast(v) and _broadcast(b)) or np.ndim(count) and not _broadcast(count):
+    per_row = np.ndim(count) > 0  # a count per row (an array), or one number for every row
+    if len(rows) < 2 or not (_broadcast(v) and _broadcast(b)) or per_row and not _broadcast(count):
         return None
     if rows.min() != rows.max() or not (clients[1:] > clients[:-1]).all():
         return None
-    return v[0], b[0], count[0] if np.ndim(count) else count
+    return v[0], b[0], count[0] if per_row else count
 
 
 def _set_pairs(flags: np.ndarray, at: tuple[Any, np.ndarray], value: bool) -> None:
@@ -1156,8 +1157,8 @@ class AsyncServer(Coordinator):
         The same downloads, bases and snapshots as the many-replica form, through the replica's rows (1-D views).
         """
         fire = self.registered[replica] & (self.ld[replica] - self.base_ld[replica] > self.log_gamma)
-        clients = np.flatnonzero(fire)
-        rows = np.full(len(clients), replica)
+        clients = fire.nonzero()[0]
+        rows = shared_constant(len(clients), replica)
         deltas = self._deltas(rows, clients, replica) if len(clients) else None
         self._share(replica, np.concatenate([clients, level]))
         self.base_ld[replica][clients] = self.ld[replica]
@@ -1170,7 +1171,7 @@ class AsyncServer(Coordinator):
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
         if count is not None:  # (given with counts only)
             payload["count"] = count
-        return MessageBatch("download", rows, np.full(len(rows), SERVER), clients, payload)
+        return MessageBatch("download", rows, shared_constant(len(rows), SERVER), clients, payload)
 
 
 class SyncServer(Coordinator):
@@ -1323,7 +1324,7 @@ class _LinUCBClients(Configured, Population):
         payload = {"dV": _pack(dv) if self.config.pack_symmetric else dv, "db": db}
         if self.config.alpha_mode == "theory_upper":
             payload["count"] = count
-        return [MessageBatch(kind, rows, clients, np.full(len(rows), SERVER), payload)]
+        return [MessageBatch(kind, rows, clients, shared_constant(len(rows), SERVER), payload)]
 
     def _received(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray | int]:
         dv = batch.payload["dV"]
