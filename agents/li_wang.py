@@ -939,6 +939,9 @@ class AsyncServer(Coordinator):
             0: (np.zeros((p, p)), np.zeros(p), np.zeros((), np.int64))
         }
         self._live_snapshots, self._next_key = 1, 1
+        # dead snapshots are dropped by a pass over every client, once more than this many beyond twice the live ones
+        # are kept: at gamma = 1 a step takes one, so the pass comes every n / 16 steps (O(1) a step on average)
+        self._snapshot_slack = max(8, n // 16)
         # per replica the snapshot that holds its aggregate bit for bit (the empty one at first), or -1 if none does
         self._current = np.zeros(b, np.int64)
 
@@ -1057,7 +1060,7 @@ class AsyncServer(Coordinator):
             self._current[r] = self._next_key
             self._snapshot[r][mine] = self._next_key
             self._next_key += 1
-        if len(self._snapshots) > 2 * self._live_snapshots + 8:
+        if len(self._snapshots) > 2 * self._live_snapshots + self._snapshot_slack:
             live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
             self._snapshots = {key: self._snapshots[key] for key in live}
             self._live_snapshots = len(live)
