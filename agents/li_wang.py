@@ -493,7 +493,8 @@ class RidgeStats:
         if self._sources:
             self._apply_sources(np.full(len(clients), replica), clients)
         joined = self._joined[replica][clients]
-        if np.count_nonzero(joined) < np.count_nonzero(self._joined[replica]):  # some joined pairs do not receive it
+        in_replica = self._num_joined if len(self._joined) == 1 else np.count_nonzero(self._joined[replica])
+        if np.count_nonzero(joined) < in_replica:  # some joined pairs do not receive it
             receives = np.zeros(self._joined.shape[1], bool)
             receives[clients] = True
             others = np.flatnonzero(self._joined[replica] & ~receives)
@@ -730,10 +731,11 @@ class BufferedStats(RidgeStats):
     def _take_pair(self, r: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`take` of one pair, through views."""
         dcount = self.dcount[r, c : c + 1].copy()
-        dv, db = np.zeros((1, self.dim, self.dim)), np.zeros((1, self.dim))
-        if dcount[0] > 0:
-            dv[0], db[0] = self.dv[r, c], self.db[r, c]
+        if dcount[0] > 0:  # copies of the buffer's rows (1, ...), then the buffer is emptied
+            dv, db = self.dv[r, c : c + 1].copy(), self.db[r, c : c + 1].copy()
             self.dv[r, c], self.db[r, c], self.dcount[r, c] = 0.0, 0.0, 0
+        else:
+            dv, db = np.zeros((1, self.dim, self.dim)), np.zeros((1, self.dim))
         if self.stale[r, c]:
             self.w_pending[r, c] = True
         else:
