@@ -54,11 +54,12 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 import numpy as np
+from numpy.linalg import _umath_linalg
 
 from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
 from fedbandit_envs.channel import MessageBatch
-from fedbandit_envs.channel.messages import broadcast_row
+from fedbandit_envs.channel.messages import broadcast_row, shared_constant
 from fedbandit_envs.channel.privacy import declare_message_kinds
 from fedbandit_envs.core import Action, Phase, Step
 from fedbandit_envs.families.linear.bounds import communication_bound, log_det_bound
@@ -123,11 +124,35 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     return _log_det_ridged(matrices + _ridge(p, lam))
 
 
-def _log_det_ridged(ridged: np.ndarray) -> np.ndarray:
-    """:func:`log_det` of matrices (..., p, p), p >= 1, to which ``lam I`` is already added (``M + lam I``)."""
+def _lapack_errors() -> np.errstate:
+    """The floating-point error state numpy.linalg runs its LAPACK gufuncs in, a failure raising FloatingPointError.
+
+    A gufunc flags "invalid" when LAPACK fails (a matrix not positive definite, or singular); the other flags are
+    ignored. Calling the gufuncs of :mod:`numpy.linalg` directly in this state (:func:`_log_det_ridged`, :func:`_inv`)
+    gives their results bit for bit without the per-call checks of the wrappers, which matter at one small matrix
+    per call.
+    """
+    return np.errstate(invalid="raise", over="ignore", divide="ignore", under="ignore")
+
+
+def _inv(matrices: np.ndarray) -> np.ndarray:
+    """``np.linalg.inv`` of float64 matrices (..., p, p) (its gufunc, see :func:`_lapack_errors`)."""
     try:
-        factor = np.linalg.cholesky(ridged)
-    except np.linalg.LinAlgError:
+        with _lapack_errors():
+            return _umath_linalg.inv(matrices, signature="d->d")
+    except FloatingPointError:
+        raise np.linalg.LinAlgError("Singular matrix") from None
+
+
+def _log_det_ridged(ridged: np.ndarray) -> np.ndarray:
+    """:func:`log_det` of matrices (..., p, p), p >= 1, to which ``lam I`` is already added (``M + lam I``).
+
+    The factor is ``np.linalg.cholesky``'s, through its gufunc (see :func:`_lapack_errors`).
+    """
+    try:
+        with _lapack_errors():
+            factor = _umath_linalg.cholesky_lo(ridged, signature="d->d")
+    except FloatingPointError:
         raise ValueError(
             "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
             "matrix (project perturbed matrices to PSD, or raise lam, before they reach the agents), or a "
@@ -218,11 +243,23 @@ def _shared_row(rows: np.ndarray, clients: np.ndarray, v: Any, b: Any, count: An
     A row is shared when its payload fields are broadcasts (a zero stride along the rows, as the server sends them
     and the channel keeps them) and the recipients ascend (so they are distinct).
     """
-    if len(rows) < 2 or not (_broadcast(v) and _broadcast(b)) or np.ndim(count) and not _broadcast(count):
+    per_row = np.ndim(count) > 0  # a count per row (an array), or one number for every row
+    if len(rows) < 2 or not (_broadcast(v) and _broadcast(b)) or per_row and not _broadcast(count):
         return None
     if rows.min() != rows.max() or not (clients[1:] > clients[:-1]).all():
         return None
-    return v[0], b[0], count[0] if np.ndim(count) else count
+    return v[0], b[0], count[0] if per_row else count
+
+
+def _set_pairs(flags: np.ndarray, at: tuple[Any, np.ndarray], value: bool) -> None:
+    """``flags[at] = value`` for (B, N) ``flags``; an index ``(replica, clients)`` writes through the replica's row.
+
+    (A 1-D view of the row: a fraction of the cost of the 2-D index, the same entries written.)
+    """
+    if isinstance(at[0], int):
+        flags[at[0]][at[1]] = value
+    else:
+        flags[at] = value
 
 
 def _broadcast(field: Any) -> bool:
@@ -455,8 +492,9 @@ class RidgeStats:
         """
         if self._sources:
             self._apply_sources(np.full(len(clients), replica), clients)
-        joined = self._joined[replica, clients]
-        if np.count_nonzero(joined) < np.count_nonzero(self._joined[replica]):  # some joined pairs do not receive it
+        joined = self._joined[replica][clients]
+        in_replica = self._num_joined if len(self._joined) == 1 else np.count_nonzero(self._joined[replica])
+        if np.count_nonzero(joined) < in_replica:  # some joined pairs do not receive it
             receives = np.zeros(self._joined.shape[1], bool)
             receives[clients] = True
             others = np.flatnonzero(self._joined[replica] & ~receives)
@@ -475,7 +513,11 @@ class RidgeStats:
 
     def refresh(self, rows: np.ndarray, clients: np.ndarray) -> None:
         """Recompute the inverse and log-determinant of stale clients (a factorisation each)."""
-        stale = self.stale[self._index(rows, clients)]
+        if len(rows) == 1:  # one pair (the common case): its flag read as a number
+            if self.stale[rows[0], clients[0]]:
+                self._recompute(rows, clients)
+            return
+        stale = self.stale[rows, clients]
         if np.count_nonzero(stale):
             self._recompute(rows[stale], clients[stale])
 
@@ -483,7 +525,7 @@ class RidgeStats:
         self._apply(rows, clients)
         at = self._index(rows, clients)
         ridged = self._v[at] + _ridge(self.dim, self.lam)  # added once for the inverse and the log-determinant
-        self.inv[at] = np.linalg.inv(ridged)
+        self.inv[at] = _inv(ridged)
         self.ld[at] = _log_det_ridged(ridged) if self.dim else 0.0  # (log_det: a 0 x 0 matrix has 0)
         self.stale[at] = False
 
@@ -521,13 +563,16 @@ class RidgeStats:
             self._add_shared(at[0], clients, *shared)
         else:
             self._add_each(rows, clients, v, b, count)
-        self.stale[at] = True
+        _set_pairs(self.stale, at, True)
         if reference_active():
             self._recompute(rows, clients)
         self._downloaded(at)
 
     def _downloaded(self, at: tuple[Any, np.ndarray]) -> None:
-        """What a download changes besides the statistics of the pairs ``at`` (an index of the (B, N) arrays)."""
+        """What a download changes besides the statistics of the pairs ``at`` (an index of the (B, N) arrays).
+
+        ``at`` is ``(rows, clients)``, or ``(replica, clients)`` for pairs of one replica (see :func:`_set_pairs`).
+        """
 
     def _add_each(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any) -> None:
         """Add row k of the received statistics to pair k (the plain form of :meth:`add_stats`).
@@ -611,7 +656,7 @@ class BufferedStats(RidgeStats):
 
     def _recompute(self, rows: np.ndarray, clients: np.ndarray) -> None:
         super()._recompute(rows, clients)
-        pending = self.w_pending[rows, clients]
+        pending = self.w_pending[self._index(rows, clients)]
         if np.count_nonzero(pending):
             r, c = rows[pending], clients[pending]
             self.ld_w[r, c] = self.ld[r, c]
@@ -626,8 +671,8 @@ class BufferedStats(RidgeStats):
 
     def _downloaded(self, at: tuple[Any, np.ndarray]) -> None:
         """A download enters V and the base W, not the buffer: ``ld_w`` is stale."""
-        self.w_stale[at] = True
-        self.w_pending[at] = False
+        _set_pairs(self.w_stale, at, True)
+        _set_pairs(self.w_pending, at, False)
 
     def set_stats(self, rows: np.ndarray, clients: np.ndarray, v: np.ndarray, b: np.ndarray, count: Any = 0) -> None:
         """Replace the statistics (the buffer is kept: a synchronisation empties it by :meth:`take`)."""
@@ -686,10 +731,11 @@ class BufferedStats(RidgeStats):
     def _take_pair(self, r: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`take` of one pair, through views."""
         dcount = self.dcount[r, c : c + 1].copy()
-        dv, db = np.zeros((1, self.dim, self.dim)), np.zeros((1, self.dim))
-        if dcount[0] > 0:
-            dv[0], db[0] = self.dv[r, c], self.db[r, c]
+        if dcount[0] > 0:  # copies of the buffer's rows (1, ...), then the buffer is emptied
+            dv, db = self.dv[r, c : c + 1].copy(), self.db[r, c : c + 1].copy()
             self.dv[r, c], self.db[r, c], self.dcount[r, c] = 0.0, 0.0, 0
+        else:
+            dv, db = np.zeros((1, self.dim, self.dim)), np.zeros((1, self.dim))
         if self.stale[r, c]:
             self.w_pending[r, c] = True
         else:
@@ -895,6 +941,9 @@ class AsyncServer(Coordinator):
             0: (np.zeros((p, p)), np.zeros(p), np.zeros((), np.int64))
         }
         self._live_snapshots, self._next_key = 1, 1
+        # dead snapshots are dropped by a pass over every client, once more than this many beyond twice the live ones
+        # are kept: at gamma = 1 a step takes one, so the pass comes every n / 16 steps (O(1) a step on average)
+        self._snapshot_slack = max(8, n // 16)
         # per replica the snapshot that holds its aggregate bit for bit (the empty one at first), or -1 if none does
         self._current = np.zeros(b, np.int64)
 
@@ -945,11 +994,14 @@ class AsyncServer(Coordinator):
                 own[rows[mine], clients[mine]] = shared
         self._snapshot[rows, clients] = -1
 
-    def _deltas(self, rows: np.ndarray, clients: np.ndarray) -> list[np.ndarray]:
-        """``aggregate - base`` of each pair for V, b (and count if sent), once per shared base (a broadcast if one)."""
-        snapshot = self._snapshot[rows, clients]
+    def _deltas(self, rows: np.ndarray, clients: np.ndarray, replica: int | None = None) -> list[np.ndarray]:
+        """``aggregate - base`` of each pair for V, b (and count if sent), once per shared base (a broadcast if one).
+
+        ``replica``: the replica of every pair, when they are all of one (its rows are then read as 1-D views).
+        """
+        snapshot = self._snapshot[rows, clients] if replica is None else self._snapshot[replica][clients]
         key = int(snapshot[0])
-        if key >= 0 and (snapshot == key).all() and (rows == rows[0]).all():
+        if key >= 0 and (snapshot == key).all() and (replica is not None or (rows == rows[0]).all()):
             return self._broadcast_deltas(int(rows[0]), key, len(rows))
         own, shared = snapshot < 0, snapshot >= 0
         keys, inverse = np.unique(rows[shared] * self._next_key + snapshot[shared], return_inverse=True)
@@ -988,20 +1040,29 @@ class AsyncServer(Coordinator):
         aggregates = (self.v[replica], self.b[replica], self.count[replica])[: self._fields]
         return [broadcast_row(a - shared, n) for a, shared in zip(aggregates, self._snapshots[key])]
 
-    def _share(self, rows: np.ndarray, clients: np.ndarray) -> None:
-        """The bases of the given pairs become the aggregate of their replica (one snapshot per replica)."""
+    def _share(self, rows: np.ndarray | int, clients: np.ndarray) -> None:
+        """The bases of the given pairs become the aggregate of their replica (one snapshot per replica).
+
+        ``rows``: the replica of each pair, or one replica (an int) for all of them.
+        """
         if reference_active():
             self._snapshot[rows, clients] = -1
             self._base_v[rows, clients], self._base_b[rows, clients] = self.v[rows], self.b[rows]
             self._base_count[rows, clients] = self.count[rows]
             return
-        one_replica = len(rows) and rows.min() == rows.max()
-        for r in [int(rows[0])] if one_replica else np.unique(rows).tolist():
+        if not len(clients):
+            replicas, members = [], []
+        elif isinstance(rows, int) or rows.min() == rows.max():
+            replicas, members = [rows if isinstance(rows, int) else int(rows[0])], [clients]
+        else:
+            replicas = np.unique(rows).tolist()
+            members = [clients[rows == r] for r in replicas]
+        for r, mine in zip(replicas, members):
             self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
             self._current[r] = self._next_key
-            self._snapshot[r, clients if one_replica else clients[rows == r]] = self._next_key
+            self._snapshot[r][mine] = self._next_key
             self._next_key += 1
-        if len(self._snapshots) > 2 * self._live_snapshots + 8:
+        if len(self._snapshots) > 2 * self._live_snapshots + self._snapshot_slack:
             live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
             self._snapshots = {key: self._snapshots[key] for key in live}
             self._live_snapshots = len(live)
@@ -1084,15 +1145,29 @@ class AsyncServer(Coordinator):
         if level is None:
             level = self._level(up_r, up_i)
         self._base_log_dets(up_r, up_i, level)
-        at = replicas if len(replicas) > 1 else slice(replicas[0], replicas[0] + 1)  # one replica: views, not copies
-        fire = self.registered[at] & (self.ld[at, None] - self.base_ld[at] > self.log_gamma)
+        if len(replicas) == 1:
+            return self._replica_downloads(int(replicas[0]), up_i[level])
+        fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
         rows, clients = np.nonzero(fire)
         r = replicas[rows]
         groups = _by_replica(r, clients)
         deltas = [self._deltas(*group) for group in groups]
         self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
-        self.base_ld[r, clients] = self.ld[r] if len(replicas) > 1 else self.ld[replicas[0]]  # (one replica: a number)
+        self.base_ld[r, clients] = self.ld[r]
         return [self._download(*group, *delta) for group, delta in zip(groups, deltas)]
+
+    def _replica_downloads(self, replica: int, level: np.ndarray) -> list[MessageBatch]:
+        """:meth:`step`'s downloads when only ``replica``'s aggregate changed (``level``: its uploaders level with it).
+
+        The same downloads, bases and snapshots as the many-replica form, through the replica's rows (1-D views).
+        """
+        fire = self.registered[replica] & (self.ld[replica] - self.base_ld[replica] > self.log_gamma)
+        clients = fire.nonzero()[0]
+        rows = shared_constant(len(clients), replica)
+        deltas = self._deltas(rows, clients, replica) if len(clients) else None
+        self._share(replica, np.concatenate([clients, level]))
+        self.base_ld[replica][clients] = self.ld[replica]
+        return [] if deltas is None else [self._download(rows, clients, *deltas)]
 
     def _download(
         self, rows: np.ndarray, clients: np.ndarray, dv: np.ndarray, db: np.ndarray, count: np.ndarray | None = None
@@ -1101,7 +1176,7 @@ class AsyncServer(Coordinator):
         payload = {"dV": _pack(dv) if self.pack_symmetric else dv, "db": db}
         if count is not None:  # (given with counts only)
             payload["count"] = count
-        return MessageBatch("download", rows, np.full(len(rows), SERVER), clients, payload)
+        return MessageBatch("download", rows, shared_constant(len(rows), SERVER), clients, payload)
 
 
 class SyncServer(Coordinator):
@@ -1254,7 +1329,7 @@ class _LinUCBClients(Configured, Population):
         payload = {"dV": _pack(dv) if self.config.pack_symmetric else dv, "db": db}
         if self.config.alpha_mode == "theory_upper":
             payload["count"] = count
-        return [MessageBatch(kind, rows, clients, np.full(len(rows), SERVER), payload)]
+        return [MessageBatch(kind, rows, clients, shared_constant(len(rows), SERVER), payload)]
 
     def _received(self, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray | int]:
         dv = batch.payload["dV"]

@@ -16,6 +16,8 @@ from agents.li_wang import (
     NLinUCB,
     OneLinUCB,
     SyncLinUCB,
+    _inv,
+    _log_det_ridged,
     am_step,
     communication_bound,
     confidence_radius,
@@ -391,6 +393,26 @@ def test_e10_alpha_and_table1_formulas():
     assert communication_bound(1000, 25 * np.log(12001), 5.0, 5.0) == pytest.approx(1.46e5, rel=5e-3)
     assert sync_threshold("paper_regret", 20, 5, 600) == pytest.approx(600 / (400 * 5 * np.log(600)))
     assert table["sync_paper_comm"]["D"] == pytest.approx(30000 / (1000**1.5 * 25 * np.log(30000)))
+
+
+def test_lapack_gufuncs_give_numpy_linalg_results_and_errors():
+    """The inverse and log-determinant through numpy.linalg's gufuncs equal its functions' bit for bit, errors too."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 9, 5))
+    ridged = np.einsum("bnp,bnq->bpq", x, x) + LAM * np.eye(5)
+    assert np.array_equal(_inv(ridged), np.linalg.inv(ridged))
+    assert np.array_equal(_inv(ridged[:1]), np.linalg.inv(ridged[:1]))
+    factor = np.linalg.cholesky(ridged)
+    assert np.array_equal(_log_det_ridged(ridged), 2.0 * np.log(factor.diagonal(0, -2, -1)).sum(-1))
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        _inv(np.zeros((1, 3, 3)))
+    with pytest.raises(ValueError, match="not positive definite"):
+        log_det(-np.eye(3)[None], LAM)
+    before = np.geterr()
+    with np.errstate(invalid="ignore"):  # the caller's error state holds again afterwards
+        _inv(ridged)
+        assert np.geterr()["invalid"] == "ignore"
+    assert np.geterr() == before
 
 
 # ---------------------------------------------------------------------- payload options

@@ -94,6 +94,11 @@ def _add_by_id(totals: np.ndarray, by_id: np.ndarray) -> None:
     totals[..., -1] += by_id[..., 0]
 
 
+def _server_only(sender: np.ndarray) -> bool:
+    """Whether every copy of a batch (at least one) has the sender ``SERVER`` (under a free downlink: no link used)."""
+    return sender[0] == SERVER and not np.count_nonzero(sender != SERVER)  # (an agent's first copy: no pass)
+
+
 def _forget(kept: dict[Any, Any], key: Any, _: Any) -> None:
     """Drop ``kept[key]`` if it is there (the weak reference callback of an array whose sums it holds)."""
     kept.pop(key, None)
@@ -337,7 +342,9 @@ class Ledger:
 
         The batch's header arrays are queued (a writeable one is copied, so that a later write by its owner cannot
         change what was sent) and tallied in bulk later; in the reference mode (:mod:`fedbandit_envs.reference`)
-        they are tallied at once, row by row (:meth:`_plain_copies`).
+        they are tallied at once, row by row (:meth:`_plain_copies`). A batch sent by the server alone under a free
+        server downlink opens no link, so it is left out of the slot's links (the reference mode prices every batch's
+        links, and skips those copies one by one).
         """
         rows = len(batch)
         if rows == 0:
@@ -346,8 +353,9 @@ class Ledger:
         layout = self._layout(batch)
         replica, sender, recipient, count = self._held_header(layout, batch)
         first_record, self._num_records = self._num_records, self._num_records + rows
-        self._slot_links.append((replica, sender, recipient, first_record))
         model = self.cost_model
+        if reference_active() or not (model.free_server_downlink and _server_only(sender)):
+            self._slot_links.append((replica, sender, recipient, first_record))  # (the server's free copies open none)
         if model.price_per_message or model.price_per_byte:
             self._charge_prices(layout, replica, sender, count)
         if self.record_messages:
@@ -385,7 +393,9 @@ class Ledger:
             price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
             replica_sums = np.bincount(replica, weights=price, minlength=self._num_replicas)
             node_sums = np.bincount(replica * n + self._node(sender), weights=price, minlength=self._num_replicas * n)
-            nodes = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0, which changes no cost
+            nodes: Any = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0 (they change none)
+            if len(nodes) == 1:  # one sender (e.g. the server's downloads): an entry, added as a number (the same sum)
+                nodes = int(nodes[0])
             kept = (replica_sums, nodes, node_sums[nodes])
             if not reference_active():
                 if len(self._price_sums) >= self.PRICE_HEADERS:
