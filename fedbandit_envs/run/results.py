@@ -45,15 +45,17 @@ TABLE_NAMES = ("curves", "agents")
 def checkpoint_slots(horizon: int, checkpoints: int | Sequence[int]) -> np.ndarray:
     """Slot counts at which results are recorded: ``n`` evenly spaced points ending at T, or a list of slots.
 
-    A count is a Python or numpy integer >= 1 (a count above T gives every slot); a list holds integers in
-    [1, T]. Anything else (a float, a bool, a string, fractional slots) raises a ``TypeError``.
+    A count is a Python or numpy integer >= 1 (a count above T gives every slot); slots are any iterable of
+    integers in [1, T] (a list, a range, an array, a set). Anything else (a float, a bool, a string, fractional
+    slots) raises a ``TypeError``.
     """
-    if isinstance(checkpoints, str) or np.ndim(checkpoints) == 0:
+    zero_d = isinstance(checkpoints, np.ndarray) and checkpoints.ndim == 0  # iterable in type, a number in fact
+    if isinstance(checkpoints, Iterable) and not isinstance(checkpoints, str | bytes) and not zero_d:
+        slots = np.unique(check_int_array("checkpoints", list(checkpoints), None))
+    else:
         count = check_int("checkpoints", checkpoints, 1, hint=" (a count of evenly spaced checkpoints)")
         count = min(count, horizon)  # more points than slots: every slot, as the spacing would give
         slots = np.unique(np.ceil(np.linspace(horizon / count, horizon, count)).astype(np.int64))
-    else:
-        slots = np.unique(check_int_array("checkpoints", list(checkpoints), None))
     if len(slots) == 0 or slots[0] < 1 or slots[-1] > horizon:
         raise ValueError(f"checkpoints must lie in [1, {horizon}], got {checkpoints!r}")
     return slots
