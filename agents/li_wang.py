@@ -50,11 +50,10 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any, Literal, get_args
 
 import numpy as np
-from numpy.linalg import _umath_linalg
 
 from agents.configured import Configured
 from fedbandit_envs.algorithms import register_algorithm
@@ -124,19 +123,28 @@ def log_det(matrices: np.ndarray, lam: float) -> np.ndarray:
     return _log_det_ridged(matrices + _ridge(p, lam))
 
 
+_umath_linalg: ModuleType | None
+try:  # numpy.linalg's own LAPACK gufuncs: a private module (numpy 1.24 to 2.x), so the public functions stand in
+    from numpy.linalg import _umath_linalg
+except ImportError:  # a numpy that moved them (tests/test_li_wang.py runs the fallback with it set to None)
+    _umath_linalg = None
+
+
 def _lapack_errors() -> np.errstate:
     """The floating-point error state numpy.linalg runs its LAPACK gufuncs in, a failure raising FloatingPointError.
 
     A gufunc flags "invalid" when LAPACK fails (a matrix not positive definite, or singular); the other flags are
     ignored. Calling the gufuncs of :mod:`numpy.linalg` directly in this state (:func:`_log_det_ridged`, :func:`_inv`)
     gives their results bit for bit without the per-call checks of the wrappers, which matter at one small matrix
-    per call.
+    per call. Without the gufuncs (``_umath_linalg`` None) the functions themselves are called.
     """
     return np.errstate(invalid="raise", over="ignore", divide="ignore", under="ignore")
 
 
 def _inv(matrices: np.ndarray) -> np.ndarray:
     """``np.linalg.inv`` of float64 matrices (..., p, p) (its gufunc, see :func:`_lapack_errors`)."""
+    if _umath_linalg is None:
+        return np.linalg.inv(matrices)
     try:
         with _lapack_errors():
             return _umath_linalg.inv(matrices, signature="d->d")
@@ -150,9 +158,12 @@ def _log_det_ridged(ridged: np.ndarray) -> np.ndarray:
     The factor is ``np.linalg.cholesky``'s, through its gufunc (see :func:`_lapack_errors`).
     """
     try:
-        with _lapack_errors():
-            factor = _umath_linalg.cholesky_lo(ridged, signature="d->d")
-    except FloatingPointError:
+        if _umath_linalg is None:
+            factor = np.linalg.cholesky(ridged)
+        else:
+            with _lapack_errors():
+                factor = _umath_linalg.cholesky_lo(ridged, signature="d->d")
+    except (FloatingPointError, np.linalg.LinAlgError):
         raise ValueError(
             "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
             "matrix (project perturbed matrices to PSD, or raise lam, before they reach the agents), or a "
