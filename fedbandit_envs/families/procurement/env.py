@@ -590,12 +590,17 @@ class ProcurementCore(ChannelCore):
         return self.last
 
     # ------------------------------------------------------------------ step
-    def check_units(self, units: Any) -> np.ndarray:
-        """Validate a (B, n, m) integer units array against the capacities."""
+    def check_unit_shape(self, units: Any) -> np.ndarray:
+        """``units`` as an array, checked to have the shape (B, n, m); its values are not read."""
         units = np.asarray(units)
         expected = (self.num_replicas, self.instance.num_agents, self.instance.num_producers)
         if units.shape != expected:
             raise ValueError(f"units must have shape (replicas, agents, producers) = {expected}, got {units.shape}")
+        return units
+
+    def check_units(self, units: Any) -> np.ndarray:
+        """Validate a (B, n, m) integer units array against the capacities."""
+        units = self.check_unit_shape(units)
         if units.dtype.kind not in "iu":
             raise TypeError(f"units must be integers (units per producer), got dtype {units.dtype}")
         capacities = self.instance.capacities
@@ -888,8 +893,11 @@ class FedProcurementEnv(ProtocolParallelEnv):
         return Step(int(observations[self.possible_agents[0]]["t"]))
 
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
-        """The act step's action dict: every agent's units of a (B = 1) action, checked as on the batched path."""
-        units = self.core.check_units(action.arms)
+        """The act step's action dict: every agent's units of a (B = 1) action.
+
+        The shape is checked as on the batched path (each agent's units are checked by the step).
+        """
+        units = self.core.check_unit_shape(action.arms)
         return {a: units[0, j] for j, a in enumerate(self.possible_agents)}
 
     def feedback_from(
