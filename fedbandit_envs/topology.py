@@ -615,7 +615,10 @@ def check_topology(spec: str | Topology | np.ndarray, num_agents: int, **params:
     try:
         build_topology(spec, num_agents, **params)
     except (TypeError, ValueError) as error:
-        raise type(error)(f"topology{f' {spec!r}' if isinstance(spec, str) else ''}: {error}") from None
+        label = f"topology {spec!r}" if isinstance(spec, str) else "topology"
+        if str(error).startswith(label):  # it names the topology already
+            raise
+        raise type(error)(f"{label}: {error}") from None
 
 
 def build_topology(

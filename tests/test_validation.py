@@ -290,6 +290,8 @@ def test_mistyped_topology_fails_at_make_with_a_suggestion():
 def test_bad_topology_parameters_fail_at_construction():
     with pytest.raises(TypeError, match=r"did you mean 'degree'"):
         FederatedMAB(num_agents=6, topology="regular", topology_params={"degre": 2})
+    with pytest.raises(TypeError, match=r"^topology 'star' got an unexpected keyword argument 'center'"):  # once
+        FederatedMAB(num_agents=6, topology="star", topology_params={"center": 2})
     with pytest.raises(ValueError, match=r"num_agents \* degree must be even"):
         FederatedMAB(num_agents=5, topology="regular", topology_params={"degree": 3})
     with pytest.raises(ValueError, match=r"^topology 'ring': num_agents must be >= 3, got 2 \(a ring needs 3 agents"):
