@@ -278,16 +278,6 @@ def _broadcast(field: Any) -> bool:
     return isinstance(field, np.ndarray) and field.ndim >= 1 and field.strides[0] == 0
 
 
-def _by_replica(rows: np.ndarray, clients: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The pairs (rows ascending) split into one (rows, clients) group per replica, in order; none for no pair."""
-    if len(rows) == 0:
-        return []
-    if rows[0] == rows[-1]:
-        return [(rows, clients)]
-    starts = np.flatnonzero(np.diff(rows)) + 1
-    return list(zip(np.split(rows, starts), np.split(clients, starts)))
-
-
 def _repeat_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``values[rows]``; a read-only broadcast view (no copy) when ``values`` has one row."""
     if len(values) == 1:
@@ -1005,15 +995,15 @@ class AsyncServer(Coordinator):
                 own[rows[mine], clients[mine]] = shared
         self._snapshot[rows, clients] = -1
 
-    def _deltas(self, rows: np.ndarray, clients: np.ndarray, replica: int | None = None) -> list[np.ndarray]:
+    def _deltas(self, rows: np.ndarray, clients: np.ndarray, replica: int) -> list[np.ndarray]:
         """``aggregate - base`` of each pair for V, b (and count if sent), once per shared base (a broadcast if one).
 
-        ``replica``: the replica of every pair, when they are all of one (its rows are then read as 1-D views).
+        ``rows``: the pairs' replica, ``replica``, once per pair (its rows are read as 1-D views).
         """
-        snapshot = self._snapshot[rows, clients] if replica is None else self._snapshot[replica][clients]
+        snapshot = self._snapshot[replica][clients]
         key = int(snapshot[0])
-        if key >= 0 and (snapshot == key).all() and (replica is not None or (rows == rows[0]).all()):
-            return self._broadcast_deltas(int(rows[0]), key, len(rows))
+        if key >= 0 and (snapshot == key).all():
+            return self._broadcast_deltas(replica, key, len(rows))
         own, shared = snapshot < 0, snapshot >= 0
         keys, inverse = np.unique(rows[shared] * self._next_key + snapshot[shared], return_inverse=True)
         groups = [divmod(key, self._next_key) for key in keys.tolist()]
@@ -1051,27 +1041,21 @@ class AsyncServer(Coordinator):
         aggregates = (self.v[replica], self.b[replica], self.count[replica])[: self._fields]
         return [broadcast_row(a - shared, n) for a, shared in zip(aggregates, self._snapshots[key])]
 
-    def _share(self, rows: np.ndarray | int, clients: np.ndarray) -> None:
-        """The bases of the given pairs become the aggregate of their replica (one snapshot per replica).
-
-        ``rows``: the replica of each pair, or one replica (an int) for all of them.
-        """
+    def _share(self, replica: int, clients: np.ndarray) -> None:
+        """The bases of the given clients of ``replica`` become its aggregate (one snapshot for them all)."""
         if reference_active():
-            self._snapshot[rows, clients] = -1
-            self._base_v[rows, clients], self._base_b[rows, clients] = self.v[rows], self.b[rows]
-            self._base_count[rows, clients] = self.count[rows]
+            self._snapshot[replica, clients] = -1
+            self._base_v[replica, clients], self._base_b[replica, clients] = self.v[replica], self.b[replica]
+            self._base_count[replica, clients] = self.count[replica]
             return
-        if not len(clients):
-            replicas, members = [], []
-        elif isinstance(rows, int) or rows.min() == rows.max():
-            replicas, members = [rows if isinstance(rows, int) else int(rows[0])], [clients]
-        else:
-            replicas = np.unique(rows).tolist()
-            members = [clients[rows == r] for r in replicas]
-        for r, mine in zip(replicas, members):
-            self._snapshots[self._next_key] = (self.v[r].copy(), self.b[r].copy(), self.count[r].copy())
-            self._current[r] = self._next_key
-            self._snapshot[r][mine] = self._next_key
+        if len(clients):
+            self._snapshots[self._next_key] = (
+                self.v[replica].copy(),
+                self.b[replica].copy(),
+                self.count[replica].copy(),
+            )
+            self._current[replica] = self._next_key
+            self._snapshot[replica][clients] = self._next_key
             self._next_key += 1
         if len(self._snapshots) > 2 * self._live_snapshots + self._snapshot_slack:
             live = np.unique(self._snapshot[self._snapshot >= 0]).tolist()
@@ -1156,21 +1140,18 @@ class AsyncServer(Coordinator):
         if level is None:
             level = self._level(up_r, up_i)
         self._base_log_dets(up_r, up_i, level)
-        if len(replicas) == 1:
+        if len(replicas) == 1:  # (the common case: every uploader is of that replica)
             return self._replica_downloads(int(replicas[0]), up_i[level])
-        fire = self.registered[replicas] & (self.ld[replicas, None] - self.base_ld[replicas] > self.log_gamma)
-        rows, clients = np.nonzero(fire)
-        r = replicas[rows]
-        groups = _by_replica(r, clients)
-        deltas = [self._deltas(*group) for group in groups]
-        self._share(np.concatenate([r, up_r[level]]), np.concatenate([clients, up_i[level]]))
-        self.base_ld[r, clients] = self.ld[r]
-        return [self._download(*group, *delta) for group, delta in zip(groups, deltas)]
+        downloads = []
+        for replica in replicas.tolist():  # replicas are independent: their downloads one after another
+            downloads += self._replica_downloads(replica, up_i[level & (up_r == replica)])
+        return downloads
 
     def _replica_downloads(self, replica: int, level: np.ndarray) -> list[MessageBatch]:
-        """:meth:`step`'s downloads when only ``replica``'s aggregate changed (``level``: its uploaders level with it).
+        """:meth:`step`'s downloads of ``replica``, whose aggregate changed (``level``: its uploaders level with it).
 
-        The same downloads, bases and snapshots as the many-replica form, through the replica's rows (1-D views).
+        The triggered clients get their deltas; they and ``level`` share the aggregate's snapshot. Through the
+        replica's rows (1-D views).
         """
         fire = self.registered[replica] & (self.ld[replica] - self.base_ld[replica] > self.log_gamma)
         clients = fire.nonzero()[0]
