@@ -455,16 +455,13 @@ class Channel:
 
         Returns the copies that arrive in this same slot (explicit recipients, stamped with ``slot``).
         """
-        ledger, config = self.ledger, self.config
+        ledger, has_delays = self.ledger, self.config.has_delays
         arriving = []
         for batch in prepared:
             stamped = batch.stamped(slot)
             ledger.transmit(slot, stamped)
-            if config.drop_prob == 0.0 and not config.has_delays:  # the ideal channel: every copy arrives now
-                arriving.append(stamped)
-                continue
-            kept = self._apply_drops(stamped)
-            if not config.has_delays:
+            kept = self._apply_drops(stamped)  # (the batch itself without drops)
+            if not has_delays:
                 arriving.append(kept)
                 continue
             delay = self._delays(kept)
