@@ -398,11 +398,11 @@ def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int)
     return arms.astype(_INT64)
 
 
-def check_arm_shape(arms: Any, shape: tuple[int, ...], axes: str) -> np.ndarray:
-    """``arms`` as an array, checked to have ``shape`` (its ``axes`` named in the error); its values are not read."""
+def check_arm_shape(arms: Any, shape: tuple[int, ...], axes: str, name: str = "arms") -> np.ndarray:
+    """``arms`` as an array, checked to have ``shape`` (its ``axes`` and ``name`` in the error); values not read."""
     arms = np.asarray(arms)
     if arms.shape != shape:
-        raise ValueError(f"arms must have shape ({axes}) = {shape}, got {arms.shape}")
+        raise ValueError(f"{name} must have shape ({axes}) = {shape}, got {arms.shape}")
     return arms
 
 

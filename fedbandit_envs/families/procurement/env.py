@@ -53,6 +53,7 @@ from fedbandit_envs.core import (
     ObservedRecords,
     Phase,
     Step,
+    check_arm_shape,
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
@@ -592,11 +593,8 @@ class ProcurementCore(ChannelCore):
     # ------------------------------------------------------------------ step
     def check_unit_shape(self, units: Any) -> np.ndarray:
         """``units`` as an array, checked to have the shape (B, n, m); its values are not read."""
-        units = np.asarray(units)
         expected = (self.num_replicas, self.instance.num_agents, self.instance.num_producers)
-        if units.shape != expected:
-            raise ValueError(f"units must have shape (replicas, agents, producers) = {expected}, got {units.shape}")
-        return units
+        return check_arm_shape(units, expected, "replicas, agents, producers", "units")
 
     def check_units(self, units: Any) -> np.ndarray:
         """Validate a (B, n, m) integer units array against the capacities."""
