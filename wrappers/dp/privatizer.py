@@ -35,7 +35,6 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import TypedDict
 
 import numpy as np
@@ -628,9 +627,7 @@ class MessagePrivatizer:
 
 def _check_epsilon(epsilon: float) -> None:
     """Refuse an epsilon that is not a finite real number > 0 (Python or numpy; not bool, not a string)."""
-    if isinstance(epsilon, bool | np.bool_) or not isinstance(epsilon, Real):
-        raise TypeError(f"epsilon must be a number > 0, got {epsilon!r}")
-    if not epsilon > 0:
+    if not check_real("epsilon", epsilon, finite=False) > 0:  # (a TypeError for what is not a real number)
         raise ValueError(f"epsilon must be a number > 0, got {epsilon!r}")
     if not np.isfinite(epsilon):
         raise ValueError("epsilon must be finite under a DP wrapper; remove the wrapper for no privacy")
