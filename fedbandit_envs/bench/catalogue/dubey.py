@@ -257,25 +257,26 @@ def private_regret_bound(
     gaps: Sequence[float], horizon: int, num_agents: int, gamma: int, dp_eps: float, cover: int
 ) -> float:
     """§5.4's bound on Private MA-UCB's group regret (sigma = 1, D19)."""
-    gaps = np.asarray(gaps, np.float64)
-    positive = gaps[gaps > 0]
+    gap_array = np.asarray(gaps, np.float64)
+    positive = gap_array[gap_array > 0]
     log_term = float(np.sum(cover * 8.0 * math.log(horizon) / positive))
-    return log_term + float(gaps.sum()) * (cover * (num_agents * gamma + 2) + num_agents * (1.0 / dp_eps + ZETA_1_5))
+    constant = cover * (num_agents * gamma + 2) + num_agents * (1.0 / dp_eps + ZETA_1_5)
+    return log_term + float(gap_array.sum()) * constant
 
 
 def byzantine_regret_bound(
     gaps: Sequence[float], horizon: int, num_agents: int, gamma: int, eps: float, sigma: float, cover: int
 ) -> float | None:
     """§5.4's bound on Byzantine-Proof MA-UCB's group regret (D19); ``None`` unless ``2 sigma sqrt(eps) < min gap``."""
-    gaps = np.asarray(gaps, np.float64)
-    positive = gaps[gaps > 0]
+    gap_array = np.asarray(gaps, np.float64)
+    positive = gap_array[gap_array > 0]
     margin = 2.0 * sigma * math.sqrt(eps)
     if len(positive) == 0 or margin >= positive.min():
         return None
     log_term = cover * float(np.sum(positive * 4.0 * sigma**2 * math.log(horizon) / (positive - margin) ** 2))
     m = num_agents
     constant = max(3 * m + gamma * cover * (m - 1), cover * ((m - 1) * (gamma - 1) + 1) + 4 * m)
-    return log_term + float(gaps.sum()) * constant
+    return log_term + float(gap_array.sum()) * constant
 
 
 # ---------------------------------------------------------------------------------------------------- scenarios

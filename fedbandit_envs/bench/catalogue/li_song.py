@@ -796,7 +796,7 @@ def delayed_hybrid_claim(num_agents: int) -> Claim:
     )
 
 
-HYBRID_ENV = {
+HYBRID_ENV: dict[str, Any] = {
     "num_agents": 100,
     "num_arms": 100,
     "horizon": PAPER_HORIZON,

@@ -267,7 +267,7 @@ def frontier_comparisons(results: Results, floor_factor: float = 1.05) -> list[d
     """
     families = {name: [p for p in _points(results, name + " ") if p[1] > 0] for name in ("async", "sync")}
     best = min(p[2] for points in families.values() for p in points)
-    comparisons = []
+    comparisons: list[dict[str, float | str]] = []
     for own, other in (("async", "sync"), ("sync", "async")):
         log_c = np.log([p[1] for p in families[other]])
         order = np.argsort(log_c)

@@ -35,11 +35,14 @@ from fedbandit_envs.run import Results
 RUNNER = "fedbandit_envs.run:run"
 
 #: §4.1: m = 30, alpha = 0.4 (the family default), n = 10, T = 1e5 at paper scale.
-COMMON = {"num_agents": 10, "num_producers": 30, "horizon": 100_000}
+COMMON: dict[str, Any] = {"num_agents": 10, "num_producers": 30, "horizon": 100_000}
 CI = {"horizon": 20_000, "seeds": 3, "checkpoints": 10}
 PAPER = {"horizon": 100_000, "seeds": 20, "checkpoints": 20}
 INSTANCES = {"ci": [0, 1], "paper": [0, 1, 2, 3, 4]}
-FAMILIES = {"uniform": {"instance": "uniform"}, "normal": {"instance": "normal", "instance_params": {"std": 0.2}}}
+FAMILIES: dict[str, dict[str, Any]] = {
+    "uniform": {"instance": "uniform"},
+    "normal": {"instance": "normal", "instance_params": {"std": 0.2}},
+}
 
 #: The paper's EXP1 ratios (§4.1): regret of NF and P-FCB(1) relative to FCB, and P-FCB(1)'s FRR.
 PAPER_EXP1 = {

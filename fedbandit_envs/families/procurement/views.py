@@ -200,7 +200,9 @@ class SingleAggregatorEnv(RenderedView):
         if len(self._inbox_mask):
             parts += [self._inbox.reshape(-1), self._inbox_mask]
         flat = np.concatenate(parts).astype(np.float32)
-        return np.clip(flat, self.observation_space.low, self.observation_space.high)
+        box = self.observation_space
+        assert isinstance(box, spaces.Box), "the flat observation's space is a Box (see _make_space)"
+        return np.clip(flat, box.low, box.high)
 
     def _info(self) -> dict[str, Any]:
         core, ledger = self.core, self.core.channel.ledger
