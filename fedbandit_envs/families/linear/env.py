@@ -459,6 +459,8 @@ class LinearConfig(StreamSource):
 class SyntheticReplica(ReplicaStream):
     """One replica of a :class:`LinearConfig`: hidden theta, optional pool, and block draws."""
 
+    theta: np.ndarray  # always drawn: synthetic problems have a hidden parameter
+
     def __init__(self, config: LinearConfig, streams: SeedStreams, instance_streams: SeedStreams) -> None:
         self.config = config
         instance = instance_streams.generator("instance")
@@ -683,7 +685,7 @@ class LinearCore(ChannelCore):
         if self.message_hooks:  # only the hooks read the counts
             np.add.at(self._observed, (self._replica_of, self.clients), 1)
         self.reward += rewards.sum(axis=1)
-        if self.baseline_reward is not None:
+        if self.baseline_reward is not None and self._baseline is not None:  # both set iff the source has one
             self.baseline_reward += self._baseline.sum(axis=1)
         self.last_arms, self.last_rewards = arms, rewards
         self.phase = "report"
