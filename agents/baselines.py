@@ -7,7 +7,6 @@ of a federation spread their first pulls over the arms.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -275,15 +274,8 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
 
     def observe(self, feedback: Feedback) -> None:
         """Queue this slot's samples for upload and adopt the pooled statistics broadcast in this step."""
-        self._pending = [
-            MessageBatch(
-                kind="sample",
-                replica=self._replica,
-                sender=self._sender,
-                recipient=self._recipient,
-                payload={"arm": feedback.arms.reshape(-1), "reward": feedback.rewards.reshape(-1)},
-            )
-        ]
+        payload = {"arm": feedback.arms.reshape(-1), "reward": feedback.rewards.reshape(-1)}
+        self._pending = [MessageBatch("sample", self._replica, self._sender, self._recipient, payload)]
         adopted = False
         for batch in feedback.inbox:
             if batch.kind == "pooled":
@@ -314,9 +306,10 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
 
         A batch holding the very immutable header arrays last found to be that header has it without comparing.
         """
-        arrays = batch.replica, batch.sender, batch.recipient
-        if self._everyone_arrays and all(map(operator.is_, arrays, self._everyone_arrays)):
+        known = self._everyone_arrays
+        if known and batch.replica is known[0] and batch.sender is known[1] and batch.recipient is known[2]:
             return True
+        arrays = batch.replica, batch.sender, batch.recipient
         if len(batch) != len(self._replica) or batch.header_key() != self._everyone:
             return False
         self._everyone_arrays = arrays if all(map(is_frozen, arrays)) else ()
@@ -330,7 +323,7 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
         the values and types a copy per agent would hold.
         """
         payload = batch.payload
-        if not isinstance(payload, GatheredPayload):
+        if type(payload) is not GatheredPayload:  # (what the channel delivers; anything else takes the general path)
             return None
         if payload.rows is not self._everyone_rows:  # (the rows of a gathered payload are immutable)
             if payload.rows.tobytes() != self._everyone[0]:
