@@ -423,7 +423,8 @@ class MessageBatch:
         else:
             counts = frozen(check_int_array("MessageBatch.count", count, 1, MAX_COUNT))
         slots = shared_constant(n, -1) if slot is None else frozen(check_int_array("MessageBatch.slot", slot, -1))
-        if not len(replica) == len(recipient) == len(counts) == len(slots) == n:
+        given = count is not None or slot is not None  # (the default count and slot have n rows)
+        if len(replica) != n or len(recipient) != n or (given and not len(counts) == len(slots) == n):
             columns = {"replica": replica, "recipient": recipient, "count": counts, "slot": slots}
             name, rows = next((name, len(array)) for name, array in columns.items() if len(array) != n)
             raise ValueError(f"MessageBatch.{name} has {rows} rows, sender has {n}; give one entry per row")

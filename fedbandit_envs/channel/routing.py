@@ -108,7 +108,7 @@ def deliver(
     to_server, inbox = [], []
     for batch in arrived:
         to_server_rows = channel.copies_to_server(batch)
-        if to_server_rows == len(batch):
+        if to_server_rows == len(batch.sender):
             to_server.append(batch)
         elif to_server_rows == 0:
             inbox.append(batch)
@@ -117,7 +117,7 @@ def deliver(
             to_server.append(batch.take(server_rows))
             inbox.append(batch.take(~server_rows))
     if coordinator is not None:
-        replies = coordinator.step(slot, [b for b in to_server if len(b)])
+        replies = coordinator.step(slot, [b for b in to_server if len(b.sender)])
         if not isinstance(replies, (list, tuple)):
             raise TypeError(
                 f"{type(coordinator).__name__}.step must return a list of MessageBatch replies (sender SERVER), "
@@ -126,4 +126,4 @@ def deliver(
         inbox += channel.transmit(slot, channel.prepare(check_batches(replies), from_server=True, slot=slot))
     if close:
         channel.close_slot()
-    return [b for b in inbox if len(b)]
+    return [b for b in inbox if len(b.sender)]
