@@ -25,6 +25,8 @@ from fedbandit_envs.validation import CheckedConfig
 
 declare_message_kinds("pooled", "sample")  # public vocabulary under a DP wrapper
 
+_INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
+
 __all__ = [
     "FullSharingCoordinator",
     "FullSharingUCB",
@@ -235,6 +237,7 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
             require_server_links("FullSharingUCB", topology)
         b, m, k = context.num_replicas, context.num_agents, context.num_arms
         self._shape = (b, m, k)
+        self._pooled_shape = (b, k)  # the server's statistics
         self._shared = not reference_active()  # one row per replica, (B, 1, K), shared by its agents
         self._counts = np.zeros((b, 1 if self._shared else m, k), np.int64)
         self._sums = np.zeros(self._counts.shape)
@@ -330,8 +333,8 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
                 return None
             self._everyone_rows = payload.rows
         counts, sums = payload.source["counts"], payload.source["sums"]
-        shape = (self._shape[0], self._shape[2])
-        if counts.shape != shape or sums.shape != shape or counts.dtype != np.int64 or sums.dtype != np.float64:
+        shape = self._pooled_shape
+        if counts.shape != shape or sums.shape != shape or counts.dtype != _INT64 or sums.dtype != _FLOAT64:
             return None
         return counts[:, None, :], sums[:, None, :]
 

@@ -263,7 +263,8 @@ class FederatedMABCore(ChannelCore):
             arms = self.check_arms(arms)
         slot = self.slot
         prepared = prepare_outgoing(self.channel, messages, self.coordinator, slot)
-        prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
+        if self.message_hooks:
+            prepared = apply_hooks(self.channel, self.message_hooks, slot, messages, prepared)
         cells = self._mean_cells + arms  # flat (replica, agent, arm) cells, the layout of means and pulls
         noise = self._reward_noise(arms, cells)
         means = self._means_flat.take(cells)
