@@ -139,6 +139,12 @@ class IndependentUCB1(Configured, Population, config=NoOptions):
         self._cells = (np.arange(shape[0] * shape[1]) * shape[2]).reshape(shape[:2])
         self._counts_flat, self._sums_flat = self.counts.reshape(-1), self.sums.reshape(-1)  # views
 
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Restore a copy (pickle, deepcopy) with flat views of its own statistics (a copy's arrays come apart)."""
+        self.__dict__.update(state)
+        if "counts" in state:
+            self._counts_flat, self._sums_flat = self.counts.reshape(-1), self.sums.reshape(-1)
+
     def act(self, step: Step) -> Action:
         """UCB1 on the agent's own statistics."""
         if self._untried or reference_active():

@@ -5,6 +5,7 @@ stamps), a lone batch known by its kind's kept plan skips the header checks but 
 remembers the free-downlink verdict of a header it holds, the core copies an int64 arm array after one reduction and
 a batch copies its plain array fields at once. Each is checked here against a learner that writes into what it was
 given, re-sends old batches or forges headers, and against the reference mode (:mod:`fedbandit_envs.reference`).
+A copied IndependentUCB1 keeps its flat views (its statistics' fast path) on its own arrays.
 """
 
 from __future__ import annotations
@@ -241,3 +242,26 @@ def test_full_sharing_ledger_equals_the_reference(seed: int, free: bool, c1: flo
     fast = run()
     with reference_mode():
         assert run() == fast
+
+
+@pytest.mark.parametrize("clone", [copy.deepcopy, lambda p: pickle.loads(pickle.dumps(p))])
+def test_a_copied_independent_ucb1_plays_on_as_the_original(clone) -> None:
+    """IndependentUCB1 updates its statistics through flat views of them: a copy's views are its own statistics."""
+    from agents.baselines import IndependentUCB1
+
+    core = FederatedMABCore(MABConfig(2, 3, 30))
+    core.reset([0, 1])
+    population = IndependentUCB1()
+    population.reset(core.context)
+    for _ in range(5):
+        population.observe(core.play(population.act(core.current_step())))
+    twin = clone(population)
+    assert np.shares_memory(twin.counts, twin._counts_flat) and np.shares_memory(twin.sums, twin._sums_flat)
+    for _ in range(10):
+        step = core.current_step()
+        action = population.act(step)
+        assert np.array_equal(twin.act(step).arms, action.arms)
+        feedback = core.play(action)
+        population.observe(feedback)
+        twin.observe(feedback)
+    assert np.array_equal(twin.counts, population.counts) and np.array_equal(twin.sums, population.sums)
