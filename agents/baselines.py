@@ -7,7 +7,6 @@ of a federation spread their first pulls over the arms.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +24,8 @@ from fedbandit_envs.topology import SERVER, require_server_links
 from fedbandit_envs.validation import CheckedConfig
 
 declare_message_kinds("pooled", "sample")  # public vocabulary under a DP wrapper
+
+_INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
 
 __all__ = [
     "FullSharingCoordinator",
@@ -138,6 +139,12 @@ class IndependentUCB1(Configured, Population, config=NoOptions):
         self._cells = (np.arange(shape[0] * shape[1]) * shape[2]).reshape(shape[:2])
         self._counts_flat, self._sums_flat = self.counts.reshape(-1), self.sums.reshape(-1)  # views
 
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Restore a copy (pickle, deepcopy) with flat views of its own statistics (a copy's arrays come apart)."""
+        self.__dict__.update(state)
+        if "counts" in state:
+            self._counts_flat, self._sums_flat = self.counts.reshape(-1), self.sums.reshape(-1)
+
     def act(self, step: Step) -> Action:
         """UCB1 on the agent's own statistics."""
         if self._untried or reference_active():
@@ -236,6 +243,7 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
             require_server_links("FullSharingUCB", topology)
         b, m, k = context.num_replicas, context.num_agents, context.num_arms
         self._shape = (b, m, k)
+        self._pooled_shape = (b, k)  # the server's statistics
         self._shared = not reference_active()  # one row per replica, (B, 1, K), shared by its agents
         self._counts = np.zeros((b, 1 if self._shared else m, k), np.int64)
         self._sums = np.zeros(self._counts.shape)
@@ -275,15 +283,8 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
 
     def observe(self, feedback: Feedback) -> None:
         """Queue this slot's samples for upload and adopt the pooled statistics broadcast in this step."""
-        self._pending = [
-            MessageBatch(
-                kind="sample",
-                replica=self._replica,
-                sender=self._sender,
-                recipient=self._recipient,
-                payload={"arm": feedback.arms.reshape(-1), "reward": feedback.rewards.reshape(-1)},
-            )
-        ]
+        payload = {"arm": feedback.arms.reshape(-1), "reward": feedback.rewards.reshape(-1)}
+        self._pending = [MessageBatch("sample", self._replica, self._sender, self._recipient, payload)]
         adopted = False
         for batch in feedback.inbox:
             if batch.kind == "pooled":
@@ -314,9 +315,10 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
 
         A batch holding the very immutable header arrays last found to be that header has it without comparing.
         """
-        arrays = batch.replica, batch.sender, batch.recipient
-        if self._everyone_arrays and all(map(operator.is_, arrays, self._everyone_arrays)):
+        known = self._everyone_arrays
+        if known and batch.replica is known[0] and batch.sender is known[1] and batch.recipient is known[2]:
             return True
+        arrays = batch.replica, batch.sender, batch.recipient
         if len(batch) != len(self._replica) or batch.header_key() != self._everyone:
             return False
         self._everyone_arrays = arrays if all(map(is_frozen, arrays)) else ()
@@ -330,15 +332,15 @@ class FullSharingUCB(Configured, Population, config=NoOptions):
         the values and types a copy per agent would hold.
         """
         payload = batch.payload
-        if not isinstance(payload, GatheredPayload):
+        if type(payload) is not GatheredPayload:  # (what the channel delivers; anything else takes the general path)
             return None
         if payload.rows is not self._everyone_rows:  # (the rows of a gathered payload are immutable)
             if payload.rows.tobytes() != self._everyone[0]:
                 return None
             self._everyone_rows = payload.rows
         counts, sums = payload.source["counts"], payload.source["sums"]
-        shape = (self._shape[0], self._shape[2])
-        if counts.shape != shape or sums.shape != shape or counts.dtype != np.int64 or sums.dtype != np.float64:
+        shape = self._pooled_shape
+        if counts.shape != shape or sums.shape != shape or counts.dtype != _INT64 or sums.dtype != _FLOAT64:
             return None
         return counts[:, None, :], sums[:, None, :]
 

@@ -612,14 +612,17 @@ def message_volume(repeats: int) -> None:
         )
 
 
-def profile(algorithm: str, slots: int, top: int) -> None:
-    """cProfile the API loop at M = 50, K = 100 and print the top functions by cumulative and own time."""
-    run_api(algorithm, 50, 100, 200)  # warm up imports and caches
+def profile(algorithm: str, slots: int, top: int, batched: bool = False) -> None:
+    """cProfile the API loop at M = 50, K = 100 (or, ``batched``, the batched core at B = 100, M = 3, K = 5) and print
+    the top functions by cumulative and own time."""
+    run: Runner = partial(run_core, algorithm, 100, 3, 5) if batched else partial(run_api, algorithm, 50, 100)
+    run(200)  # warm up imports and caches
     profiler = cProfile.Profile()
     profiler.enable()
-    elapsed, _ = run_api(algorithm, 50, 100, slots)
+    elapsed, _ = run(slots)
     profiler.disable()
-    print(f"API loop, {algorithm}, M=50, K=100, {slots} slots: {elapsed:.3f} s under the profiler")
+    shape = "batched core, B=100, M=3, K=5" if batched else "API loop, M=50, K=100"
+    print(f"{shape}, {algorithm}, {slots} slots: {elapsed:.3f} s under the profiler")
     stats = pstats.Stats(profiler).strip_dirs()
     stats.sort_stats("cumulative").print_stats(top)
     stats.sort_stats("tottime").print_stats(top)
@@ -637,6 +640,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", choices=sorted(ALGORITHMS), help="only profile the API loop at M=50, K=100")
     parser.add_argument("--profile-slots", type=int, default=5000)
+    parser.add_argument(
+        "--profile-batched", action="store_true", help="profile the batched core (B=100, M=3, K=5) instead"
+    )
     parser.add_argument("--profile-top", type=int, default=30)
     parser.add_argument(
         "--message-volume", action="store_true", help="only compare array and single messages as their number grows"
@@ -652,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     clock = CLOCKS[args.clock]
 
     if args.profile:
-        profile(args.profile, args.profile_slots, args.profile_top)
+        profile(args.profile, args.profile_slots, args.profile_top, args.profile_batched)
         return 0
     if args.message_volume:
         message_volume(args.repeats or 3)

@@ -117,14 +117,24 @@ def workload(seed: int, gossip: bool = False) -> tuple[list[Topology], ChannelCo
     return topologies, config, slots
 
 
-def play(topologies: list[Topology], config: ChannelConfig, slots: list[list[MessageBatch]], read_every: int) -> dict:
-    """Route every slot's batches through a fresh channel; everything it delivered and the ledger's totals."""
+def play(
+    topologies: list[Topology],
+    config: ChannelConfig,
+    slots: list[list[MessageBatch]],
+    read_every: int,
+    stamp_early: bool = False,
+) -> dict:
+    """Route every slot's batches through a fresh channel; everything it delivered and the ledger's totals.
+
+    ``stamp_early``: prepare the batches for their slot (stamped at once with the channel's shared stamps).
+    """
     channel = Channel(config)
     channel.reset(topologies, [np.random.default_rng([7, b]) for b in range(len(topologies))])
     delivered, partners = [], []
     for slot, batches in enumerate(slots):
         partners.append(channel.sample_gossip_partners().copy())
-        arrived = channel.due(slot) + channel.transmit(slot, channel.prepare(batches))
+        prepared = channel.prepare(batches, slot=slot if stamp_early else None)
+        arrived = channel.due(slot) + channel.transmit(slot, prepared)
         delivered.extend(arrived)
         channel.close_slot()
         if read_every and slot % read_every == 0:
@@ -182,6 +192,24 @@ def test_expansion_plans_equal_the_reference(seed: int) -> None:
         plain = play(topologies, config, slots, 0)
     assert_same_batches(fast["delivered"], plain["delivered"])
     assert_same_ledger(fast["ledger"], plain["ledger"])
+
+
+@PROPERTY
+@given(seed=SEEDS, single=st.booleans())
+def test_batches_stamped_when_prepared_equal_the_reference(seed: int, single: bool) -> None:
+    """Batches prepared for their slot carry the channel's shared stamps (a row of a block of slots, one array per
+    slot and length) and are sent as they are: delivered and tallied as the reference, which stamps each batch alone
+    when it is transmitted (``single``: one batch a slot, the path of a batch known by its plan's source arrays)."""
+    topologies, config, slots = workload(seed)
+    if single:
+        slots = [batches[:1] for batches in slots]
+    fast = play(topologies, config, slots, 0, stamp_early=True)
+    with reference_mode():
+        plain = play(topologies, config, slots, 0, stamp_early=True)
+    assert_same_batches(fast["delivered"], plain["delivered"])
+    assert_same_ledger(fast["ledger"], plain["ledger"])
+    late = play(topologies, config, slots, 0)  # stamped at transmission: the same again
+    assert_same_batches(fast["delivered"], late["delivered"])
 
 
 @PROPERTY

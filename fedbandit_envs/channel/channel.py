@@ -36,6 +36,9 @@ GOSSIP_BLOCK = 256
 #: planned again when their headers come back).
 PLAN_ROWS = 1 << 20
 
+#: Entries of one block of slot stamps (see :meth:`Channel.stamp`): the stamps of a block's slots for one batch length.
+STAMP_ENTRIES = 1 << 16
+
 
 @dataclass(frozen=True)
 class ChannelConfig:
@@ -117,7 +120,8 @@ class _HeaderPlan:
             self.header = (frozen(batch.replica), frozen(batch.sender), frozen(recipient))
         else:
             self.header = (frozen(batch.replica[rows]), frozen(batch.sender[rows]), frozen(recipient))
-        self.unsent = shared_constant(len(recipient), -1)  # immutable, shared with every header of that length
+        self.copies = len(recipient)  # routed copies
+        self.unsent = shared_constant(self.copies, -1)  # immutable, shared with every header of that length
         self.to_server = int(np.count_nonzero(recipient == SERVER))  # routed copies whose recipient is the server
 
     @classmethod
@@ -126,7 +130,8 @@ class _HeaderPlan:
         plan = object.__new__(cls)
         plan.sources, plan.rows, plan.header = None, None, header
         plan.server_sender = plan.server_senders_only = False  # every sender is an agent (and there is a row)
-        plan.unsent = shared_constant(len(header[0]), -1)
+        plan.copies = len(header[0])
+        plan.unsent = shared_constant(plan.copies, -1)
         plan.to_server = 0
         return plan
 
@@ -140,9 +145,12 @@ class _HeaderPlan:
             and batch.recipient is sources[2]
         )
 
-    def apply(self, batch: MessageBatch) -> MessageBatch:
-        """``batch`` (whose header this is) under the plan's read-only header, unsent (slot -1)."""
-        return batch.regrouped(self.rows, *self.header, self.unsent)
+    def apply(self, batch: MessageBatch, stamp: np.ndarray | None = None) -> MessageBatch:
+        """``batch`` (whose header this is) under the plan's read-only header, unsent (slot -1) or stamped ``stamp``.
+
+        ``stamp``: the immutable (copies,) slot array of the slot the batch is to be sent in (:meth:`Channel.stamp`).
+        """
+        return batch.regrouped(self.rows, *self.header, self.unsent if stamp is None else stamp)
 
 
 class Channel:
@@ -182,6 +190,8 @@ class Channel:
         self._plans: dict[tuple[str, tuple], _HeaderPlan] = {}  # by kind and header key
         self._last_plans: dict[str, _HeaderPlan] = {}  # the plan each kind used last (known by its source arrays)
         self._plan_rows = 0
+        # by batch length: (slot, its stamp, the block's first slot, the block) of the last stamp made (see stamp)
+        self._stamps: dict[int, tuple[int, np.ndarray, int, np.ndarray]] = {}
         self.no_partners = frozen(np.full((self.num_replicas, m), -1, np.int64))
         self._edges = [t.edges() for t in topologies]
         if self.config.gossip is not None and not all(
@@ -207,6 +217,17 @@ class Channel:
         self._gossip_slot = -1  # the block's slot sampled last (-1: none)
         self._gossip_serial = 0  # counts the slots sampled from blocks
         self._gossip_plan: tuple[int, tuple, _HeaderPlan] | None = None  # (serial, header key, plan) of one slot
+
+    def __getstate__(self) -> dict[str, object]:
+        """The channel's state for a copy (pickle, deepcopy), without the slot stamps (:meth:`stamp`).
+
+        A copy's arrays are made anew and are writeable, and a stamp's block holds the stamps of later slots: the copy
+        makes its own blocks (immutable) as it stamps.
+        """
+        state = dict(self.__dict__)
+        if "_stamps" in state:
+            state["_stamps"] = {}
+        return state
 
     def _latency_matrix(self, m: int) -> np.ndarray:
         self.config.check_agents(m)
@@ -425,7 +446,12 @@ class Channel:
         return _HeaderPlan(batch, np.array(rows, np.int64), np.array(recipients, np.int64))
 
     def prepare(
-        self, batches: Sequence[MessageBatch], *, from_agents: bool = False, from_server: bool = False
+        self,
+        batches: Sequence[MessageBatch],
+        *,
+        from_agents: bool = False,
+        from_server: bool = False,
+        slot: int | None = None,
     ) -> list[MessageBatch]:
         """Validate batches and expand ``NEIGHBOURS`` recipients, without any side effect on the episode.
 
@@ -437,30 +463,86 @@ class Channel:
         The batches returned hold read-only copies of the header arrays, never the caller's arrays, so a sender
         that writes into its arrays later cannot change what was routed. A header is checked, expanded and copied
         once per kind and kept for every later batch of the kind that repeats it (see :meth:`_kept_plan`).
+
+        ``slot``: the slot the batches are to be sent in; they come stamped with it (the channel's shared stamps,
+        :meth:`stamp`), so :meth:`transmit` in that slot sends them as they are. Without it, and in the reference mode
+        (:mod:`fedbandit_envs.reference`), they come unsent (slot -1) and :meth:`transmit` stamps them.
         """
-        batches = [batch for batch in batches if len(batch)]
+        if len(batches) == 1:  # the common case: one batch, known by the source arrays of its kind's last plan
+            batch = batches[0]
+            plan = self._last_plans.get(batch.kind)
+            if plan is not None and plan.has_sources_of(batch) and not reference_active():
+                if (from_agents and plan.server_sender) or (from_server and not plan.server_senders_only):
+                    self._check_senders(plan, batch, from_agents, from_server)  # (raises)
+                return [plan.apply(batch, None if slot is None else self.stamp(slot, plan.copies))]
+        batches = [batch for batch in batches if len(batch.sender)]
         kept = [self._kept_plan(batch) for batch in batches]
-        if from_agents:
+        if from_agents:  # every batch's senders first, then the links of the batches not planned yet
             for batch, (plan, _) in zip(batches, kept):
-                if plan.server_sender if plan is not None else _sends_as_server(batch):
-                    raise ValueError(AGENTS_AS_SERVER)
+                self._check_senders(plan, batch, True, False)
         if from_server:
             for batch, (plan, _) in zip(batches, kept):
-                if not (plan.server_senders_only if plan is not None else _sent_only_by_server(batch)):
-                    raise ValueError(REPLY_NOT_FROM_SERVER)
-        return [(plan or self._new_plan(batch, key)).apply(batch) for batch, (plan, key) in zip(batches, kept)]
+                self._check_senders(plan, batch, False, True)
+        plans = [plan or self._new_plan(batch, key) for batch, (plan, key) in zip(batches, kept)]
+        return [plan.apply(batch, self._stamp_for(slot, plan.copies)) for batch, plan in zip(batches, plans)]
+
+    @staticmethod
+    def _check_senders(plan: _HeaderPlan | None, batch: MessageBatch, from_agents: bool, from_server: bool) -> None:
+        """Raise ``ValueError`` for a SERVER sender ``from_agents``, or for another sender ``from_server``.
+
+        ``plan``: the batch's kept plan (which knows its header's senders), or None.
+        """
+        if from_agents and (plan.server_sender if plan is not None else _sends_as_server(batch)):
+            raise ValueError(AGENTS_AS_SERVER)
+        if from_server and not (plan.server_senders_only if plan is not None else _sent_only_by_server(batch)):
+            raise ValueError(REPLY_NOT_FROM_SERVER)
+
+    def _stamp_for(self, slot: int | None, rows: int) -> np.ndarray | None:
+        """The stamp of ``rows`` copies sent in ``slot``; None without a slot or in the reference mode."""
+        if slot is None or reference_active():
+            return None
+        return self.stamp(slot, rows)
+
+    def stamp(self, slot: int, rows: int) -> np.ndarray:
+        """An immutable (rows,) int64 array of ``slot``: the slot column of a batch of ``rows`` copies sent in ``slot``.
+
+        One array per slot and length, shared by the batches stamped with it: a row of a block of the stamps of
+        consecutive slots. A length's first block holds one slot; a block used up by the next slot is followed by one
+        twice as long (up to :data:`STAMP_ENTRIES` entries), so a length sent every slot costs a row view per slot and
+        a length sent now and then a block of one row. The reference mode (:mod:`fedbandit_envs.reference`) makes each
+        batch's column alone (:meth:`MessageBatch.stamped`).
+        """
+        kept = self._stamps.get(rows)
+        if kept is not None and kept[0] == slot:
+            return kept[1]
+        if kept is not None and 0 <= slot - kept[2] < len(kept[3]):
+            kept = (slot, kept[3][slot - kept[2]], kept[2], kept[3])
+        else:
+            size = 1
+            if kept is not None and slot == kept[2] + len(kept[3]):  # the last block was used up: a longer one
+                size = min(2 * len(kept[3]), max(1, STAMP_ENTRIES // max(rows, 1)))
+            if len(self._stamps) >= 64:
+                self._stamps.clear()
+            block = frozen(np.repeat(np.arange(slot, slot + size, dtype=np.int64), rows).reshape(size, rows))
+            kept = (slot, block[0], slot, block)
+        self._stamps[rows] = kept
+        return kept[1]
 
     def transmit(self, slot: int, prepared: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Send prepared batches in ``slot``: record them in the ledger, then drop and delay copies.
 
-        Returns the copies that arrive in this same slot (explicit recipients, stamped with ``slot``).
+        Returns the copies that arrive in this same slot (explicit recipients, stamped with ``slot``). A batch prepared
+        for ``slot`` holds the channel's stamp of that slot already (:meth:`stamp`) and is sent as it is (except in the
+        reference mode, :mod:`fedbandit_envs.reference`, which stamps every batch here).
         """
-        ledger, has_delays = self.ledger, self.config.has_delays
+        ledger, has_delays, drops = self.ledger, self.config.has_delays, self.config.drop_prob > 0.0
         arriving = []
+        stamps = None if reference_active() else self._stamps
         for batch in prepared:
-            stamped = batch.stamped(slot)
+            made = None if stamps is None else stamps.get(len(batch.slot))  # (slot, its stamp, ...) (see stamp)
+            stamped = batch if made is not None and made[0] == slot and batch.slot is made[1] else batch.stamped(slot)
             ledger.transmit(slot, stamped)
-            kept = self._apply_drops(stamped)  # (the batch itself without drops)
+            kept = self._apply_drops(stamped) if drops else stamped
             if not has_delays:
                 arriving.append(kept)
                 continue

@@ -259,7 +259,7 @@ class Ledger:
         self._queued_index: dict[tuple[int, int, int, int], int] = {}  # (layout, array ids) -> index in the queue
         self._queued_batches = 0
         self._queued_rows = 0
-        self._last_held: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}  # by layout
+        self._last_held: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = {}  # by layout
         self._known_headers: dict[int, np.ndarray] = {}  # replica arrays seen lately, by id (held, so ids stay unique)
         # links of the open slot, and of the closed slots not yet tallied; each entry is a transmitted batch's header
         # arrays and the index of its first record. Closed slots are kept by signature (see close_slot): the entries
@@ -314,12 +314,15 @@ class Ledger:
                 totals.setdefault(batch.kind, np.zeros(self._num_replicas, np.int64))
         return index
 
-    def _held_header(self, layout: int, batch: MessageBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The replica, sender, recipient and count arrays of ``batch``, each immutable (:func:`_held`).
+    def _held_header(
+        self, layout: int, batch: MessageBatch, reference: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+        """The replica, sender, recipient and count arrays of ``batch``, each immutable (:func:`_held`), and a verdict.
 
-        The last arrays of each layout that were all immutable already are remembered: a batch holding those very
-        arrays (a kept header sent again) needs no check. The reference mode (:mod:`fedbandit_envs.reference`) checks
-        every array.
+        The verdict: whether every copy is the server's under a free server downlink (then they open no link). The last
+        arrays of each layout that were all immutable already are remembered with their verdict: a batch holding those
+        very arrays (a kept header sent again) needs neither check. In the ``reference`` mode
+        (:mod:`fedbandit_envs.reference`) every array is checked.
         """
         replica, sender, recipient, count = batch.replica, batch.sender, batch.recipient, batch.count
         last = self._last_held.get(layout)
@@ -329,13 +332,14 @@ class Ledger:
             and last[1] is sender
             and last[2] is recipient
             and last[3] is count
-            and not reference_active()
+            and not reference
         ):
             return last
         held = _held(replica), _held(sender), _held(recipient), _held(count)
+        free = self.cost_model.free_server_downlink and _server_only(held[1])
         if held[0] is replica and held[1] is sender and held[2] is recipient and held[3] is count:
-            self._last_held[layout] = held
-        return held
+            self._last_held[layout] = (*held, free)
+        return (*held, free)
 
     def transmit(self, slot: int, batch: MessageBatch) -> None:
         """Count the copies of an expanded batch (explicit recipients) sent in ``slot``.
@@ -349,13 +353,16 @@ class Ledger:
         rows = len(batch)
         if rows == 0:
             return
+        reference = reference_active()
         self.version = next(_VERSIONS)
-        layout = self._layout(batch)
-        replica, sender, recipient, count = self._held_header(layout, batch)
+        layout = self._layouts.get(batch.layout_key())
+        if layout is None:
+            layout = self._layout(batch)
+        replica, sender, recipient, count, free = self._held_header(layout, batch, reference)
         first_record, self._num_records = self._num_records, self._num_records + rows
-        model = self.cost_model
-        if reference_active() or not (model.free_server_downlink and _server_only(sender)):
+        if reference or not free:
             self._slot_links.append((replica, sender, recipient, first_record))  # (the server's free copies open none)
+        model = self.cost_model
         if model.price_per_message or model.price_per_byte:
             self._charge_prices(layout, replica, sender, count)
         if self.record_messages:
@@ -372,7 +379,7 @@ class Ledger:
                     "dropped": np.zeros(rows, bool),
                 }
             )
-        if reference_active():
+        if reference:
             self._plain_copies(layout, replica, sender, recipient, count)
             return
         self._queue(layout, replica, sender, recipient, count)

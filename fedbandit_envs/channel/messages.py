@@ -75,35 +75,48 @@ def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
 
     The copies share no memory with the sender's arrays and can never be made writeable (:mod:`fedbandit_envs.frozen`),
     and the mapping cannot be changed, so nothing the sender does afterwards reaches the channel; a broadcast
-    field stays a (read-only) broadcast of a copy of its distinct entries.
+    field stays a (read-only) broadcast of a copy of its distinct entries. A field that is an array without a broadcast
+    axis (the common case) is checked and copied here, any other by :func:`_payload_field` (every field in the
+    reference mode, :mod:`fedbandit_envs.reference`).
     """
-    if not isinstance(payload, Mapping):
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         raise TypeError(f"{where}: payload must be a mapping of field name to numeric array, got {payload!r}")
     if len(payload) > MAX_FIELDS:
         raise ValueError(f"{where}: {len(payload)} payload fields; at most {MAX_FIELDS} are allowed")
     out: dict[str, np.ndarray] = {}
+    fast = not reference_active()  # the reference mode takes _payload_field for every field
     for key, value in payload.items():
         fits = type(key) is str and 0 < len(key) <= MAX_NAME_LENGTH  # the common case, checked fast
         name = key if fits else check_name(f"{where}: a payload field name", key)
-        if type(value) is np.ndarray and 0 not in value.strides:  # the common case: an array, no broadcast axis
-            array, shape = value, None
-        elif type(value) is np.ndarray and value.strides[0] == 0 and 0 not in value.strides[1:] and value.size:
-            array, shape = value[:1], value.shape  # one row broadcast along the rows: its distinct entries are that row
-        else:
-            array, shape = _distinct_entries(value, where, name)
-        kind = array.dtype.kind
-        if kind not in "biuf":
-            raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
-        if kind == "f" and not _all_finite(array):
-            raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
-        array = frozen(array)
-        if shape is None:
-            out[name] = array
-        elif array.shape[0] == 1 and array.shape[1:] == shape[1:]:  # one row broadcast along the rows (the common case)
-            out[name] = broadcast_row(array[0], shape[0])
-        else:
-            out[name] = np.broadcast_to(array, shape)
+        if fast and type(value) is np.ndarray and value.ndim and 0 not in value.strides:  # the common case
+            kind = value.dtype.kind
+            if kind in "biu" or (kind == "f" and np.count_nonzero(np.isfinite(value)) == value.size):
+                flat = np.frombuffer(value.tobytes(), value.dtype)  # frozen(value), inlined
+                out[name] = flat if value.ndim == 1 else flat.reshape(value.shape)
+                continue
+        out[name] = _payload_field(value, where, name)  # (and the errors)
     return FrozenDict(out)
+
+
+def _payload_field(value: object, where: str, name: str) -> np.ndarray:
+    """An immutable copy of one payload field (see :func:`_as_payload`); TypeError or ValueError if it is invalid."""
+    if type(value) is np.ndarray and 0 not in value.strides:  # an array, no broadcast axis
+        array, shape = value, None
+    elif type(value) is np.ndarray and value.strides[0] == 0 and 0 not in value.strides[1:] and value.size:
+        array, shape = value[:1], value.shape  # one row broadcast along the rows: its distinct entries are that row
+    else:
+        array, shape = _distinct_entries(value, where, name)
+    kind = array.dtype.kind
+    if kind not in "biuf":
+        raise TypeError(f"{where}: payload field {name!r} must be numeric (bool, int or float), got {array.dtype}")
+    if kind == "f" and not _all_finite(array):
+        raise ValueError(f"{where}: payload field {name!r} contains NaN or inf; send finite values only")
+    array = frozen(array)
+    if shape is None:
+        return array
+    if array.shape[0] == 1 and array.shape[1:] == shape[1:]:  # one row broadcast along the rows (the common case)
+        return broadcast_row(array[0], shape[0])
+    return np.broadcast_to(array, shape)
 
 
 @functools.lru_cache(maxsize=64)
@@ -299,7 +312,7 @@ class GatheredPayload(Mapping[str, np.ndarray]):
     @classmethod
     def of(cls, payload: Mapping[str, np.ndarray], rows: np.ndarray | slice) -> GatheredPayload:
         """Rows ``rows`` of ``payload``: int64 indices (of a gathered payload, also a boolean mask or a slice)."""
-        if isinstance(payload, GatheredPayload):
+        if type(payload) is not FrozenDict and isinstance(payload, GatheredPayload):  # (FrozenDict: no ABC check)
             return cls(payload.source, payload.rows[rows])
         if isinstance(rows, slice):
             raise TypeError("rows of a payload not yet gathered must be int64 indices, not a slice")
@@ -326,6 +339,28 @@ def row_layout(payload: Mapping[str, np.ndarray]) -> list[tuple[str, np.dtype, t
 
 
 _INT64 = np.dtype(np.int64)
+
+
+def _batch_payload(payload: Mapping[str, ArrayLike], n: int, kind: str) -> tuple[FrozenDict, RowLayout]:
+    """The checked immutable payload of a batch of ``n`` rows of ``kind`` (:func:`_as_payload`), and its row layout.
+
+    ValueError unless every field has one entry per row along its first axis and the rows are within the limits of
+    one message (:func:`_check_row_size`).
+    """
+    where = f"MessageBatch(kind={kind!r})"
+    fields = _as_payload(payload, where)
+    layout = []
+    for name, array in fields.items():
+        shape = array.shape
+        if not shape or shape[0] != n:
+            raise ValueError(
+                f"{where} field {name!r} has shape {shape}; its first axis must have one entry per row ({n})"
+            )
+        layout.append((name, array.dtype, shape[1:]))
+    row_layout = tuple(layout)
+    _check_row_size(row_layout, where)
+    return fields, row_layout
+
 
 #: The header arrays of a :class:`MessageBatch` and their smallest entry (checked unless given as 1-D int64; ids are
 #: checked against the topology on routing).
@@ -388,21 +423,15 @@ class MessageBatch:
         else:
             counts = frozen(check_int_array("MessageBatch.count", count, 1, MAX_COUNT))
         slots = shared_constant(n, -1) if slot is None else frozen(check_int_array("MessageBatch.slot", slot, -1))
-        if not len(replica) == len(recipient) == len(counts) == len(slots) == n:
+        given = count is not None or slot is not None  # (the default count and slot have n rows)
+        if len(replica) != n or len(recipient) != n or (given and not len(counts) == len(slots) == n):
             columns = {"replica": replica, "recipient": recipient, "count": counts, "slot": slots}
             name, rows = next((name, len(array)) for name, array in columns.items() if len(array) != n)
             raise ValueError(f"MessageBatch.{name} has {rows} rows, sender has {n}; give one entry per row")
         kind = _checked_kind(kind, "MessageBatch")
-        where = f"MessageBatch(kind={kind!r})"
-        fields = _as_payload(payload, where)
-        for name, array in fields.items():
-            if array.ndim == 0 or array.shape[0] != n:
-                raise ValueError(
-                    f"{where} field {name!r} has shape {array.shape}; its first axis must have one entry per row ({n})"
-                )
-        layout = tuple([(name, array.dtype, array.shape[1:]) for name, array in fields.items()])
-        _check_row_size(layout, where)
-        privacy = check_schema(privacy, fields, where)
+        fields, layout = _batch_payload(payload, n, kind)
+        if privacy is not None:
+            privacy = check_schema(privacy, fields, f"MessageBatch(kind={kind!r})")
         self._hold(kind, replica, sender, recipient, fields, counts, slots, privacy)
         self.__dict__["_layout"] = _layout_key_of(kind, layout, privacy)  # every routed batch needs it
 
@@ -519,7 +548,7 @@ class MessageBatch:
         """
         if rows is None:
             payload, count = self.payload, self.count
-            if count is not shared_constant(len(self), 1):
+            if count is not shared_constant(len(count), 1):
                 count = frozen(count)
         else:
             payload = (
@@ -527,13 +556,15 @@ class MessageBatch:
                 if reference_active()
                 else GatheredPayload.of(self.payload, rows)
             )
-            if self.count is shared_constant(len(self), 1):  # the default: shared ones again
+            if self.count is shared_constant(len(self.count), 1):  # the default: shared ones again
                 count = shared_constant(len(rows), 1)
             else:
                 count = frozen(self.count.take(rows))
-        return self._derived(
-            replica=replica, sender=sender, recipient=recipient, payload=payload, count=count, slot=slot
+        batch = object.__new__(MessageBatch)  # self._derived(...), inlined
+        batch.__dict__.update(
+            self.__dict__, replica=replica, sender=sender, recipient=recipient, payload=payload, count=count, slot=slot
         )
+        return batch
 
     def stamped(self, slot: int) -> MessageBatch:
         """The same rows (payload shared, not copied) stamped with the send ``slot``."""

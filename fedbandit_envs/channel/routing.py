@@ -46,12 +46,17 @@ def check_batches(messages: Sequence[Any]) -> Sequence[MessageBatch]:
     return [as_checked(batch) for batch in messages]
 
 
-def prepare_outgoing(channel: Channel, messages: Sequence[Any], coordinator: Any) -> list[MessageBatch]:
-    """The agents' batches validated and expanded; nothing changes state (see the module docstring)."""
+def prepare_outgoing(
+    channel: Channel, messages: Sequence[Any], coordinator: Any, slot: int | None = None
+) -> list[MessageBatch]:
+    """The agents' batches validated and expanded; nothing changes state (see the module docstring).
+
+    ``slot``: the slot they are to be sent in, if known (they come stamped with it: see :meth:`Channel.prepare`).
+    """
     messages = check_batches(messages)
     if not messages:
         return []
-    prepared = channel.prepare(messages, from_agents=True)  # a SERVER sender is refused first
+    prepared = channel.prepare(messages, from_agents=True, slot=slot)  # a SERVER sender is refused first
     # prepared copies follow links, so only a server with links can be a recipient (SERVER: the only negative id)
     if coordinator is None and channel.server_linked and any(b.recipient.min() == SERVER for b in prepared):
         raise ValueError(UNHOSTED_SERVER)
@@ -97,11 +102,13 @@ def deliver(
         if close:
             channel.close_slot()
         return []
-    arrived = (channel.due(slot) if collect_due else []) + channel.transmit(slot, prepared)
+    arrived = channel.transmit(slot, prepared)
+    if collect_due and channel.in_flight:  # (transmitting delays copies to later slots only)
+        arrived = channel.due(slot) + arrived
     to_server, inbox = [], []
     for batch in arrived:
         to_server_rows = channel.copies_to_server(batch)
-        if to_server_rows == len(batch):
+        if to_server_rows == len(batch.sender):
             to_server.append(batch)
         elif to_server_rows == 0:
             inbox.append(batch)
@@ -110,13 +117,13 @@ def deliver(
             to_server.append(batch.take(server_rows))
             inbox.append(batch.take(~server_rows))
     if coordinator is not None:
-        replies = coordinator.step(slot, [b for b in to_server if len(b)])
+        replies = coordinator.step(slot, [b for b in to_server if len(b.sender)])
         if not isinstance(replies, (list, tuple)):
             raise TypeError(
                 f"{type(coordinator).__name__}.step must return a list of MessageBatch replies (sender SERVER), "
                 f"got {type(replies).__name__}"
             )
-        inbox += channel.transmit(slot, channel.prepare(check_batches(replies), from_server=True))
+        inbox += channel.transmit(slot, channel.prepare(check_batches(replies), from_server=True, slot=slot))
     if close:
         channel.close_slot()
-    return [b for b in inbox if len(b)]
+    return [b for b in inbox if len(b.sender)]
