@@ -91,8 +91,7 @@ def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
         if fast and type(value) is np.ndarray and value.ndim and 0 not in value.strides:  # the common case
             kind = value.dtype.kind
             if kind in "biu" or (kind == "f" and np.count_nonzero(np.isfinite(value)) == value.size):
-                flat = np.frombuffer(value.tobytes(), value.dtype)  # frozen(value), inlined
-                out[name] = flat if value.ndim == 1 else flat.reshape(value.shape)
+                out[name] = frozen(value)
                 continue
         out[name] = _payload_field(value, where, name)  # (and the errors)
     return FrozenDict(out)
@@ -560,11 +559,9 @@ class MessageBatch:
                 count = shared_constant(len(rows), 1)
             else:
                 count = frozen(self.count.take(rows))
-        batch = object.__new__(MessageBatch)  # self._derived(...), inlined
-        batch.__dict__.update(
-            self.__dict__, replica=replica, sender=sender, recipient=recipient, payload=payload, count=count, slot=slot
+        return self._derived(
+            replica=replica, sender=sender, recipient=recipient, payload=payload, count=count, slot=slot
         )
-        return batch
 
     def stamped(self, slot: int) -> MessageBatch:
         """The same rows (payload shared, not copied) stamped with the send ``slot``."""
