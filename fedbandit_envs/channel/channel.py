@@ -472,9 +472,8 @@ class Channel:
             batch = batches[0]
             plan = self._last_plans.get(batch.kind)
             if plan is not None and plan.has_sources_of(batch) and not reference_active():
-                if (from_agents and plan.server_sender) or (from_server and not plan.server_senders_only):
-                    self._check_senders(plan, batch, from_agents, from_server)  # (raises)
-                return [plan.apply(batch, None if slot is None else self.stamp(slot, plan.copies))]
+                self._check_senders(plan, batch, from_agents, from_server)
+                return [plan.apply(batch, self._stamp_for(slot, plan.copies))]
         batches = [batch for batch in batches if len(batch.sender)]
         kept = [self._kept_plan(batch) for batch in batches]
         if from_agents:  # every batch's senders first, then the links of the batches not planned yet

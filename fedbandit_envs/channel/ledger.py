@@ -355,9 +355,7 @@ class Ledger:
             return
         reference = reference_active()
         self.version = next(_VERSIONS)
-        layout = self._layouts.get(batch.layout_key())
-        if layout is None:
-            layout = self._layout(batch)
+        layout = self._layout(batch)
         replica, sender, recipient, count, free = self._held_header(layout, batch, reference)
         first_record, self._num_records = self._num_records, self._num_records + rows
         if reference or not free:

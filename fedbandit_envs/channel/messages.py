@@ -75,25 +75,17 @@ def _as_payload(payload: Mapping[str, object], where: str) -> FrozenDict:
 
     The copies share no memory with the sender's arrays and can never be made writeable (:mod:`fedbandit_envs.frozen`),
     and the mapping cannot be changed, so nothing the sender does afterwards reaches the channel; a broadcast
-    field stays a (read-only) broadcast of a copy of its distinct entries. A field that is an array without a broadcast
-    axis (the common case) is checked and copied here, any other by :func:`_payload_field` (every field in the
-    reference mode, :mod:`fedbandit_envs.reference`).
+    field stays a (read-only) broadcast of a copy of its distinct entries (:func:`_payload_field`).
     """
     if type(payload) is not dict and not isinstance(payload, Mapping):
         raise TypeError(f"{where}: payload must be a mapping of field name to numeric array, got {payload!r}")
     if len(payload) > MAX_FIELDS:
         raise ValueError(f"{where}: {len(payload)} payload fields; at most {MAX_FIELDS} are allowed")
     out: dict[str, np.ndarray] = {}
-    fast = not reference_active()  # the reference mode takes _payload_field for every field
     for key, value in payload.items():
         fits = type(key) is str and 0 < len(key) <= MAX_NAME_LENGTH  # the common case, checked fast
         name = key if fits else check_name(f"{where}: a payload field name", key)
-        if fast and type(value) is np.ndarray and value.ndim and 0 not in value.strides:  # the common case
-            kind = value.dtype.kind
-            if kind in "biu" or (kind == "f" and np.count_nonzero(np.isfinite(value)) == value.size):
-                out[name] = frozen(value)
-                continue
-        out[name] = _payload_field(value, where, name)  # (and the errors)
+        out[name] = _payload_field(value, where, name)
     return FrozenDict(out)
 
 

@@ -39,8 +39,6 @@ from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import Topology, TopologyName, build_topology, check_topology
 from fedbandit_envs.validation import check_bool, check_int, check_memory, check_options, population_memory
 
-_INT64, _UINT64 = np.dtype(np.int64), np.dtype(np.uint64)
-
 
 @dataclass(frozen=True)
 class MABConfig:
@@ -236,19 +234,7 @@ class FederatedMABCore(ChannelCore):
 
     # ------------------------------------------------------------------ step
     def check_arms(self, arms: np.ndarray) -> np.ndarray:
-        """Validate a (B, M) integer arm array; returns the core's own int64 copy (see ``check_arm_array``).
-
-        A (B, M) int64 array with every arm in range is copied after one reduction (negatives seen as huge unsigned
-        values); anything else takes ``check_arm_array``, which says what is wrong.
-        """
-        if (
-            type(arms) is np.ndarray
-            and arms.dtype == _INT64
-            and arms.shape == self._arm_shape
-            and np.maximum.reduce(arms.view(_UINT64), None) < self.config.num_arms
-            and not reference_active()  # (the reference mode: check_arm_array alone)
-        ):
-            return arms.copy()
+        """Validate a (B, M) integer arm array; returns the core's own int64 copy (see ``check_arm_array``)."""
         return check_arm_array(arms, self._arm_shape, "replicas, agents", self.config.num_arms)
 
     def step(self, arms: np.ndarray, messages: Sequence[MessageBatch] = (), *, arms_checked: bool = False) -> Feedback:
