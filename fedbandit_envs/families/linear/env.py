@@ -432,9 +432,17 @@ class LinearConfig(StreamSource):
         return 1.0
 
     @property
+    def dimension_split(self) -> tuple[int, tuple[int, ...]]:
+        """``(d_g, (d_1, ..., d_N))``: the global and each client's local dimension, as normalised at construction."""
+        d_g, local = self.global_dimension, self.local_dimensions
+        assert isinstance(d_g, int) and isinstance(local, tuple), "normalised by __post_init__"
+        return d_g, local
+
+    @property
     def client_dimensions(self) -> np.ndarray:
         """d_g + d_i per client (the number of leading context coordinates in use)."""
-        return self.global_dimension + np.asarray(self.local_dimensions, np.int64)
+        d_g, local = self.dimension_split
+        return d_g + np.asarray(local, np.int64)
 
     def context_covariance(self, client: int = 0) -> np.ndarray:
         """Sigma_c = E[x x^T] of ``"ball"`` contexts of ``client``: ``I_k / (k + 2)`` on its k coordinates.
@@ -464,11 +472,12 @@ class SyntheticReplica(ReplicaStream):
     def __init__(self, config: LinearConfig, streams: SeedStreams, instance_streams: SeedStreams) -> None:
         self.config = config
         instance = instance_streams.generator("instance")
-        n, d, d_g = config.num_clients, config.dimension, config.global_dimension
+        n, d = config.num_clients, config.dimension
+        d_g, local_dimensions = config.dimension_split
         theta = np.zeros((n, d))
         theta[:, :d_g] = _unit_vector(instance, d_g)
         if config.mode == "heterogeneous":
-            for i, d_i in enumerate(config.local_dimensions):
+            for i, d_i in enumerate(local_dimensions):
                 theta[i, d_g : d_g + d_i] = _unit_vector(instance, d_i)
         self.theta = theta
         self.pool = None
@@ -618,7 +627,7 @@ class LinearCore(ChannelCore):
         length = min(BLOCK, self.config.horizon - self.slot)
         blocks = [r.block(self.slot, length) for r in self.replicas]
         # immutable: the steps hand the active clients and their contexts to the learner, and the env reads them on
-        self._block = StreamBlock(*(None if f[0] is None else frozen(np.stack(f)) for f in zip(*blocks)))
+        self._block = StreamBlock._make(None if f[0] is None else frozen(np.stack(f)) for f in zip(*blocks))
         self._block_start = self.slot
 
     def _start_slot(self) -> None:
