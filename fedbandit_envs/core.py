@@ -244,6 +244,11 @@ class MessageHook(Protocol):
 
     # Optional: ``attach_records(records: ObservedRecords)``, called after ``reset`` with the env's
     # read-only count of each agent's observed rewards (see :func:`fedbandit_envs.core.reset_hooks`).
+    # Optional: ``checkpoint() -> state`` and ``restore(state)``: a hook that keeps state across slots defines
+    # both, so that when a later hook of the chain refuses the slot (raises), the hook's call is undone and the
+    # refused step changes nothing (see :func:`fedbandit_envs.channel.routing.apply_hooks`). ``refuses_steps =
+    # False`` (a class attribute) tells the chain that the hook never raises on the slot's messages, so hooks
+    # before it need no checkpoint on its account; a hook without the attribute is assumed to refuse some.
 
 
 def check_hooks(hooks: Sequence[Any]) -> tuple[MessageHook, ...]:

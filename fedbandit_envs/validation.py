@@ -59,6 +59,7 @@ __all__ = [
     "check_options",
     "check_memory",
     "check_name",
+    "check_names",
     "check_real",
     "check_real_array",
     "check_render_mode",
@@ -167,6 +168,17 @@ def check_real(
     if maximum is not None and (number >= maximum if exclusive_maximum else number > maximum):
         raise ValueError(f"{name} must be {'<' if exclusive_maximum else '<='} {maximum}, got {number}")
     return number
+
+
+def check_names(what: str, values: Any, example: str = "('sample',)") -> frozenset[str]:
+    """Return ``values``, an iterable of names (e.g. message kinds), as a frozenset of names checked by check_name.
+
+    A single string raises a ``TypeError`` rather than being read as the set of its letters, and so does anything
+    that is not an iterable; ``example`` shows the expected form in the error.
+    """
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise TypeError(f"{what} must be an iterable of names, e.g. {example}; got {_describe(values)}")
+    return frozenset(check_name(f"each of {what}", value) for value in values)
 
 
 def check_bool(name: str, value: Any) -> bool:

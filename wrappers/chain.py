@@ -10,7 +10,9 @@ object are independent of each other.
 **Composition.** Wrappers of different kinds compose in order, the innermost first:
 ``ByzantineAgents(MessageDrops(env))`` loses copies, then corrupts the records that survive;
 ``LaplaceMessageDP(ByzantineAgents(env))`` noises what the byzantine agents send, and
-``ByzantineAgents(LaplaceMessageDP(env))`` corrupts the noised messages. A chain holds **one wrapper of each
+``ByzantineAgents(LaplaceMessageDP(env))`` corrupts the noised messages; a DP wrapper refuses to wrap
+``MessageDelays`` (:attr:`HookWrapper.holds_copies`: noise and charges belong to the slot a message is sent in, so
+``MessageDelays(LaplaceMessageDP(env))``). A chain holds **one wrapper of each
 kind** (:attr:`HookWrapper.kind`: DP, byzantine agents, drops, delays); a second raises a ``ValueError`` that says
 what to use instead (``HookWrapper(env, hook)`` itself, a user's own hook, has no kind and composes freely):
 
@@ -65,6 +67,9 @@ class HookWrapper(BaseParallelWrapper):
     #: Whether the hook hands the hooks after it one row per recipient of a ``NEIGHBOURS`` broadcast (per-copy
     #: faults), so that a DP hook outside it sees every copy of a broadcast as a release of its own.
     splits_broadcasts: ClassVar[bool] = False
+    #: Whether the hook holds copies back to later slots, so that the hooks after it see a copy only when it is
+    #: released (a DP wrapper refuses to sit outside it: noise and charges belong to the slot a message is sent in).
+    holds_copies: ClassVar[bool] = False
 
     def __init__(self, env: Any, hook: MessageHook) -> None:
         if not isinstance(getattr(env, "unwrapped", None), ProtocolParallelEnv):

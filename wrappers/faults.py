@@ -54,6 +54,7 @@ from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import SERVER
+from fedbandit_envs.validation import check_names
 from wrappers.chain import HookClassWrapper
 
 __all__ = [
@@ -275,6 +276,8 @@ class _Hook:
 
     stream_kind = "byzantine"
     wrapper = "ByzantineAgents"
+    #: A fault acts on what is sent and never refuses it (an inactive fault is reported at the episode's end).
+    refuses_steps = False
 
     def __init__(self, on_inactive: str) -> None:
         if on_inactive not in ON_INACTIVE:
@@ -300,6 +303,21 @@ class _Hook:
             if self._final_calls == getattr(self.context, "active_per_slot", 1) and not self.exposed.any():
                 self._report_inactive()
         return out
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The episode state a call changes (generators, counts), for :meth:`restore` when a later hook refuses."""
+        return {
+            "rngs": [rng.bit_generator.state for rng in self.rngs],
+            "exposed": self.exposed.copy(),
+            "sent": {kind: set(fields) for kind, fields in self._sent.items()},
+            "final_calls": self._final_calls,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put back the state :meth:`checkpoint` returned (the slot it was taken before was refused)."""
+        for rng, rng_state in zip(self.rngs, state["rngs"]):
+            rng.bit_generator.state = rng_state
+        self.exposed, self._sent, self._final_calls = state["exposed"], state["sent"], state["final_calls"]
 
     def check_population(self, num_agents: int) -> None:
         """Raise ``ValueError`` unless the agents the fault names are among ``num_agents`` agents."""
@@ -334,7 +352,7 @@ class _PerCopyHook(_Hook):
 
     def __init__(self, kinds: Sequence[str] | None, senders: Sequence[int] | None, on_inactive: str) -> None:
         super().__init__(on_inactive)
-        self.kinds = None if kinds is None else frozenset(str(k) for k in kinds)
+        self.kinds = None if kinds is None else check_names("kinds", kinds)
         self.senders = None if senders is None else _agent_ids("senders", senders)
 
     def check_population(self, num_agents: int) -> None:
@@ -433,7 +451,7 @@ class ByzantineAdversary(_Hook):
         if isinstance(fields, str) or not fields or not all(isinstance(f, str) and f for f in fields):
             raise TypeError(f"fields must be a non-empty sequence of payload field names, got {fields!r}")
         self.fields = tuple(fields)
-        self.kinds = None if kinds is None else frozenset(kinds)
+        self.kinds = None if kinds is None else check_names("kinds", kinds)
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Choose the byzantine agents of every replica; clear the hidden log."""
@@ -452,6 +470,16 @@ class ByzantineAdversary(_Hook):
         #: relay mode, by byzantine agents in messages carrying a target field).
         self.corrupted = np.zeros(b, np.int64)
         self._log: list[dict[str, np.ndarray]] = []
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The base state, the corruption counts and the length of the hidden log."""
+        return {**super().checkpoint(), "corrupted": self.corrupted.copy(), "logged": len(self._log)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put back the counts and drop the log entries of the refused slot."""
+        super().restore(state)
+        self.corrupted = state["corrupted"]
+        del self._log[state["logged"] :]
 
     def check_population(self, num_agents: int) -> None:
         """Raise ``ValueError`` unless every explicit byzantine id is one of ``num_agents`` agents."""
@@ -599,6 +627,15 @@ class DropHook(_PerCopyHook):
         #: (B,) copies dropped so far.
         self.dropped = np.zeros(context.num_replicas, np.int64)
 
+    def checkpoint(self) -> dict[str, Any]:
+        """The base state and the drop counts."""
+        return {**super().checkpoint(), "dropped": self.dropped.copy()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put back the counts."""
+        super().restore(state)
+        self.dropped = state["dropped"]
+
     def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """The batches without the lost copies."""
         affected, rest = self._split(batches)
@@ -642,6 +679,15 @@ class DelayHook(_PerCopyHook):
         """Start an episode with nothing held back."""
         super().reset(context, streams)
         self._held: dict[int, list[MessageBatch]] = {}
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The base state and the copies held back (batches are immutable: the lists are copied)."""
+        return {**super().checkpoint(), "held": {due: list(batches) for due, batches in self._held.items()}}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put back what was held."""
+        super().restore(state)
+        self._held = state["held"]
 
     def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Undelayed copies, plus the held copies due in this slot; hold the others."""
@@ -730,4 +776,5 @@ class MessageDelays(_FaultWrapper):
     kind = "message delays"
     splits_broadcasts = True
     combine = "use one MessageDelays with the delays and jitters added"
+    holds_copies = True
     hook_class = DelayHook

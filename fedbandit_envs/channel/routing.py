@@ -70,13 +70,25 @@ def apply_hooks(
     messages: Sequence[MessageBatch],
     prepared: list[MessageBatch],
 ) -> list[MessageBatch]:
-    """The prepared batches after the episode's message hooks, in order (validated again: hooks may remove rows)."""
+    """The prepared batches after the episode's message hooks, in order (validated again: hooks may remove rows).
+
+    Atomic: when a hook refuses the slot (raises), every hook before it that can (``checkpoint`` and ``restore``,
+    see :class:`~fedbandit_envs.core.MessageHook`) is put back as it was, so a refused step changes nothing. Only
+    hooks followed by one that may refuse (``refuses_steps``, True unless a hook says otherwise) are checkpointed.
+    """
     if not hooks:
         return prepared
+    last_refusing = max((i for i, hook in enumerate(hooks) if getattr(hook, "refuses_steps", True)), default=0)
+    saved = [(hook, hook.checkpoint()) for hook in hooks[:last_refusing] if hasattr(hook, "checkpoint")]
     outgoing = [b for b in messages if len(b)]
-    for hook in hooks:
-        outgoing = hook(slot, outgoing)
-    return channel.prepare(outgoing) if outgoing else []
+    try:
+        for hook in hooks:
+            outgoing = hook(slot, outgoing)
+        return channel.prepare(outgoing) if outgoing else []
+    except BaseException:
+        for hook, state in saved:
+            hook.restore(state)
+        raise
 
 
 def deliver(

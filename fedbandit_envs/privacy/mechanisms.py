@@ -133,7 +133,10 @@ def _gaussian_delta_normalised(noise_multiplier: float, epsilon: float) -> float
     mu = 1.0 / noise_multiplier
     log_first = float(log_ndtr(mu / 2 - epsilon / mu))
     log_second = float(log_ndtr(-mu / 2 - epsilon / mu))
-    return max(0.0, math.exp(log_first) * -math.expm1(epsilon + log_second - log_first))
+    exponent = epsilon + log_second - log_first
+    if exponent >= 0.0:  # the second term is at least the first: no delta (and no overflow of expm1 at huge epsilon)
+        return 0.0
+    return math.exp(log_first) * -math.expm1(exponent)
 
 
 def gaussian_sigma_analytic(l2_sensitivity: float, epsilon: float, delta: float) -> float:

@@ -31,6 +31,7 @@ production privacy, unless ``NoiseSpec(secure=True)`` releases through OpenDP
 
 from __future__ import annotations
 
+import math
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -58,9 +59,12 @@ from fedbandit_envs.privacy.mechanisms import (
 )
 from fedbandit_envs.privacy.secure import require_opendp, secure_release
 from fedbandit_envs.seeding import SeedStreams
-from fedbandit_envs.validation import check_bool, check_int, check_real
+from fedbandit_envs.validation import check_bool, check_int, check_names, check_real
 
 ON_EXHAUSTED = ("raise", "drop", "block")
+#: Noise draws stay within this many scales of zero: numpy's Laplace draws within 37 (a uniform draw is at least
+#: 2**-53), its normal draws within 14; a release refuses a scale at which that reach would overflow a float.
+NOISE_TAIL = 64.0
 CALIBRATIONS = ("paper", "strict")
 MECHANISMS = ("laplace", "gaussian")
 GAUSSIAN_CALIBRATIONS = ("classical", "analytic")
@@ -229,9 +233,7 @@ class MessagePrivatizer:
             raise ValueError(f"budget must be > 0 (or None), got {budget}")
         if budget_delta is not None and not 0.0 < check_real("budget_delta", budget_delta) < 1.0:
             raise ValueError(f"budget_delta must be in (0, 1) (or None), got {budget_delta}")
-        vocabulary = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-        if isinstance(kinds, str) or not all(isinstance(k, str) and k for k in vocabulary):
-            raise TypeError(f"kinds must be an iterable of non-empty strings, e.g. ('theta', 'counts'); got {kinds!r}")
+        vocabulary = check_names("kinds", kinds, "('theta', 'counts')")
         self.noise = noise
         self.epsilon = epsilon
         self.calibration = calibration
@@ -239,8 +241,8 @@ class MessagePrivatizer:
         self.budget = budget
         self.budget_delta = budget_delta
         self.on_exhausted = on_exhausted
-        self.strict = strict
-        self.kinds = frozenset(vocabulary)
+        self.strict = check_bool("strict", strict)
+        self.kinds = vocabulary
         if not callable(epsilon):
             noise.scale(np.float64(1.0), self.message_epsilon(1))  # fail now if it cannot be calibrated
         self._warned: set[tuple[str, str]] = set()
@@ -360,7 +362,35 @@ class MessagePrivatizer:
         sensitive = [name for name, d in schema.items() if isinstance(d, Sensitive)]
         ranges = {name: self._field_range(batch, name, schema[name]) for name in sensitive}
         keep, epsilons = self._guard(batch, schema, sensitive, plan)
+        if keep.any():
+            for name in sensitive:
+                self._check_representable(batch, name, schema[name], ranges[name], keep, epsilons)
         return batch, schema, sensitive, ranges, keep, epsilons
+
+    def _check_representable(
+        self, batch: MessageBatch, name: str, declaration: Sensitive, ranges: tuple, keep: np.ndarray, epsilons
+    ) -> None:
+        """Refuse, before anything is charged or drawn, a release whose noised values could overflow a float.
+
+        The largest noise scale of the kept rows (the smallest epsilon, the largest sensitivity) times
+        ``NOISE_TAIL`` plus the largest clipped value must be a finite float.
+        """
+        low, high, sensitivity = (np.asarray(array)[keep] for array in ranges)
+        if declaration.affects == "all":
+            sensitivity = self._total_sensitivity(sensitivity.reshape(len(sensitivity), -1))
+        with np.errstate(over="ignore"):
+            largest = float(np.max(self.noise.scale(np.float64(sensitivity.max()), float(epsilons[keep].min()))))
+            reach = float(np.maximum(np.abs(low), np.abs(high)).max(initial=0.0)) + NOISE_TAIL * largest
+        if not math.isfinite(reach):
+            raise ValueError(
+                f"field {name!r} of {batch.kind!r}: the noise scale ({largest:g}, from epsilon "
+                f"{float(epsilons[keep].min()):g} and sensitivity {float(sensitivity.max()):g}) is too large to "
+                "release a finite value; use a larger epsilon or narrower bounds"
+            )
+
+    def _total_sensitivity(self, per_entry: np.ndarray) -> np.ndarray:
+        """(n,) sensitivity of a whole row of ``affects="all"`` entries: their sum (Laplace) or l2 norm (Gaussian)."""
+        return per_entry.sum(axis=1) if self.noise.mechanism == "laplace" else np.sqrt((per_entry**2).sum(axis=1))
 
     # ------------------------------------------------------------------ facts
     def _facts(self, name: str, claim: str) -> ObservedRecords:
@@ -407,8 +437,10 @@ class MessagePrivatizer:
 
         ``records`` is (n, entries). Entries of a field with ``affects="one"`` use disjoint records, so
         together they claim the sum of their counts: of the sender's total, or per arm with ``arm_field``.
-        ``before_any``: a claim on a sender (or arm) with no observed reward passes, as nothing private exists yet
-        (value entries sent before the first reward depend on no record).
+        ``before_any``: a claim of a sender with no observed reward at all passes, as nothing private exists yet
+        (value entries sent before the first reward depend on no record). Once the sender has observed a reward, an
+        entry labelled with an arm it never pulled is refused like any other claim beyond the count: the env cannot
+        tell which record such an entry repeats.
         """
         if declaration.aggregate == "mean" and np.any(records < 1):
             raise ValueError(f"records field {declaration.records_field!r} must be >= 1 for a mean")
@@ -425,7 +457,11 @@ class MessagePrivatizer:
             claimed = np.broadcast_to(records.sum(axis=1, keepdims=True), records.shape)
         elif declaration.affects == "one" and arms is not None:
             claimed = np.stack([np.bincount(a, weights=r)[a] for a, r in zip(arms, records)])
-        over = np.argwhere((claimed > available) & ((available > 0) | (not before_any)))
+        if before_any:  # only a sender with no observed reward at all has nothing private to repeat
+            nothing_yet = self._agent_totals(batch, name, "a record count").reshape(-1, 1) == 0
+            over = np.argwhere((claimed > available) & ~nothing_yet)
+        else:
+            over = np.argwhere(claimed > available)
         if len(over):
             row, entry = over[0]
             arm = "" if arms is None else f" of arm {int(arms[row, entry])}"
@@ -614,8 +650,7 @@ class MessagePrivatizer:
         low, high, sensitivity = ranges
         values = np.clip(np.asarray(batch.payload[name], np.float64), low, high)
         if declaration.affects == "all":
-            flat = sensitivity.reshape(len(batch), -1)
-            total = flat.sum(axis=1) if self.noise.mechanism == "laplace" else np.sqrt((flat**2).sum(axis=1))
+            total = self._total_sensitivity(sensitivity.reshape(len(batch), -1))
             sensitivity = np.broadcast_to(_broadcast(total, values), values.shape)
         noised = values.copy()
         for row in range(len(batch)):

@@ -24,7 +24,7 @@ from fedbandit_envs.privacy.accountant import TreeEvent
 from fedbandit_envs.privacy.mechanisms import BinaryTreeMechanism, _TreeParameters
 from fedbandit_envs.privacy.secure import SecureTreeSums
 from fedbandit_envs.seeding import SeedStreams
-from wrappers.dp.privatizer import MessagePrivatizer, NoiseSpec, PrivatizerOptions
+from wrappers.dp.privatizer import NOISE_TAIL, MessagePrivatizer, NoiseSpec, PrivatizerOptions
 
 
 class _SeededTrees:
@@ -117,6 +117,25 @@ class TreePrivatizer(MessagePrivatizer):
             copies = entries if declaration.affects == "all" else 1
             events += [TreeEvent(epsilon, levels)] * copies
         return events
+
+    def _check_representable(
+        self, batch: MessageBatch, name: str, declaration: Sensitive, ranges: tuple, keep: np.ndarray, epsilons
+    ) -> None:
+        """Refuse, before anything is charged or drawn, streams whose noisy sums could overflow a float.
+
+        A prefix sum adds at most ``horizon`` clipped increments and the noise of one node per level, each of
+        scale ``(high - low) * levels / epsilon``.
+        """
+        low, high = declaration.bounds  # type: ignore[misc]
+        levels = self.horizon.bit_length()
+        with np.errstate(over="ignore"):
+            scale = np.float64(high - low) * levels / float(epsilons[keep].min())
+            reach = self.horizon * max(abs(low), abs(high)) + levels * NOISE_TAIL * scale
+        if not np.isfinite(reach):
+            raise ValueError(
+                f"field {name!r} of {batch.kind!r}: running sums over {self.horizon} slots with bounds {(low, high)} "
+                f"and epsilon {float(epsilons[keep].min()):g} could exceed the largest float; use narrower bounds"
+            )
 
     def _check_stream(self, key: tuple, name: str, entries: int) -> None:
         """Refuse, before anything is charged, a release its open stream cannot take: other entries, or past T."""

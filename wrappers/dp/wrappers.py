@@ -27,6 +27,16 @@ from wrappers.dp.privatizer import CalibratedOptions, EpsilonSpec, MessagePrivat
 from wrappers.dp.tree import TreePrivatizer
 
 
+def _refuse_to_wrap(wrapper: str, env: Any, attribute: str, why: str, instead: str) -> None:
+    """Raise ``ValueError`` if a layer of ``env``'s chain sets ``attribute``: ``wrapper`` cannot wrap it (``why``)."""
+    found = [type(layer).__name__ for layer in layers(env) if getattr(layer, attribute, False)]
+    if found:
+        raise ValueError(
+            f"{wrapper} cannot wrap {found[0]}: {why}; wrap the other way round "
+            f"({found[0]}({wrapper}(env, ...), ...)): {instead}"
+        )
+
+
 class MessageDP(HookWrapper):
     """Base class: hands a privatizer to the env's episodes and reports epsilon spent in ``infos``.
 
@@ -40,6 +50,17 @@ class MessageDP(HookWrapper):
     )
     #: The hook of a DP wrapper is always a privatizer.
     hook: MessagePrivatizer
+
+    def __init__(self, env: Any, hook: MessagePrivatizer) -> None:
+        super().__init__(env, hook)  # a second DP wrapper is refused first
+        _refuse_to_wrap(
+            type(self).__name__,
+            env,
+            "holds_copies",
+            "a copy it holds back would reach the DP wrapper only when released, to be checked against what its "
+            "sender had observed by then and charged in that slot",
+            "noise and charge a message in the slot it is sent, then delay its copies",
+        )
 
     @property
     def privatizer(self) -> MessagePrivatizer:
@@ -158,11 +179,12 @@ class TreeMessageDP(HookClassWrapper, MessageDP):
     hook_class = TreePrivatizer
 
     def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
-        super().__init__(env, *args, **kwargs)  # a second DP wrapper is refused first
-        splitting = [type(layer).__name__ for layer in layers(env) if getattr(layer, "splits_broadcasts", False)]
-        if splitting:
-            raise ValueError(
-                f"TreeMessageDP cannot wrap {splitting[0]}: it splits every NEIGHBOURS broadcast into one row per "
-                "recipient, and a running sum is released once per slot, not once per copy; wrap the other way "
-                f"round ({splitting[0]}(TreeMessageDP(env, ...), ...)): noise once, then lose or delay copies"
-            )
+        super().__init__(env, *args, **kwargs)  # a second DP wrapper, or one around MessageDelays, is refused first
+        _refuse_to_wrap(
+            "TreeMessageDP",
+            env,
+            "splits_broadcasts",
+            "it splits every NEIGHBOURS broadcast into one row per recipient, and a running sum is released once per "
+            "slot, not once per copy",
+            "noise once, then lose or delay copies",
+        )

@@ -49,7 +49,6 @@ from fedbandit_envs.core import (
     Phase,
     Step,
     check_arm_array,
-    check_arm_shape,
     start_episode,
 )
 from fedbandit_envs.env_base import ProtocolParallelEnv
@@ -1013,10 +1012,12 @@ class FederatedLinear(ProtocolParallelEnv):
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
         """The act step's action dict: the arm of every active client of ``step`` in a (B = 1) action.
 
-        The arms' shape is checked as on the batched path (each client's arm is checked by the step).
+        The arms are checked as on the batched path (shape, integer dtype and range), before the step checks each
+        client's arm again.
         """
         names, clients = self.possible_agents, step.client_ids()[0].tolist()
-        arms = check_arm_shape(action.arms, (1, len(clients)), "replicas, active clients")[0].tolist()
+        shape, num_arms = (1, len(clients)), self.config.num_arms
+        arms = check_arm_array(action.arms, shape, "replicas, active clients", num_arms)[0].tolist()
         return {names[i]: arm for i, arm in zip(clients, arms)}
 
     def feedback_from(

@@ -12,7 +12,7 @@ from gymnasium import spaces
 from fedbandit_envs.channel import ChannelConfig, CostModel, Message, MessageBatch, batches_from_messages
 from fedbandit_envs.channel.ledger import LinkAccounting
 from fedbandit_envs.channel.messages import batches_by_key
-from fedbandit_envs.core import Action, Feedback, Step, check_arm_shape
+from fedbandit_envs.core import Action, Feedback, Step, check_arm_array
 from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.families.registry import Family, register_family
@@ -237,10 +237,11 @@ class FederatedMAB(ProtocolParallelEnv):
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
         """The action dict of a population's (B = 1) action: plain arms, or dicts when it sends messages.
 
-        Each agent's messages go as array messages: per batch, the sub-batch of its rows. The arms' shape is checked
-        as on the batched path (each agent's arm is checked by the step).
+        Each agent's messages go as array messages: per batch, the sub-batch of its rows. The arms are checked as on
+        the batched path (shape, integer dtype and range), before the step checks each agent's arm again.
         """
-        arms = check_arm_shape(action.arms, (1, len(self.possible_agents)), "replicas, agents")[0].tolist()
+        shape, num_arms = (1, len(self.possible_agents)), self.core.config.num_arms
+        arms = check_arm_array(action.arms, shape, "replicas, agents", num_arms)[0].tolist()
         if not action.messages:
             return dict(zip(self.possible_agents, arms))
         outgoing = batches_by_key(action.messages, "sender")
