@@ -318,6 +318,8 @@ class ChannelCore:
     coordinator: Any = None
     #: Why the episode cannot go on (a slot failed half played), or None.
     failed: str | None = None
+    #: Whether an episode has been opened (``reset`` called at least once).
+    started: bool = False
 
     @property
     def done(self) -> bool:
@@ -350,6 +352,7 @@ class ChannelCore:
         self.channel.reset(context.topologies, [s.generator("channel") for s in streams])
         self.context = context
         self.failed = None
+        self.started = True
         if self.coordinator is not None:
             self.coordinator.reset(context, [s.generator("coordinator") for s in streams])
         self.records = records

@@ -116,6 +116,7 @@ class ProtocolParallelEnv(ParallelEnv):
         The clock, the agents' summed regret, the family's own figures (:meth:`summary_extras`), then the messages
         and the cost the ledger has recorded.
         """
+        self.check_started()
         core, totals = self.core, self.ledger.totals()
         return "  ".join(
             (
@@ -130,6 +131,11 @@ class ProtocolParallelEnv(ParallelEnv):
     def summary_extras(self) -> tuple[str, ...]:
         """The family's own figures in :meth:`summary` (none by default)."""
         return ()
+
+    def check_started(self) -> None:
+        """RuntimeError before the first ``reset()`` (nothing to show: the episode's state is built at reset)."""
+        if not self.core.started:
+            raise RuntimeError("call reset() first")
 
     def render(self) -> str | None:
         """The one-line summary (``render_mode="ansi"``); None in any other mode (without one, with a warning)."""

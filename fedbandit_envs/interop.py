@@ -57,6 +57,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from fedbandit_envs.channel import NEIGHBOURS, Message
+from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
 from fedbandit_envs.core import EPISODE_OVER
 from fedbandit_envs.env_base import ACT
 from fedbandit_envs.validation import check_choice, check_int
@@ -299,6 +300,10 @@ class FixedShapeParallelEnv(ParallelEnv):
             links (the MAB ``"server"`` topology) broadcasting sends nothing and the inbox stays zero.
         max_cycles: end the episode (a truncation) after this many steps; None: at the horizon only.
         flatten: observations as one flat float32 ``Box`` (default) or as the ``Dict`` of ``Box`` fields.
+        privacy: the privacy declaration of the statistics messages (field name -> ``Public()``,
+            ``Sensitive(...)`` or ``Privatized(...)``, see :mod:`fedbandit_envs.channel.privacy`), which a DP wrapper
+            in strict mode needs; e.g. ``{"counts": Public(), "sums": Sensitive(bounds=(0, 1), aggregate="sum")}``
+            for the MAB family. None: undeclared (a strict DP wrapper refuses the messages).
     """
 
     def __init__(
@@ -308,6 +313,7 @@ class FixedShapeParallelEnv(ParallelEnv):
         messages: MessageRule | None = None,
         max_cycles: int | None = None,
         flatten: bool = True,
+        privacy: PrivacySchema | None = None,
     ) -> None:
         if not isinstance(env, ParallelEnv):
             raise TypeError(f"env must be a PettingZoo ParallelEnv of this suite, got {type(env).__name__}")
@@ -325,6 +331,8 @@ class FixedShapeParallelEnv(ParallelEnv):
         if not isinstance(flatten, bool):
             raise TypeError(f"flatten must be True or False, got {flatten!r}")
         self.flatten = flatten
+        zeros = {name: np.zeros(space.shape) for name, space in form.statistics.items()}
+        self.privacy = check_schema(privacy, zeros, "FixedShapeParallelEnv")
         self.possible_agents = list(env.possible_agents)
         self.agents: list[str] = []
         self.metadata = {**env.metadata, "name": f"{env.metadata.get('name', 'fedbandit')}-fixed-shape"}
@@ -506,7 +514,9 @@ class FixedShapeParallelEnv(ParallelEnv):
                 recipients = self._recipients[j]
             if recipients:
                 payload = self._stats[j]
-                out[agent] = {"messages": [Message(j, r, STATISTICS, payload) for r in recipients]}
+                out[agent] = {
+                    "messages": [Message(j, r, STATISTICS, payload, privacy=self.privacy) for r in recipients]
+                }
         return out
 
     def _receive(self, raw: Mapping[str, Mapping[str, Any]]) -> None:
@@ -545,12 +555,12 @@ def make_fixed_shape(
     messages: MessageRule | None = None,
     max_cycles: int | None = None,
     flatten: bool = True,
+    privacy: PrivacySchema | None = None,
     **env_kwargs: Any,
 ) -> FixedShapeParallelEnv:
     """The fixed-shape form of a registered multi-agent id: ``pettingzoo.make("parallel", env_id, **env_kwargs)``.
 
     For the AEC form, pass the result to ``pettingzoo.utils.conversions.parallel_to_aec``.
     """
-    return FixedShapeParallelEnv(
-        pettingzoo.make("parallel", env_id, **env_kwargs), messages=messages, max_cycles=max_cycles, flatten=flatten
-    )
+    env = pettingzoo.make("parallel", env_id, **env_kwargs)
+    return FixedShapeParallelEnv(env, messages=messages, max_cycles=max_cycles, flatten=flatten, privacy=privacy)

@@ -183,16 +183,19 @@ def time_limit_at_horizon(env: gymnasium.Env, default: int) -> gymnasium.Env:
     ``TimeLimit`` wrapper that ``make`` applied. A limit equal to the registered ``max_episode_steps`` (``default``,
     the default horizon) becomes a limit at the view's ``horizon``, so ``gymnasium.make(id, horizon=1000)`` runs
     1000-step episodes and ``env.spec.max_episode_steps`` is the episode length. A limit given to ``make`` as
-    ``max_episode_steps`` with another value, or none (``max_episode_steps=-1``), is kept; one given with the
-    default's value cannot be told from it and moves too.
+    ``max_episode_steps`` below the horizon, or none (``max_episode_steps=-1``), is kept; one above the horizon, which
+    no episode could reach, becomes the horizon (so the spec states the episode length); one given with the default's
+    value cannot be told from it and moves too.
     """
-    if not (isinstance(env, TimeLimit) and env.spec is not None and env.spec.max_episode_steps == default):
+    if not (isinstance(env, TimeLimit) and env.spec is not None and env.spec.max_episode_steps is not None):
         return env
     view = env.unwrapped
     if not isinstance(view, _EpisodeLength):
         raise TypeError(f"{type(view).__name__} has no horizon; only the views of the families are registered")
-    horizon = view.horizon
-    return env if horizon == default else TimeLimit(env.env, horizon)
+    limit, horizon = env.spec.max_episode_steps, view.horizon
+    if limit == horizon or (limit != default and limit < horizon):
+        return env
+    return TimeLimit(env.env, horizon)
 
 
 def register_all() -> None:

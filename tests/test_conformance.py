@@ -77,6 +77,18 @@ def test_parallel_spaces_contain_observations(env_id):
     assert env.state_space.contains(env.state())
 
 
+@pytest.mark.parametrize("fixed", [False, True], ids=["raw", "fixed-shape"])
+@pytest.mark.parametrize("env_id", PARALLEL_IDS)
+def test_state_render_and_ledger_before_reset_ask_for_a_reset(env_id, fixed):
+    kwargs = {**PARALLEL_ENVS[env_id].test_kwargs, "render_mode": "ansi"}
+    env = make_fixed_shape(env_id, **kwargs) if fixed else pettingzoo.make("parallel", env_id, **kwargs)
+    for call in (env.render, env.state, env.unwrapped.ledger.totals):
+        with pytest.raises(RuntimeError, match="reset"):
+            call()
+    env.reset(seed=0)
+    assert env.render() and env.state() is not None and env.unwrapped.ledger.totals()["messages"] == 0
+
+
 @pytest.mark.parametrize("env_id", PARALLEL_IDS)
 def test_parallel_determinism_and_pickle(env_id):
     first, second = rollout(make_parallel(env_id), 7), rollout(make_parallel(env_id), 7)

@@ -207,6 +207,14 @@ def test_a_time_limit_given_to_make_is_kept(env_id):
     assert make(env_id, horizon=5000, max_episode_steps=-1).spec.max_episode_steps is None
 
 
+@pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
+def test_a_time_limit_beyond_the_horizon_becomes_the_horizon(env_id):
+    """No episode can pass the horizon, so the spec states the episode length rather than an unreachable limit."""
+    env = make(env_id, max_episode_steps=gymnasium.spec(env_id).max_episode_steps + 300)
+    assert env.spec.max_episode_steps == env.unwrapped.horizon
+    assert make(env_id, horizon=50, max_episode_steps=80).spec.max_episode_steps == 50
+
+
 def test_a_longer_horizon_runs_to_its_end_and_a_given_limit_ends_earlier():
     env = gymnasium.make("fedbandit/LocalBandit-v0", num_arms=2, horizon=230)
     env.reset(seed=0)

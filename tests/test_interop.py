@@ -391,3 +391,34 @@ def test_rllib_parallel_pettingzoo_env_trains_ppo():
         algorithm.stop()
     finally:
         ray.shutdown()
+
+
+def test_statistics_declared_with_privacy_pass_a_strict_dp_wrapper_and_are_noised():
+    from fedbandit_envs.channel.privacy import Public, Sensitive
+    from wrappers.dp import LaplaceMessageDP
+
+    setting = {"num_agents": 3, "num_arms": 2, "horizon": 6, "topology": "complete"}
+    shared = {"counts": Public(), "sums": Sensitive(bounds=(0.0, 1.0), aggregate="sum")}
+    inner = pettingzoo.make("parallel", "fedbandit/FederatedMAB-v0", **setting)
+    wrapped = LaplaceMessageDP(inner, epsilon=1.0, kinds=(STATISTICS,))
+    undeclared = FixedShapeParallelEnv(wrapped, flatten=False)
+    undeclared.reset(seed=0)
+    with pytest.raises(ValueError, match="undeclared payload fields"):
+        undeclared.step({a: 0 for a in undeclared.agents})
+    env = FixedShapeParallelEnv(wrapped, flatten=False, privacy=shared)
+    plain = make_fixed_shape("fedbandit/FederatedMAB-v0", flatten=False, **setting)
+    env.reset(seed=0)
+    plain.reset(seed=0)
+    for _ in range(3):
+        noised, *_ = env.step({a: 0 for a in env.agents})
+        exact, *_ = plain.step({a: 0 for a in plain.agents})
+    np.testing.assert_array_equal(noised["agent_0"]["inbox_counts"], exact["agent_0"]["inbox_counts"])  # public
+    assert not np.array_equal(noised["agent_0"]["inbox_sums"], exact["agent_0"]["inbox_sums"])  # noised
+    assert wrapped.epsilon_spent().tolist() == [3.0, 3.0, 3.0]  # one release per agent and slot
+
+
+def test_a_privacy_declaration_must_name_the_statistics():
+    from fedbandit_envs.channel.privacy import Public
+
+    with pytest.raises(ValueError, match="privacy declares field 'nope'"):
+        make("fedbandit/GossipMAB-v0", privacy={"nope": Public()})

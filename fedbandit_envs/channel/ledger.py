@@ -186,6 +186,9 @@ class Ledger:
     kind_messages = _Tallied()
     kind_bytes = _Tallied()
 
+    #: Whether :meth:`reset` has given the ledger an episode's shape (its totals exist only from then on).
+    _opened = False
+
     def __init__(self, cost_model: CostModel, record_messages: bool = False) -> None:
         self.cost_model = cost_model
         self.record_messages = record_messages
@@ -206,6 +209,7 @@ class Ledger:
         link, as the channel's do).
         """
         b, n = num_replicas, num_agents + 1
+        self._opened = True
         self.version = next(_VERSIONS)
         self._num_replicas = b
         self._num_agents = num_agents
@@ -468,7 +472,9 @@ class Ledger:
 
     # ------------------------------------------------------------------ tallies
     def _tally(self) -> None:
-        """Add the queued copies and the links of the closed slots to the totals."""
+        """Add the queued copies and the links of the closed slots to the totals (RuntimeError before any reset)."""
+        if not self._opened:
+            raise RuntimeError("the ledger holds an episode's totals: reset the environment first")
         if self._queued_copies:
             self._tally_copies()
         if self._closed_links:

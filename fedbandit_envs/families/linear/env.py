@@ -1030,6 +1030,7 @@ class FederatedLinear(ProtocolParallelEnv):
 
     def state(self) -> np.ndarray:
         """Global view: each client's cumulative pseudo-regret, then the slot and the phase."""
+        self.check_started()
         phase = 0.0 if self.core.phase == "act" else 1.0
         return np.concatenate([self.core.regret[0], [float(self.core.slot), phase]])
 

@@ -928,6 +928,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
 
     def state(self) -> np.ndarray:
         """Global view: last units and good units of every agent, and every agent's cumulative regret."""
+        self.check_started()
         last = self.core.last
         return np.concatenate(
             [
