@@ -27,6 +27,15 @@ from any_family_population import EpsilonGreedy  # noqa: E402
 PROBLEMS = {
     "mab": {"num_agents": 4, "num_arms": 5, "horizon": 40, "instance_seed": 0},
     "linear": {"env": "linear", "num_clients": 4, "num_arms": 5, "dimension": 3, "horizon": 40},
+    # several clients a slot: the step's positions follow their arrival, on both paths (not their ids)
+    "linear, 3 active": {
+        "env": "linear",
+        "num_clients": 5,
+        "num_arms": 5,
+        "dimension": 3,
+        "horizon": 40,
+        "active_per_slot": 3,
+    },
     "procurement": {"env": "procurement", "num_agents": 3, "num_producers": 5, "horizon": 40},
 }
 

@@ -993,12 +993,17 @@ class FederatedLinear(ProtocolParallelEnv):
 
     # ------------------------------------------------------------------ protocol translation
     def step_from(self, observations: Mapping[str, Mapping[str, Any]]) -> Step:
-        """The act phase the observations describe: the active clients and their contexts."""
-        active = [a for a in self.agents if observations[a]["active"]]
-        slot = int(observations[active[0]]["slot"])
-        clients = frozen(np.array([[self._index[a] for a in active]], np.int64))  # the run loop reads it again
-        contexts = np.stack([observations[a]["contexts"] for a in active])[None]
-        return Step(slot, clients=clients, contexts=contexts)
+        """The act phase the observations describe: the active clients, in the order they arrived, and their contexts.
+
+        The observations mark which clients are active; the order of their arrival (the positions of the batched
+        path's step, which a learner may read) is the core's, so both paths hand a learner the same step.
+        """
+        clients = self.core.clients  # (1, m), immutable
+        names = [self.possible_agents[i] for i in clients[0].tolist()]
+        if not all(observations[name]["active"] for name in names):
+            raise ValueError("the observations are not those of the current act step (an arrived client is inactive)")
+        contexts = np.stack([observations[name]["contexts"] for name in names])[None]
+        return Step(int(observations[names[0]]["slot"]), clients=clients, contexts=contexts)
 
     def phase_from(self, step: Step, observations: Mapping[str, Mapping[str, Any]]) -> Phase | None:
         """The pending report round, its reporter given as a position in ``step.clients`` (read from ``active``)."""
