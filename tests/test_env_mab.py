@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from agents.baselines import FullSharingCoordinator
-from fedbandit_envs import NEIGHBOURS, SERVER, FederatedMAB, Message
+from fedbandit_envs import NEIGHBOURS, SERVER, FederatedMAB, Message, MessageBatch
+from fedbandit_envs.core import MAX_BOUNDARY_EXCHANGES
 
 INSTANCE = np.array([[0.1, 0.5, 0.9], [0.3, 0.5, 0.7]])  # global means [0.2, 0.5, 0.8], best arm 2
 
@@ -576,3 +577,24 @@ def test_bad_boundary_hops_leave_everything_untouched() -> None:
     env.step({})
     obs, _, _, truncations, _ = env.step(dict.fromkeys(env.agents, 0))  # no hop after the final slot
     assert all(truncations.values()) and all(o["phase"] == 0 for o in obs.values()) and env.agents == []
+
+
+def test_a_boundary_hop_past_the_last_is_refused_before_it_is_routed():
+    """Messages in the last hop a boundary offers are refused, not routed and then refused: a retry costs nothing."""
+    env = FederatedMAB(3, 2, 4, topology="ring", boundary_hops=True)
+    env.reset(seed=0)
+    env.step({a: 0 for a in env.agents})
+
+    def chat():
+        batch = {i: MessageBatch("chat", [0], [i], [NEIGHBOURS], {"v": [1.0]}) for i in range(3)}
+        return {a: {"messages": [batch[i]]} for i, a in enumerate(env.agents)}
+
+    for _ in range(MAX_BOUNDARY_EXCHANGES - 1):
+        env.step(chat())
+    counted = env.ledger.totals()["messages"]
+    for _ in range(2):  # refused, and refused again: nothing routed either time
+        with pytest.raises(RuntimeError, match="the last one a boundary offers"):
+            env.step(chat())
+        assert env.ledger.totals()["messages"] == counted
+    observations, *_ = env.step({a: {"messages": []} for a in env.agents})  # silent: the boundary ends
+    assert all(observation["phase"] == 0 for observation in observations.values())

@@ -283,15 +283,11 @@ class FederatedMABCore(ChannelCore):
         return Phase(self.slot - 1, "boundary")
 
     def next_phase(self, phase: Phase, sent: bool) -> Phase | None:
-        """Another boundary hop while the population sends (a peer hop can be followed by a server round trip)."""
-        if not sent:
-            return None
-        if phase.round + 1 >= MAX_BOUNDARY_EXCHANGES:
-            raise RuntimeError(
-                f"the population still sent messages after {MAX_BOUNDARY_EXCHANGES} hops at the boundary after slot "
-                f"{phase.slot}; a boundary carries one hop and a server round trip"
-            )
-        return Phase(phase.slot, "boundary", phase.round + 1)
+        """Another boundary hop while the population sends (a peer hop can be followed by a server round trip).
+
+        The last hop a boundary offers is its ``MAX_BOUNDARY_EXCHANGES``-th; :meth:`exchange` refuses messages in it.
+        """
+        return Phase(phase.slot, "boundary", phase.round + 1) if sent else None
 
     def exchange(self, phase: Phase, messages: Sequence[MessageBatch]) -> list[MessageBatch]:
         """Route a message-only hop at the boundary after the slot just played; return the delivered copies.
@@ -307,4 +303,10 @@ class FederatedMABCore(ChannelCore):
             raise RuntimeError("exchange() routes the hop after a played slot; call step() first")
         if self.done:
             raise RuntimeError("the horizon is reached: there is no exchange after the final slot")
+        if messages and phase.round + 1 >= MAX_BOUNDARY_EXCHANGES:  # refused before anything is routed
+            raise RuntimeError(
+                f"the population still sends messages in hop {phase.round + 1} of the boundary after slot "
+                f"{phase.slot}, the last one a boundary offers ({MAX_BOUNDARY_EXCHANGES}); a boundary carries one hop "
+                "and a server round trip, so a population that keeps sending loops (send nothing in this hop)"
+            )
         return self.route(self.slot - 1, messages)
