@@ -244,6 +244,8 @@ class MessageHook(Protocol):
 
     # Optional: ``attach_records(records: ObservedRecords)``, called after ``reset`` with the env's
     # read-only count of each agent's observed rewards (see :func:`fedbandit_envs.core.reset_hooks`).
+    # Optional: ``check(slot, batches)``: refuse (raise) what the hook would refuse in the batches as the learner
+    # sent them, before any hook runs; called when hooks come before it (see apply_hooks).
     # Optional: ``checkpoint() -> state`` and ``restore(state)``: a hook that keeps state across slots defines
     # both, so that when a later hook of the chain refuses the slot (raises), the hook's call is undone and the
     # refused step changes nothing (see :func:`fedbandit_envs.channel.routing.apply_hooks`). ``refuses_steps =

@@ -196,3 +196,23 @@ def test_kinds_must_be_an_iterable_of_names_not_one_string(build):
 def test_the_dp_wrappers_strict_switch_must_be_a_bool():
     with pytest.raises(TypeError, match="strict must be True or False"):
         LaplaceMessageDP(FederatedMAB(3, 2, 6), epsilon=1.0, strict="no")
+
+
+@pytest.mark.parametrize("claim", ["undeclared field", "records beyond the count"])
+def test_what_a_drop_loses_is_checked_by_the_dp_wrapper_outside_it_all_the_same(claim):
+    """The DP wrapper checks messages as sent: a drop that loses one must not let an invalid message through."""
+    env = LaplaceMessageDP(MessageDrops(FederatedMAB(3, 2, 6, topology="ring"), 1.0), epsilon=1.0)
+    env.reset(seed=0)
+    env.step({a: 0 for a in env.agents})  # one observed reward each
+    if claim == "undeclared field":
+        payload, privacy = {"v": [0.5], "raw": [0.7]}, {"v": Sensitive(aggregate="value", bounds=(0.0, 1.0))}
+    else:
+        privacy = {"v": Sensitive(aggregate="mean", bounds=(0.0, 1.0), records_field="n"), "n": Public()}
+        payload = {"v": [0.5], "n": [50]}
+    sending = {
+        a: {"arm": 0, "messages": [Message(i, -2, "refusal_test", payload, privacy=privacy)]}
+        for i, a in enumerate(env.agents)
+    }
+    with pytest.raises(ValueError, match="undeclared payload fields|claims 50 records"):
+        env.step(sending)
+    assert env.unwrapped.core.slot == 1

@@ -75,12 +75,18 @@ def apply_hooks(
     Atomic: when a hook refuses the slot (raises), every hook before it that can (``checkpoint`` and ``restore``,
     see :class:`~fedbandit_envs.core.MessageHook`) is put back as it was, so a refused step changes nothing. Only
     hooks followed by one that may refuse (``refuses_steps``, True unless a hook says otherwise) are checkpointed.
+    A hook after the first with a ``check(slot, batches)`` method (a DP wrapper's) first checks the batches as the
+    learner sent them, so that a fault before it (a drop) cannot let an invalid message through at random.
     """
     if not hooks:
         return prepared
+    outgoing = [b for b in messages if len(b)]
+    for hook in hooks[1:]:  # what a learner sent is checked as sent, whatever the hooks before it do to it
+        check = getattr(hook, "check", None)
+        if check is not None:
+            check(slot, outgoing)
     last_refusing = max((i for i, hook in enumerate(hooks) if getattr(hook, "refuses_steps", True)), default=0)
     saved = [(hook, hook.checkpoint()) for hook in hooks[:last_refusing] if hasattr(hook, "checkpoint")]
-    outgoing = [b for b in messages if len(b)]
     try:
         for hook in hooks:
             outgoing = hook(slot, outgoing)

@@ -318,6 +318,18 @@ class MessagePrivatizer:
         out = [self._apply(*decision) for decision in decided]
         return [batch for batch in out if len(batch)]
 
+    def check(self, slot: int, batches: list[MessageBatch]) -> None:
+        """Refuse the declarations and record claims the env cannot back in ``batches`` as the learner sent them.
+
+        Called by the hook chain when fault hooks come before this one, so that a message a drop loses is checked
+        all the same (nothing is charged or drawn here; :meth:`__call__` prices what reaches it).
+        """
+        for batch in batches:
+            schema = self._schema(batch)
+            for name, declaration in schema.items():
+                if isinstance(declaration, Sensitive):
+                    self._field_range(batch, name, declaration)
+
     def _unvouched(self, what: str) -> None:
         """Refuse (strict) or warn once about metadata that is not public by construction."""
         if self.strict:
