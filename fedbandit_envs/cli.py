@@ -29,6 +29,7 @@ from fedbandit_envs.protocol import make_population
 from fedbandit_envs.registration import pprint_registry
 from fedbandit_envs.run import Results, build_env, checkpoint_slots, family_of, run
 from fedbandit_envs.seeding import resolve_seeds
+from fedbandit_envs.validation import check_distinct
 
 DEFAULT_ALGORITHMS = ("random", "independent_ucb1", "full_sharing_ucb")
 #: The help of every ``--seeds`` option.
@@ -275,6 +276,7 @@ def _run(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.store import ResultStore, check_writable
 
     add_import_paths([Path.cwd()])  # module:Class paths are found in the working directory, as with python -m
+    check_distinct("--algorithms", args.algorithms, "each is run once over all the seeds; give each name once")
     env_kwargs = _run_env_kwargs(args)
     seeds = list(resolve_seeds(args.seeds))
     for algorithm in args.algorithms:  # every check of the settings, before anything runs or is written

@@ -175,3 +175,12 @@ def test_a_run_directory_reports_without_claims_and_with_verified_tables(tmp_pat
     assert "fedbandit run of independent_ucb1" in report and "not from a scenario's sweep: no claims" in report
     assert "older version" not in report and "Warning" not in report
     capsys.readouterr()
+
+
+def test_run_refuses_an_algorithm_named_twice_before_writing(tmp_path, capsys):
+    out = tmp_path / "r"
+    argv = ["run", "--algorithms", "independent_ucb1", "random", "independent_ucb1", "--horizon", "10", "--seeds", "2"]
+    assert main([*argv, "--out", str(out), "--no-plot", "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert "--algorithms must be distinct" in error and "['independent_ucb1'] more than once" in error
+    assert len(error.strip().splitlines()) == 1 and not out.exists()
