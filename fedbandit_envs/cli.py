@@ -10,7 +10,8 @@
 
 Every subcommand has ``--help``. Errors in the input (arguments, settings, unreadable or damaged
 files) print one line, ``fedbandit <command>: error: ...``, and exit with status 2, before anything is
-written; unexpected errors keep their traceback.
+written; unexpected errors keep their traceback. An interrupt (Ctrl-C) prints one line saying what was
+kept and exits with status 130; a sweep's finished jobs stay stored, so the same command resumes it.
 """
 
 from __future__ import annotations
@@ -478,6 +479,17 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What ``fedbandit <command>`` keeps when interrupted (other commands: nothing to resume).
+_RESUMES = "the runs of finished jobs are stored: run the same command again to run only the rest"
+INTERRUPTED = {
+    "sweep": _RESUMES,
+    "compare": _RESUMES,
+    "replicate": _RESUMES,
+    "run": "nothing was written (fedbandit run writes its tables when every run has finished)",
+}
+#: The exit status of an interrupted command (128 + SIGINT, as shells report it).
+INTERRUPTED_STATUS = 130
+
 COMMANDS = {
     "sweep": _sweep,
     "plot": _plot,
@@ -499,7 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Errors in the input (``ValueError``, ``TypeError``, ``ImportError``, ``OSError`` such as an output
     path that is a file, ``OverflowError`` and ``MemoryError`` from sizes too large, and failed jobs)
     print one line on stderr and return 2; argparse errors exit
-    with status 2 as usual; anything else keeps its traceback. Warnings print one line each.
+    with status 2 as usual; anything else keeps its traceback. Warnings print one line each. An interrupt
+    (Ctrl-C) prints one line saying what was kept (:data:`INTERRUPTED`) and returns 130.
     """
     from fedbandit_envs.bench.backends import JobFailed
 
@@ -521,6 +534,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except MemoryError as error:  # sizes given on the command line that do not fit in memory
             print(f"fedbandit {args.command}: error: out of memory ({error}); give smaller sizes", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:  # the backends have ended their workers; stored parts stay
+            kept = INTERRUPTED.get(args.command)
+            print(f"fedbandit {args.command}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr)
+            return INTERRUPTED_STATUS
 
 
 if __name__ == "__main__":

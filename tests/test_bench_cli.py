@@ -1,6 +1,7 @@
 """The fedbandit command: list, sweep (dry run, report), plot, report, and errors that say how to fix."""
 
 import csv
+import importlib
 import json
 import re
 
@@ -184,3 +185,33 @@ def test_run_refuses_an_algorithm_named_twice_before_writing(tmp_path, capsys):
     error = capsys.readouterr().err
     assert "--algorithms must be distinct" in error and "['independent_ucb1'] more than once" in error
     assert len(error.strip().splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "target", "kept"),
+    [
+        (["sweep", "suite/baselines"], "fedbandit_envs.bench.sweep.run_sweep", "the runs of finished jobs are stored"),
+        (["replicate", "zhu"], "fedbandit_envs.bench.sweep.run_sweep", "the runs of finished jobs are stored"),
+        (
+            ["compare", "--agent", "random", "--label", "mine", "--scenario", "suite/baselines"],
+            "fedbandit_envs.bench.compare.run_sweep",
+            "the runs of finished jobs are stored",
+        ),
+        (["run", "--algorithms", "random", "--horizon", "10"], "fedbandit_envs.cli.run", "nothing was written"),
+    ],
+    ids=["sweep", "replicate", "compare", "run"],
+)
+def test_ctrl_c_prints_one_line_and_exits_130(argv, target, kept, tmp_path, monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    module, _, name = target.rpartition(".")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(importlib.import_module(module), name, interrupted)  # bench.compare is also a function
+    try:
+        status = main([*argv, "--no-progress"])
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped main with its traceback")
+    assert status == 130
+    error = capsys.readouterr().err
+    assert error.startswith(f"fedbandit {argv[0]}: interrupted; {kept}") and len(error.splitlines()) == 1

@@ -2,6 +2,10 @@
 
 import gzip
 import json
+import os
+import signal
+import threading
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -321,3 +325,56 @@ def test_paper_registrar_names_registers_and_lets_fields_override_its_defaults(m
     assert add("more", "another", env, algorithms, (), seeds=3, checkpoints=4).seeds == 3
     with pytest.raises(ValueError, match="already registered"):
         add("plain", "again", env, algorithms, ())
+
+
+class Sleepy(IndependentUCB1):
+    """IndependentUCB1 that, while ``pid_file`` is set, writes its process id there and sleeps a minute."""
+
+    pid_file = None
+
+    def reset(self, context):
+        if Sleepy.pid_file is not None:
+            Sleepy.pid_file.write_text(str(os.getpid()))
+            time.sleep(60)
+        super().reset(context)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_ctrl_c_during_a_pool_sweep_ends_the_workers_at_once_and_keeps_finished_jobs(tmp_path, monkeypatch):
+    algorithms = {"random": AlgorithmSpec("random"), "sleepy": AlgorithmSpec(f"{__name__}:Sleepy")}
+    scenario = Scenario(
+        "test/sleepy", "test", "interrupt test", {"num_agents": 2, "num_arms": 3, "horizon": 20}, algorithms
+    )
+    pid_file = tmp_path / "worker.pid"
+    monkeypatch.setattr(Sleepy, "pid_file", pid_file)  # forked workers inherit it
+
+    done = threading.Event()
+
+    def ctrl_c():  # as a terminal does: SIGINT to the worker and to this process
+        while not pid_file.exists() or not pid_file.read_text():
+            time.sleep(0.05)
+        time.sleep(0.5)  # the random job is done and stored by now
+        os.kill(int(pid_file.read_text()), signal.SIGINT)
+        if not done.wait(0.5):  # the sweep still runs (a worker that took the SIGINT fails its job)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=ctrl_c, daemon=True)
+    thread.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_sweep(scenario, tmp_path / "out", overrides={"seeds": 2, "checkpoints": 2}, backend=PoolBackend(2))
+    finally:
+        done.set()
+        thread.join()
+    assert time.perf_counter() - start < 30  # the sleeping job was not waited for
+    assert not alive(int(pid_file.read_text()))
+    stored = [json.loads(gzip.open(p, "rt").readline())["algorithm"] for p in (tmp_path / "out" / "parts").iterdir()]
+    assert stored == ["random"] and not list((tmp_path / "out").glob("results*"))

@@ -26,7 +26,7 @@ import platform
 import time
 import warnings
 from collections.abc import Mapping
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,13 +203,14 @@ def run_sweep(
             "and did not finish, so these tables (from an earlier sweep) may lack runs of config.json; run the same "
             f"sweep again or `fedbandit sweep --repair --out {store.directory}`"
         )
-        for result in runner.run(todo, progress=progress, label=scenario.name):
-            try:
-                check_result(result)  # a part never lacks a seed
-            except ValueError as error:
-                raise JobFailed(result.job, error) from error
-            store.save_part(result)
-            summary.sim_time += result.sim_time
+        with closing(runner.run(todo, progress=progress, label=scenario.name)) as results:  # interrupted: stop now
+            for result in results:
+                try:
+                    check_result(result)  # a part never lacks a seed
+                except ValueError as error:
+                    raise JobFailed(result.job, error) from error
+                store.save_part(result)
+                summary.sim_time += result.sim_time
         summary.tables = store.write_tables(store.collect(jobs))
     summary.wall_time = time.perf_counter() - start
     return summary
