@@ -243,7 +243,9 @@ def repair_sweep(
         name, scale, overrides, seeds = config["scenario"], config["scale"], config["overrides"], config["seeds"]
     except KeyError as error:
         raise ValueError(f"config.json in {str(out)!r} lacks {error}; run the sweep command again instead") from error
-    scenario = resolve_scenario(name, scale, overrides, len(seeds))
+    if "seeds" in overrides:  # given with --set seeds=...: the overrides bring them
+        seeds = None
+    scenario = resolve_scenario(name, scale, overrides, seeds)
     recorded = sweep_config(scenario, scale, overrides, "", recorded_format(config))
     for key in ("algorithms", "env_kwargs", "sweep", "seeds", "checkpoints", "wrappers"):
         if canonical_json(recorded[key]) != canonical_json(config.get(key)):
@@ -257,7 +259,7 @@ def repair_sweep(
         out,
         scale,
         overrides,
-        len(seeds),
+        seeds,
         backend=backend,
         workers=workers,
         address=address,
