@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -246,8 +246,27 @@ MAB_RUN_OPTIONS = {"agents": "num_agents", "arms": "num_arms", "topology": "topo
 MAB_RUN_OPTIONS |= {"c1": "c1", "c2": "c2"}
 
 
+#: ``fedbandit run`` options (argparse destinations) of environment keywords any family may take.
+RUN_OPTIONS = {"env": "env", "horizon": "horizon", "instance_seed": "instance_seed"}
+
+
+def _check_settings(args: argparse.Namespace, options: Mapping[str, str]) -> None:
+    """Refuse ``--set KEY=VALUE`` of a keyword that a dedicated option (``options``: destination -> KEY) also sets.
+
+    Either would be ignored silently; the error names both.
+    """
+    given = {key: option for option, key in options.items() if getattr(args, option) is not None}
+    for key, value in args.settings:
+        if key in given:
+            option = given[key]
+            shown = f"--{option.replace('_', '-')} {getattr(args, option)}"
+            text = value if isinstance(value, str) else json.dumps(value)
+            raise ValueError(f"{shown} and --set {key}={text} both set {key}; give only one of them")
+
+
 def _run_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The environment keywords of ``fedbandit run``: the mab options (mab family only), --horizon and --set."""
+    _check_settings(args, {**MAB_RUN_OPTIONS, **RUN_OPTIONS})
     kwargs: dict[str, Any] = {"env": args.env} if args.env is not None else {}
     families = {
         algorithm: family_of(algorithm, make_population(algorithm), kwargs).name for algorithm in args.algorithms
@@ -312,6 +331,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _flower(args: argparse.Namespace) -> int:
+    _check_settings(args, {"env": "env"})
     from fedbandit_envs.bench.store import ResultStore
     from fedbandit_envs.flower import FederationSpec, run_flower, run_local
     from fedbandit_envs.flower.deploy import wrappers_from_config

@@ -215,3 +215,29 @@ def test_ctrl_c_prints_one_line_and_exits_130(argv, target, kept, tmp_path, monk
     assert status == 130
     error = capsys.readouterr().err
     assert error.startswith(f"fedbandit {argv[0]}: interrupted; {kept}") and len(error.splitlines()) == 1
+
+
+SEEDS_TWICE = "--seeds 2 and --set seeds=100:103 both give the seeds"
+SEEDS = ["--seeds", "2", "--set", "seeds=100:103"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["sweep", "suite/baselines", *SEEDS, "--dry-run"], SEEDS_TWICE),
+        (["replicate", "zhu", *SEEDS, "--dry-run"], SEEDS_TWICE),
+        (["compare", "--agent", "random", "--label", "x", "--scenario", "suite/baselines", *SEEDS], SEEDS_TWICE),
+        (["run", "--agents", "3", "--set", "num_agents=5"], "--agents 3 and --set num_agents=5 both set num_agents"),
+        (["run", "--horizon", "10", "--set", "horizon=20"], "--horizon 10 and --set horizon=20 both set horizon"),
+        (["run", "--env", "mab", "--set", "env=mab"], "--env mab and --set env=mab both set env"),
+        (["run", "--instance-seed", "1", "--set", "instance_seed=2"], "--instance-seed 1 and --set instance_seed=2"),
+        (["flower", "random", "--env", "mab", "--set", "env=linear"], "--env mab and --set env=linear both set env"),
+    ],
+    ids=["sweep", "replicate", "compare", "run-agents", "run-horizon", "run-env", "run-instance-seed", "flower"],
+)
+def test_an_option_and_a_set_of_the_same_setting_are_refused(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert message in error and "give only one of them" in error and len(error.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

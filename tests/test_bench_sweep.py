@@ -101,6 +101,11 @@ def test_resolve_scenario_applies_scale_overrides_and_seeds():
     assert resolve_scenario("suite/baselines", "paper").env_kwargs["horizon"] == 20000
 
 
+def test_seeds_given_both_as_seeds_and_in_the_overrides_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"both give the seeds \(in Python: seeds= and overrides\['seeds'\]\)"):
+        run_sweep("suite/baselines", tmp_path / "out", overrides={"seeds": [5, 6]}, seeds=2, dry_run=True)
+
+
 def test_sweep_parameter_clashes_are_errors():
     with pytest.raises(ValueError, match="'seed' column"):
         param_columns(Scenario("t/x", "t", "", {}, {"a": AlgorithmSpec("random")}, sweep={"env.seed": (1,)}))
