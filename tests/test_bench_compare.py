@@ -123,6 +123,16 @@ def test_cli_compare_with_a_bad_agent_writes_nothing(tmp_path, capsys):
     assert "does not implement the protocol" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("scenario", ["li_wang/fig2c_global_dimension", "li_wang/fig3_wine"], ids=["family", "env"])
+def test_a_family_mismatch_names_the_learner_given(scenario, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    argv = ["compare", "--agent", f"{__name__}:EpsGreedy", "--scenario", scenario, "--out", str(out), "--seeds", "1"]
+    assert main([*argv, "--backend", "inprocess", "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert f"{__name__}:EpsGreedy supports the families ['mab']" in error
+    assert "per_agent" not in error and "<lambda>" not in error and not out.exists()
+
+
 def _learner_source() -> str:
     """A module holding this file's EpsGreedy, as a user's learner package would."""
     import inspect
