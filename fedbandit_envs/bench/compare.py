@@ -32,7 +32,7 @@ from typing import Any
 from fedbandit_envs.algorithms import is_registered, load_object, resolve_factory, supported_families
 from fedbandit_envs.bench.backends import Backend
 from fedbandit_envs.bench.jobs import env_keys, resolve_scenario
-from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_legend, leaderboard_table
+from fedbandit_envs.bench.leaderboard import check_budgets, leaderboard, leaderboard_legend, leaderboard_table
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
 from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
@@ -242,6 +242,7 @@ def compare(
         max_epsilon: leaderboard privacy budget.
         progress: show progress bars.
     """
+    check_budgets(max_cost, max_epsilon)  # before the sweep, which writes
     base = get(scenario) if isinstance(scenario, str) else scenario
     spec = resolve_agent(agent, agent_kwargs)
     label = label or (agent.__name__ if isinstance(agent, type) else agent.rpartition(":")[2])
