@@ -18,9 +18,8 @@ from __future__ import annotations
 import os
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import closing
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -51,7 +50,7 @@ class Backend(ABC):
     #: The name used by ``--backend``.
     name: str = ""
 
-    def run(self, jobs: Sequence[Job], progress: bool = False, label: str = "jobs") -> Iterator[JobResult]:
+    def run(self, jobs: Sequence[Job], progress: bool = False, label: str = "jobs") -> Generator[JobResult, None, None]:
         """Run ``jobs``; yield each result when it is ready; raise :class:`JobFailed` after a failure.
 
         Args:
@@ -59,13 +58,14 @@ class Backend(ABC):
             progress: draw a bar of jobs done / total, elapsed time and time left (see the module docstring).
             label: the bar's description (the sweep passes the scenario name).
         """
-        with (
-            tqdm(total=len(jobs), desc=label, unit="job", disable=not progress, position=0) as bar,
-            closing(self.results(jobs, progress, bar.refresh)) as results,
-        ):
-            for result in results:
-                yield result
-                bar.update()
+        with tqdm(total=len(jobs), desc=label, unit="job", disable=not progress, position=0) as bar:
+            results = self.results(jobs, progress, bar.refresh)
+            try:
+                for result in results:
+                    yield result
+                    bar.update()
+            finally:  # a generator's cleanup runs now, also when interrupted (the pool ends its workers)
+                getattr(results, "close", lambda: None)()
 
     @abstractmethod
     def results(self, jobs: Sequence[Job], progress: bool, tick: Callable[[], Any]) -> Iterator[JobResult]:
