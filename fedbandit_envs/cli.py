@@ -10,7 +10,8 @@
 
 Every subcommand has ``--help``. Errors in the input (arguments, settings, unreadable or damaged
 files) print one line, ``fedbandit <command>: error: ...``, and exit with status 2, before anything is
-written; unexpected errors keep their traceback.
+written; unexpected errors keep their traceback. An interrupt (Ctrl-C) prints one line saying what was
+kept and exits with status 130; a sweep's finished jobs stay stored, so the same command resumes it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from fedbandit_envs.protocol import make_population
 from fedbandit_envs.registration import pprint_registry
 from fedbandit_envs.run import Results, build_env, checkpoint_slots, family_of, run
 from fedbandit_envs.seeding import resolve_seeds
+from fedbandit_envs.validation import check_distinct
 
 DEFAULT_ALGORITHMS = ("random", "independent_ucb1", "full_sharing_ucb")
 #: The help of every ``--seeds`` option.
@@ -244,8 +246,27 @@ MAB_RUN_OPTIONS = {"agents": "num_agents", "arms": "num_arms", "topology": "topo
 MAB_RUN_OPTIONS |= {"c1": "c1", "c2": "c2"}
 
 
+#: ``fedbandit run`` options (argparse destinations) of environment keywords any family may take.
+RUN_OPTIONS = {"env": "env", "horizon": "horizon", "instance_seed": "instance_seed"}
+
+
+def _check_settings(args: argparse.Namespace, options: Mapping[str, str]) -> None:
+    """Refuse ``--set KEY=VALUE`` of a keyword that a dedicated option (``options``: destination -> KEY) also sets.
+
+    Either would be ignored silently; the error names both.
+    """
+    given = {key: option for option, key in options.items() if getattr(args, option) is not None}
+    for key, value in args.settings:
+        if key in given:
+            option = given[key]
+            shown = f"--{option.replace('_', '-')} {getattr(args, option)}"
+            text = value if isinstance(value, str) else json.dumps(value)
+            raise ValueError(f"{shown} and --set {key}={text} both set {key}; give only one of them")
+
+
 def _run_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The environment keywords of ``fedbandit run``: the mab options (mab family only), --horizon and --set."""
+    _check_settings(args, {**MAB_RUN_OPTIONS, **RUN_OPTIONS})
     kwargs: dict[str, Any] = {"env": args.env} if args.env is not None else {}
     families = {
         algorithm: family_of(algorithm, make_population(algorithm), kwargs).name for algorithm in args.algorithms
@@ -275,6 +296,7 @@ def _run(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.store import ResultStore, check_writable
 
     add_import_paths([Path.cwd()])  # module:Class paths are found in the working directory, as with python -m
+    check_distinct("--algorithms", args.algorithms, "each is run once over all the seeds; give each name once")
     env_kwargs = _run_env_kwargs(args)
     seeds = list(resolve_seeds(args.seeds))
     for algorithm in args.algorithms:  # every check of the settings, before anything runs or is written
@@ -309,6 +331,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _flower(args: argparse.Namespace) -> int:
+    _check_settings(args, {"env": "env"})
     from fedbandit_envs.bench.store import ResultStore
     from fedbandit_envs.flower import FederationSpec, run_flower, run_local
     from fedbandit_envs.flower.deploy import wrappers_from_config
@@ -476,6 +499,17 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What ``fedbandit <command>`` keeps when interrupted (other commands: nothing to resume).
+_RESUMES = "the runs of finished jobs are stored: run the same command again to run only the rest"
+INTERRUPTED = {
+    "sweep": _RESUMES,
+    "compare": _RESUMES,
+    "replicate": _RESUMES,
+    "run": "nothing was written (fedbandit run writes its tables when every run has finished)",
+}
+#: The exit status of an interrupted command (128 + SIGINT, as shells report it).
+INTERRUPTED_STATUS = 130
+
 COMMANDS = {
     "sweep": _sweep,
     "plot": _plot,
@@ -497,7 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Errors in the input (``ValueError``, ``TypeError``, ``ImportError``, ``OSError`` such as an output
     path that is a file, ``OverflowError`` and ``MemoryError`` from sizes too large, and failed jobs)
     print one line on stderr and return 2; argparse errors exit
-    with status 2 as usual; anything else keeps its traceback. Warnings print one line each.
+    with status 2 as usual; anything else keeps its traceback. Warnings print one line each. An interrupt
+    (Ctrl-C) prints one line saying what was kept (:data:`INTERRUPTED`) and returns 130.
     """
     from fedbandit_envs.bench.backends import JobFailed
 
@@ -519,6 +554,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except MemoryError as error:  # sizes given on the command line that do not fit in memory
             print(f"fedbandit {args.command}: error: out of memory ({error}); give smaller sizes", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:  # the backends have ended their workers; stored parts stay
+            kept = INTERRUPTED.get(args.command)
+            print(f"fedbandit {args.command}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr)
+            return INTERRUPTED_STATUS
 
 
 if __name__ == "__main__":

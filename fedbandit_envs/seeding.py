@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedbandit_envs.validation import check_seeds
+from fedbandit_envs.validation import check_distinct, check_seeds
 
 #: The named streams, in a fixed order. Append new names at the end only: the index is the key.
 STREAM_NAMES: tuple[str, ...] = (
@@ -129,9 +129,7 @@ def explicit_seeds(seeds: Iterable[int]) -> tuple[int, ...]:
     """
     out = tuple(check_seeds(seeds))
     _check_run_count(len(out))
-    repeated = sorted({seed for seed in out if out.count(seed) > 1})
-    if repeated:
-        raise ValueError(f"seeds must be distinct (each names one run), got {repeated} more than once")
+    check_distinct("seeds", out, "each names one run")
     return out
 
 

@@ -181,6 +181,19 @@ def check_names(what: str, values: Any, example: str = "('sample',)") -> frozens
     return frozenset(check_name(f"each of {what}", value) for value in values)
 
 
+def check_distinct(what: str, values: Sequence[Any], why: str) -> None:
+    """Raise a ``ValueError`` naming the values that ``values`` holds more than once (``why`` says why they must not).
+
+    The message reads ``"{what} must be distinct ({why}), got [...] more than once"``.
+    """
+    seen: set[Any] = set()
+    repeated: set[Any] = set()
+    for value in values:
+        (repeated if value in seen else seen).add(value)
+    if repeated:
+        raise ValueError(f"{what} must be distinct ({why}), got {sorted(repeated)} more than once")
+
+
 def check_bool(name: str, value: Any) -> bool:
     """Return ``value`` as a bool after checking it is one (``bool`` or ``numpy.bool_``; not 0/1 or a string)."""
     if not isinstance(value, bool | np.bool_):

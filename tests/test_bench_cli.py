@@ -1,6 +1,7 @@
 """The fedbandit command: list, sweep (dry run, report), plot, report, and errors that say how to fix."""
 
 import csv
+import importlib
 import json
 import re
 
@@ -175,3 +176,68 @@ def test_a_run_directory_reports_without_claims_and_with_verified_tables(tmp_pat
     assert "fedbandit run of independent_ucb1" in report and "not from a scenario's sweep: no claims" in report
     assert "older version" not in report and "Warning" not in report
     capsys.readouterr()
+
+
+def test_run_refuses_an_algorithm_named_twice_before_writing(tmp_path, capsys):
+    out = tmp_path / "r"
+    argv = ["run", "--algorithms", "independent_ucb1", "random", "independent_ucb1", "--horizon", "10", "--seeds", "2"]
+    assert main([*argv, "--out", str(out), "--no-plot", "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert "--algorithms must be distinct" in error and "['independent_ucb1'] more than once" in error
+    assert len(error.strip().splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "target", "kept"),
+    [
+        (["sweep", "suite/baselines"], "fedbandit_envs.bench.sweep.run_sweep", "the runs of finished jobs are stored"),
+        (["replicate", "zhu"], "fedbandit_envs.bench.sweep.run_sweep", "the runs of finished jobs are stored"),
+        (
+            ["compare", "--agent", "random", "--label", "mine", "--scenario", "suite/baselines"],
+            "fedbandit_envs.bench.compare.run_sweep",
+            "the runs of finished jobs are stored",
+        ),
+        (["run", "--algorithms", "random", "--horizon", "10"], "fedbandit_envs.cli.run", "nothing was written"),
+    ],
+    ids=["sweep", "replicate", "compare", "run"],
+)
+def test_ctrl_c_prints_one_line_and_exits_130(argv, target, kept, tmp_path, monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    module, _, name = target.rpartition(".")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(importlib.import_module(module), name, interrupted)  # bench.compare is also a function
+    try:
+        status = main([*argv, "--no-progress"])
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped main with its traceback")
+    assert status == 130
+    error = capsys.readouterr().err
+    assert error.startswith(f"fedbandit {argv[0]}: interrupted; {kept}") and len(error.splitlines()) == 1
+
+
+SEEDS_TWICE = "--seeds 2 and --set seeds=100:103 both give the seeds"
+SEEDS = ["--seeds", "2", "--set", "seeds=100:103"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["sweep", "suite/baselines", *SEEDS, "--dry-run"], SEEDS_TWICE),
+        (["replicate", "zhu", *SEEDS, "--dry-run"], SEEDS_TWICE),
+        (["compare", "--agent", "random", "--label", "x", "--scenario", "suite/baselines", *SEEDS], SEEDS_TWICE),
+        (["run", "--agents", "3", "--set", "num_agents=5"], "--agents 3 and --set num_agents=5 both set num_agents"),
+        (["run", "--horizon", "10", "--set", "horizon=20"], "--horizon 10 and --set horizon=20 both set horizon"),
+        (["run", "--env", "mab", "--set", "env=mab"], "--env mab and --set env=mab both set env"),
+        (["run", "--instance-seed", "1", "--set", "instance_seed=2"], "--instance-seed 1 and --set instance_seed=2"),
+        (["flower", "random", "--env", "mab", "--set", "env=linear"], "--env mab and --set env=linear both set env"),
+    ],
+    ids=["sweep", "replicate", "compare", "run-agents", "run-horizon", "run-env", "run-instance-seed", "flower"],
+)
+def test_an_option_and_a_set_of_the_same_setting_are_refused(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert message in error and "give only one of them" in error and len(error.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

@@ -1,13 +1,17 @@
 """Custom learners against the reference agents: compare(), the protocol checks, and the CLI commands."""
 
+import re
+
 import numpy as np
 import pytest
 
 from fedbandit_envs.bench.compare import compare, resolve_agent
+from fedbandit_envs.bench.leaderboard import leaderboard
 from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
 from fedbandit_envs.cli import main
 from fedbandit_envs.protocol import Agent, Population
+from fedbandit_envs.run import Results
 
 SMALL = {"horizon": 100, "seeds": 2, "checkpoints": 4}
 
@@ -121,6 +125,34 @@ def test_cli_compare_with_a_bad_agent_writes_nothing(tmp_path, capsys):
         main(["compare", "--agent", f"{__name__}:NotALearner", "--scenario", "suite/baselines", "--out", str(out)]) == 2
     )
     assert "does not implement the protocol" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scenario", ["li_wang/fig2c_global_dimension", "li_wang/fig3_wine"], ids=["family", "env"])
+def test_a_family_mismatch_names_the_learner_given(scenario, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    argv = ["compare", "--agent", f"{__name__}:EpsGreedy", "--scenario", scenario, "--out", str(out), "--seeds", "1"]
+    assert main([*argv, "--backend", "inprocess", "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert f"{__name__}:EpsGreedy supports the families ['mab']" in error
+    assert "per_agent" not in error and "<lambda>" not in error and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        (["--max-cost", "-5"], r"max_cost \(--max-cost\) must be >= 0, got -5.0"),
+        (["--max-cost", "inf"], r"max_cost \(--max-cost\) must be a finite number, got inf"),
+        (["--max-epsilon", "-0.1"], r"max_epsilon \(--max-epsilon\) must be >= 0, got -0.1"),
+        (["--max-epsilon", "nan"], r"max_epsilon \(--max-epsilon\) must be a finite number, got nan"),
+    ],
+)
+def test_cli_compare_refuses_a_negative_or_non_finite_budget_before_writing(budget, message, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    argv = ["compare", "--agent", f"{__name__}:EpsGreedy", "--scenario", "suite/baselines", "--out", str(out)]
+    assert main([*argv, *budget, "--seeds", "1", "--backend", "inprocess", "--no-progress"]) == 2
+    assert re.search(message, capsys.readouterr().err) and not out.exists()
+    with pytest.raises(ValueError, match=message):  # the Python leaderboard alike
+        leaderboard(Results(), **{budget[0][2:].replace("-", "_"): float(budget[1])})
 
 
 def _learner_source() -> str:

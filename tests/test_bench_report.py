@@ -119,6 +119,28 @@ def test_report_shows_measured_pass_rates(dp_sweep, monkeypatch):
         PassRate(11, 10, "0:20")
 
 
+@pytest.mark.parametrize(
+    ("settings", "changed"),
+    [
+        ({"overrides": {"horizon": 40}}, "horizon"),
+        ({"overrides": {"sweep": {"wrapper.epsilon": [1.0]}}}, "sweep"),
+        ({"seeds": 3}, "seed count"),
+        ({"overrides": {"horizon": 80}, "seeds": [5, 6]}, None),  # the scenario's own horizon, other seeds
+    ],
+    ids=["env", "sweep", "seeds", "unchanged"],
+)
+def test_a_pass_rate_says_it_was_measured_on_the_unchanged_scenario(settings, changed, tmp_path, monkeypatch):
+    claims = with_pass_rates(DP.claims, {"sharing_helps": (9, 10)}, "0:20 in blocks of 2")
+    monkeypatch.setitem(scenarios._CATALOGUE, DP.name, replace(DP, claims=claims))
+    with pytest.warns(UserWarning, match="undeclared"):
+        run_sweep(DP.name, tmp_path, backend="inprocess", **settings)
+    markdown, _ = write_report(tmp_path)
+    lines = {line.split(" | ")[0].strip("| "): line for line in markdown.read_text().splitlines() if "|" in line}
+    rate = "9/10 blocks (0:20 in blocks of 2, ci scale)"
+    note = f", measured on the unchanged scenario, not with this sweep's {changed}" if changed else ""
+    assert lines["sharing_helps"].endswith(f"| {rate}{note} |")
+
+
 def test_report_states_bands_intervals_units_and_ties(dp_sweep, monkeypatch):
     unbanded = Claim("no_band", "a claim that states no band", DP.claims[0].check)
     monkeypatch.setitem(scenarios._CATALOGUE, DP.name, replace(DP, claims=(*DP.claims, unbanded)))

@@ -2,6 +2,10 @@
 
 import gzip
 import json
+import os
+import signal
+import threading
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -95,6 +99,11 @@ def test_resolve_scenario_applies_scale_overrides_and_seeds():
     scenario = resolve_scenario("suite/baselines", "ci", {"horizon": 50, "checkpoints": 5}, seeds=2)
     assert scenario.env_kwargs["horizon"] == 50 and scenario.checkpoints == 5 and scenario.seeds == 2
     assert resolve_scenario("suite/baselines", "paper").env_kwargs["horizon"] == 20000
+
+
+def test_seeds_given_both_as_seeds_and_in_the_overrides_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"both give the seeds \(in Python: seeds= and overrides\['seeds'\]\)"):
+        run_sweep("suite/baselines", tmp_path / "out", overrides={"seeds": [5, 6]}, seeds=2, dry_run=True)
 
 
 def test_sweep_parameter_clashes_are_errors():
@@ -321,3 +330,56 @@ def test_paper_registrar_names_registers_and_lets_fields_override_its_defaults(m
     assert add("more", "another", env, algorithms, (), seeds=3, checkpoints=4).seeds == 3
     with pytest.raises(ValueError, match="already registered"):
         add("plain", "again", env, algorithms, ())
+
+
+class Sleepy(IndependentUCB1):
+    """IndependentUCB1 that, while ``pid_file`` is set, writes its process id there and sleeps a minute."""
+
+    pid_file = None
+
+    def reset(self, context):
+        if Sleepy.pid_file is not None:
+            Sleepy.pid_file.write_text(str(os.getpid()))
+            time.sleep(60)
+        super().reset(context)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_ctrl_c_during_a_pool_sweep_ends_the_workers_at_once_and_keeps_finished_jobs(tmp_path, monkeypatch):
+    algorithms = {"random": AlgorithmSpec("random"), "sleepy": AlgorithmSpec(f"{__name__}:Sleepy")}
+    scenario = Scenario(
+        "test/sleepy", "test", "interrupt test", {"num_agents": 2, "num_arms": 3, "horizon": 20}, algorithms
+    )
+    pid_file = tmp_path / "worker.pid"
+    monkeypatch.setattr(Sleepy, "pid_file", pid_file)  # forked workers inherit it
+
+    done = threading.Event()
+
+    def ctrl_c():  # as a terminal does: SIGINT to the worker and to this process
+        while not pid_file.exists() or not pid_file.read_text():
+            time.sleep(0.05)
+        time.sleep(0.5)  # the random job is done and stored by now
+        os.kill(int(pid_file.read_text()), signal.SIGINT)
+        if not done.wait(0.5):  # the sweep still runs (a worker that took the SIGINT fails its job)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=ctrl_c, daemon=True)
+    thread.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_sweep(scenario, tmp_path / "out", overrides={"seeds": 2, "checkpoints": 2}, backend=PoolBackend(2))
+    finally:
+        done.set()
+        thread.join()
+    assert time.perf_counter() - start < 30  # the sleeping job was not waited for
+    assert not alive(int(pid_file.read_text()))
+    stored = [json.loads(gzip.open(p, "rt").readline())["algorithm"] for p in (tmp_path / "out" / "parts").iterdir()]
+    assert stored == ["random"] and not list((tmp_path / "out").glob("results*"))

@@ -178,6 +178,18 @@ def test_repair_reruns_damaged_parts_from_config(stored, complete, capsys):
     assert "--repair takes the scenario, settings and seeds from the directory's config.json" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("seeds", [["--seeds", "100:102"], ["--set", "seeds=100:102"]], ids=["--seeds", "--set"])
+def test_repair_keeps_the_recorded_explicit_seeds(seeds, tmp_path, capsys):
+    out = tmp_path / "explicit"
+    argv = ["sweep", "suite/baselines", "--out", str(out), "--set", "horizon=30", "--set", "checkpoints=2", *seeds]
+    assert main([*argv, *FAST]) == 0
+    part_files(out)[1].unlink()
+    capsys.readouterr()
+    assert main(["sweep", "--repair", "--out", str(out), *FAST]) == 0
+    assert "2 seed(s) = 6 runs in 3 job(s); 1 job(s) to run, 4 run(s) already stored" in capsys.readouterr().out
+    assert {row["seed"] for row in load_results(out).curves} == {100, 101}
+
+
 def test_dry_run_names_damaged_parts_and_moves_nothing(stored, capsys):
     victim = part_files(stored)[0]
     empty(victim)

@@ -3,7 +3,9 @@
 Every backend yields :class:`~fedbandit_envs.bench.jobs.JobResult` objects as jobs finish (in any
 order), so the sweep stores each one at once. A failing job stops the sweep: jobs not started yet are
 cancelled, jobs already running are still collected, then :class:`JobFailed` is raised; a re-run of
-the same sweep runs only what is missing.
+the same sweep runs only what is missing. An interrupt (Ctrl-C, ``KeyboardInterrupt``) or a caller that stops
+iterating ends the pool's worker processes at once (they ignore SIGINT themselves, so the interrupt reaches
+only the calling process) and discards the jobs still running.
 
 With ``progress=True`` every backend draws a tqdm bar of jobs done / total with the elapsed time and an
 estimate of the time left, in the calling process: it advances when the caller has taken a finished job's
@@ -14,8 +16,9 @@ the elapsed time keeps running during long jobs. The in-process backend adds a b
 from __future__ import annotations
 
 import os
+import signal
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -47,7 +50,7 @@ class Backend(ABC):
     #: The name used by ``--backend``.
     name: str = ""
 
-    def run(self, jobs: Sequence[Job], progress: bool = False, label: str = "jobs") -> Iterator[JobResult]:
+    def run(self, jobs: Sequence[Job], progress: bool = False, label: str = "jobs") -> Generator[JobResult, None, None]:
         """Run ``jobs``; yield each result when it is ready; raise :class:`JobFailed` after a failure.
 
         Args:
@@ -56,9 +59,13 @@ class Backend(ABC):
             label: the bar's description (the sweep passes the scenario name).
         """
         with tqdm(total=len(jobs), desc=label, unit="job", disable=not progress, position=0) as bar:
-            for result in self.results(jobs, progress, bar.refresh):
-                yield result
-                bar.update()
+            results = self.results(jobs, progress, bar.refresh)
+            try:
+                for result in results:
+                    yield result
+                    bar.update()
+            finally:  # a generator's cleanup runs now, also when interrupted (the pool ends its workers)
+                getattr(results, "close", lambda: None)()
 
     @abstractmethod
     def results(self, jobs: Sequence[Job], progress: bool, tick: Callable[[], Any]) -> Iterator[JobResult]:
@@ -86,6 +93,21 @@ class InProcessBackend(Backend):
             yield result
 
 
+def _ignore_interrupts() -> None:
+    """Pool worker initialiser: a Ctrl-C is the calling process's to handle (it ends the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(executor: ProcessPoolExecutor) -> None:
+    """Cancel the queued jobs and end the worker processes now, without waiting for the running jobs."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())  # no public handle before 3.14
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join()
+
+
 class PoolBackend(Backend):
     """Runs the jobs on a local :class:`~concurrent.futures.ProcessPoolExecutor`, one job per worker at a time.
 
@@ -108,7 +130,7 @@ class PoolBackend(Backend):
         """Submit every job; yield results in completion order, calling ``tick`` while waiting."""
         if not jobs:
             return
-        executor = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)))
+        executor = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)), initializer=_ignore_interrupts)
         failure: tuple[Job, BaseException] | None = None
         try:
             futures = {executor.submit(execute, job): job for job in jobs}
@@ -126,8 +148,10 @@ class PoolBackend(Backend):
                         failure = (futures[future], error)
                         for other in futures:
                             other.cancel()
-        finally:
-            executor.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # an interrupt, or the caller stopped early (GeneratorExit): no job is waited for
+            _stop_workers(executor)
+            raise
+        executor.shutdown(wait=True, cancel_futures=True)
         if failure is not None:
             raise JobFailed(*failure) from failure[1]
 

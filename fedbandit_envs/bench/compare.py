@@ -32,7 +32,7 @@ from typing import Any
 from fedbandit_envs.algorithms import is_registered, load_object, resolve_factory, supported_families
 from fedbandit_envs.bench.backends import Backend
 from fedbandit_envs.bench.jobs import env_keys, resolve_scenario
-from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_legend, leaderboard_table
+from fedbandit_envs.bench.leaderboard import check_budgets, leaderboard, leaderboard_legend, leaderboard_table
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
 from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
@@ -85,7 +85,7 @@ def play_on_scenario_family(spec: AlgorithmSpec, scenario: Scenario) -> Algorith
     declared = supported_families(spec.path, resolve_factory(spec.path)(**spec.kwargs))
     if declared and family not in declared:
         raise ValueError(
-            f"the learner {spec.path} supports the families {list(declared)}, but the algorithms of "
+            f"the learner {spec.name} supports the families {list(declared)}, but the algorithms of "
             f"{scenario.name!r} play the {family!r} family; compare it on a scenario of a supported family"
         )
     if family == (declared[0] if declared else DEFAULT_FAMILY):
@@ -93,10 +93,11 @@ def play_on_scenario_family(spec: AlgorithmSpec, scenario: Scenario) -> Algorith
     clash = sorted({"learner", "family"} & set(spec.kwargs))
     if clash:
         raise ValueError(
-            f"the learner {spec.path} is played on the {family!r} family through {__name__}.on_family, whose "
+            f"the learner {spec.name} is played on the {family!r} family through {__name__}.on_family, whose "
             f"keywords {clash} its own keywords must not use; rename them"
         )
-    return AlgorithmSpec(f"{__name__}:on_family", {"learner": spec.path, "family": family, **spec.kwargs})
+    kwargs = {"learner": spec.path, "family": family, **spec.kwargs}
+    return AlgorithmSpec(f"{__name__}:on_family", kwargs, shown_as=spec.name)
 
 
 def add_import_paths(directories: Sequence[str | Path]) -> list[str]:
@@ -177,7 +178,7 @@ def resolve_agent(
             raise TypeError(f"{path} does not implement the protocol ({error}); {PROTOCOL_HELP}") from error
         raise ValueError(f"cannot build {path} with keywords {kwargs}: {error}") from error
     if isinstance(instance, Agent):
-        return AlgorithmSpec(f"{__name__}:per_agent", {"agent": path, **kwargs})
+        return AlgorithmSpec(f"{__name__}:per_agent", {"agent": path, **kwargs}, shown_as=path)
     check_population(instance, path)
     return AlgorithmSpec(path, kwargs)
 
@@ -241,6 +242,7 @@ def compare(
         max_epsilon: leaderboard privacy budget.
         progress: show progress bars.
     """
+    check_budgets(max_cost, max_epsilon)  # before the sweep, which writes
     base = get(scenario) if isinstance(scenario, str) else scenario
     spec = resolve_agent(agent, agent_kwargs)
     label = label or (agent.__name__ if isinstance(agent, type) else agent.rpartition(":")[2])

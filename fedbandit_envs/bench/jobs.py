@@ -92,11 +92,19 @@ def resolve_scenario(
         overrides: environment keywords and/or ``seeds`` / ``checkpoints`` / ``sweep``, applied on top of the scale.
         seeds: the seeds, overriding the scenario's: a count ``n`` (runs ``0 .. n-1``), explicit seeds
             (``[100, 101]``, ``range(100, 110)``) or text (``"100:110"``, ``"3,7,9"``).
+
+    Raises:
+        ValueError: among others, ``seeds`` given together with ``overrides["seeds"]`` (one would be ignored).
     """
     if isinstance(scenario, str):
         scenario = get(scenario)
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a Scenario or a registered name, got {scenario!r}")
+    if seeds is not None and overrides and "seeds" in overrides:
+        raise ValueError(
+            f"--seeds {seeds} and --set seeds={overrides['seeds']} both give the seeds (in Python: seeds= and "
+            "overrides['seeds']); give only one of them"
+        )
     if overrides:
         for key in overrides:
             target, dot, kwarg = str(key).partition(".")

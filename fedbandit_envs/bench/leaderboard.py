@@ -28,6 +28,7 @@ from scipy import stats
 from fedbandit_envs.bench.tables import PLUS_MINUS, mean_ci, number, unit_heading, units_legend
 from fedbandit_envs.metrics import final_checkpoint, summarize
 from fedbandit_envs.run import Results
+from fedbandit_envs.validation import check_real
 
 #: Family-wise error rate of the pairwise tests at one point.
 ALPHA = 0.05
@@ -72,6 +73,13 @@ def separated(values: dict[Any, list[float]], alpha: float = ALPHA) -> set[froze
     return {frozenset(pair) for pair, reject in zip(pairs, rejected) if reject}
 
 
+def check_budgets(max_cost: float | None, max_epsilon: float | None) -> None:
+    """Refuse a negative or non-finite budget (no entry could be within it, so none would be ranked); None is none."""
+    for name, budget in (("max_cost (--max-cost)", max_cost), ("max_epsilon (--max-epsilon)", max_epsilon)):
+        if budget is not None:
+            check_real(name, budget, minimum=0)
+
+
 def leaderboard(
     results: Results,
     params: Sequence[str] = (),
@@ -93,6 +101,9 @@ def leaderboard(
         cost: the cost column compared with ``max_cost``.
         alpha: family-wise error rate of the pairwise tests at a point (see the module docstring).
 
+    Raises:
+        ValueError: a budget is negative or not finite (:func:`check_budgets`).
+
     Returns:
         dicts with ``point`` (parameter column -> value), ``rank`` (None when over budget), ``tied``
         (another ranked entry of the point has the same rank), ``algorithm``, ``n`` (seeds), ``mean``,
@@ -100,6 +111,7 @@ def leaderboard(
         text), ``cost``, ``epsilon_spent`` (None without accounting), ``unseparated`` (the ranked
         algorithms of the point the tests cannot tell it apart from) and ``note`` (why an entry has no rank).
     """
+    check_budgets(max_cost, max_epsilon)
     if not results.curves:
         return []
     frame = results.to_frame()

@@ -28,7 +28,7 @@ from typing import Any
 
 from fedbandit_envs.bench.decisions import DOCS as DECISION_DOCS
 from fedbandit_envs.bench.decisions import anchor, decisions_base, find_codes, linked_codes
-from fedbandit_envs.bench.jobs import to_json
+from fedbandit_envs.bench.jobs import canonical_json, resolve_scenario, to_json
 from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_legend, leaderboard_table
 from fedbandit_envs.bench.papers import KEYS as PAPER_KEYS
 from fedbandit_envs.bench.papers import Paper, PaperValue, get_paper, paper_of
@@ -89,11 +89,58 @@ class FigureFile:
     svg: Path
 
 
-def evaluate_claims(claims: Sequence[Claim], results: Results) -> list[ClaimOutcome]:
-    """Check every claim on ``results``; a check that raises gives an ERROR outcome naming the exception."""
+#: Settings of ``config.json`` that decide a claim's outcome: a pass rate applies only where they are the scenario's.
+MEASURED_SETTINGS = ("env_kwargs", "sweep", "exclude", "wrappers", "checkpoints")
+
+
+def changed_settings(config: Mapping[str, Any], scenario: Scenario) -> list[str]:
+    """What the sweep recorded in ``config`` changed from ``scenario`` at its recorded scale (``--set``, ``--seeds``).
+
+    Names the environment keywords that differ, then the other settings of :data:`MEASURED_SETTINGS` that differ,
+    then ``"seed count"`` when the number of seeds is not the scale's (a pass rate is over blocks of that many).
+    Empty when nothing that decides a claim's outcome changed (e.g. other seeds of the same count).
+    """
+    from fedbandit_envs.bench.sweep import sweep_config
+
+    try:
+        unchanged = sweep_config(resolve_scenario(scenario, config.get("scale", "ci")), "", None, "", "")
+    except ValueError:  # a scale this scenario does not define: nothing to compare with
+        return []
+    changes = []
+    ours, theirs = config.get("env_kwargs", {}), unchanged["env_kwargs"]
+    if "env_kwargs" in config:
+        keys = sorted(set(ours) | set(theirs))
+        changes += [key for key in keys if canonical_json(ours.get(key)) != canonical_json(theirs.get(key))]
+    for key in MEASURED_SETTINGS[1:]:
+        if key in config and canonical_json(config[key]) != canonical_json(unchanged[key]):
+            changes.append(key)
+    if "seeds" in config and len(config["seeds"]) != len(unchanged["seeds"]):
+        changes.append("seed count")
+    return changes
+
+
+def rate_text(claim: Claim, changes: Sequence[str] = ()) -> str:
+    """A claim's measured pass rate as reports show it ("" if unmeasured).
+
+    When the sweep ``changes`` settings of the scenario (:func:`changed_settings`), the rate was measured on the
+    unchanged scenario and says so: it is not how often the claim holds with the settings of this sweep.
+    """
+    if claim.pass_rate is None:
+        return ""
+    if not changes:
+        return str(claim.pass_rate)
+    return f"{claim.pass_rate}, measured on the unchanged scenario, not with this sweep's {', '.join(changes)}"
+
+
+def evaluate_claims(claims: Sequence[Claim], results: Results, changes: Sequence[str] = ()) -> list[ClaimOutcome]:
+    """Check every claim on ``results``; a check that raises gives an ERROR outcome naming the exception.
+
+    ``changes``: the settings the sweep changed from the scenario's (:func:`changed_settings`), named beside
+    the measured pass rates (:func:`rate_text`).
+    """
     outcomes = []
     for claim in claims:
-        rate = str(claim.pass_rate or "")
+        rate = rate_text(claim, changes)
         try:
             verdict = claim.check(results)
         except Exception as error:  # a broken check must not hide the other claims
@@ -334,7 +381,8 @@ def scenario_outcome(
     scenario, note = claims_scenario(config, scenario)
     params = list(config.get("parameters", {}).values())
     figures = draw_figures(results, directory, params, scenario.figures if scenario else ())
-    claims = evaluate_claims(scenario.claims if scenario else (), results)
+    changes = changed_settings(config, scenario) if scenario is not None else []
+    claims = evaluate_claims(scenario.claims if scenario else (), results, changes)
     name = config.get("scenario") or (scenario.name if scenario else directory.name)
     paper, base = (scenario.paper if scenario else ""), decisions_base(directory)
     doc = Document(f"Report: {name}")
@@ -612,12 +660,15 @@ def write_paper_report(
         doc.subheading("Claims")
         claim_rows = []
         rates = {claim.name: claim.pass_rate for claim in outcome.scenario.claims}
+        measured_here = not changed_settings(outcome.config, outcome.scenario)
         for claim in outcome.claims:
             entry = decision_entry(claim, outcome.scenario, paper, base)
             statement = linked_codes(claim.description, outcome.scenario.paper, base)
             rate = rates.get(claim.name)
-            claim_rows.append([claim.name, statement, claim.status, claim.evidence, entry, str(rate or "not measured")])
-            unreliable = rate is not None and rate.passed < UNRELIABLE_BELOW * rate.blocks
+            claim_rows.append(
+                [claim.name, statement, claim.status, claim.evidence, entry, claim.pass_rate or "not measured"]
+            )
+            unreliable = measured_here and rate is not None and rate.passed < UNRELIABLE_BELOW * rate.blocks
             if claim.status != "PASS" or unreliable:
                 reason = paper.reasons.get(f"{item.scenario}:{claim.name}", NO_REASON)
                 verdict = (

@@ -33,11 +33,18 @@ class AlgorithmSpec:
 
     The keywords of a registered name are checked when the spec is built, through the algorithm's registered
     config (:func:`~fedbandit_envs.algorithms.check_algorithm_options`); those of a ``"module:Class"`` path when
-    a sweep imports it (:meth:`check`).
+    a sweep imports it (:meth:`check`). ``shown_as`` is what errors call it when ``path`` is a wrapper that builds
+    another class (``fedbandit compare`` names the user's ``module:Class``); it does not identify the algorithm.
     """
 
     path: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    shown_as: str = field(default="", compare=False)
+
+    @property
+    def name(self) -> str:
+        """What errors call the algorithm: ``shown_as``, else ``path``."""
+        return self.shown_as or self.path
 
     def __post_init__(self) -> None:
         if is_registered(self.path):
@@ -51,7 +58,12 @@ class AlgorithmSpec:
         """A zero-argument factory building a fresh instance (``extra`` keywords override)."""
         target = resolve_factory(self.path)
         kwargs = {**self.kwargs, **(extra or {})}
-        return lambda: target(**kwargs)
+
+        def build() -> Any:
+            return target(**kwargs)
+
+        build.__name__ = build.__qualname__ = self.name  # errors name the algorithm, not a lambda
+        return build
 
 
 @dataclass(frozen=True)

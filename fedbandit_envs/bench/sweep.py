@@ -26,7 +26,7 @@ import platform
 import time
 import warnings
 from collections.abc import Mapping
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,13 +203,14 @@ def run_sweep(
             "and did not finish, so these tables (from an earlier sweep) may lack runs of config.json; run the same "
             f"sweep again or `fedbandit sweep --repair --out {store.directory}`"
         )
-        for result in runner.run(todo, progress=progress, label=scenario.name):
-            try:
-                check_result(result)  # a part never lacks a seed
-            except ValueError as error:
-                raise JobFailed(result.job, error) from error
-            store.save_part(result)
-            summary.sim_time += result.sim_time
+        with closing(runner.run(todo, progress=progress, label=scenario.name)) as results:  # interrupted: stop now
+            for result in results:
+                try:
+                    check_result(result)  # a part never lacks a seed
+                except ValueError as error:
+                    raise JobFailed(result.job, error) from error
+                store.save_part(result)
+                summary.sim_time += result.sim_time
         summary.tables = store.write_tables(store.collect(jobs))
     summary.wall_time = time.perf_counter() - start
     return summary
@@ -242,7 +243,9 @@ def repair_sweep(
         name, scale, overrides, seeds = config["scenario"], config["scale"], config["overrides"], config["seeds"]
     except KeyError as error:
         raise ValueError(f"config.json in {str(out)!r} lacks {error}; run the sweep command again instead") from error
-    scenario = resolve_scenario(name, scale, overrides, len(seeds))
+    if "seeds" in overrides:  # given with --set seeds=...: the overrides bring them
+        seeds = None
+    scenario = resolve_scenario(name, scale, overrides, seeds)
     recorded = sweep_config(scenario, scale, overrides, "", recorded_format(config))
     for key in ("algorithms", "env_kwargs", "sweep", "seeds", "checkpoints", "wrappers"):
         if canonical_json(recorded[key]) != canonical_json(config.get(key)):
@@ -256,7 +259,7 @@ def repair_sweep(
         out,
         scale,
         overrides,
-        len(seeds),
+        seeds,
         backend=backend,
         workers=workers,
         address=address,
