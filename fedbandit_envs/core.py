@@ -337,6 +337,17 @@ class ChannelCore:
         if self.done:
             raise RuntimeError(HORIZON_REACHED)
 
+    def fail_slot(self, slot: int, error: Exception) -> None:
+        """End the episode: the hosted server failed with ``error`` in ``slot``, which is left half played.
+
+        What the slot did is already counted, so a retry would count it twice: every later step is refused (with
+        :meth:`check_not_failed`'s RuntimeError) until the next reset. The caller re-raises ``error``.
+        """
+        self.failed = (
+            f"slot {slot} failed half played ({type(error).__name__}: {error}); what it did is already counted, "
+            "so this episode cannot go on: call reset() to start a new one"
+        )
+
     def open_episode(
         self,
         context: AgentContext,
@@ -382,10 +393,7 @@ class ChannelCore:
         try:
             return deliver(self.channel, self.coordinator, slot, prepared, collect_due=collect_due, close=close)
         except Exception as error:
-            self.failed = (
-                f"slot {slot} failed half played ({type(error).__name__}: {error}); its pulls and messages are "
-                "already counted, so this episode cannot go on: call reset() to start a new one"
-            )
+            self.fail_slot(slot, error)
             raise
 
 

@@ -239,6 +239,64 @@ def test_pettingzoo_bad_actions():
         env.step({agent: {"arm": 0, "messages": [message]}})
 
 
+class ArrivalsServer:
+    """A server (no replies) whose ``observe_arrivals`` fails when slot ``fail_at`` starts, once."""
+
+    def __init__(self, fail_at: int) -> None:
+        self.fail_at = fail_at
+        self.seen: list[int] = []
+
+    def reset(self, context, rngs) -> None:
+        self.seen = []
+
+    def observe_arrivals(self, slot, clients) -> None:
+        if slot == self.fail_at:
+            self.fail_at = -1
+            raise RuntimeError("arrivals boom")
+        self.seen.append(slot)
+
+    def step(self, slot, inbox) -> list:
+        return []
+
+
+def test_a_server_failing_to_observe_arrivals_ends_the_episode_on_the_batched_core():
+    server = ArrivalsServer(fail_at=2)
+    core = LinearCore(LinearConfig(**SMALL), coordinator=server)
+    core.reset([0])
+    for _ in range(2):
+        core.pull([[0]])
+        if core.slot == 1:
+            with pytest.raises(RuntimeError, match="arrivals boom"):
+                core.communicate()
+        else:
+            core.communicate()
+    refused = "slot 2 failed half played \\(RuntimeError: arrivals boom\\).* call reset"
+    assert core.failed is not None and server.seen == [0, 1]
+    with pytest.raises(RuntimeError, match=refused):
+        core.pull([[0]])
+    with pytest.raises(RuntimeError, match=refused):
+        core.communicate()
+    core.reset([0])
+    assert core.failed is None and server.seen == [0]
+
+
+def test_a_server_failing_to_observe_arrivals_ends_the_episode_through_pettingzoo():
+    env = FederatedLinear(**SMALL, coordinator=ArrivalsServer(fail_at=1))
+    observations, _ = env.reset(seed=0)
+    active = {a: 0 for a, o in observations.items() if o["active"]}
+    env.step(active)
+    with pytest.raises(RuntimeError, match="arrivals boom"):
+        env.step({})
+    refused = "slot 1 failed half played \\(RuntimeError: arrivals boom\\).* call reset"
+    for actions in ({}, active, {a: 0 for a in env.agents}):
+        with pytest.raises(RuntimeError, match=refused):
+            env.step(actions)
+    observations, _ = env.reset(seed=0)
+    env.step({a: 0 for a, o in observations.items() if o["active"]})
+    env.step({})
+    assert env.core.slot == 1 and env.core.failed is None
+
+
 def test_pettingzoo_pickle_mid_episode():
     env = FederatedLinear(**SMALL, arrival="zipf")
     observations, _ = env.reset(seed=2)

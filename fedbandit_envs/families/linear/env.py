@@ -565,7 +565,8 @@ class LinearCore(ChannelCore):
     :meth:`exchange` (``communicate``; the reporting position of each replica is :meth:`reporters`); the
     last round moves to the next slot. The coordinator (``reset(context, rngs)``, ``step(slot, inbox) -> replies``) may
     also define ``observe_arrivals(slot, clients)``: the core calls it when a slot starts, so the
-    server knows who is active (the paper's free registration of new clients).
+    server knows who is active (the paper's free registration of new clients). A server that fails there, as in
+    ``step``, ends the episode (see :meth:`~fedbandit_envs.core.ChannelCore.fail_slot`).
 
     Args:
         source: the problem (:class:`LinearConfig` or a replay source).
@@ -645,7 +646,11 @@ class LinearCore(ChannelCore):
         np.add.at(self.arrivals, (self._replica_of, self.clients), 1)
         observe = getattr(self.coordinator, "observe_arrivals", None)
         if observe is not None:
-            observe(self.slot, self.clients)
+            try:
+                observe(self.slot, self.clients)
+            except Exception as error:  # the slot has started without its server: as a server failing in step()
+                self.fail_slot(self.slot, error)
+                raise
 
     def current_step(self) -> Step:
         """The act phase of the current slot: the active clients and their arm contexts."""
@@ -706,6 +711,7 @@ class LinearCore(ChannelCore):
         Returns the copies delivered to clients in this round. The last round of a slot closes it
         and starts the next one. Everything is validated before any state changes.
         """
+        self.check_not_failed()
         if self.phase != "report":
             raise RuntimeError("communicate() follows pull(): pull the active clients' arms first")
         last = self.round + 1 == self.config.active_per_slot
