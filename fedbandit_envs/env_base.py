@@ -177,8 +177,9 @@ class ProtocolParallelEnv(ParallelEnv):
     def require_live(self, actions: Any) -> None:
         """Check a step may be played: RuntimeError outside an episode, TypeError unless ``actions`` is a mapping.
 
-        An episode runs from ``reset`` to the horizon, unless a slot fails half played (the core's ``failed``: its
-        RuntimeError names the failure); ``actions`` maps agent names to actions, as a ParallelEnv's ``step`` takes.
+        An episode runs from ``reset`` to the horizon, unless a slot fails half played or a reset fails half way
+        (the core's ``failed``: its RuntimeError names the failure); ``actions`` maps agent names to actions, as a
+        ParallelEnv's ``step`` takes.
         """
         self.core.check_not_failed()
         if not self.agents:

@@ -592,36 +592,37 @@ class LinearCore(ChannelCore):
         """
         src = self.config
         hooks, streams = start_episode(seeds, hooks, f"{src.num_agents} clients", src.memory_parts)
-        fixed = SeedStreams.fixed(src.instance_seed)
-        self.replicas = [src.replica(s, fixed or s) for s in streams]
-        b, n, m = len(streams), src.num_agents, src.active_per_slot
-        self.num_replicas = b
-        context = LinearContext(
-            num_agents=n,
-            num_arms=src.num_arms,
-            horizon=src.horizon,
-            topologies=(self._topology,) * b,
-            reward_bounds=src.reward_bounds,
-            agent_seeds=tuple(s.sequence("agents") for s in streams),
-            dimension=src.dimension,
-            global_dimension=src.global_dimension,
-            local_dimensions=tuple(src.local_dimensions),
-            active_per_slot=m,
-            context_bound=src.context_bound,
-        )
-        self._observed = np.zeros((b, n), np.int64)
-        self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
-        self.regret = np.zeros((b, n))
-        self.last_regret = np.zeros((b, m))
-        self.arrivals = np.zeros((b, n), np.int64)
-        self.reward = np.zeros(b)
-        self.baseline_reward = np.zeros(b) if src.has_baseline else None
-        self.slot = 0
-        self._rows = np.arange(b)[:, None]
-        self._positions = np.arange(m)[None, :]
-        self._replica_of = np.broadcast_to(self._rows, (b, m))  # the replica of each active client (B, m)
-        self._start_slot()
-        return self.current_step()
+        with self.resetting():
+            fixed = SeedStreams.fixed(src.instance_seed)
+            self.replicas = [src.replica(s, fixed or s) for s in streams]
+            b, n, m = len(streams), src.num_agents, src.active_per_slot
+            self.num_replicas = b
+            context = LinearContext(
+                num_agents=n,
+                num_arms=src.num_arms,
+                horizon=src.horizon,
+                topologies=(self._topology,) * b,
+                reward_bounds=src.reward_bounds,
+                agent_seeds=tuple(s.sequence("agents") for s in streams),
+                dimension=src.dimension,
+                global_dimension=src.global_dimension,
+                local_dimensions=tuple(src.local_dimensions),
+                active_per_slot=m,
+                context_bound=src.context_bound,
+            )
+            self._observed = np.zeros((b, n), np.int64)
+            self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
+            self.regret = np.zeros((b, n))
+            self.last_regret = np.zeros((b, m))
+            self.arrivals = np.zeros((b, n), np.int64)
+            self.reward = np.zeros(b)
+            self.baseline_reward = np.zeros(b) if src.has_baseline else None
+            self.slot = 0
+            self._rows = np.arange(b)[:, None]
+            self._positions = np.arange(m)[None, :]
+            self._replica_of = np.broadcast_to(self._rows, (b, m))  # the replica of each active client (B, m)
+            self._start_slot()
+            return self.current_step()
 
     def _load_block(self) -> None:
         length = min(BLOCK, self.config.horizon - self.slot)
