@@ -229,7 +229,7 @@ def test_pettingzoo_bad_actions():
     with pytest.raises(ValueError, match="unknown agents"):
         env.step({agent: 0, "client_99": 0})
     message = Message(int(agent.split("_")[1]), SERVER, "upload", {"x": np.ones(2)})
-    with pytest.raises(ValueError, match="act phase"):
+    with pytest.raises(ValueError, match="sent messages in the act step"):
         env.step({agent: {"arm": 0, "messages": [message]}})
     env.step({agent: 0})
     other = next(a for a in env.agents if a != agent)
@@ -237,6 +237,27 @@ def test_pettingzoo_bad_actions():
         env.step({other: {"arm": 0, "messages": [message]}})
     with pytest.raises(ValueError, match="no coordinator"):
         env.step({agent: {"arm": 0, "messages": [message]}})
+
+
+def test_pettingzoo_act_step_refuses_messages_and_unknown_keys_from_any_client():
+    env = FederatedLinear(**{**SMALL, "active_per_slot": 2})
+    observations, _ = env.reset(seed=0)
+    active = {a: 0 for a, o in observations.items() if o["active"]}
+    idle = next(a for a, o in observations.items() if not o["active"])
+    message = Message(int(idle.split("_")[1]), SERVER, "upload", {"x": np.ones(2)})
+    before = (env.core.slot, env.core.phase, env.core.regret.copy(), env.pending_phase)
+    with pytest.raises(ValueError, match=f"{idle} sent messages in the act step"):
+        env.step({**active, idle: {"arm": 0, "messages": [message]}})
+    with pytest.raises(ValueError, match=f"{idle} sent messages in the act step"):
+        env.step({**active, idle: {"messages": [message]}})
+    with pytest.raises(ValueError, match=f"the action of {idle} has unknown keys \\['bogus'\\]"):
+        env.step({**active, idle: {"arm": 0, "bogus": 1}})
+    with pytest.raises(TypeError, match="must be a list"):
+        env.step({**active, idle: {"arm": 0, "messages": message}})
+    assert (env.core.slot, env.core.phase, env.pending_phase) == before[:2] + before[3:]
+    np.testing.assert_array_equal(env.core.regret, before[2])
+    env.step({**active, idle: {"arm": 0, "messages": []}})  # an empty list is no message
+    assert env.pending_phase is not None
 
 
 class ArrivalsServer:

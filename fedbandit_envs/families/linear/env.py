@@ -786,7 +786,7 @@ class FederatedLinear(ProtocolParallelEnv):
 
     * **act step** (``obs["phase"] == 0``): the active clients (``obs["active"] == 1``) see their
       (K, d) ``contexts`` and their action's ``"arm"`` is pulled; the step returns their rewards.
-      Other agents' actions are ignored (they may be omitted). Messages are not allowed here.
+      Other agents' actions are ignored (they may be omitted). Messages are not allowed here, from any client.
     * **report step** (``obs["phase"] == 1``): the reporting client sees the ``arm`` it pulled, its
       ``reward`` and its ``contexts`` again; any client may send messages (the server is ``SERVER``).
       The server's replies arrive in the ``inbox`` of the returned observations.
@@ -946,11 +946,10 @@ class FederatedLinear(ProtocolParallelEnv):
         missing = [a for a in active if a not in actions]
         if missing:
             raise ValueError(f"the active clients {missing} must act in this step (obs['active'] == 1)")
+        self.refuse_act_messages(actions)
         arms = np.empty((1, len(active)), np.int64)
         for j, agent in enumerate(active):
-            arms[0, j], sent = split_action(actions[agent])
-            if sent:
-                raise ValueError(f"{agent} sent messages in the act phase; send them in the report phase that follows")
+            arms[0, j] = split_action(actions[agent])[0]
         means = core.means[0]
         feedback = core.pull(arms)
         for j, agent in enumerate(active):

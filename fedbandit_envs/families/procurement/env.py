@@ -839,6 +839,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
             inbox = self.play_phase(actions)
             return self._finish_step(dict.fromkeys(self.agents, 0.0), inbox)
         self.check_action_agents(actions)
+        self.refuse_act_messages(actions)
         units = np.zeros((1, self.problem.num_agents, self.problem.num_producers), np.int64)
         for agent, action in actions.items():
             given = self._units_of(agent, action)
@@ -860,12 +861,10 @@ class FedProcurementEnv(ProtocolParallelEnv):
         """The units vector of an act-step action (bare, or ``{"units": ..., "messages": []}``)."""
         if not isinstance(action, Mapping):
             return action
-        if set(action) - {"units", "messages"} or "units" not in action:
+        if "units" not in action:
             raise ValueError(
                 f"the action of {agent} needs 'units' and optionally 'messages'; got keys {sorted(action)}"
             )
-        if action.get("messages"):
-            raise ValueError(f"{agent} sent messages in the act step; send them in the report step (obs['phase'] == 1)")
         return action["units"]
 
     def _finish_step(self, rewards: dict[str, float], inbox: list[MessageBatch]) -> tuple[dict, dict, dict, dict, dict]:
