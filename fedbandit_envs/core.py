@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, overload
 
@@ -309,8 +310,9 @@ class ChannelCore:
 
     A core sets ``channel`` (its :class:`~fedbandit_envs.channel.Channel`), ``horizon`` (T, the number of
     slots), ``slot`` (the next slot to play) and, when it hosts the population's server, ``coordinator``.
-    Its ``reset`` builds the episode's context and records and hands them to :meth:`open_episode`; its
-    ``exchange`` routes a message-only phase with :meth:`route`.
+    Its ``reset`` checks its arguments (:func:`start_episode`), then builds the episode inside :meth:`resetting`
+    (so that a reset that fails half way leaves the core refusing every step) and hands the episode's context and
+    records to :meth:`open_episode`; its ``exchange`` routes a message-only phase with :meth:`route`.
     """
 
     channel: Channel
@@ -318,7 +320,7 @@ class ChannelCore:
     slot: int
     #: The hosted server (``reset(context, rngs)``, ``step(slot, inbox) -> replies``), or None.
     coordinator: Any = None
-    #: Why the episode cannot go on (a slot failed half played), or None.
+    #: Why the episode cannot go on (a slot failed half played, or the last reset failed half way), or None.
     failed: str | None = None
     #: Whether an episode has been opened (``reset`` called at least once).
     started: bool = False
@@ -339,6 +341,33 @@ class ChannelCore:
         if self.done:
             raise RuntimeError(HORIZON_REACHED)
 
+    @contextmanager
+    def resetting(self) -> Iterator[None]:
+        """The part of a ``reset`` that replaces the episode's state: if it raises, the core refuses every step.
+
+        A reset replaces the channel, the instances, the coordinator's and the hooks' state one after the other, so
+        one that fails half way (the learner's server failing in its ``reset``, say) leaves an episode that is
+        neither the old one nor the new one. Every step then raises a RuntimeError naming the failure until a reset
+        succeeds (:meth:`open_episode` clears it). A reset's checks (:func:`start_episode`) come before: a reset they
+        refuse changes nothing.
+        """
+        try:
+            yield
+        except Exception as error:
+            self.failed = f"the last reset failed: {type(error).__name__}: {error}; reset again to start an episode"
+            raise
+
+    def fail_slot(self, slot: int, error: Exception) -> None:
+        """End the episode: the hosted server failed with ``error`` in ``slot``, which is left half played.
+
+        What the slot did is already counted, so a retry would count it twice: every later step is refused (with
+        :meth:`check_not_failed`'s RuntimeError) until the next reset. The caller re-raises ``error``.
+        """
+        self.failed = (
+            f"slot {slot} failed half played ({type(error).__name__}: {error}); what it did is already counted, "
+            "so this episode cannot go on: call reset() to start a new one"
+        )
+
     def open_episode(
         self,
         context: AgentContext,
@@ -349,7 +378,7 @@ class ChannelCore:
         """Reset the channel on the context's graphs, the hosted coordinator and the episode's message hooks.
 
         ``hooks`` come from :func:`start_episode`; they keep ``records`` (see :func:`reset_hooks`). Sets
-        ``context``, ``records`` and ``message_hooks``.
+        ``context``, ``records`` and ``message_hooks``, and clears ``failed`` (call it inside :meth:`resetting`).
         """
         self.channel.reset(context.topologies, [s.generator("channel") for s in streams])
         self.context = context
@@ -384,10 +413,7 @@ class ChannelCore:
         try:
             return deliver(self.channel, self.coordinator, slot, prepared, collect_due=collect_due, close=close)
         except Exception as error:
-            self.failed = (
-                f"slot {slot} failed half played ({type(error).__name__}: {error}); its pulls and messages are "
-                "already counted, so this episode cannot go on: call reset() to start a new one"
-            )
+            self.fail_slot(slot, error)
             raise
 
 
@@ -470,7 +496,12 @@ def message_phases(core: Any, population: Any, on_inbox: Callable[[list[MessageB
 
 
 def play_slot(core: Any, population: Any) -> None:
-    """One slot on a batched core: act, play, observe, then the message-only phases."""
+    """One slot on a batched core: act, play, observe, then the message-only phases.
+
+    A core that may not play (:meth:`ChannelCore.check_running`: the horizon reached, a slot failed half played, the
+    last reset failed) refuses before the population acts on a step of no episode.
+    """
+    core.check_running()
     feedback = core.play(checked_action(population, population.act(core.current_step())))
     population.observe(feedback)
     message_phases(core, population)

@@ -177,9 +177,11 @@ class ProtocolParallelEnv(ParallelEnv):
     def require_live(self, actions: Any) -> None:
         """Check a step may be played: RuntimeError outside an episode, TypeError unless ``actions`` is a mapping.
 
-        An episode runs from ``reset`` to the horizon; ``actions`` maps agent names to actions, as a
+        An episode runs from ``reset`` to the horizon, unless a slot fails half played or a reset fails half way
+        (the core's ``failed``: its RuntimeError names the failure); ``actions`` maps agent names to actions, as a
         ParallelEnv's ``step`` takes.
         """
+        self.core.check_not_failed()
         if not self.agents:
             raise RuntimeError(EPISODE_OVER)
         if not isinstance(actions, Mapping):
@@ -219,6 +221,32 @@ class ProtocolParallelEnv(ParallelEnv):
         """
         return check_senders(agent, self._index[agent], sent)
 
+    def check_action_keys(self, agent: str, action: Mapping[str, Any], expected: str) -> None:
+        """ValueError if the action dict of ``agent`` has keys other than :attr:`action_key` and ``"messages"``.
+
+        ``expected`` ends the error: the form the step takes.
+        """
+        extra = set(action) - {self.action_key, "messages"}
+        if extra:
+            raise ValueError(f"the action of {agent} has unknown keys {sorted(extra)}; {expected}")
+
+    def refuse_act_messages(self, actions: Mapping[str, Any]) -> None:
+        """Check an act step that carries no messages (linear, procurement): no action sends any, whoever gives it.
+
+        Every action dict, an idle agent's too, may only hold :attr:`action_key` and an empty ``"messages"`` list
+        (ValueError otherwise, TypeError for a ``"messages"`` entry that is not a list of messages); messages go in
+        the report step that follows. Call it before the step changes anything.
+        """
+        for agent, action in actions.items():
+            if not isinstance(action, Mapping):
+                continue
+            self.check_action_keys(agent, action, f"an act step takes {{{self.action_key!r}: ..., 'messages': []}}")
+            if outgoing_items(action.get("messages", ())):
+                raise ValueError(
+                    f"{agent} sent messages in the act step; send them in the report step that follows "
+                    "(obs['phase'] == 1)"
+                )
+
     def phase_messages(self, actions: Mapping[str, Any]) -> list[MessageBatch]:
         """The batches of a message-only step: every agent's ``"messages"`` (anything else is ignored)."""
         unknown = [a for a in actions if a not in self._index]
@@ -228,9 +256,7 @@ class ProtocolParallelEnv(ParallelEnv):
         for agent, action in actions.items():
             if not isinstance(action, Mapping):
                 continue  # a bare arm or units vector: nothing to send
-            extra = set(action) - {self.action_key, "messages"}
-            if extra:
-                raise ValueError(f"the action of {agent} has unknown keys {sorted(extra)}; send {{'messages': [...]}}")
+            self.check_action_keys(agent, action, "send {'messages': [...]}")
             messages.extend(self.own_messages(agent, outgoing_items(action.get("messages", ()))))
         return batches_from_messages(messages) if messages else []
 

@@ -229,7 +229,7 @@ def test_pettingzoo_bad_actions():
     with pytest.raises(ValueError, match="unknown agents"):
         env.step({agent: 0, "client_99": 0})
     message = Message(int(agent.split("_")[1]), SERVER, "upload", {"x": np.ones(2)})
-    with pytest.raises(ValueError, match="act phase"):
+    with pytest.raises(ValueError, match="sent messages in the act step"):
         env.step({agent: {"arm": 0, "messages": [message]}})
     env.step({agent: 0})
     other = next(a for a in env.agents if a != agent)
@@ -237,6 +237,85 @@ def test_pettingzoo_bad_actions():
         env.step({other: {"arm": 0, "messages": [message]}})
     with pytest.raises(ValueError, match="no coordinator"):
         env.step({agent: {"arm": 0, "messages": [message]}})
+
+
+def test_pettingzoo_act_step_refuses_messages_and_unknown_keys_from_any_client():
+    env = FederatedLinear(**{**SMALL, "active_per_slot": 2})
+    observations, _ = env.reset(seed=0)
+    active = {a: 0 for a, o in observations.items() if o["active"]}
+    idle = next(a for a, o in observations.items() if not o["active"])
+    message = Message(int(idle.split("_")[1]), SERVER, "upload", {"x": np.ones(2)})
+    before = (env.core.slot, env.core.phase, env.core.regret.copy(), env.pending_phase)
+    with pytest.raises(ValueError, match=f"{idle} sent messages in the act step"):
+        env.step({**active, idle: {"arm": 0, "messages": [message]}})
+    with pytest.raises(ValueError, match=f"{idle} sent messages in the act step"):
+        env.step({**active, idle: {"messages": [message]}})
+    with pytest.raises(ValueError, match=f"the action of {idle} has unknown keys \\['bogus'\\]"):
+        env.step({**active, idle: {"arm": 0, "bogus": 1}})
+    with pytest.raises(TypeError, match="must be a list"):
+        env.step({**active, idle: {"arm": 0, "messages": message}})
+    assert (env.core.slot, env.core.phase, env.pending_phase) == before[:2] + before[3:]
+    np.testing.assert_array_equal(env.core.regret, before[2])
+    env.step({**active, idle: {"arm": 0, "messages": []}})  # an empty list is no message
+    assert env.pending_phase is not None
+
+
+class ArrivalsServer:
+    """A server (no replies) whose ``observe_arrivals`` fails when slot ``fail_at`` starts, once."""
+
+    def __init__(self, fail_at: int) -> None:
+        self.fail_at = fail_at
+        self.seen: list[int] = []
+
+    def reset(self, context, rngs) -> None:
+        self.seen = []
+
+    def observe_arrivals(self, slot, clients) -> None:
+        if slot == self.fail_at:
+            self.fail_at = -1
+            raise RuntimeError("arrivals boom")
+        self.seen.append(slot)
+
+    def step(self, slot, inbox) -> list:
+        return []
+
+
+def test_a_server_failing_to_observe_arrivals_ends_the_episode_on_the_batched_core():
+    server = ArrivalsServer(fail_at=2)
+    core = LinearCore(LinearConfig(**SMALL), coordinator=server)
+    core.reset([0])
+    for _ in range(2):
+        core.pull([[0]])
+        if core.slot == 1:
+            with pytest.raises(RuntimeError, match="arrivals boom"):
+                core.communicate()
+        else:
+            core.communicate()
+    refused = "slot 2 failed half played \\(RuntimeError: arrivals boom\\).* call reset"
+    assert core.failed is not None and server.seen == [0, 1]
+    with pytest.raises(RuntimeError, match=refused):
+        core.pull([[0]])
+    with pytest.raises(RuntimeError, match=refused):
+        core.communicate()
+    core.reset([0])
+    assert core.failed is None and server.seen == [0]
+
+
+def test_a_server_failing_to_observe_arrivals_ends_the_episode_through_pettingzoo():
+    env = FederatedLinear(**SMALL, coordinator=ArrivalsServer(fail_at=1))
+    observations, _ = env.reset(seed=0)
+    active = {a: 0 for a, o in observations.items() if o["active"]}
+    env.step(active)
+    with pytest.raises(RuntimeError, match="arrivals boom"):
+        env.step({})
+    refused = "slot 1 failed half played \\(RuntimeError: arrivals boom\\).* call reset"
+    for actions in ({}, active, {a: 0 for a in env.agents}):
+        with pytest.raises(RuntimeError, match=refused):
+            env.step(actions)
+    observations, _ = env.reset(seed=0)
+    env.step({a: 0 for a, o in observations.items() if o["active"]})
+    env.step({})
+    assert env.core.slot == 1 and env.core.failed is None
 
 
 def test_pettingzoo_pickle_mid_episode():

@@ -17,7 +17,8 @@ from agents.baselines import RoundRobin
 from fedbandit_envs import SERVER, FederatedMAB, Message, MessageBatch
 from fedbandit_envs.channel.messages import MAX_COUNT, MAX_FIELDS, MAX_ROW_AXES, MAX_ROW_BYTES, _check_row_size
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
-from fedbandit_envs.core import Action
+from fedbandit_envs.core import Action, Phase, play_slot
+from fedbandit_envs.env_base import MESSAGE_HOOKS
 from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.frozen import FrozenDict
@@ -215,6 +216,59 @@ def test_a_failing_server_ends_the_episode_instead_of_leaving_a_slot_half_played
     assert np.array_equal(env.unwrapped.core.regret, regret) and env.ledger.totals()["messages"] == messages
     env.reset(seed=0)
     assert env.unwrapped.core.failed is None
+
+
+class FailingResetHook:
+    """A message hook whose ``reset`` fails while ``failing``: the reset breaks after the channel was replaced."""
+
+    refuses_steps = False
+
+    def __init__(self) -> None:
+        self.failing = True
+
+    def reset(self, context, streams) -> None:
+        if self.failing:
+            raise RuntimeError("hook reset boom")
+
+    def __call__(self, slot, batches):
+        return batches
+
+
+RESET_FAMILIES = {
+    "mab": (lambda: FederatedMAB(2, 2, 5), lambda env: dict.fromkeys(env.agents, 0)),
+    "linear": (
+        lambda: FederatedLinear(num_clients=3, num_arms=2, dimension=2, horizon=5),
+        lambda env: dict.fromkeys(env.agents, 0),
+    ),
+    "procurement": (
+        lambda: FedProcurementEnv(num_agents=2, num_producers=2, horizon=5),
+        lambda env: {a: np.zeros(2, np.int64) for a in env.agents},
+    ),
+}
+
+
+@pytest.mark.parametrize("family", RESET_FAMILIES)
+def test_a_reset_that_fails_half_way_refuses_every_step_until_a_reset_succeeds(family):
+    build, act = RESET_FAMILIES[family]
+    env = build()
+    env.reset(seed=0)
+    env.step(act(env))
+    hook = FailingResetHook()
+    with pytest.raises(RuntimeError, match="hook reset boom"):
+        env.reset(seed=1, options={MESSAGE_HOOKS: [hook]})
+    core = env.unwrapped.core
+    refused = "the last reset failed: RuntimeError: hook reset boom; reset again"
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=refused):
+            env.step(act(env))
+    with pytest.raises(RuntimeError, match=refused):  # the batched path: the act step and a message-only phase
+        play_slot(core, RoundRobin())
+    with pytest.raises(RuntimeError, match=refused):
+        core.exchange(Phase(0, "report"), [])
+    hook.failing = False
+    env.reset(seed=1, options={MESSAGE_HOOKS: [hook]})
+    assert core.failed is None and core.slot == 0
+    env.step(act(env))  # the new episode plays
 
 
 def test_an_action_s_messages_are_a_list():

@@ -71,25 +71,26 @@ class GuessCore(ChannelCore):
     def reset(self, seeds: Sequence[SeedLike], hooks: Sequence[MessageHook] = ()) -> None:
         """Start B = len(seeds) replicas, each on its own seed streams, with the episode's message hooks."""
         hooks, streams = start_episode(seeds, hooks, "a guess core")
-        b, m = len(streams), self.num_agents
-        self.num_replicas = b
-        self.hidden = np.array([s.generator("instance").integers(self.num_values) for s in streams])
-        self.topologies: list[Topology] = [
-            build_topology(self.topology_spec, m, s.generator("topology")) for s in streams
-        ]
-        context = AgentContext(
-            num_agents=m,
-            num_arms=self.num_values,
-            horizon=self.horizon,
-            topologies=tuple(self.topologies),
-            reward_bounds=(0.0, 1.0),
-            agent_seeds=tuple(s.sequence("agents") for s in streams),
-        )
-        self._observed = np.zeros((b, m), np.int64)
-        self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
-        self.slot = 0
-        self.regret = np.zeros((b, m))
-        self.found = np.zeros((b, m), bool)
+        with self.resetting():
+            b, m = len(streams), self.num_agents
+            self.num_replicas = b
+            self.hidden = np.array([s.generator("instance").integers(self.num_values) for s in streams])
+            self.topologies: list[Topology] = [
+                build_topology(self.topology_spec, m, s.generator("topology")) for s in streams
+            ]
+            context = AgentContext(
+                num_agents=m,
+                num_arms=self.num_values,
+                horizon=self.horizon,
+                topologies=tuple(self.topologies),
+                reward_bounds=(0.0, 1.0),
+                agent_seeds=tuple(s.sequence("agents") for s in streams),
+            )
+            self._observed = np.zeros((b, m), np.int64)
+            self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
+            self.slot = 0
+            self.regret = np.zeros((b, m))
+            self.found = np.zeros((b, m), bool)
 
     # ------------------------------------------------------------------ the population protocol
     def current_step(self) -> Step:

@@ -565,7 +565,8 @@ class LinearCore(ChannelCore):
     :meth:`exchange` (``communicate``; the reporting position of each replica is :meth:`reporters`); the
     last round moves to the next slot. The coordinator (``reset(context, rngs)``, ``step(slot, inbox) -> replies``) may
     also define ``observe_arrivals(slot, clients)``: the core calls it when a slot starts, so the
-    server knows who is active (the paper's free registration of new clients).
+    server knows who is active (the paper's free registration of new clients). A server that fails there, as in
+    ``step``, ends the episode (see :meth:`~fedbandit_envs.core.ChannelCore.fail_slot`).
 
     Args:
         source: the problem (:class:`LinearConfig` or a replay source).
@@ -591,36 +592,37 @@ class LinearCore(ChannelCore):
         """
         src = self.config
         hooks, streams = start_episode(seeds, hooks, f"{src.num_agents} clients", src.memory_parts)
-        fixed = SeedStreams.fixed(src.instance_seed)
-        self.replicas = [src.replica(s, fixed or s) for s in streams]
-        b, n, m = len(streams), src.num_agents, src.active_per_slot
-        self.num_replicas = b
-        context = LinearContext(
-            num_agents=n,
-            num_arms=src.num_arms,
-            horizon=src.horizon,
-            topologies=(self._topology,) * b,
-            reward_bounds=src.reward_bounds,
-            agent_seeds=tuple(s.sequence("agents") for s in streams),
-            dimension=src.dimension,
-            global_dimension=src.global_dimension,
-            local_dimensions=tuple(src.local_dimensions),
-            active_per_slot=m,
-            context_bound=src.context_bound,
-        )
-        self._observed = np.zeros((b, n), np.int64)
-        self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
-        self.regret = np.zeros((b, n))
-        self.last_regret = np.zeros((b, m))
-        self.arrivals = np.zeros((b, n), np.int64)
-        self.reward = np.zeros(b)
-        self.baseline_reward = np.zeros(b) if src.has_baseline else None
-        self.slot = 0
-        self._rows = np.arange(b)[:, None]
-        self._positions = np.arange(m)[None, :]
-        self._replica_of = np.broadcast_to(self._rows, (b, m))  # the replica of each active client (B, m)
-        self._start_slot()
-        return self.current_step()
+        with self.resetting():
+            fixed = SeedStreams.fixed(src.instance_seed)
+            self.replicas = [src.replica(s, fixed or s) for s in streams]
+            b, n, m = len(streams), src.num_agents, src.active_per_slot
+            self.num_replicas = b
+            context = LinearContext(
+                num_agents=n,
+                num_arms=src.num_arms,
+                horizon=src.horizon,
+                topologies=(self._topology,) * b,
+                reward_bounds=src.reward_bounds,
+                agent_seeds=tuple(s.sequence("agents") for s in streams),
+                dimension=src.dimension,
+                global_dimension=src.global_dimension,
+                local_dimensions=tuple(src.local_dimensions),
+                active_per_slot=m,
+                context_bound=src.context_bound,
+            )
+            self._observed = np.zeros((b, n), np.int64)
+            self.open_episode(context, streams, hooks, ObservedRecords(self._observed))
+            self.regret = np.zeros((b, n))
+            self.last_regret = np.zeros((b, m))
+            self.arrivals = np.zeros((b, n), np.int64)
+            self.reward = np.zeros(b)
+            self.baseline_reward = np.zeros(b) if src.has_baseline else None
+            self.slot = 0
+            self._rows = np.arange(b)[:, None]
+            self._positions = np.arange(m)[None, :]
+            self._replica_of = np.broadcast_to(self._rows, (b, m))  # the replica of each active client (B, m)
+            self._start_slot()
+            return self.current_step()
 
     def _load_block(self) -> None:
         length = min(BLOCK, self.config.horizon - self.slot)
@@ -645,7 +647,11 @@ class LinearCore(ChannelCore):
         np.add.at(self.arrivals, (self._replica_of, self.clients), 1)
         observe = getattr(self.coordinator, "observe_arrivals", None)
         if observe is not None:
-            observe(self.slot, self.clients)
+            try:
+                observe(self.slot, self.clients)
+            except Exception as error:  # the slot has started without its server: as a server failing in step()
+                self.fail_slot(self.slot, error)
+                raise
 
     def current_step(self) -> Step:
         """The act phase of the current slot: the active clients and their arm contexts."""
@@ -706,6 +712,7 @@ class LinearCore(ChannelCore):
         Returns the copies delivered to clients in this round. The last round of a slot closes it
         and starts the next one. Everything is validated before any state changes.
         """
+        self.check_not_failed()
         if self.phase != "report":
             raise RuntimeError("communicate() follows pull(): pull the active clients' arms first")
         last = self.round + 1 == self.config.active_per_slot
@@ -779,7 +786,7 @@ class FederatedLinear(ProtocolParallelEnv):
 
     * **act step** (``obs["phase"] == 0``): the active clients (``obs["active"] == 1``) see their
       (K, d) ``contexts`` and their action's ``"arm"`` is pulled; the step returns their rewards.
-      Other agents' actions are ignored (they may be omitted). Messages are not allowed here.
+      Other agents' actions are ignored (they may be omitted). Messages are not allowed here, from any client.
     * **report step** (``obs["phase"] == 1``): the reporting client sees the ``arm`` it pulled, its
       ``reward`` and its ``contexts`` again; any client may send messages (the server is ``SERVER``).
       The server's replies arrive in the ``inbox`` of the returned observations.
@@ -939,11 +946,10 @@ class FederatedLinear(ProtocolParallelEnv):
         missing = [a for a in active if a not in actions]
         if missing:
             raise ValueError(f"the active clients {missing} must act in this step (obs['active'] == 1)")
+        self.refuse_act_messages(actions)
         arms = np.empty((1, len(active)), np.int64)
         for j, agent in enumerate(active):
-            arms[0, j], sent = split_action(actions[agent])
-            if sent:
-                raise ValueError(f"{agent} sent messages in the act phase; send them in the report phase that follows")
+            arms[0, j] = split_action(actions[agent])[0]
         means = core.means[0]
         feedback = core.pull(arms)
         for j, agent in enumerate(active):

@@ -135,61 +135,65 @@ class FederatedMABCore(ChannelCore):
         """
         cfg = self.config
         hooks, streams = start_episode(seeds, hooks, f"{cfg.num_agents} agents", cfg.memory_parts)
-        fixed_instance = SeedStreams.fixed(cfg.instance_seed)
-        fixed_topology = SeedStreams.fixed(cfg.topology_seed)
-        self.instances: list[BanditInstance] = [
-            make_instance(
-                cfg.instance,
-                cfg.num_agents,
-                cfg.num_arms,
-                (fixed_instance or s).generator("instance"),
-                **(cfg.instance_params or {}),
+        with self.resetting():
+            fixed_instance = SeedStreams.fixed(cfg.instance_seed)
+            fixed_topology = SeedStreams.fixed(cfg.topology_seed)
+            self.instances: list[BanditInstance] = [
+                make_instance(
+                    cfg.instance,
+                    cfg.num_agents,
+                    cfg.num_arms,
+                    (fixed_instance or s).generator("instance"),
+                    **(cfg.instance_params or {}),
+                )
+                for s in streams
+            ]
+            for instance in self.instances:
+                self.reward_model.validate_means(instance.means)
+            self.topologies: list[Topology] = [
+                build_topology(
+                    cfg.topology,
+                    cfg.num_agents,
+                    (fixed_topology or s).generator("topology"),
+                    **(cfg.topology_params or {}),
+                )
+                for s in streams
+            ]
+            self.means = np.stack([inst.means for inst in self.instances])  # (B, M, K)
+            self.gaps = np.stack([inst.gaps for inst in self.instances])  # (B, K)
+            self._means_flat, self._gaps_flat = self.means.reshape(-1), self.gaps.reshape(-1)  # views, for flat gathers
+            b, m = len(streams), cfg.num_agents
+            self.num_replicas = b
+            self._rows = np.arange(b)[:, None]
+            self._cols = np.arange(m)[None, :]
+            # flat offsets of (replica, agent, arm 0) in means and of (replica, arm 0) in gaps: one take per gather
+            self._mean_cells = (np.arange(b * m) * cfg.num_arms).reshape(b, m)
+            self._gap_cells = np.repeat(self._rows * cfg.num_arms, m, axis=1)  # (B, M): no broadcast in the gather
+            self._arm_shape = (b, m)
+            self._reward_rngs = [s.generator("rewards") for s in streams]
+            self._noise = np.empty((0, b, m))
+            self._pulls = np.zeros((b, m, cfg.num_arms), np.int64)
+            self._tape_roots = [s.sequence("rewards") for s in streams]
+            # the reward tape's current block of every (replica, agent, arm) cell, and which block it is (-1: none yet);
+            # np.empty leaves the pages of cells never pulled untouched
+            self._tape_pool = np.empty((b * m * cfg.num_arms, NOISE_BLOCK) if cfg.reward_tape else (0, NOISE_BLOCK))
+            self._tape_blocks = np.full(b * m * cfg.num_arms if cfg.reward_tape else 0, -1, np.int64)
+            context = AgentContext(
+                num_agents=m,
+                num_arms=cfg.num_arms,
+                horizon=cfg.horizon,
+                topologies=tuple(self.topologies),
+                reward_bounds=self.reward_model.bounds,
+                agent_seeds=tuple(s.sequence("agents") for s in streams),
             )
-            for s in streams
-        ]
-        for instance in self.instances:
-            self.reward_model.validate_means(instance.means)
-        self.topologies: list[Topology] = [
-            build_topology(
-                cfg.topology, cfg.num_agents, (fixed_topology or s).generator("topology"), **(cfg.topology_params or {})
-            )
-            for s in streams
-        ]
-        self.means = np.stack([inst.means for inst in self.instances])  # (B, M, K)
-        self.gaps = np.stack([inst.gaps for inst in self.instances])  # (B, K)
-        self._means_flat, self._gaps_flat = self.means.reshape(-1), self.gaps.reshape(-1)  # views, for flat gathers
-        b, m = len(streams), cfg.num_agents
-        self.num_replicas = b
-        self._rows = np.arange(b)[:, None]
-        self._cols = np.arange(m)[None, :]
-        # flat offsets of (replica, agent, arm 0) in means and of (replica, arm 0) in gaps: one take per gather
-        self._mean_cells = (np.arange(b * m) * cfg.num_arms).reshape(b, m)
-        self._gap_cells = np.repeat(self._rows * cfg.num_arms, m, axis=1)  # (B, M): no broadcast in the gather
-        self._arm_shape = (b, m)
-        self._reward_rngs = [s.generator("rewards") for s in streams]
-        self._noise = np.empty((0, b, m))
-        self._pulls = np.zeros((b, m, cfg.num_arms), np.int64)
-        self._tape_roots = [s.sequence("rewards") for s in streams]
-        # the reward tape's current block of every (replica, agent, arm) cell, and which block it is (-1: none yet);
-        # np.empty leaves the pages of cells never pulled untouched
-        self._tape_pool = np.empty((b * m * cfg.num_arms, NOISE_BLOCK) if cfg.reward_tape else (0, NOISE_BLOCK))
-        self._tape_blocks = np.full(b * m * cfg.num_arms if cfg.reward_tape else 0, -1, np.int64)
-        context = AgentContext(
-            num_agents=m,
-            num_arms=cfg.num_arms,
-            horizon=cfg.horizon,
-            topologies=tuple(self.topologies),
-            reward_bounds=self.reward_model.bounds,
-            agent_seeds=tuple(s.sequence("agents") for s in streams),
-        )
-        self._observed = np.zeros((b, m, cfg.num_arms), np.int64)
-        self._observed_total = np.zeros((b, m), np.int64)
-        self.open_episode(context, streams, hooks, ObservedRecords(self._observed_total, self._observed))
-        self.slot = 0
-        self.regret = np.zeros((b, m))
-        self.last_regret = np.zeros((b, m))
-        self.partners = self.channel.sample_gossip_partners()
-        return Feedback(-1, np.full((b, m), -1, np.int64), np.zeros((b, m)), [], self.partners)
+            self._observed = np.zeros((b, m, cfg.num_arms), np.int64)
+            self._observed_total = np.zeros((b, m), np.int64)
+            self.open_episode(context, streams, hooks, ObservedRecords(self._observed_total, self._observed))
+            self.slot = 0
+            self.regret = np.zeros((b, m))
+            self.last_regret = np.zeros((b, m))
+            self.partners = self.channel.sample_gossip_partners()
+            return Feedback(-1, np.full((b, m), -1, np.int64), np.zeros((b, m)), [], self.partners)
 
     # ------------------------------------------------------------------ rewards
     def _reward_noise(self, arms: np.ndarray, cells: np.ndarray) -> np.ndarray:
@@ -299,6 +303,7 @@ class FederatedMABCore(ChannelCore):
         latency arrive with a later step. Raises ``RuntimeError`` before the first slot and after the last
         one (there is no boundary hop after the horizon, spec D8).
         """
+        self.check_not_failed()
         if self.slot == 0:
             raise RuntimeError("exchange() routes the hop after a played slot; call step() first")
         if self.done:

@@ -558,37 +558,38 @@ class ProcurementCore(ChannelCore):
         hooks, streams = start_episode(
             seeds, hooks, "a procurement core", lambda replicas: self._memory_parts(inst, replicas)
         )
-        b, n, m = len(streams), inst.num_agents, inst.num_producers
-        self.num_replicas = b
-        self._rngs = [s.generator("rewards") for s in streams]
-        self._uniforms = np.empty((b, NOISE_BLOCK, n, m))
-        max_spend = (inst.capacities * inst.costs).sum(axis=1).max()
-        context = ProcurementContext(
-            num_agents=n,
-            num_arms=m,
-            horizon=self.horizon,
-            topologies=(self.topology,) * b,
-            reward_bounds=(-float(max_spend), float(inst.rho * inst.capacities.sum(axis=1).max())),
-            agent_seeds=tuple(s.sequence("agents") for s in streams),
-            costs=inst.costs,
-            capacities=inst.capacities,
-            alpha=inst.alpha,
-            rho=inst.rho,
-        )
-        self._observed = np.zeros((b, n), np.int64)
-        widths = np.broadcast_to(inst.capacities.astype(np.float64), (b, n, m))
-        self.open_episode(context, streams, hooks, ObservedRecords(self._observed, record_widths=widths))
-        self.slot = 0
-        self._communicated = -1
-        self.regret = np.zeros((b, n))
-        self.exact_regret = np.zeros((b, n))
-        self.violations = np.zeros((b, n), np.int64)
-        self.last_regret = np.zeros((b, n))
-        self.last_revenue = np.zeros((b, n))
-        self.last_qc = np.ones((b, n), bool)
-        zeros = np.zeros((b, n, m), np.int64)
-        self.last = ProcurementFeedback(-1, zeros, zeros.copy(), np.zeros((b, n)))
-        return self.last
+        with self.resetting():
+            b, n, m = len(streams), inst.num_agents, inst.num_producers
+            self.num_replicas = b
+            self._rngs = [s.generator("rewards") for s in streams]
+            self._uniforms = np.empty((b, NOISE_BLOCK, n, m))
+            max_spend = (inst.capacities * inst.costs).sum(axis=1).max()
+            context = ProcurementContext(
+                num_agents=n,
+                num_arms=m,
+                horizon=self.horizon,
+                topologies=(self.topology,) * b,
+                reward_bounds=(-float(max_spend), float(inst.rho * inst.capacities.sum(axis=1).max())),
+                agent_seeds=tuple(s.sequence("agents") for s in streams),
+                costs=inst.costs,
+                capacities=inst.capacities,
+                alpha=inst.alpha,
+                rho=inst.rho,
+            )
+            self._observed = np.zeros((b, n), np.int64)
+            widths = np.broadcast_to(inst.capacities.astype(np.float64), (b, n, m))
+            self.open_episode(context, streams, hooks, ObservedRecords(self._observed, record_widths=widths))
+            self.slot = 0
+            self._communicated = -1
+            self.regret = np.zeros((b, n))
+            self.exact_regret = np.zeros((b, n))
+            self.violations = np.zeros((b, n), np.int64)
+            self.last_regret = np.zeros((b, n))
+            self.last_revenue = np.zeros((b, n))
+            self.last_qc = np.ones((b, n), bool)
+            zeros = np.zeros((b, n, m), np.int64)
+            self.last = ProcurementFeedback(-1, zeros, zeros.copy(), np.zeros((b, n)))
+            return self.last
 
     # ------------------------------------------------------------------ step
     def check_unit_shape(self, units: Any) -> np.ndarray:
@@ -677,6 +678,7 @@ class ProcurementCore(ChannelCore):
         Call it at most once per round, after :meth:`step`. Messages are validated, transformed by the
         hooks (e.g. DP noise), routed and costed; with no latency every copy arrives in this call.
         """
+        self.check_not_failed()
         slot = self.slot - 1
         if slot < 0:
             raise RuntimeError("communicate() follows step(): the messages of a round are sent after its outcomes")
@@ -837,6 +839,7 @@ class FedProcurementEnv(ProtocolParallelEnv):
             inbox = self.play_phase(actions)
             return self._finish_step(dict.fromkeys(self.agents, 0.0), inbox)
         self.check_action_agents(actions)
+        self.refuse_act_messages(actions)
         units = np.zeros((1, self.problem.num_agents, self.problem.num_producers), np.int64)
         for agent, action in actions.items():
             given = self._units_of(agent, action)
@@ -858,12 +861,10 @@ class FedProcurementEnv(ProtocolParallelEnv):
         """The units vector of an act-step action (bare, or ``{"units": ..., "messages": []}``)."""
         if not isinstance(action, Mapping):
             return action
-        if set(action) - {"units", "messages"} or "units" not in action:
+        if "units" not in action:
             raise ValueError(
                 f"the action of {agent} needs 'units' and optionally 'messages'; got keys {sorted(action)}"
             )
-        if action.get("messages"):
-            raise ValueError(f"{agent} sent messages in the act step; send them in the report step (obs['phase'] == 1)")
         return action["units"]
 
     def _finish_step(self, rewards: dict[str, float], inbox: list[MessageBatch]) -> tuple[dict, dict, dict, dict, dict]:
