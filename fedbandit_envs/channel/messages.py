@@ -4,8 +4,8 @@ Agents acting through the PettingZoo API send :class:`Message` objects, :class:`
 both. Vectorised populations and the channel work with :class:`MessageBatch`, a struct of arrays holding
 every message of one kind sent in a slot across replicas. The two forms convert losslessly
 (:func:`batches_from_messages`, :meth:`MessageBatch.messages`, :func:`batches_by_key`), so every path
-shares one routing and accounting implementation. Random draws per copy (the fault hooks) follow
-:func:`canonical_order`, so they do not depend on how a slot's rows were grouped into batches.
+shares one routing and accounting implementation. Random draws per copy (the channel's drops and jitter, the fault
+hooks) follow :func:`canonical_order`, so they do not depend on how a slot's rows were grouped into batches.
 """
 
 from __future__ import annotations
