@@ -20,7 +20,10 @@ from fedbandit_envs import topology as topo
 from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.channel import channel as channel_module
 from fedbandit_envs.channel.channel import GOSSIP_BLOCK, Channel
+from fedbandit_envs.channel.messages import canonical_order
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.protocol import Action, Population
+from fedbandit_envs.run import run
 
 # ---------------------------------------------------------------------------------------------------------
 # Helpers
@@ -592,6 +595,130 @@ def test_drop_prob_one_is_rejected() -> None:
         FederatedMAB(num_agents=3, topology="ring", drop_prob=1.0)
     with pytest.raises(ValueError, match="drop_prob"):
         FederatedMAB(num_agents=3, topology="ring", drop_prob=-0.1)
+
+
+def slot_batches(slot: int, shuffled: bool) -> list[MessageBatch]:
+    """Every agent of two replicas sends a ``"pull"`` to NEIGHBOURS and an ``"ack"`` to agent ``s + 1``.
+
+    Sorted: one batch per kind, rows by (replica, sender). Shuffled: the same rows in a random order, split into
+    two batches per kind, the kinds interleaved (as another population, or the PettingZoo regrouping, may list them).
+    """
+    replica, sender = np.repeat([0, 1], 5), np.tile(np.arange(5), 2)
+    rows = {
+        "pull": (np.full(10, NEIGHBOURS), 1000 * slot + np.arange(10)),
+        "ack": ((sender + 1) % 5, 1000 * slot + 100 + np.arange(10)),
+    }
+    if not shuffled:
+        return [MessageBatch(kind, replica, sender, to, {"id": ids}) for kind, (to, ids) in rows.items()]
+    order = np.random.default_rng(slot).permutation(10)
+    halves = [order[:4], order[4:]]
+    return [
+        MessageBatch(kind, replica[part], sender[part], rows[kind][0][part], {"id": rows[kind][1][part]})
+        for part in halves
+        for kind in ("ack", "pull")
+    ]
+
+
+def channel_outcome(shuffled: bool, slots: int = 12) -> tuple[list, list]:
+    """Per slot, the copies delivered (replica, sender, recipient, kind, id); and the copies dropped per replica."""
+    channel = Channel(ChannelConfig(drop_prob=0.3, latency_jitter=2))
+    channel.reset([topo.ring(5), topo.complete(5)], [np.random.default_rng(b) for b in (7, 8)])
+    delivered = []
+    for slot in range(slots + 2):  # two more slots deliver the last jittered copies
+        sent = channel.prepare(slot_batches(slot, shuffled)) if slot < slots else []
+        arrived = channel.due(slot) + channel.transmit(slot, sent)
+        copies = [
+            (r, s, t, batch.kind, i)
+            for batch in arrived
+            for r, s, t, i in zip(batch.replica, batch.sender, batch.recipient, batch.payload["id"])
+        ]
+        delivered.append(sorted(copies))
+        channel.close_slot()
+    return delivered, channel.ledger.dropped.tolist()
+
+
+@pytest.mark.parametrize("wide_ids", [False, True])
+def test_canonical_order_is_the_lexicographic_order_of_the_five_keys(wide_ids: bool) -> None:
+    """Equal to ``np.lexsort`` (stable) whether the rows fit one int64 key or not, sorted already or not."""
+    rng = np.random.default_rng(4)
+    batches = []
+    for kind in ("b", "a", "b", "c"):
+        n = int(rng.integers(1, 30))
+        count = rng.integers(1, 3, n)
+        sender, recipient = rng.integers(-1, 4, n), rng.integers(-1, 4, n)
+        if wide_ids:  # (ids no single int64 key can hold with the other keys: the lexsort fallback)
+            sender, recipient = sender * 2**60, recipient * 2**60
+        batches.append(MessageBatch(kind, rng.integers(0, 3, n), sender, recipient, {"v": np.zeros(n)}, count=count))
+    kinds = np.concatenate([np.full(len(b), "abc".index(b.kind)) for b in batches])
+    columns = [np.concatenate([getattr(b, name) for b in batches]) for name in ("replica", "sender", "recipient")]
+    count = np.concatenate([b.count for b in batches])
+    expected = np.lexsort((count, kinds, columns[2], columns[1], columns[0]))
+    replica, order = canonical_order(batches)
+    np.testing.assert_array_equal(replica, columns[0])
+    np.testing.assert_array_equal(order, expected)
+    in_order = [
+        batches[0].take(np.lexsort((batches[0].count, batches[0].recipient, batches[0].sender, batches[0].replica)))
+    ]
+    np.testing.assert_array_equal(canonical_order(in_order)[1], np.arange(len(in_order[0])))
+
+
+def test_drops_and_jitter_do_not_depend_on_how_a_slot_is_batched() -> None:
+    sorted_rows, shuffled_rows = channel_outcome(False), channel_outcome(True)
+    assert 0 < sum(shuffled_rows[1]) < 12 * 40  # some of the 40 copies of each of the 12 slots are lost, not all
+    assert len({len(copies) for copies in shuffled_rows[0]}) > 1  # jitter and drops vary the arrivals
+    assert shuffled_rows == sorted_rows
+
+
+class DescendingSharing(Population):
+    """Greedy agents that share every pull with their neighbours, listing the senders in descending order.
+
+    Each agent ``s`` sends a ``"pull"`` (arm, reward) to NEIGHBOURS and a ``"tally"`` of its pulls to agent ``s + 1``
+    (read by nobody: a second kind, with explicit recipients), and adds the pulls it hears to its own sums: what the
+    channel loses or delays steers the next choices.
+    """
+
+    def reset(self, context: Any) -> None:
+        b, m, k = context.num_replicas, context.num_agents, context.num_arms
+        self.counts, self.sums = np.zeros((b, m, k)), np.zeros((b, m, k))
+        self.pending: list[MessageBatch] = []
+
+    def act(self, step: Any) -> Action:
+        means = np.where(self.counts > 0, self.sums / np.maximum(self.counts, 1), np.inf)
+        return Action(means.argmax(axis=-1), self.pending)
+
+    def observe(self, feedback: Any) -> None:
+        b, m = feedback.arms.shape
+        replica, agent = np.repeat(np.arange(b), m), np.tile(np.arange(m)[::-1], b)  # senders descending
+        arms, rewards = feedback.arms[replica, agent], feedback.rewards[replica, agent]
+        np.add.at(self.counts, (replica, agent, arms), 1)
+        np.add.at(self.sums, (replica, agent, arms), rewards)
+        pull = {"arm": arms, "reward": rewards}
+        tally = {"pulls": self.counts[replica, agent].sum(axis=-1)}
+        self.pending = [
+            MessageBatch("pull", replica, agent, np.full(b * m, NEIGHBOURS), pull),
+            MessageBatch("tally", replica, agent, (agent + 1) % m, tally),
+        ]
+        for batch in feedback.inbox:
+            if batch.kind == "pull":
+                where = (batch.replica, batch.recipient, batch.payload["arm"])
+                np.add.at(self.counts, where, 1)
+                np.add.at(self.sums, where, batch.payload["reward"])
+
+
+def test_both_run_paths_lose_and_delay_the_same_copies() -> None:
+    """The PettingZoo path regroups the rows by sender; the batched path sends them as listed (descending)."""
+    env = {"num_agents": 5, "num_arms": 4, "horizon": 60, "topology": "ring", "drop_prob": 0.3, "latency_jitter": 2}
+    batched = run(DescendingSharing, env, [3, 7], checkpoints=4, batched=True, reference=None)
+    pettingzoo = run(DescendingSharing, env, [3, 7], checkpoints=4, batched=False, reference=None)
+
+    def by_run(rows: list[dict]) -> list[dict]:
+        return sorted(({k: v for k, v in r.items() if k != "wall_time"} for r in rows), key=lambda r: r["slot"])
+
+    for seed in (3, 7):
+        got = by_run([r for r in pettingzoo.curves if r["seed"] == seed])
+        expected = by_run([r for r in batched.curves if r["seed"] == seed])
+        assert 0 < expected[-1]["dropped"] < expected[-1]["copies"]
+        assert got == expected
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from fedbandit_envs.channel.flooding import HEADER_FIELDS
-from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch
+from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch, draws_in_canonical_order
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import SERVER
@@ -255,18 +255,6 @@ def _expand(batch: MessageBatch, context: AgentContext) -> MessageBatch:
     return batch.with_rows(row[order], recipient[order], -1)
 
 
-def _canonical(batches: Sequence[MessageBatch]) -> tuple[np.ndarray, np.ndarray]:
-    """Replica of each row of the concatenated batches, and their order by (replica, sender, recipient, kind, count).
-
-    Rows tied on all five keep their relative order, which is a sender's own message order on both runner paths.
-    """
-    kinds = sorted({b.kind for b in batches})
-    kind = np.concatenate([np.full(len(b), kinds.index(b.kind)) for b in batches])
-    columns = [np.concatenate([getattr(b, name) for b in batches]) for name in ("count", "recipient", "sender")]
-    replica = np.concatenate([b.replica for b in batches])
-    return replica, np.lexsort((columns[0], kind, columns[1], columns[2], replica))
-
-
 class _Hook:
     """Base of the fault hooks: the context, one generator per replica on its stream, and the inactivity check.
 
@@ -388,16 +376,11 @@ class _PerCopyHook(_Hook):
     def _hint(self) -> str:
         return "Check kinds and senders against the kinds above"
 
-    def _draws(self, batches: list[MessageBatch], draw: Callable[[np.random.Generator, int], np.ndarray]) -> list:
-        """One value per row of every batch, drawn per replica in the canonical row order."""
-        if not batches:
-            return []
-        replica, order = _canonical(batches)
-        values = np.zeros(len(replica))
-        for b in np.unique(replica):
-            rows = order[replica[order] == b]
-            values[rows] = draw(self.rngs[int(b)], len(rows))
-        return np.split(values, np.cumsum([len(b) for b in batches])[:-1])
+    def _draws(
+        self, batches: list[MessageBatch], draw: Callable[[np.random.Generator, int], np.ndarray]
+    ) -> list[np.ndarray]:
+        """One value per row of every batch, drawn per replica in the canonical row order (``canonical_order``)."""
+        return draws_in_canonical_order(batches, self.rngs, draw)
 
 
 # ---------------------------------------------------------------------------------------------------- byzantine

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedbandit_envs.channel.ledger import CostModel, Ledger
-from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch, shared_constant
+from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch, draws_in_canonical_order, shared_constant
 from fedbandit_envs.frozen import frozen, is_frozen
 from fedbandit_envs.reference import reference_active
 from fedbandit_envs.topology import GOSSIP_ACTIVATIONS, SERVER, GossipActivation, Topology
@@ -50,6 +50,8 @@ class ChannelConfig:
             directed link, index M being the server.
         latency_jitter: an extra uniform random delay in {0, ..., latency_jitter} per copy (channel stream).
         drop_prob: probability that a copy is lost (channel stream). Lost copies have used their link.
+            Drops and jitter are drawn per replica in a canonical order of a transmission's copies (see
+            :meth:`Channel.transmit`), so they do not depend on how the copies were batched.
         gossip: ``None``, ``"uniform_edge"`` (one uniformly random edge per slot) or
             ``"node_then_neighbour"`` (a uniform agent, then a uniform neighbour of it).
         record_messages: keep one ledger record per transmitted copy.
@@ -533,48 +535,62 @@ class Channel:
         Returns the copies that arrive in this same slot (explicit recipients, stamped with ``slot``). A batch prepared
         for ``slot`` holds the channel's stamp of that slot already (:meth:`stamp`) and is sent as it is (except in the
         reference mode, :mod:`fedbandit_envs.reference`, which stamps every batch here).
+
+        Drops, then the jitter of the copies kept, are drawn per replica for all the copies of the call at once, in
+        the canonical order of :func:`~fedbandit_envs.channel.messages.canonical_order`: which copy is lost or late
+        does not depend on how the rows were grouped into batches or ordered across senders (the PettingZoo path
+        regroups them by sender), so every runner path loses and delays the same copies.
         """
-        ledger, has_delays, drops = self.ledger, self.config.has_delays, self.config.drop_prob > 0.0
-        arriving = []
+        ledger, has_delays = self.ledger, self.config.has_delays
         stamps = None if reference_active() else self._stamps
+        sent = []
         for batch in prepared:
             made = None if stamps is None else stamps.get(len(batch.slot))  # (slot, its stamp, ...) (see stamp)
-            stamped = batch if made is not None and made[0] == slot and batch.slot is made[1] else batch.stamped(slot)
-            ledger.transmit(slot, stamped)
-            kept = self._apply_drops(stamped) if drops else stamped
-            if not has_delays:
-                arriving.append(kept)
+            sent.append(
+                batch if made is not None and made[0] == slot and batch.slot is made[1] else batch.stamped(slot)
+            )
+        lost = self._drops(sent)
+        kept = []
+        for batch, dropped in zip(sent, lost):
+            ledger.transmit(slot, batch)
+            if dropped is None:
+                kept.append(batch)
                 continue
-            delay = self._delays(kept)
+            ledger.mark_dropped(batch, dropped)
+            kept.append(batch.take(~dropped))
+        if not has_delays:
+            return kept
+        arriving = []
+        for batch, delay in zip(kept, self._delays(kept)):
             if np.any(delay == 0):
-                arriving.append(kept.take(delay == 0))
+                arriving.append(batch.take(delay == 0))
             for d in np.unique(delay[delay > 0]):
-                self._in_flight.setdefault(slot + int(d), []).append(kept.take(delay == d))
+                self._in_flight.setdefault(slot + int(d), []).append(batch.take(delay == d))
         return arriving
 
-    def _apply_drops(self, batch: MessageBatch) -> MessageBatch:
+    def _drops(self, batches: list[MessageBatch]) -> list[np.ndarray | None]:
+        """Per batch, the mask of its copies lost (drawn in the canonical order), or None per batch without drops."""
         if self.config.drop_prob == 0.0:
-            return batch
-        draws = np.empty(len(batch))
-        for b in np.unique(batch.replica):
-            rows = batch.replica == b
-            draws[rows] = self._rngs[b].random(int(rows.sum()))
-        dropped = draws < self.config.drop_prob
-        self.ledger.mark_dropped(batch, dropped)
-        return batch.take(~dropped)
+            return [None] * len(batches)
+        draws = draws_in_canonical_order(batches, self._rngs, lambda rng, n: rng.random(n))
+        return [draw < self.config.drop_prob for draw in draws]
 
-    def _delays(self, batch: MessageBatch) -> np.ndarray:
+    def _delays(self, batches: list[MessageBatch]) -> list[np.ndarray]:
+        """Per batch, the delay of each copy: the link's latency plus its jitter (drawn in the canonical order)."""
         m = self.num_agents
-        if not self.config.has_delays:
-            return np.zeros(len(batch), np.int64)
-        sender = np.where(batch.sender == SERVER, m, batch.sender)
-        recipient = np.where(batch.recipient == SERVER, m, batch.recipient)
-        delay = self._latency[sender, recipient].copy()
-        if self.config.latency_jitter > 0:
-            for b in np.unique(batch.replica):
-                rows = batch.replica == b
-                delay[rows] += self._rngs[b].integers(0, self.config.latency_jitter + 1, int(rows.sum()))
-        return delay
+        jitter = self.config.latency_jitter
+        if jitter > 0:
+            extras = draws_in_canonical_order(
+                batches, self._rngs, lambda rng, n: rng.integers(0, jitter + 1, n), np.int64
+            )
+        else:
+            extras = [np.zeros(len(batch), np.int64) for batch in batches]
+        delays = []
+        for batch, extra in zip(batches, extras):
+            sender = np.where(batch.sender == SERVER, m, batch.sender)
+            recipient = np.where(batch.recipient == SERVER, m, batch.recipient)
+            delays.append(self._latency[sender, recipient] + extra)
+        return delays
 
     def copies_to_server(self, batch: MessageBatch) -> int:
         """How many rows of a transmitted ``batch`` go to the server.

@@ -4,19 +4,20 @@ Agents acting through the PettingZoo API send :class:`Message` objects, :class:`
 both. Vectorised populations and the channel work with :class:`MessageBatch`, a struct of arrays holding
 every message of one kind sent in a slot across replicas. The two forms convert losslessly
 (:func:`batches_from_messages`, :meth:`MessageBatch.messages`, :func:`batches_by_key`), so every path
-shares one routing and accounting implementation.
+shares one routing and accounting implementation. Random draws per copy (the channel's drops and jitter, the fault
+hooks) follow :func:`canonical_order`, so they do not depend on how a slot's rows were grouped into batches.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, DTypeLike
 
 from fedbandit_envs.channel.privacy import PrivacySchema, check_schema
 from fedbandit_envs.frozen import FrozenDict, frozen, is_frozen
@@ -706,3 +707,70 @@ def batches_by_key(batches: Iterable[MessageBatch], column: str) -> dict[int, li
         for value, start, stop in zip(keys[bounds[:-1]].tolist(), bounds[:-1], bounds[1:]):
             grouped.setdefault(value, []).append(batch.take(slice(start, stop)))
     return dict(sorted(grouped.items()))
+
+
+def canonical_order(batches: Sequence[MessageBatch]) -> tuple[np.ndarray, np.ndarray]:
+    """Replica of each row of the concatenated batches, and their order by (replica, sender, recipient, kind, count).
+
+    Kinds sort by name. The order does not depend on how the rows were grouped into batches, in which order the
+    batches come or in which order the senders' rows are listed: rows tied on all five keys keep their relative
+    order, which is a sender's own message order on every runner path (the PettingZoo path regroups a slot's rows
+    by sender and payload layout, keeping each sender's order).
+    """
+    kinds = sorted({b.kind for b in batches})
+    names = ("replica", "sender", "recipient", "count")
+    if len(batches) == 1:
+        replica, sender, recipient, count = (getattr(batches[0], name) for name in names)
+    else:
+        replica, sender, recipient, count = (np.concatenate([getattr(b, name) for b in batches]) for name in names)
+    columns: tuple[np.ndarray, ...] = (replica, sender, recipient, count)
+    if len(kinds) > 1:  # (one kind ties every row on it)
+        kind = np.concatenate([np.full(len(b), kinds.index(b.kind)) for b in batches])
+        columns = (replica, sender, recipient, kind, count)
+    key = _mixed_radix(columns)
+    if key is None:
+        return replica, np.lexsort(columns[::-1])
+    if len(key) < 2 or (key[1:] >= key[:-1]).all():  # already in order (one sorted batch per kind, say)
+        return replica, np.arange(len(key))
+    return replica, np.argsort(key, kind="stable")
+
+
+def _mixed_radix(columns: Sequence[np.ndarray]) -> np.ndarray | None:
+    """One int64 key per row ordering the rows as the ``columns`` do lexicographically (the first one first).
+
+    Each column is a digit of base its range; None when the key would not fit in an int64.
+    """
+    key = np.zeros(len(columns[0]), np.int64)
+    if not len(key):
+        return key
+    span = 1
+    for column in columns:
+        low, high = int(column.min()), int(column.max())
+        span *= high - low + 1
+        if span > INT64_MAX:
+            return None
+        key = key * (high - low + 1) + (column - low)
+    return key
+
+
+def draws_in_canonical_order(
+    batches: Sequence[MessageBatch],
+    rngs: Sequence[np.random.Generator],
+    draw: Callable[[np.random.Generator, int], np.ndarray],
+    dtype: DTypeLike = float,
+) -> list[np.ndarray]:
+    """One value per row of every batch, split per batch: ``draw(rngs[b], n)`` gives replica ``b``'s ``n`` rows.
+
+    Replica ``b`` draws once, for all its rows of all the batches, and hands the values out in
+    :func:`canonical_order`; so the values a copy gets do not depend on how the rows were batched.
+    """
+    if not batches:
+        return []
+    replica, order = canonical_order(batches)
+    values: np.ndarray = np.zeros(len(replica), dtype)
+    ordered = replica[order]
+    bounds = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(ordered)]
+    for start, stop in zip(bounds[:-1], bounds[1:]):  # (the replicas ascend along the order)
+        if stop > start:
+            values[order[start:stop]] = draw(rngs[int(ordered[start])], stop - start)
+    return [values] if len(batches) == 1 else np.split(values, np.cumsum([len(b) for b in batches])[:-1])
