@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from fedbandit_envs.channel import Message, batches_from_messages
+from fedbandit_envs.families.linear.classification import ClassificationSource
 from fedbandit_envs.families.linear.env import (
     ArrivalProcess,
     FederatedLinear,
@@ -367,7 +368,12 @@ def test_bad_configuration(kwargs, match):
         LinearConfig(**{**SMALL, **kwargs})
 
 
-def test_trace_shorter_than_horizon_fails_at_reset():
-    config = LinearConfig(**{**SMALL, "horizon": 5}, arrival="trace", arrival_params={"trace": [0, 1, 2]})
-    with pytest.raises(ValueError, match="the horizon needs"):
-        LinearCore(config).reset([0])
+@pytest.mark.parametrize("length, horizon", [(3, 5), (300, 600)], ids=["within the first block", "past it"])
+def test_a_trace_shorter_than_the_horizon_is_refused_when_the_problem_is_built(length, horizon):
+    """Not half way through an episode, when the block of slots past the trace is drawn."""
+    trace = {"trace": np.arange(length) % 2}
+    with pytest.raises(ValueError, match=f"has {length} slots, fewer than the horizon"):
+        LinearConfig(**{**SMALL, "horizon": horizon}, arrival="trace", arrival_params=trace)
+    with pytest.raises(ValueError, match=f"has {length} slots, fewer than the horizon"):
+        ClassificationSource("iris", 3, horizon, arrival="trace", arrival_params=trace)
+    LinearCore(LinearConfig(**{**SMALL, "horizon": length}, arrival="trace", arrival_params=trace)).reset([0])

@@ -108,7 +108,7 @@ class ClassificationSource(StreamSource):
         self.alpha = check_real("alpha", alpha, 0.0, exclusive_minimum=True)
         self.arrivals = ArrivalProcess(
             arrival, n, self.active_per_slot, check_options("arrival_params", arrival_params)
-        )
+        ).check_covers(self.horizon)
         if instance_seed is not None:
             check_int("instance_seed", instance_seed, 0)
         self.instance_seed = instance_seed

@@ -172,6 +172,18 @@ class ArrivalProcess:
         if self.kind == "trace":
             self.trace_array()
 
+    def check_covers(self, horizon: int) -> ArrivalProcess:
+        """Return self after checking that a replayed trace has a slot for each of the ``horizon`` slots.
+
+        A shorter trace would fail only when a later block of slots is drawn, half way through an episode.
+        """
+        if self.kind == "trace" and len(self.trace_array()) < horizon:
+            raise ValueError(
+                f"arrival_params['trace'] has {len(self.trace_array())} slots, fewer than the horizon ({horizon}): "
+                "give the active clients of every slot"
+            )
+        return self
+
     def _fixed_probabilities(self) -> np.ndarray | None:
         n = self.num_clients
         if self.kind == "categorical":
@@ -406,7 +418,9 @@ class LinearConfig(StreamSource):
         object.__setattr__(self, "local_dimensions", tuple(int(v) for v in local))
         object.__setattr__(self, "arrival_params", check_options("arrival_params", self.arrival_params))
         object.__setattr__(
-            self, "_arrivals", ArrivalProcess(self.arrival, n, self.active_per_slot, self.arrival_params)
+            self,
+            "_arrivals",
+            ArrivalProcess(self.arrival, n, self.active_per_slot, self.arrival_params).check_covers(self.horizon),
         )
 
     # StreamSource attributes
