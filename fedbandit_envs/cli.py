@@ -494,7 +494,7 @@ def _compare(args: argparse.Namespace) -> int:
     print(comparison.summary.describe())
     print(comparison.markdown())
     if not args.no_report:
-        for path in write_report(out):
+        for path in write_report(out, budgets={"max_cost": args.max_cost, "max_epsilon": args.max_epsilon}):
             print(f"wrote {path}")
     return 0
 

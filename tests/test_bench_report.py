@@ -9,7 +9,13 @@ import pytest
 from fedbandit_envs.bench import scenarios
 from fedbandit_envs.bench.claims import monotone, ordering
 from fedbandit_envs.bench.decisions import CHECKOUT_DOCS, URL_VARIABLE, anchor, doc_anchors
-from fedbandit_envs.bench.report import CLAIMS_LEGEND, paper_scenarios, write_replication_report, write_report
+from fedbandit_envs.bench.report import (
+    CLAIMS_LEGEND,
+    draw_figures,
+    paper_scenarios,
+    write_replication_report,
+    write_report,
+)
 from fedbandit_envs.bench.scenarios import (
     AlgorithmSpec,
     Claim,
@@ -159,6 +165,32 @@ def test_report_states_bands_intervals_units_and_ties(dp_sweep, monkeypatch):
     # two seeds at horizon 80: the tests cannot separate the two algorithms at epsilon 0.5
     assert "| 0.5 | =1 | full_sharing_ucb | 2 |" in text and "| 0.5 | =1 | independent_ucb1 | 2 |" in text
     assert "<th>acceptance band</th>" in page.read_text()
+
+
+def test_the_report_ranks_under_the_budgets_it_is_given_and_states_them(dp_sweep, monkeypatch):
+    """As ``fedbandit compare --max-cost`` prints the leaderboard, so its report ranks it."""
+    monkeypatch.setitem(scenarios._CATALOGUE, DP.name, DP)
+    text = write_report(dp_sweep, budgets={"max_cost": 1.0, "max_epsilon": None})[0].read_text()
+    assert "Budgets: cost at most 1 (mean final values); entries over a budget" in text
+    assert "| 0.5 | 1 | independent_ucb1 | 2 |" in text and "| 0.5 | - | full_sharing_ucb | 2 |" in text
+    plain = write_report(dp_sweep)[0].read_text()
+    assert "Budgets:" not in plain and "| 0.5 | =1 | full_sharing_ucb | 2 |" in plain
+
+
+def test_a_scenario_figure_grouped_by_parameters_splits_other_algorithms(dp_sweep, monkeypatch, tmp_path):
+    """A paper figure of one algorithm, drawn on results with another (compare's learner), does not average them."""
+    drawn = {}
+    monkeypatch.setattr(plots, "plot_figure", lambda results, spec, *args, **kwargs: drawn.setdefault(spec.name, spec))
+    monkeypatch.setattr(plots, "plot_regret_vs_cost", lambda *args, **kwargs: None)
+    monkeypatch.setattr(plots, "plot_regret_vs_epsilon", lambda *args, **kwargs: None)
+    specs = [
+        FigureSpec("by_epsilon", hue=("epsilon",)),
+        FigureSpec("by_algorithm", x="epsilon"),
+        FigureSpec("one_selected", hue=("epsilon",), select=({"algorithm": "independent_ucb1"},)),
+    ]
+    draw_figures(load_results(dp_sweep), tmp_path, ["epsilon"], specs)
+    assert drawn["by_epsilon"].hue == ("epsilon", "algorithm")
+    assert drawn["by_algorithm"].hue == ("algorithm",) and drawn["one_selected"].hue == ("epsilon",)
 
 
 def test_every_catalogue_claim_states_its_acceptance_band():

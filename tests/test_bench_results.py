@@ -179,6 +179,28 @@ def test_leaderboard_ranks_within_each_point_under_budgets():
         leaderboard(SATISFIES, ["nope"])
 
 
+def test_an_algorithm_without_accounting_beside_others_is_not_ranked_under_that_budget():
+    """Its epsilon (or cost) is NaN where the others' are numbers: unranked, not taken as within the budget."""
+    mixed = Results(
+        curves=[
+            {**row, "epsilon_max": math.nan, "cost": math.nan} if row["algorithm"] == "solo" else row
+            for row in SATISFIES.curves
+        ]
+    )
+    entries = leaderboard(mixed, ["epsilon"], max_epsilon=5.0)
+    assert [(e["algorithm"], e["rank"], e["note"]) for e in entries if e["point"]["epsilon"] == 0.5] == [
+        ("share", 1, ""),
+        ("solo", None, "no privacy accounting"),
+    ]
+    costed = leaderboard(mixed, ["epsilon"], max_cost=50.0)
+    assert {e["note"] for e in costed if e["algorithm"] == "solo"} == {"no cost column"}
+    header, rows = leaderboard_table(leaderboard(mixed, ["epsilon"]), ["epsilon"])
+    solo = next(row for row in rows if row[2] == "solo")
+    assert solo[header.index("epsilon spent (mean)")] == "-" and solo[header.index("cost (price units, mean)")] == "-"
+    header, rows = final_summary(mixed, ["epsilon"], ["group_regret", "epsilon_max"])
+    assert [row[header.index("epsilon spent (max): mean ± 95% CI")] for row in rows if row[1] == "solo"] == ["-"] * 3
+
+
 def test_welch_p_and_holm_by_hand():
     # Welch on (30, 34) vs (40, 44): t = -10 / sqrt(4 + 4), df = 2, two-sided p = 1 - |t| / sqrt(2 + t^2)
     assert welch_p([30, 34], [40, 44]) == pytest.approx(1 - math.sqrt(12.5 / 14.5), rel=1e-12)

@@ -18,6 +18,7 @@ values differ.
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -132,6 +133,8 @@ def leaderboard(
     for _, members in points:
         rows = members.sort_values("mean", kind="stable").to_dict("records")
         for row in rows:
+            for key in ("_cost", "_epsilon"):  # an algorithm without accounting has NaN where others have values
+                row[key] = None if row[key] is None or math.isnan(row[key]) else row[key]
             row["_note"] = "; ".join(_budget_notes(row["_cost"], row["_epsilon"], max_cost, max_epsilon))
         ranked = {row["algorithm"]: row for row in rows if not row["_note"]}
         apart = separated({name: row["_samples"] for name, row in ranked.items()}, alpha)

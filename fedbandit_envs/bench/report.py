@@ -21,7 +21,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -192,10 +192,24 @@ def draw_figures(
         for p in varying
         if p != "epsilon"
     ]
+    algorithms = {row["algorithm"] for row in results.curves}
     for spec in specs:
+        if len(algorithms) > 1 and not _tells_algorithms_apart(spec):  # e.g. a learner added by compare
+            spec = replace(spec, hue=(*spec.hue, "algorithm"))
         plots.plot_figure(results, spec, paths(spec.name), runs=[p for p in params if p != spec.x])
         drawn.append(FigureFile(spec.name, spec.title or spec.name, *paths(spec.name)))
     return drawn
+
+
+def _tells_algorithms_apart(spec: FigureSpec) -> bool:
+    """Whether ``spec`` draws each algorithm apart (by hue, panel, axis, series pattern or a selection naming one).
+
+    A scenario's figure of one algorithm groups its lines by parameters only; with other algorithms in the results
+    (``fedbandit compare`` adds the learner) the lines would average them, so the report splits them by algorithm.
+    """
+    if "algorithm" in (*spec.hue, *spec.facet, spec.x) or spec.series:
+        return True
+    return bool(spec.select) and all("algorithm" in entry for entry in spec.select)
 
 
 @dataclass
@@ -372,7 +386,10 @@ class ScenarioOutcome:
 
 
 def scenario_outcome(
-    directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False
+    directory: str | Path,
+    scenario: Scenario | None = None,
+    allow_incomplete: bool = False,
+    budgets: Mapping[str, float | None] | None = None,
 ) -> ScenarioOutcome:
     """Read, draw and check the sweep in ``directory`` (drawing its figures); see :func:`build_report`."""
     directory = Path(directory)
@@ -421,8 +438,9 @@ def scenario_outcome(
     doc.table(*final_summary(results, params))
     doc.paragraph(final_legend(results))
     doc.heading("Leaderboard (within each parameter point; ties where the seeds cannot separate entries)")
-    doc.table(*leaderboard_table(leaderboard(results, params), params))
-    doc.paragraph(leaderboard_legend())
+    max_cost, max_epsilon = (budgets or {}).get("max_cost"), (budgets or {}).get("max_epsilon")
+    doc.table(*leaderboard_table(leaderboard(results, params, max_cost=max_cost, max_epsilon=max_epsilon), params))
+    doc.paragraph(leaderboard_legend() + _budgets_text(max_cost, max_epsilon))
     doc.heading("Figures")
     for figure in figures:
         doc.figure(figure)
@@ -432,18 +450,27 @@ def scenario_outcome(
 
 
 def build_report(
-    directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False
+    directory: str | Path,
+    scenario: Scenario | None = None,
+    allow_incomplete: bool = False,
+    budgets: Mapping[str, float | None] | None = None,
 ) -> tuple[Document, list[ClaimOutcome]]:
     """The report document of a sweep directory and its claim outcomes (figures are drawn as a side effect).
 
     Incomplete or changed tables are refused unless ``allow_incomplete``; then, and for tables that
     cannot be verified, the report says so at the top (:func:`~fedbandit_envs.bench.store.read_results`).
+    ``budgets``: the leaderboard's ``max_cost`` / ``max_epsilon`` (see :func:`write_report`).
     """
-    outcome = scenario_outcome(directory, scenario, allow_incomplete)
+    outcome = scenario_outcome(directory, scenario, allow_incomplete, budgets)
     return outcome.document, outcome.claims
 
 
-def write_report(directory: str | Path, scenario: Scenario | None = None, allow_incomplete: bool = False) -> list[Path]:
+def write_report(
+    directory: str | Path,
+    scenario: Scenario | None = None,
+    allow_incomplete: bool = False,
+    budgets: Mapping[str, float | None] | None = None,
+) -> list[Path]:
     """Write ``report.md``, ``report.html`` and ``figures/`` for the sweep in ``directory``; returns the reports.
 
     Args:
@@ -451,9 +478,20 @@ def write_report(directory: str | Path, scenario: Scenario | None = None, allow_
         scenario: the scenario whose claims are checked (default: the registered one named in ``config.json``).
         allow_incomplete: report tables that lack runs or changed since written, saying so at the top
             (otherwise such tables raise :class:`~fedbandit_envs.bench.store.IncompleteResults`).
+        budgets: ``{"max_cost": ..., "max_epsilon": ...}`` of the leaderboard (``fedbandit compare``'s): entries
+            over a budget, or without the measure it bounds, get no rank, and the report states the budgets.
     """
-    doc, _ = build_report(directory, scenario, allow_incomplete)
+    doc, _ = build_report(directory, scenario, allow_incomplete, budgets)
     return doc.write(Path(directory), "report")
+
+
+def _budgets_text(max_cost: float | None, max_epsilon: float | None) -> str:
+    """The sentence naming the leaderboard's budgets ("" without any)."""
+    given = [(name, value) for name, value in (("cost", max_cost), ("epsilon", max_epsilon)) if value is not None]
+    if not given:
+        return ""
+    named = ", ".join(f"{name} at most {value:g}" for name, value in given)
+    return f" Budgets: {named} (mean final values); entries over a budget, or without its measure, are not ranked."
 
 
 def paper_scenarios(papers: Sequence[str] | None = None) -> list[str]:

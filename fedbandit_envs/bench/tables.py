@@ -95,7 +95,12 @@ FINAL_METRICS = {
 
 
 def mean_ci(summary: Mapping[str, Any]) -> str:
-    """``"mean ± half-width"`` of a :func:`~fedbandit_envs.metrics.summarize` row (95% CI; no ± for n = 1)."""
+    """``"mean ± half-width"`` of a :func:`~fedbandit_envs.metrics.summarize` row (95% CI; no ± for n = 1).
+
+    ``"-"`` where the row has no value (e.g. the epsilon spent of an algorithm without privacy accounting).
+    """
+    if math.isnan(summary["mean"]):
+        return "-"
     half = summary["ci95_high"] - summary["mean"]
     return number(summary["mean"]) + (f" ± {number(half, 2)}" if summary["n"] > 1 else "")
 
