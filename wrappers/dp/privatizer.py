@@ -384,20 +384,22 @@ class MessagePrivatizer:
     ) -> None:
         """Refuse, before anything is charged or drawn, a release whose noised values could overflow a float.
 
-        The largest noise scale of the kept rows (the smallest epsilon, the largest sensitivity) times
-        ``NOISE_TAIL`` plus the largest clipped value must be a finite float.
+        The largest noise scale (the smallest epsilon of the kept rows, the largest sensitivity of any row) times
+        ``NOISE_TAIL`` plus the largest clipped value of any row must be a finite float (a bound: rows not kept only
+        make it larger).
         """
-        low, high, sensitivity = (np.asarray(array)[keep] for array in ranges)
+        low, high, sensitivity = ranges
         if declaration.affects == "all":
-            sensitivity = self._total_sensitivity(sensitivity.reshape(len(sensitivity), -1))
+            sensitivity = self._total_sensitivity(sensitivity.reshape(len(batch), -1))
+        epsilon, widest = float(epsilons[keep].min()), float(sensitivity.max())
         with np.errstate(over="ignore"):
-            largest = float(np.max(self.noise.scale(np.float64(sensitivity.max()), float(epsilons[keep].min()))))
-            reach = float(np.maximum(np.abs(low), np.abs(high)).max(initial=0.0)) + NOISE_TAIL * largest
+            largest = float(self.noise.scale(np.float64(widest), epsilon))
+        reach = max(-float(low.min()), float(high.max())) + NOISE_TAIL * largest
         if not math.isfinite(reach):
             raise ValueError(
-                f"field {name!r} of {batch.kind!r}: the noise scale ({largest:g}, from epsilon "
-                f"{float(epsilons[keep].min()):g} and sensitivity {float(sensitivity.max()):g}) is too large to "
-                "release a finite value; use a larger epsilon or narrower bounds"
+                f"field {name!r} of {batch.kind!r}: the noise scale ({largest:g}, from epsilon {epsilon:g} and "
+                f"sensitivity {widest:g}) is too large to release a finite value; use a larger epsilon or narrower "
+                "bounds"
             )
 
     def _total_sensitivity(self, per_entry: np.ndarray) -> np.ndarray:
