@@ -549,15 +549,16 @@ class Channel:
             sent.append(
                 batch if made is not None and made[0] == slot and batch.slot is made[1] else batch.stamped(slot)
             )
-        lost = self._drops(sent)
-        kept = []
-        for batch, dropped in zip(sent, lost):
-            ledger.transmit(slot, batch)
-            if dropped is None:
-                kept.append(batch)
-                continue
-            ledger.mark_dropped(batch, dropped)
-            kept.append(batch.take(~dropped))
+        if self.config.drop_prob == 0.0:
+            for batch in sent:
+                ledger.transmit(slot, batch)
+            kept = sent
+        else:
+            kept = []
+            for batch, dropped in zip(sent, self._drops(sent)):
+                ledger.transmit(slot, batch)
+                ledger.mark_dropped(batch, dropped)
+                kept.append(batch.take(~dropped))
         if not has_delays:
             return kept
         arriving = []
@@ -568,10 +569,8 @@ class Channel:
                 self._in_flight.setdefault(slot + int(d), []).append(batch.take(delay == d))
         return arriving
 
-    def _drops(self, batches: list[MessageBatch]) -> list[np.ndarray | None]:
-        """Per batch, the mask of its copies lost (drawn in the canonical order), or None per batch without drops."""
-        if self.config.drop_prob == 0.0:
-            return [None] * len(batches)
+    def _drops(self, batches: list[MessageBatch]) -> list[np.ndarray]:
+        """Per batch, the mask of its copies lost (drawn in the canonical order)."""
         draws = draws_in_canonical_order(batches, self._rngs, lambda rng, n: rng.random(n))
         return [draw < self.config.drop_prob for draw in draws]
 
