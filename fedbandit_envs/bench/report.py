@@ -373,6 +373,7 @@ class ScenarioOutcome:
         figures: the figures drawn into ``directory/figures``.
         claims: the claim outcomes.
         document: the scenario's report.
+        changes: the settings the sweep changed from the scenario's (:func:`changed_settings`; empty without one).
     """
 
     name: str
@@ -383,6 +384,7 @@ class ScenarioOutcome:
     figures: list[FigureFile]
     claims: list[ClaimOutcome]
     document: Document
+    changes: list[str]
 
 
 def scenario_outcome(
@@ -446,7 +448,7 @@ def scenario_outcome(
         doc.figure(figure)
     doc.heading("Configuration")
     doc.code(json.dumps(config, indent=2, default=to_json))
-    return ScenarioOutcome(name, directory, results, config, scenario, figures, claims, doc)
+    return ScenarioOutcome(name, directory, results, config, scenario, figures, claims, doc, changes)
 
 
 def build_report(
@@ -698,7 +700,7 @@ def write_paper_report(
         doc.subheading("Claims")
         claim_rows = []
         rates = {claim.name: claim.pass_rate for claim in outcome.scenario.claims}
-        measured_here = not changed_settings(outcome.config, outcome.scenario)
+        measured_here = not outcome.changes
         for claim in outcome.claims:
             entry = decision_entry(claim, outcome.scenario, paper, base)
             statement = linked_codes(claim.description, outcome.scenario.paper, base)
