@@ -5,11 +5,19 @@ component on or off (DP noise, a byzantine agent, another learner) never changes
 others. A stream is a :class:`numpy.random.SeedSequence` child addressed by a fixed index, which keeps
 the streams stable when new ones are appended to :data:`STREAM_NAMES`.
 
+The streams handed to learner code (:data:`LEARNER_STREAMS`: the algorithm's own ``agents`` stream and a hosted
+coordinator's ``coordinator`` stream) are derived one way: each is a fresh SeedSequence keyed by a BLAKE2b digest of
+its child, so nothing a learner holds (a SeedSequence's ``entropy``, a Generator's ``bit_generator.seed_seq``) gives
+it the run's seed, and with it the hidden instance, the reward noise or the DP noise of the other streams. This hides
+the seed; it does not make an unknown seed out of a known one: a learner that knows which seeds a run uses (seeds
+0 .. n-1, say) can derive their streams as the library does and recognise its own.
+
 Noise drawn from these streams is simulation-grade: reproducible, not cryptographically secure.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +38,9 @@ STREAM_NAMES: tuple[str, ...] = (
     "coordinator",
     "arrivals",
 )
+
+#: The streams that learner code (populations, agents, hosted coordinators) receives: derived one way.
+LEARNER_STREAMS: frozenset[str] = frozenset({"agents", "coordinator"})
 
 SeedLike = int | np.random.SeedSequence | None
 
@@ -70,9 +81,10 @@ class SeedStreams:
             index = STREAM_NAMES.index(name)
         except ValueError:
             raise ValueError(f"unknown random stream {name!r}; known streams: {STREAM_NAMES}") from None
-        return np.random.SeedSequence(
+        child = np.random.SeedSequence(
             self.root.entropy, spawn_key=(*self.root.spawn_key, index), pool_size=self.root.pool_size
         )
+        return _one_way(child) if name in LEARNER_STREAMS else child
 
     def generator(self, name: str) -> np.random.Generator:
         """A fresh Generator on the named stream (the same draws every time it is asked for)."""
@@ -84,6 +96,19 @@ class SeedStreams:
         return np.random.SeedSequence(
             parent.entropy, spawn_key=(*parent.spawn_key, int(agent_index)), pool_size=parent.pool_size
         )
+
+
+def _one_way(sequence: np.random.SeedSequence) -> np.random.SeedSequence:
+    """A root SeedSequence keyed by a BLAKE2b digest of ``sequence`` (its entropy, spawn key and pool size).
+
+    The result's draws are as independent of ``sequence``'s as those of any other child, and its attributes reveal
+    nothing of ``sequence``: its entropy is the 128-bit digest and its spawn key is empty.
+    """
+    entropy = sequence.entropy
+    words = (int(entropy),) if isinstance(entropy, int | np.integer) else tuple(int(word) for word in entropy)
+    material = repr((words, tuple(sequence.spawn_key), sequence.pool_size)).encode()
+    digest = hashlib.blake2b(material, digest_size=16, person=b"fedbandit-stream").digest()
+    return np.random.SeedSequence(int.from_bytes(digest, "little"), pool_size=sequence.pool_size)
 
 
 class EpisodeSeeds:

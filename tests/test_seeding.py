@@ -3,7 +3,10 @@
 import numpy as np
 import pytest
 
+from fedbandit_envs.core import Action
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.run import run
 from fedbandit_envs.seeding import STREAM_NAMES, SeedStreams, explicit_seeds, parse_seeds, resolve_seeds
 
 
@@ -108,3 +111,62 @@ def test_fixed_streams_are_none_without_a_seed_and_the_seed_s_streams_with_one()
     assert np.array_equal(
         fixed.generator("instance").random(4), SeedStreams.from_seed(7).generator("instance").random(4)
     )
+
+
+#: The streams handed to learner code (populations and agents, hosted coordinators).
+LEARNER_STREAMS = ("agents", "coordinator")
+
+
+class _SeedReader(Population):
+    """A learner that collects every seed it can read off what it is given (its streams and its coordinator's)."""
+
+    families = ("mab",)
+    seen: list[int] = []
+
+    def reset(self, context):
+        self.arms = np.zeros((context.num_replicas, context.num_agents), np.int64)
+        for sequence in context.agent_seeds:
+            _SeedReader.seen.append(sequence.entropy)
+        for rng in context.agent_rngs():
+            _SeedReader.seen.append(rng.bit_generator.seed_seq.entropy)
+
+    def act(self, step):
+        return Action(self.arms.copy())
+
+    def observe(self, feedback):
+        pass
+
+    def make_coordinator(self):
+        return _CoordinatorSeedReader()
+
+
+class _CoordinatorSeedReader(Coordinator):
+    def reset(self, context, rngs):
+        _SeedReader.seen += [rng.bit_generator.seed_seq.entropy for rng in rngs]
+
+    def step(self, slot, batches):
+        return []
+
+
+@pytest.mark.parametrize("seed", [0, 3, 2**40 + 1])
+def test_learner_streams_do_not_reveal_the_run_seed(seed):
+    # A learner that read the run's seed off its own stream could rebuild the hidden instance, the reward noise and
+    # the DP noise of every other stream: the streams it is handed are derived one way.
+    streams = SeedStreams.from_seed(seed)
+    for name in LEARNER_STREAMS:
+        learner = streams.sequence(name)
+        assert learner.entropy != seed and learner.spawn_key == ()
+        assert np.array_equal(np.random.default_rng(learner).random(3), streams.generator(name).random(3))
+    _SeedReader.seen = []
+    run(_SeedReader, {"num_agents": 3, "num_arms": 4, "horizon": 5}, [seed, seed + 1], checkpoints=1)
+    assert _SeedReader.seen and not {seed, seed + 1} & set(_SeedReader.seen)
+
+
+def test_learner_streams_are_reproducible_and_differ_by_seed_and_name():
+    first = {name: SeedStreams.from_seed(5).generator(name).random(2) for name in LEARNER_STREAMS}
+    for name in LEARNER_STREAMS:
+        assert np.array_equal(SeedStreams.from_seed(5).generator(name).random(2), first[name])
+        assert not np.array_equal(SeedStreams.from_seed(6).generator(name).random(2), first[name])
+    assert not np.array_equal(*first.values())
+    entropy = SeedStreams.from_seed(np.random.SeedSequence([1, 2, 3])).sequence("agents").entropy
+    assert entropy == SeedStreams.from_seed(np.random.SeedSequence([1, 2, 3])).sequence("agents").entropy
