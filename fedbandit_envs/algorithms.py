@@ -172,11 +172,24 @@ def find_algorithm(name: str) -> AlgorithmSpec:
 
 
 def load_object(path: str) -> Any:
-    """Import ``"package.module:attribute"``."""
+    """Import ``"package.module:attribute"``.
+
+    Raises:
+        ValueError: ``path`` is not of that form, names a module that does not exist, or an attribute the module
+            does not have (a module that exists but fails to import raises its own error, e.g. a missing dependency).
+    """
     module_name, _, attribute = path.partition(":")
-    if not attribute:
+    if not module_name or not attribute:
         raise ValueError(f"expected 'package.module:Attribute', got {path!r}")
-    return getattr(importlib.import_module(module_name), attribute)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is None or not (module_name + ".").startswith(error.name + "."):
+            raise
+        raise ValueError(f"cannot import {path!r}: there is no module {error.name!r}") from error
+    if not hasattr(module, attribute):
+        raise ValueError(f"cannot import {path!r}: module {module_name!r} has no attribute {attribute!r}")
+    return getattr(module, attribute)
 
 
 def resolve_factory(spec: str) -> Callable[..., Any]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedbandit_envs.validation import check_distinct, check_seeds
+from fedbandit_envs.validation import check_distinct, check_int, check_seeds
 
 #: The named streams, in a fixed order. Append new names at the end only: the index is the key.
 STREAM_NAMES: tuple[str, ...] = (
@@ -123,10 +123,11 @@ class EpisodeSeeds:
         self._master: np.random.SeedSequence | None = None
 
     def next(self, seed: int | None) -> SeedLike:
-        """The seed of the next episode."""
+        """The seed of the next episode (``seed``: None or a non-negative integer; not a bool or a float)."""
         if seed is not None:
-            self._master = np.random.SeedSequence(int(seed))
-            return int(seed)
+            seed = check_int("seed", seed, 0, None)
+            self._master = np.random.SeedSequence(seed)
+            return seed
         if self._master is None:
             self._master = np.random.SeedSequence()
         return self._master.spawn(1)[0]
@@ -176,7 +177,10 @@ def parse_seeds(text: str) -> int | tuple[int, ...]:
             _check_run_count(last - first)
             return tuple(range(first, last))
         if "," in text:
-            return explicit_seeds(int(part) for part in text.split(",") if part.strip())
+            parts = text.removesuffix(",").split(",")
+            if not all(part.strip() for part in parts):
+                raise ValueError("an entry of the list is empty")
+            return explicit_seeds(int(part) for part in parts)
         return int(text)  # a count; resolve_seeds checks it is positive
     except ValueError as error:
         raise ValueError(f"cannot read seeds {text!r} ({error}); {fix}") from None

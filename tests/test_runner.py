@@ -99,6 +99,26 @@ def test_bad_runner_input():
         run("random", ENV, 3)
 
 
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"algorithm": "agents.baselines:Nope"}, ValueError, "module 'agents.baselines' has no attribute 'Nope'"),
+        ({"algorithm": "no_such_module:X"}, ValueError, "there is no module 'no_such_module'"),
+        ({"algorithm": "agents.no_such_module:X"}, ValueError, "there is no module 'agents.no_such_module'"),
+        ({"env_kwargs": [("num_agents", 2)]}, TypeError, "env_kwargs must be a mapping"),
+        ({"batched": "no"}, TypeError, "batched must be True or False"),
+        ({"batched": 1}, TypeError, "batched must be True or False"),
+        ({"label": ["a"]}, TypeError, "label must be a string"),
+        ({"wrappers": lambda env: env}, TypeError, "wrappers must be a sequence of functions"),
+        ({"wrappers": [lambda env: None]}, TypeError, r"wrappers\[0\] .* returned NoneType, not an environment"),
+    ],
+)
+def test_run_arguments_are_checked_and_named(arguments, error, message):
+    arguments = {"algorithm": "random", "env_kwargs": ENV, "seeds": [0], **arguments}
+    with pytest.raises(error, match=message):
+        run(arguments.pop("algorithm"), arguments.pop("env_kwargs"), arguments.pop("seeds"), **arguments)
+
+
 @pytest.mark.parametrize("batched", [True, False])
 @pytest.mark.parametrize(("algorithm", "name"), [("full_sharing_ucb", "FullSharingUCB"), ("cdp_mab", "CDP-MAB")])
 def test_server_algorithms_refuse_a_topology_without_server_links_at_reset(algorithm, name, batched):

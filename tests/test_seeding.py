@@ -5,6 +5,7 @@ import pytest
 
 from fedbandit_envs.core import Action
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.run import run
 from fedbandit_envs.seeding import STREAM_NAMES, SeedStreams, explicit_seeds, parse_seeds, resolve_seeds
@@ -85,6 +86,8 @@ def test_resolve_seeds_gives_explicit_seeds():
         ("a", ValueError, "cannot read seeds 'a'.*half-open range START:STOP"),
         ("1,1", ValueError, "distinct"),
         ("1,-2", ValueError, r"seeds\[1\] must be >= 0, got -2"),
+        ("1,,2", ValueError, "an entry of the list is empty"),
+        (",1", ValueError, "an entry of the list is empty"),
         (0, ValueError, "positive number of runs"),
         ("-2", ValueError, "positive number of runs"),
         ([], ValueError, "must not be empty"),
@@ -170,3 +173,17 @@ def test_learner_streams_are_reproducible_and_differ_by_seed_and_name():
     assert not np.array_equal(*first.values())
     entropy = SeedStreams.from_seed(np.random.SeedSequence([1, 2, 3])).sequence("agents").entropy
     assert entropy == SeedStreams.from_seed(np.random.SeedSequence([1, 2, 3])).sequence("agents").entropy
+
+
+@pytest.mark.parametrize(
+    ("seed", "error"),
+    [(2.5, TypeError), (True, TypeError), (np.float64(7.0), TypeError), ("3", TypeError), (-1, ValueError)],
+)
+def test_an_episode_seed_must_be_a_non_negative_integer(seed, error):
+    env = FederatedMAB(num_agents=2, num_arms=3, horizon=5)
+    with pytest.raises(error, match="seed must be"):
+        env.reset(seed=seed)
+    env.reset(seed=np.int64(3))
+    plain = FederatedMAB(num_agents=2, num_arms=3, horizon=5)
+    plain.reset(seed=3)
+    assert np.array_equal(env.instance.means, plain.instance.means)

@@ -28,6 +28,7 @@ from fedbandit_envs.protocol import make_population
 from fedbandit_envs.run.recorder import Recorder
 from fedbandit_envs.run.results import Results, checkpoint_slots
 from fedbandit_envs.seeding import explicit_seeds
+from fedbandit_envs.validation import check_bool
 
 __all__ = [
     "DEFAULT_CHECKPOINTS",
@@ -73,8 +74,10 @@ def build_env(
             f"not {family.name!r} (env {name!r}); choose an environment of a supported family"
         )
     env = family.envs[name](kwargs, population)
-    for wrap in wrappers:
+    for index, wrap in enumerate(wrappers):
         env = wrap(env)
+        if getattr(env, "unwrapped", None) is None:
+            raise TypeError(f"wrappers[{index}] ({wrap!r}) returned {type(env).__name__}, not an environment")
     return env, family
 
 
@@ -241,6 +244,14 @@ def run(
             baseline's ``nf_group_regret`` and the ratio ``frr``), cached per point; ``None`` adds none.
     """
     seeds = explicit_seeds(seeds)
+    if not isinstance(env_kwargs, Mapping):
+        raise TypeError(f"env_kwargs must be a mapping of keyword arguments, got {type(env_kwargs).__name__}")
+    if batched is not None:
+        batched = check_bool("batched", batched)
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"label must be a string (the algorithm column), got {type(label).__name__}")
+    if callable(wrappers) or not isinstance(wrappers, Sequence):
+        raise TypeError(f"wrappers must be a sequence of functions env -> wrapped env, got {type(wrappers).__name__}")
     if reference not in (FAMILY_REFERENCE, None):
         raise ValueError(f"reference must be {FAMILY_REFERENCE!r} or None, got {reference!r}")
     probe = make_population(algorithm)
