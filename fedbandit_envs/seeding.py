@@ -123,9 +123,9 @@ class EpisodeSeeds:
         self._master: np.random.SeedSequence | None = None
 
     def next(self, seed: int | None) -> SeedLike:
-        """The seed of the next episode (``seed``: None or a non-negative integer; not a bool or a float)."""
+        """The seed of the next episode (``seed``: None, or an int in [0, 2**63 - 1] as ``run`` takes)."""
         if seed is not None:
-            seed = check_int("seed", seed, 0, None)
+            seed = check_int("seed", seed, 0)
             self._master = np.random.SeedSequence(seed)
             return seed
         if self._master is None:

@@ -4,9 +4,12 @@ import gzip
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -383,3 +386,52 @@ def test_ctrl_c_during_a_pool_sweep_ends_the_workers_at_once_and_keeps_finished_
     assert not alive(int(pid_file.read_text()))
     stored = [json.loads(gzip.open(p, "rt").readline())["algorithm"] for p in (tmp_path / "out" / "parts").iterdir()]
     assert stored == ["random"] and not list((tmp_path / "out").glob("results*"))
+
+
+SWEEP_THAT_SLEEPS = """
+import os, sys, time
+from pathlib import Path
+from agents.baselines import Random
+from fedbandit_envs.bench.backends import PoolBackend
+from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario
+from fedbandit_envs.bench.sweep import run_sweep
+
+class Sleepy(Random):
+    def reset(self, context):
+        Path(sys.argv[2]).write_text(str(os.getpid()))
+        time.sleep(60)
+
+if __name__ == "__main__":
+    env = {"num_agents": 2, "num_arms": 3, "horizon": 5}
+    scenario = Scenario("test/orphans", "test", "", env, {"s": AlgorithmSpec("__main__:Sleepy")})
+    run_sweep(scenario, sys.argv[1], overrides={"seeds": 1}, backend=PoolBackend(1))
+"""
+
+
+def ended(pid):
+    """Whether process ``pid`` has ended (gone, or a zombie nobody reaps)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_pool_workers_end_when_the_sweep_process_is_killed(tmp_path):
+    script, pid_file = tmp_path / "sweep.py", tmp_path / "worker.pid"
+    script.write_text(SWEEP_THAT_SLEEPS)
+    sweep = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out"), str(pid_file)])
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+    finally:
+        sweep.kill()  # as the kernel's out-of-memory killer or a lost session would: no clean-up in the sweep
+        sweep.wait()
+    deadline = time.monotonic() + 15
+    while not ended(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not ended(worker):
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the pool worker outlived its sweep process")

@@ -177,7 +177,14 @@ def test_learner_streams_are_reproducible_and_differ_by_seed_and_name():
 
 @pytest.mark.parametrize(
     ("seed", "error"),
-    [(2.5, TypeError), (True, TypeError), (np.float64(7.0), TypeError), ("3", TypeError), (-1, ValueError)],
+    [
+        (2.5, TypeError),
+        (True, TypeError),
+        (np.float64(7.0), TypeError),
+        ("3", TypeError),
+        (-1, ValueError),
+        (2**63, ValueError),
+    ],
 )
 def test_an_episode_seed_must_be_a_non_negative_integer(seed, error):
     env = FederatedMAB(num_agents=2, num_arms=3, horizon=5)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -93,9 +95,25 @@ class InProcessBackend(Backend):
             yield result
 
 
-def _ignore_interrupts() -> None:
-    """Pool worker initialiser: a Ctrl-C is the calling process's to handle (it ends the workers)."""
+#: How often a pool worker checks that the process that started it is still alive (seconds).
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _watch_parent(parent: int) -> None:
+    """End this worker process at once when ``parent`` is no longer its parent (it died and the worker was adopted)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
+
+
+def _start_worker() -> None:
+    """Pool worker initialiser: leave a Ctrl-C to the calling process (it ends the workers), and end with it.
+
+    A worker whose sweep process dies without ending it (killed, out of memory) would otherwise finish its job and
+    then wait for more forever: a daemon thread ends it within :data:`PARENT_CHECK_SECONDS` of the death.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), name="watch-parent", daemon=True).start()
 
 
 def _stop_workers(executor: ProcessPoolExecutor) -> None:
@@ -130,7 +148,7 @@ class PoolBackend(Backend):
         """Submit every job; yield results in completion order, calling ``tick`` while waiting."""
         if not jobs:
             return
-        executor = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)), initializer=_ignore_interrupts)
+        executor = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)), initializer=_start_worker)
         failure: tuple[Job, BaseException] | None = None
         try:
             futures = {executor.submit(execute, job): job for job in jobs}
