@@ -105,7 +105,7 @@ def _one_way(sequence: np.random.SeedSequence) -> np.random.SeedSequence:
     nothing of ``sequence``: its entropy is the 128-bit digest and its spawn key is empty.
     """
     entropy = sequence.entropy
-    words = (int(entropy),) if isinstance(entropy, int | np.integer) else tuple(int(word) for word in entropy)
+    words = (int(entropy),) if isinstance(entropy, int | np.integer) else tuple(int(word) for word in entropy or ())
     material = repr((words, tuple(sequence.spawn_key), sequence.pool_size)).encode()
     digest = hashlib.blake2b(material, digest_size=16, person=b"fedbandit-stream").digest()
     return np.random.SeedSequence(int.from_bytes(digest, "little"), pool_size=sequence.pool_size)
