@@ -285,18 +285,20 @@ def _check_no_params(params: Mapping[str, object]) -> None:
         )
 
 
-def check_instance(spec: InstanceSpec, num_agents: int, num_arms: int, **params: object) -> None:
+def check_instance(spec: InstanceSpec, num_agents: int, num_arms: int, **params: object) -> BanditInstance | None:
     """Validate an instance spec at construction: a name with its parameters, an array's shape, an instance.
 
     A name is checked by one throwaway draw (its own generator, no episode stream is touched); a callable is
-    checked when it is called (at reset). See :func:`make_instance` for the specs.
+    checked when it is called (at reset). See :func:`make_instance` for the specs. Returns the instance of a
+    spec that fixes the means (an array or a BanditInstance), for checks of the means themselves, else None.
     """
     if isinstance(spec, str):
         _named_generator(spec, params)(num_agents, num_arms, np.random.default_rng(0), **params)
     elif not callable(spec) or isinstance(spec, BanditInstance):
-        make_instance(spec, num_agents, num_arms, None, **params)
+        return make_instance(spec, num_agents, num_arms, None, **params)
     else:
         _check_no_params(params)
+    return None
 
 
 def make_instance(

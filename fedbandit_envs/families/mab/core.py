@@ -89,9 +89,14 @@ class MABConfig:
         for name in ("instance_params", "reward_params", "topology_params"):
             object.__setattr__(self, name, check_options(name, getattr(self, name)))
         check_memory(f"FederatedMAB(num_agents={self.num_agents}, num_arms={self.num_arms})", self.memory_parts())
-        object.__setattr__(self, "reward_model", make_reward_model(self.reward_model, **(self.reward_params or {})))
-        check_instance(self.instance, self.num_agents, self.num_arms, **(self.instance_params or {}))
-        check_topology(self.topology, self.num_agents, **(self.topology_params or {}))
+        reward_model = make_reward_model(self.reward_model, **(self.reward_params or {}))
+        object.__setattr__(self, "reward_model", reward_model)
+        fixed = check_instance(self.instance, self.num_agents, self.num_arms, **(self.instance_params or {}))
+        if fixed is not None:
+            reward_model.validate_means(fixed.means)
+        topology = check_topology(self.topology, self.num_agents, **(self.topology_params or {}))
+        if topology is not None:
+            self.channel.check_gossip([topology])
 
     def memory_parts(self, replicas: int = 1) -> dict[str, float]:
         """Bytes of the largest arrays of ``replicas`` replicas (for :func:`~fedbandit_envs.validation.check_memory`).
