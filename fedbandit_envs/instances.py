@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from fedbandit_envs.frozen import frozen
-from fedbandit_envs.validation import check_int, check_keywords, did_you_mean
+from fedbandit_envs.validation import check_int, check_keywords, check_real_array, did_you_mean
 
 #: Signature of a user instance generator: ``(rng, num_agents, num_arms) -> means``.
 InstanceFn = Callable[[np.random.Generator, int, int], ArrayLike]
@@ -41,11 +41,11 @@ def _check_rng(rng: object) -> np.random.Generator:
 
 
 def _validated_means(means: ArrayLike) -> np.ndarray:
-    """A read-only float64 copy of ``means`` after checking it is a finite (M, K) matrix, K >= 2."""
-    try:
-        matrix = np.array(means, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"means must be a numeric (M, K) array, got {type(means).__name__}") from None
+    """A read-only float64 copy of ``means`` after checking it is a finite (M, K) matrix of numbers, K >= 2.
+
+    Bools, strings and objects are refused (:func:`~fedbandit_envs.validation.check_real_array`).
+    """
+    matrix = check_real_array("means", means)
     if matrix.ndim != 2:
         raise ValueError(
             f"means must be 2-D with shape (num_agents, num_arms), got shape {matrix.shape}; "
@@ -207,10 +207,7 @@ def heterogeneous_centered(
 
 def from_means(means: ArrayLike, num_agents: int | None = None) -> BanditInstance:
     """Instance from given means: a (K,) vector is tiled to (num_agents, K); an (M, K) matrix is taken as is."""
-    try:
-        array = np.asarray(means, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"means must be a numeric array, got {type(means).__name__}") from None
+    array = check_real_array("means", means)
     if array.ndim == 1:
         if num_agents is None:
             raise ValueError("num_agents is required when means is a (K,) vector; pass num_agents=M")
@@ -247,16 +244,17 @@ def _check_shape(instance: BanditInstance, num_agents: int, num_arms: int) -> Ba
 
 
 def _from_array(means: ArrayLike, num_agents: int, num_arms: int) -> BanditInstance:
-    """Instance from a (K,) vector or an (M, K) matrix, checked against the expected shape."""
+    """Instance from a (K,) vector or an (M, K) matrix, checked against the expected shape (numbers, not bools)."""
     try:
-        array = np.asarray(means, dtype=np.float64)
-    except (TypeError, ValueError):
+        array = np.asarray(means)
+    except ValueError:  # ragged
         array = None
-    if array is None or array.ndim == 0:
+    if array is None or array.ndim == 0 or array.dtype.kind not in "biuf":
         raise TypeError(
             "the instance spec must be a generator name, an array of means, a BanditInstance or a "
             f"callable (rng, num_agents, num_arms) -> means; got {type(means).__name__}"
         )
+    array = check_real_array("instance", means)
     if array.shape not in ((num_agents, num_arms), (num_arms,)):
         raise ValueError(
             f"the instance means have shape {array.shape} but num_agents={num_agents}, num_arms={num_arms}; "
@@ -287,18 +285,20 @@ def _check_no_params(params: Mapping[str, object]) -> None:
         )
 
 
-def check_instance(spec: InstanceSpec, num_agents: int, num_arms: int, **params: object) -> None:
+def check_instance(spec: InstanceSpec, num_agents: int, num_arms: int, **params: object) -> BanditInstance | None:
     """Validate an instance spec at construction: a name with its parameters, an array's shape, an instance.
 
     A name is checked by one throwaway draw (its own generator, no episode stream is touched); a callable is
-    checked when it is called (at reset). See :func:`make_instance` for the specs.
+    checked when it is called (at reset). See :func:`make_instance` for the specs. Returns the instance of a
+    spec that fixes the means (an array or a BanditInstance), for checks of the means themselves, else None.
     """
     if isinstance(spec, str):
         _named_generator(spec, params)(num_agents, num_arms, np.random.default_rng(0), **params)
     elif not callable(spec) or isinstance(spec, BanditInstance):
-        make_instance(spec, num_agents, num_arms, None, **params)
+        return make_instance(spec, num_agents, num_arms, None, **params)
     else:
         _check_no_params(params)
+    return None
 
 
 def make_instance(

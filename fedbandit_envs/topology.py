@@ -591,12 +591,13 @@ def _build_named(kind: str, num_agents: int, rng: np.random.Generator | None, pa
     return regular(num_agents, rng=rng, **params)
 
 
-def check_topology(spec: str | Topology | np.ndarray, num_agents: int, **params: Any) -> None:
+def check_topology(spec: str | Topology | np.ndarray, num_agents: int, **params: Any) -> Topology | None:
     """Validate a topology spec without drawing a random graph (for constructors: errors at construction).
 
     Names get a "did you mean", parameters are checked per kind; the deterministic kinds, a Topology and an
-    adjacency array are built (building is their check); for ``"erdos_renyi"`` and ``"regular"`` the
-    parameters are checked (whether a draw is connected is known only when the graph is drawn at reset).
+    adjacency array are built (building is their check) and the built topology is returned, for checks that
+    need the graph (gossip); for ``"erdos_renyi"`` and ``"regular"`` the parameters are checked (whether a draw
+    is connected is known only when the graph is drawn at reset) and None is returned.
     """
     num_agents = check_int("num_agents", num_agents, 1)
     if isinstance(spec, str) and check_choice("topology", spec, TOPOLOGY_KINDS) in RANDOM_TOPOLOGY_KINDS:
@@ -609,11 +610,11 @@ def check_topology(spec: str | Topology | np.ndarray, num_agents: int, **params:
             raise ValueError("degree is required for topology 'regular'; pass e.g. degree=3")
         else:
             _check_degree(num_agents, params["degree"])
-        return
+        return None
     if not isinstance(spec, str | Topology | np.ndarray):
         raise TypeError(f"topology must be a name, a Topology or an adjacency array, got {type(spec).__name__}")
     try:
-        build_topology(spec, num_agents, **params)
+        return build_topology(spec, num_agents, **params)
     except (TypeError, ValueError) as error:
         label = f"topology {spec!r}" if isinstance(spec, str) else "topology"
         if str(error).startswith(label):  # it names the topology already

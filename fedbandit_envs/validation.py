@@ -438,17 +438,16 @@ def _check_literal(name: str, value: Any, options: tuple[Any, ...]) -> None:
     raise ValueError(f"{name} must be one of {listed}, got {value!r}{did_you_mean(value, map(str, options))}")
 
 
-def _check_union(name: str, value: Any, members: tuple[Any, ...], limits: Mapping[str, Any]) -> None:
-    """``value`` fits one member of the union; a value error of a fitting type wins over type errors."""
+def _check_union(name: str, value: Any, members: tuple[Any, ...], limits: Mapping[str, Any]) -> Any:
+    """``value`` as checked by the first union member it fits; a value error of a fitting type wins over type errors."""
     if value is None and type(None) in members:
-        return
+        return value
     errors: list[Exception] = []
     for member in members:
         if member is type(None):
             continue
         try:
-            _check_value(name, value, member, limits)
-            return
+            return _check_value(name, value, member, limits)
         except (TypeError, ValueError) as error:
             errors.append(error)
     for found in errors:
@@ -470,20 +469,23 @@ def _check_tuple(name: str, value: Any, items: tuple[Any, ...], limits: Mapping[
         _check_value(f"{name}[{index}]", entry, items[0] if variable else items[index], limits)
 
 
-def _check_value(name: str, value: Any, hint: Any, limits: Mapping[str, Any]) -> None:
-    """Check ``value`` against the annotation ``hint`` and the bounds ``limits`` (see :func:`check_fields`)."""
+def _check_value(name: str, value: Any, hint: Any, limits: Mapping[str, Any]) -> Any:
+    """Check ``value`` against the annotation ``hint`` and the bounds ``limits`` (see :func:`check_fields`).
+
+    Returns the value to keep: an ``int`` field's Python int from :func:`check_int`, any other value as given.
+    """
     origin = get_origin(hint)
     if hint is Any:
-        return
+        return value
     if origin is Literal:
         _check_literal(name, value, get_args(hint))
     elif origin in (typing.Union, types.UnionType):
-        _check_union(name, value, get_args(hint), limits)
+        return _check_union(name, value, get_args(hint), limits)
     elif hint is bool:
         check_bool(name, value)
     elif hint is int:
         low, high = limits.get("minimum"), limits.get("maximum")
-        check_int(name, value, INT64_MIN if low is None else int(low), INT64_MAX if high is None else int(high))
+        return check_int(name, value, INT64_MIN if low is None else int(low), INT64_MAX if high is None else int(high))
     elif hint is float:
         check_real(name, value, **limits)
     elif origin is tuple:
@@ -493,6 +495,7 @@ def _check_value(name: str, value: Any, hint: Any, limits: Mapping[str, Any]) ->
             raise TypeError(f"{name} must be callable, got {_describe(value)}")
     elif isinstance(origin or hint, type) and not isinstance(value, origin or hint):
         raise TypeError(f"{name} must be {_hint_text(origin or hint)}, got {_describe(value)}")
+    return value
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
@@ -512,13 +515,17 @@ def check_fields(config: Any) -> None:
     ``Literal[...]`` (:func:`check_choice`, with a "did you mean"), unions (``X | None``,
     ``float | Literal["oracle"]``), ``tuple[...]``, callables and classes are checked; ``Any`` and fields with
     ``init=False`` (derived on construction) are not. The first bad field raises a ``TypeError`` (wrong type)
-    or ``ValueError`` (wrong value) that names it.
+    or ``ValueError`` (wrong value) that names it. An ``int`` field given a numpy integer is stored as the checked
+    Python int, so sizes computed from it later cannot overflow the numpy type.
     """
     hints = _field_hints(type(config))
     for entry in dataclasses.fields(config):
         if not entry.init:
             continue  # derived on construction, not given
-        _check_value(entry.name, getattr(config, entry.name), hints[entry.name], entry.metadata.get(_LIMITS, {}))
+        value = getattr(config, entry.name)
+        checked = _check_value(entry.name, value, hints[entry.name], entry.metadata.get(_LIMITS, {}))
+        if checked is not value:
+            object.__setattr__(config, entry.name, checked)
 
 
 _C = TypeVar("_C", bound="CheckedConfig")

@@ -434,6 +434,13 @@ def test_checked_config_accepts_numpy_numbers_and_leaves_any_alone():
     assert config_field_docs(Example)["schedule"] == "a callable, or None."
 
 
+def test_checked_config_keeps_the_checked_python_int_of_an_integer_field():
+    # a numpy integer kept as given would overflow its type in sizes computed from it (200 * 2 in uint8 is 144)
+    config = Example(count=np.uint8(200), age=np.int32(7))
+    assert type(config.count) is int and type(config.age) is int
+    assert config.count * 2 == 400
+
+
 @dataclasses.dataclass(frozen=True)
 class LiteralNumbers(CheckedConfig):
     """Literal options that are not strings.

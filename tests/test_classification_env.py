@@ -146,6 +146,20 @@ def test_a_missing_scikit_learn_names_the_extra(monkeypatch):
         cluster_split(np.eye(3), 2, np.random.default_rng(0))
 
 
+@pytest.mark.parametrize(("valid", "bad"), [(2, 2.0), (1, True), (1, np.bool_(True)), (2, [1, 2])])
+def test_num_features_is_checked_before_the_cache(valid, bad):
+    load_dataset("iris", valid)  # a cached valid load must not let an equal-comparing value through
+    with pytest.raises(TypeError, match="num_features"):
+        load_dataset("iris", bad)
+    with pytest.raises(TypeError, match="num_features"):
+        ClassificationBandit(dataset="iris", num_clients=3, num_features=bad)
+
+
+def test_an_unhashable_dataset_name_is_refused_by_name():
+    with pytest.raises(TypeError, match="dataset must be one of"):
+        load_dataset(["iris"])
+
+
 # ---------------------------------------------------------------------- environment
 def test_each_slot_is_a_sample_of_the_active_clients_shard_with_one_for_the_true_class():
     env = ClassificationBandit("iris", num_clients=3, horizon=60, split="dirichlet", alpha=1.0)

@@ -41,6 +41,7 @@ from fedbandit_envs.families.linear import FederatedLinear
 from fedbandit_envs.hybrid import hybrid_topology
 from fedbandit_envs.registration import GYMNASIUM_ENVS, PARALLEL_ENVS
 from fedbandit_envs.run import run
+from fedbandit_envs.validation import MemoryLimitError
 
 PARALLEL_IDS = sorted(PARALLEL_ENVS)
 GYMNASIUM_IDS = sorted(GYMNASIUM_ENVS)
@@ -131,6 +132,57 @@ def test_malformed_constructor_argument_is_refused_by_name(env_id, data):
         assert names_the_argument(message, name, value), f"{name}={value!r} raised {message!r}"
         return
     env.reset(seed=0)  # a configuration accepted at construction is usable: no error is left for reset
+
+
+# ---------------------------------------------------------------------------------------- numpy integer sizes
+@pytest.mark.parametrize("env_id", PARALLEL_IDS + GYMNASIUM_IDS)
+@pytest.mark.parametrize("numpy_int", [np.uint8, np.int32, np.int64])
+def test_numpy_integer_arguments_build_the_environment_of_python_ints(env_id, numpy_int):
+    # the checked Python ints are what the environment keeps: same spaces, same first observation, and a
+    # Gymnasium time limit that make accepts
+    given = GYMNASIUM_ENVS.get(env_id) or PARALLEL_ENVS[env_id]
+    numpy_kwargs = {k: numpy_int(v) if type(v) is int else v for k, v in given.test_kwargs.items()}
+    plain, numpy = build(env_id), build(env_id, **numpy_kwargs)
+    if env_id in GYMNASIUM_ENVS:
+        assert type(numpy.spec.max_episode_steps) is int
+        assert numpy.observation_space == plain.observation_space and numpy.action_space == plain.action_space
+    else:
+        agent = plain.possible_agents[0]
+        assert numpy.possible_agents == plain.possible_agents
+        assert numpy.observation_space(agent) == plain.observation_space(agent)
+        assert numpy.action_space(agent) == plain.action_space(agent)
+    assert data_equivalence(numpy.reset(seed=0), plain.reset(seed=0), exact=True)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "check"),
+    [
+        (
+            "fedbandit/FederatedMAB-v0",
+            {"num_agents": np.uint8(100)},
+            lambda env: env.state_space.shape == (300,) and env.state() in env.state_space,
+        ),
+        (
+            "fedbandit/LinearBandit-v0",
+            {"num_arms": np.uint8(20), "dimension": np.uint8(20)},
+            lambda env: env.observation_space.shape == (400,) and env.reset(seed=0)[0] in env.observation_space,
+        ),
+        (
+            "fedbandit/SingleAggregator-v0",
+            {"horizon": np.uint8(255), "observation": "dict"},
+            lambda env: env.observation_space["t"] == gymnasium.spaces.Discrete(256),
+        ),
+    ],
+)
+def test_sizes_computed_from_numpy_integers_do_not_overflow(env_id, kwargs, check):
+    env = build(env_id, **kwargs)
+    env.reset(seed=0)
+    assert check(env.unwrapped)
+
+
+def test_the_memory_check_of_a_numpy_catalogue_size_does_not_wrap_around():
+    with pytest.raises(MemoryLimitError, match="catalogue_size"):
+        build("fedbandit/ReplayStandIn-v0", catalogue_size=np.int64(2**61))
 
 
 # ---------------------------------------------------------------------------------------- steps (parallel ids)

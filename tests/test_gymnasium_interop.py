@@ -177,6 +177,22 @@ def test_sb3_check_env_without_warnings(env_id):
     sb3_check_env_without_warnings(make(env_id, render_mode="rgb_array"))
 
 
+@pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
+def test_a_one_step_horizon_is_a_legitimate_view_that_only_gymnasiums_heuristic_refuses(env_id):
+    # docs/environments.md: horizon=1 plays one pull per episode and passes SB3's checker; Gymnasium's check_env
+    # asserts an episode is not truncated after one step, so the views are checked there from horizon=2
+    env = make(env_id, horizon=1)
+    assert env.spec.max_episode_steps == 1
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        *_, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert (terminated, truncated) == (False, True)
+    sb3_check_env_without_warnings(env)
+    with pytest.raises(AssertionError, match="Environment truncates after 1 step"):
+        gymnasium_check_env_without_warnings(env)
+    gymnasium_check_env_without_warnings(make(env_id, horizon=2))
+
+
 # ---------------------------------------------------------------------------------------- time limits
 @pytest.mark.parametrize("env_id", GYMNASIUM_IDS)
 def test_max_episode_steps_is_the_default_horizon(env_id):

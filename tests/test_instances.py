@@ -245,3 +245,19 @@ def test_make_instance_errors() -> None:
         make_instance("uniform", 2, 3)
     with pytest.raises(TypeError, match="instance spec"):
         make_instance(object(), 2, 3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "means",
+    [[True, False, True], np.array([True, False, True]), np.array([[True, False, False], [False, True, False]])],
+)
+def test_bool_means_are_refused_by_name(means) -> None:
+    # a bool array is not a vector of means (as check_real_array refuses it everywhere else)
+    with pytest.raises(TypeError, match=r"^instance must be a number or an array of numbers"):
+        make_instance(means, 2, 3)
+    with pytest.raises(TypeError, match=r"^means must be a number or an array of numbers"):
+        from_means(means, 2)
+    with pytest.raises(TypeError, match=r"^means must be a number or an array of numbers"):
+        BanditInstance(np.atleast_2d(means))
+    with pytest.raises(TypeError, match=r"^instance must be a number or an array of numbers"):
+        make_instance(lambda rng, m, k: means, 2, 3, np.random.default_rng(0))

@@ -307,6 +307,26 @@ def test_bad_instance_fails_at_construction():
         FederatedMAB(num_agents=3, num_arms=3, instance=np.zeros(4))
 
 
+GOSSIP_GRAPH = r"^gossip activation needs a connected agent graph with at least one edge"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"instance": [0.1, 1.5, 0.3]}, r"^means must lie in \[0.0, 1.0\] for the bernoulli reward model, found 1.5"),
+        ({"instance": [-0.2, 0.5, 0.3], "reward_model": "beta"}, r"^means must lie in .* beta reward model, found -0"),
+        ({"gossip": "uniform_edge"}, GOSSIP_GRAPH),  # the default "server" topology has no agent-agent edge
+        ({"num_agents": 1, "topology": "complete", "gossip": "uniform_edge"}, GOSSIP_GRAPH),
+        ({"topology": np.zeros((3, 3), bool), "gossip": "node_then_neighbour"}, GOSSIP_GRAPH),
+    ],
+)
+def test_what_reset_would_refuse_fails_at_construction(kwargs, message):
+    # fixed means outside the reward model's support and gossip on a fixed graph without edges: the message reset
+    # gives, at construction
+    with pytest.raises(ValueError, match=message):
+        FederatedMAB(**{"num_agents": 3, "num_arms": 3, **kwargs})
+
+
 @pytest.mark.parametrize(
     ("env_id", "typo", "suggestion"),
     [

@@ -85,6 +85,14 @@ class ChannelConfig:
             m1 = num_agents + 1
             raise ValueError(f"a latency matrix must have shape (M+1, M+1) = {(m1, m1)}, got {shape}")
 
+    def check_gossip(self, topologies: Sequence[Topology]) -> None:
+        """Raise ``ValueError`` if gossip is on and an agent graph of ``topologies`` is disconnected or edgeless."""
+        if self.gossip is not None and not all(len(t.edges()) and t.is_connected() for t in topologies):
+            raise ValueError(
+                "gossip activation needs a connected agent graph with at least one edge; "
+                "use a connected topology such as 'ring', 'complete' or 'erdos_renyi'"
+            )
+
     @functools.cached_property
     def has_delays(self) -> bool:
         """Whether any copy can arrive after the slot it was sent in."""
@@ -196,13 +204,7 @@ class Channel:
         self._stamps: dict[int, tuple[int, np.ndarray, int, np.ndarray]] = {}
         self.no_partners = frozen(np.full((self.num_replicas, m), -1, np.int64))
         self._edges = [t.edges() for t in topologies]
-        if self.config.gossip is not None and not all(
-            len(e) and t.is_connected() for e, t in zip(self._edges, topologies)
-        ):
-            raise ValueError(
-                "gossip activation needs a connected agent graph with at least one edge; "
-                "use a connected topology such as 'ring', 'complete' or 'erdos_renyi'"
-            )
+        self.config.check_gossip(topologies)
         # NEIGHBOURS expansion: the linked nodes of flat node (replica b, node s) = b * (M + 1) + s are
         # _neighbour_ids[_neighbour_ptr[f]:_neighbour_ptr[f + 1]], ascending, the server (node M) as SERVER.
         _, nodes = np.nonzero(links.reshape(-1, m + 1))

@@ -106,29 +106,48 @@ def _principal_components(standardised: np.ndarray, count: int) -> np.ndarray:
     return standardised @ (components * signs[:, None]).T
 
 
+@lru_cache(maxsize=len(DATASETS))
+def _standardised(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The raw features of a checked dataset name, standardised, and its labels (cached, read-only)."""
+    raw, labels = getattr(_sklearn("datasets"), f"load_{name}")(return_X_y=True)
+    raw = np.asarray(raw, np.float64)
+    scale = raw.std(axis=0)
+    standardised = (raw - raw.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+    labels = np.asarray(labels, np.int64)
+    standardised.flags.writeable = False
+    labels.flags.writeable = False
+    return standardised, labels
+
+
 @lru_cache(maxsize=16)
+def _load_checked(name: str, count: int | None) -> ClassificationData:
+    """:func:`load_dataset` for a checked name and a checked Python int (or None) count; cached."""
+    standardised, labels = _standardised(name)
+    if count is not None:
+        standardised = _principal_components(standardised, count)
+    with_bias = np.hstack([standardised, np.ones((len(labels), 1))])
+    features = with_bias / np.linalg.norm(with_bias, axis=1).max()
+    features.flags.writeable = False
+    return ClassificationData(name, features, labels, int(labels.max()) + 1)
+
+
 def load_dataset(name: str, num_features: int | None = None) -> ClassificationData:
     """Load a bundled dataset in the learners' features (see the module docstring); cached, read-only.
+
+    The arguments are checked before the cache is consulted, so a value that merely compares equal to a valid
+    one (``2.0``, ``True``) is refused like any other.
 
     Args:
         name: one of :data:`DATASETS`.
         num_features: p, the number of principal components kept (1 .. the raw feature count), or None to keep
             every standardised raw feature.
     """
-    check_choice("dataset", name, DATASETS)
-    raw, labels = getattr(_sklearn("datasets"), f"load_{name}")(return_X_y=True)
-    raw = np.asarray(raw, np.float64)
-    scale = raw.std(axis=0)
-    standardised = (raw - raw.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+    name = check_choice("dataset", name, DATASETS)
+    count: int | None = None
     if num_features is not None:
-        count = check_int("num_features", num_features, 1, raw.shape[1], hint=f" ({name} has {raw.shape[1]} features)")
-        standardised = _principal_components(standardised, count)
-    with_bias = np.hstack([standardised, np.ones((len(raw), 1))])
-    features = with_bias / np.linalg.norm(with_bias, axis=1).max()
-    labels = np.asarray(labels, np.int64)
-    features.flags.writeable = False
-    labels.flags.writeable = False
-    return ClassificationData(name, features, labels, int(labels.max()) + 1)
+        raw_count = _standardised(name)[0].shape[1]
+        count = check_int("num_features", num_features, 1, raw_count, hint=f" ({name} has {raw_count} features)")
+    return _load_checked(name, count)
 
 
 def block_contexts(features: np.ndarray, num_classes: int) -> np.ndarray:

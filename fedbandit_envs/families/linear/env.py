@@ -373,14 +373,12 @@ class LinearConfig(StreamSource):
     instance_seed: int | None = None
 
     def __post_init__(self) -> None:
-        n = check_int("num_clients", self.num_clients, 1)
-        check_int("num_arms", self.num_arms, 2)
-        d = check_int("dimension", self.dimension, 1)
-        check_int("horizon", self.horizon, 1)
-        check_int("active_per_slot", self.active_per_slot, 1)
-        check_int("pool_size", self.pool_size, 2)
+        minimums = {"num_clients": 1, "num_arms": 2, "dimension": 1, "horizon": 1, "active_per_slot": 1, "pool_size": 2}
+        for name, minimum in minimums.items():
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
         if self.instance_seed is not None:
-            check_int("instance_seed", self.instance_seed, 0)
+            object.__setattr__(self, "instance_seed", check_int("instance_seed", self.instance_seed, 0))
+        n, d = self.num_clients, self.dimension
         check_memory(
             f"LinearConfig(num_clients={n}, num_arms={self.num_arms}, dimension={d}, "
             f"active_per_slot={self.active_per_slot})",

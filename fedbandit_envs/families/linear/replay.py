@@ -376,8 +376,8 @@ class StandInSource(CheckedConfig, _ReplaySource):
             "users": int(profile.num_users if self.num_users is None else self.num_users),
             "similarity": float(profile.rho if self.rho is None else self.rho),
             "temperature": float(profile.beta if self.beta is None else self.beta),
-            "num_features": int(self.dimension),
-            "pool_size": int(self.num_arms),
+            "num_features": self.dimension,
+            "pool_size": self.num_arms,
         }
         for name, value in resolved.items():
             object.__setattr__(self, name, value)

@@ -74,6 +74,7 @@ class LinearBanditEnv(RenderedView):
         )
         self.core = LinearCore(config)
         self.flatten = check_bool("flatten", flatten)
+        num_arms, dimension = config.num_arms, config.dimension
         shape = (num_arms * dimension,) if self.flatten else (num_arms, dimension)
         self.observation_space = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float32)
         self.action_space = spaces.Discrete(num_arms)

@@ -78,20 +78,25 @@ class MABConfig:
 
     def __post_init__(self) -> None:
         for name, minimum in (("num_agents", 1), ("num_arms", 2), ("horizon", 1)):
-            check_int(name, getattr(self, name), minimum)
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
         if not isinstance(self.channel, ChannelConfig):
             raise TypeError(f"channel must be a ChannelConfig, got {type(self.channel).__name__}")
         self.channel.check_agents(self.num_agents)
         check_bool("reward_tape", self.reward_tape)
         for name in ("instance_seed", "topology_seed"):
             if getattr(self, name) is not None:
-                check_int(name, getattr(self, name), 0)
+                object.__setattr__(self, name, check_int(name, getattr(self, name), 0))
         for name in ("instance_params", "reward_params", "topology_params"):
             object.__setattr__(self, name, check_options(name, getattr(self, name)))
         check_memory(f"FederatedMAB(num_agents={self.num_agents}, num_arms={self.num_arms})", self.memory_parts())
-        object.__setattr__(self, "reward_model", make_reward_model(self.reward_model, **(self.reward_params or {})))
-        check_instance(self.instance, self.num_agents, self.num_arms, **(self.instance_params or {}))
-        check_topology(self.topology, self.num_agents, **(self.topology_params or {}))
+        reward_model = make_reward_model(self.reward_model, **(self.reward_params or {}))
+        object.__setattr__(self, "reward_model", reward_model)
+        fixed = check_instance(self.instance, self.num_agents, self.num_arms, **(self.instance_params or {}))
+        if fixed is not None:
+            reward_model.validate_means(fixed.means)
+        topology = check_topology(self.topology, self.num_agents, **(self.topology_params or {}))
+        if topology is not None:
+            self.channel.check_gossip([topology])
 
     def memory_parts(self, replicas: int = 1) -> dict[str, float]:
         """Bytes of the largest arrays of ``replicas`` replicas (for :func:`~fedbandit_envs.validation.check_memory`).
@@ -101,7 +106,7 @@ class MABConfig:
         graph's edge lists, and 2.5 kB per agent for its name and spaces. With ``reward_tape``, the tape's current
         block of every (agent, arm) cell (``NOISE_BLOCK`` float64 each; a cell's block is drawn at its first pull).
         """
-        m, k = int(self.num_agents), int(self.num_arms)
+        m, k = self.num_agents, self.num_arms
         dense = isinstance(self.topology, str) and self.topology == "complete"
         parts = population_memory(m, replicas, (m + 1) ** 2 * (28 + 150 * dense), m * k * 32 + m * NOISE_BLOCK * 8)
         if self.reward_tape:

@@ -120,6 +120,7 @@ class FederatedMAB(ProtocolParallelEnv):
         )
         self.core = FederatedMABCore(self.config, coordinator, boundary_hops)
         self.render_mode = render_mode
+        num_agents, num_arms, horizon = self.config.num_agents, self.config.num_arms, self.config.horizon
         self.possible_agents = [f"agent_{i}" for i in range(num_agents)]
         self.agents: list[str] = []
         self._index = {name: i for i, name in enumerate(self.possible_agents)}

@@ -532,7 +532,7 @@ class FederatedClientEnv(_CoreView):
         problem = (instance, instance_params, reward_model, reward_params, instance_seed)
         config = _server_problem(num_agents, num_arms, horizon, *problem, channel=ChannelConfig(CostModel(c1=c1)))
         self._setup(render_mode, observation, config, self.population)
-        self.observation_space = self._observation_space(num_arms, self.core.reward_model.bounds)
+        self.observation_space = self._observation_space(config.num_arms, self.core.reward_model.bounds)
 
     @property
     def coordinator(self) -> Any:

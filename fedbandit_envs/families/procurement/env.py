@@ -377,7 +377,7 @@ class ProcurementConfig:
     problem: ProcurementInstance = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_int("horizon", self.horizon, 1)
+        object.__setattr__(self, "horizon", check_int("horizon", self.horizon, 1))
         instance_params = check_options("instance_params", self.instance_params)
         object.__setattr__(self, "instance_params", instance_params)
         params = {"alpha": self.alpha, "rho": self.rho, "homogeneous": self.homogeneous, "agent_pool": self.agent_pool}
@@ -776,8 +776,8 @@ class FedProcurementEnv(ProtocolParallelEnv):
             c2=c2, link_accounting=link_accounting, price_per_message=price_per_message, price_per_byte=price_per_byte
         )
         channel = ChannelConfig(costs, drop_prob=drop_prob, record_messages=record_messages)
-        self.core = ProcurementCore(self.problem, horizon, channel, topology, oracle)
-        self.horizon = int(horizon)
+        self.core = ProcurementCore(self.problem, self.config.horizon, channel, topology, oracle)
+        self.horizon = self.core.horizon
         self.evaluation = check_bool("evaluation", evaluation)
         self.render_mode = render_mode
         n, m = self.problem.num_agents, self.problem.num_producers

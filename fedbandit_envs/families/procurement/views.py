@@ -104,14 +104,14 @@ class SingleAggregatorEnv(RenderedView):
             num_agents, num_producers, horizon, instance, instance_params, alpha, rho, instance_seed=instance_seed
         )
         problem = config.problem
-        self.core = ProcurementCore(problem, horizon)
+        self.core = ProcurementCore(problem, config.horizon)
         n, m = problem.num_agents, problem.num_producers
         self.population = None
         if n > 1:
             self.population = resolve_factory(peer)(**peer_options)  # checked above
         self._capacity = problem.capacities[LEARNER].astype(np.float64)
         self.action_space = spaces.MultiDiscrete(problem.capacities[LEARNER] + 1)
-        self.observation_space = self._make_space(n, m, problem.capacities[LEARNER], horizon)
+        self.observation_space = self._make_space(n, m, problem.capacities[LEARNER], self.core.horizon)
         self._started = False
 
     def _make_space(self, n: int, m: int, capacity: np.ndarray, horizon: int) -> spaces.Space:
