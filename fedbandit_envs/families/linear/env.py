@@ -641,8 +641,8 @@ class LinearCore(ChannelCore):
     def _load_block(self) -> None:
         length = min(BLOCK, self.config.horizon - self.slot)
         blocks = [r.block(self.slot, length) for r in self.replicas]
-        # immutable: the steps hand the active clients and their contexts to the learner, and the env reads them on
-        self._block = StreamBlock._make(None if f[0] is None else frozen(np.stack(f)) for f in zip(*blocks))
+        # the core's own: a slot hands the learner frozen copies of its part (a view would reach the later slots)
+        self._block = StreamBlock._make(None if f[0] is None else np.stack(f) for f in zip(*blocks))
         self._block_start = self.slot
 
     def _start_slot(self) -> None:
@@ -650,8 +650,9 @@ class LinearCore(ChannelCore):
             self._load_block()
         k = self.slot - self._block_start
         blk = self._block
-        self.clients = blk.clients[:, k]
-        self.contexts = blk.contexts[:, k]
+        # immutable copies of the slot alone: the learner gets them (and their ``.base``), and the env reads them on
+        self.clients = frozen(blk.clients[:, k])
+        self.contexts = frozen(blk.contexts[:, k])
         self.means = blk.means[:, k]
         self._noise = blk.noise[:, k]
         self._order = blk.order[:, k]
@@ -692,8 +693,11 @@ class LinearCore(ChannelCore):
         return self.communicate(messages)
 
     def reporters(self) -> np.ndarray:
-        """(B,) position (index into the slot's active clients) that reports in the current round."""
-        return self._order[:, self.round]
+        """(B,) position (index into the slot's active clients) that reports in the current round.
+
+        An immutable copy of this round's positions alone: a view would show the later rounds' reporters.
+        """
+        return frozen(self._order[:, self.round])
 
     # ------------------------------------------------------------------ act phase
     def check_arms(self, arms: Any) -> np.ndarray:
@@ -997,15 +1001,16 @@ class FederatedLinear(ProtocolParallelEnv):
                     observations[self.possible_agents[i]]["inbox"] = tuple(received)
         if core.done:
             return observations
+        # each client's own frozen contexts: a view of the slot's would show the other active clients' through .base
         if phase == 0:
             for j, i in enumerate(core.clients[0].tolist()):
-                observations[self.possible_agents[i]].update(active=1, contexts=core.contexts[0, j])
+                observations[self.possible_agents[i]].update(active=1, contexts=frozen(core.contexts[0, j]))
         else:
             j = int(core.reporters()[0])
             i = int(core.clients[0, j])
             observations[self.possible_agents[i]].update(
                 active=1,
-                contexts=core.contexts[0, j],
+                contexts=frozen(core.contexts[0, j]),
                 arm=int(core.last_arms[0, j]),
                 reward=np.array(core.last_rewards[0, j]),
             )
