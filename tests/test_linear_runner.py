@@ -110,6 +110,17 @@ class BufferReuse(Population):
         self.arms.append(feedback.arms)
 
 
+def test_both_paths_hand_back_an_int64_copy_of_the_arms_pulled():
+    """The feedback's arms are never the learner's action buffer: a learner that reuses one plays the same on both."""
+    played = {}
+    for batched in (True, False):
+        results = run(BufferReuse, {**ENV, "horizon": 40}, [0], checkpoints=1, batched=batched, reference=None)
+        population = BufferReuse.last
+        assert all(arms.dtype == np.int64 and arms is not population.buffer for arms in population.arms)
+        played[batched] = (results.curves[0]["group_regret"], [arms.tolist() for arms in population.arms])
+    assert played[True] == played[False]
+
+
 @pytest.mark.parametrize("batched", [True, False])
 def test_a_step_reaches_only_its_own_slot_on_both_paths(batched):
     """The step's clients and contexts reach nothing of the later slots through ``.base`` (both run paths)."""

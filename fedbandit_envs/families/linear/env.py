@@ -1053,10 +1053,14 @@ class FederatedLinear(ProtocolParallelEnv):
     def feedback_from(
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
     ) -> LinearFeedback:
-        """The act step's feedback: the arms the active clients pulled and their rewards."""
+        """The act step's feedback: the arms the active clients pulled and their rewards.
+
+        The arms are a new int64 copy of those the core pulled, as on the batched path: never the learner's own
+        ``action.arms`` (its buffer, of its dtype), so both paths hand a learner the same feedback.
+        """
         names = self.possible_agents
         observed = np.array([[rewards[names[i]] for i in step.client_ids()[0].tolist()]])
-        return LinearFeedback(step.slot, step.client_ids(), np.asarray(action.arms), observed)
+        return LinearFeedback(step.slot, step.client_ids(), self.core.last_arms.copy(), observed)
 
     def state(self) -> np.ndarray:
         """Global view: each client's cumulative pseudo-regret, then the slot and the phase."""
