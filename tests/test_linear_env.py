@@ -262,6 +262,31 @@ def test_pettingzoo_act_step_refuses_messages_and_unknown_keys_from_any_client()
     assert env.pending_phase is not None
 
 
+@pytest.mark.parametrize(
+    ("action", "error", "match"),
+    [
+        ("garbage", TypeError, "an arm"),
+        (4, ValueError, "arm 4 is out of range: arms are 0..3"),
+        (-1, ValueError, "arm -1 is out of range"),
+        ({"arm": 7, "messages": []}, ValueError, "arm 7 is out of range"),
+        (1.0, TypeError, "an arm"),
+    ],
+)
+def test_an_idle_clients_action_is_checked_as_an_active_clients(action, error, match):
+    """An idle client may be left out; an action given for it must be one an active client could play."""
+    env = FederatedLinear(**SMALL)
+    observations, _ = env.reset(seed=0)
+    active = {a: 0 for a, o in observations.items() if o["active"]}
+    idle = next(a for a, o in observations.items() if not o["active"])
+    with pytest.raises(error, match=match):
+        env.step({**active, idle: action})
+    assert (env.core.slot, env.core.phase, env.pending_phase, env.core.regret.sum()) == (0, "act", None, 0.0)
+    for fine in (3, {"arm": 0}, {"messages": []}, {}):  # valid arms, or a dict without one: not played
+        env.reset(seed=0)
+        env.step({**active, idle: fine})
+        assert env.core.last_arms.tolist() == [[0]]
+
+
 def reachable(array: np.ndarray) -> int:
     """How many entries a holder of ``array`` reaches through ``.base`` (the size of the array at the chain's end)."""
     while isinstance(array.base, np.ndarray):

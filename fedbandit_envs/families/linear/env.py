@@ -804,7 +804,9 @@ class FederatedLinear(ProtocolParallelEnv):
 
     * **act step** (``obs["phase"] == 0``): the active clients (``obs["active"] == 1``) see their
       (K, d) ``contexts`` and their action's ``"arm"`` is pulled; the step returns their rewards.
-      Other agents' actions are ignored (they may be omitted). Messages are not allowed here, from any client.
+      Other agents may be left out; an action given for one is checked as an active client's (an arm in
+      0..K-1, or an action dict, which may leave ``"arm"`` out) and not played. Messages are not allowed here,
+      from any client.
     * **report step** (``obs["phase"] == 1``): the reporting client sees the ``arm`` it pulled, its
       ``reward`` and its ``contexts`` again; any client may send messages (the server is ``SERVER``).
       The server's replies arrive in the ``inbox`` of the returned observations.
@@ -968,6 +970,14 @@ class FederatedLinear(ProtocolParallelEnv):
         arms = np.empty((1, len(active)), np.int64)
         for j, agent in enumerate(active):
             arms[0, j] = split_action(actions[agent])[0]
+        acting = set(active)
+        idle = [
+            split_action(action)[0]
+            for agent, action in actions.items()
+            if agent not in acting and not (isinstance(action, Mapping) and self.action_key not in action)
+        ]
+        if idle:  # checked as the active clients' arms are (by the core), then not played
+            check_arm_array([idle], (1, len(idle)), "replica, idle clients", self.config.num_arms)
         means = core.means[0]
         feedback = core.pull(arms)
         for j, agent in enumerate(active):
