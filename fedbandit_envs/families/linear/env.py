@@ -661,12 +661,8 @@ class LinearCore(ChannelCore):
         self.round = 0
         np.add.at(self.arrivals, (self._replica_of, self.clients), 1)
         observe = getattr(self.coordinator, "observe_arrivals", None)
-        if observe is not None:
-            try:
-                observe(self.slot, self.clients)
-            except Exception as error:  # the slot has started without its server: as a server failing in step()
-                self.fail_slot(self.slot, error)
-                raise
+        if observe is not None:  # a failure leaves the slot started without its server: as a server failing in step()
+            self.host(self.slot, observe, self.slot, self.clients)
 
     def current_step(self) -> Step:
         """The act phase of the current slot: the active clients and their arm contexts."""
