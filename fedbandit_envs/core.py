@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, overload
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -313,6 +313,12 @@ class ChannelCore:
     Its ``reset`` checks its arguments (:func:`start_episode`), then builds the episode inside :meth:`resetting`
     (so that a reset that fails half way leaves the core refusing every step) and hands the episode's context and
     records to :meth:`open_episode`; its ``exchange`` routes a message-only phase with :meth:`route`.
+
+    **No re-entry.** The learner's code runs inside the core's calls (the hosted server's ``reset`` in a reset, its
+    ``step`` and ``observe_arrivals`` in a step, run through :meth:`resetting` and :meth:`host`); a step or reset it
+    makes of the same core (or of the environment around it) would play a slot inside another. It is refused with a
+    RuntimeError before it changes anything (:meth:`check_not_reentered`); the call it interrupts either goes on as
+    usual (the learner's code caught the error) or fails as any failing server does (the error reaches it).
     """
 
     channel: Channel
@@ -324,14 +330,22 @@ class ChannelCore:
     failed: str | None = None
     #: Whether an episode has been opened (``reset`` called at least once).
     started: bool = False
+    #: Whether a reset, or the learner's code inside a step, is running (a step or reset now would re-enter the core).
+    _busy: bool = False
 
     @property
     def done(self) -> bool:
         """Whether the horizon has been reached."""
         return self.slot >= self.horizon
 
+    def check_not_reentered(self) -> None:
+        """RuntimeError if the core is inside a reset, or inside the learner's code of a step (see the class doc)."""
+        if self._busy:
+            raise RuntimeError(REENTERED)
+
     def check_not_failed(self) -> None:
-        """RuntimeError if a slot of the episode failed half played (until the next reset)."""
+        """RuntimeError if a slot of the episode failed half played (until the next reset), or on a re-entrant step."""
+        self.check_not_reentered()
         if self.failed is not None:
             raise RuntimeError(self.failed)
 
@@ -349,13 +363,33 @@ class ChannelCore:
         one that fails half way (the learner's server failing in its ``reset``, say) leaves an episode that is
         neither the old one nor the new one. Every step then raises a RuntimeError naming the failure until a reset
         succeeds (:meth:`open_episode` clears it). A reset's checks (:func:`start_episode`) come before: a reset they
-        refuse changes nothing.
+        refuse changes nothing, and so does one made from inside a step or reset of the core (a RuntimeError, see
+        :meth:`check_not_reentered`); while this part runs, the core refuses any step or reset the same way.
         """
+        self.check_not_reentered()
+        self._busy = True
         try:
             yield
         except Exception as error:
             self.failed = f"the last reset failed: {type(error).__name__}: {error}; reset again to start an episode"
             raise
+        finally:
+            self._busy = False
+
+    def host(self, slot: int, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``call(*args, **kwargs)``: the learner's code (the hosted server), run once ``slot`` has changed the episode.
+
+        While it runs the core refuses any step or reset (:meth:`check_not_reentered`); if it raises, ``slot`` is
+        left half played (:meth:`fail_slot`) and the error propagates.
+        """
+        busy, self._busy = self._busy, True  # busy already inside a reset (a linear server observing slot 0)
+        try:
+            return call(*args, **kwargs)
+        except Exception as error:
+            self.fail_slot(slot, error)
+            raise
+        finally:
+            self._busy = busy
 
     def fail_slot(self, slot: int, error: Exception) -> None:
         """End the episode: the hosted server failed with ``error`` in ``slot``, which is left half played.
@@ -408,13 +442,18 @@ class ChannelCore:
         """:func:`~fedbandit_envs.channel.routing.deliver` on this core's channel and coordinator.
 
         Transmitting changes the episode, and the hosted coordinator (the learner's server) runs after that, so a
-        failure here leaves the slot half played: the core then refuses every step until the next reset.
+        failure here leaves the slot half played: the core then refuses every step until the next reset. This is
+        :meth:`host` written out (every slot of every family comes here, and the call through it costs a tenth of a
+        step on the MAB core's fast path).
         """
+        busy, self._busy = self._busy, True
         try:
             return deliver(self.channel, self.coordinator, slot, prepared, collect_due=collect_due, close=close)
         except Exception as error:
             self.fail_slot(slot, error)
             raise
+        finally:
+            self._busy = busy
 
 
 def check_arm_array(arms: Any, shape: tuple[int, ...], axes: str, num_arms: int) -> np.ndarray:
@@ -449,6 +488,14 @@ def _outside(arms: np.ndarray, num_arms: int) -> bool:
 
 _INT64, _UINT64 = np.dtype(np.int64), np.dtype(np.uint64)
 
+
+_T = TypeVar("_T")
+
+#: The error of a step or reset made from inside a step or reset of the same environment (by the learner's code).
+REENTERED = (
+    "step() or reset() was called from inside a step or reset of the same environment (by the learner's code it "
+    "runs, e.g. its hosted server): an environment plays one call at a time; return from the running one first"
+)
 
 #: Error texts of a step after the last slot: of an environment (its agents are gone) and of a core.
 EPISODE_OVER = "the episode is over (or reset() was not called); call reset() first"

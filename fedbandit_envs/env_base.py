@@ -167,8 +167,11 @@ class ProtocolParallelEnv(ParallelEnv):
         """Start the core's episode (B = 1) and make every agent live with an act step pending.
 
         ``seed`` fixes every random stream (None continues the seed sequence); the message hooks come from
-        ``options`` (:meth:`hooks_from`). Returns what the core's ``reset`` returns.
+        ``options`` (:meth:`hooks_from`). Returns what the core's ``reset`` returns. A reset made from inside a step
+        or reset of this env (by the learner's code it runs) is refused before anything changes, the seed sequence
+        too (see :class:`~fedbandit_envs.core.ChannelCore`).
         """
+        self.core.check_not_reentered()
         start = self.core.reset([self._episode_seeds.next(seed)], hooks=self.hooks_from(options))
         self.agents = list(self.possible_agents)
         self.pending_phase = None
@@ -178,7 +181,8 @@ class ProtocolParallelEnv(ParallelEnv):
         """Check a step may be played: RuntimeError outside an episode, TypeError unless ``actions`` is a mapping.
 
         An episode runs from ``reset`` to the horizon, unless a slot fails half played or a reset fails half way
-        (the core's ``failed``: its RuntimeError names the failure); ``actions`` maps agent names to actions, as a
+        (the core's ``failed``: its RuntimeError names the failure); a step made from inside a step or reset of this
+        env is refused too (the core's ``check_not_failed``). ``actions`` maps agent names to actions, as a
         ParallelEnv's ``step`` takes.
         """
         self.core.check_not_failed()

@@ -16,6 +16,7 @@ from fedbandit_envs.families.linear.env import (
     LinearCore,
     sample_unit_ball,
 )
+from fedbandit_envs.frozen import is_frozen
 from fedbandit_envs.topology import SERVER
 
 SMALL = {"num_clients": 5, "num_arms": 4, "dimension": 3, "horizon": 30}
@@ -259,6 +260,66 @@ def test_pettingzoo_act_step_refuses_messages_and_unknown_keys_from_any_client()
     np.testing.assert_array_equal(env.core.regret, before[2])
     env.step({**active, idle: {"arm": 0, "messages": []}})  # an empty list is no message
     assert env.pending_phase is not None
+
+
+@pytest.mark.parametrize(
+    ("action", "error", "match"),
+    [
+        ("garbage", TypeError, "an arm"),
+        (4, ValueError, "arm 4 is out of range: arms are 0..3"),
+        (-1, ValueError, "arm -1 is out of range"),
+        ({"arm": 7, "messages": []}, ValueError, "arm 7 is out of range"),
+        (1.0, TypeError, "an arm"),
+    ],
+)
+def test_an_idle_clients_action_is_checked_as_an_active_clients(action, error, match):
+    """An idle client may be left out; an action given for it must be one an active client could play."""
+    env = FederatedLinear(**SMALL)
+    observations, _ = env.reset(seed=0)
+    active = {a: 0 for a, o in observations.items() if o["active"]}
+    idle = next(a for a, o in observations.items() if not o["active"])
+    with pytest.raises(error, match=match):
+        env.step({**active, idle: action})
+    assert (env.core.slot, env.core.phase, env.pending_phase, env.core.regret.sum()) == (0, "act", None, 0.0)
+    for fine in (3, {"arm": 0}, {"messages": []}, {}):  # valid arms, or a dict without one: not played
+        env.reset(seed=0)
+        env.step({**active, idle: fine})
+        assert env.core.last_arms.tolist() == [[0]]
+
+
+def reachable(array: np.ndarray) -> int:
+    """How many entries a holder of ``array`` reaches through ``.base`` (the size of the array at the chain's end)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.size
+
+
+def test_a_learner_reaches_only_the_current_slot_through_what_the_core_hands_it():
+    """Steps, feedback and report rounds are frozen copies of the slot (of the round), not views of the drawn block."""
+    core = LinearCore(LinearConfig(**{**SMALL, "active_per_slot": 2}))
+    core.reset([0, 1])  # B = 2 replicas, m = 2 active clients, K = 4 arms of d = 3
+    for _ in range(3):
+        step = core.current_step()
+        feedback = core.pull(np.zeros((2, 2), np.int64))
+        phases = [core.first_phase()]
+        core.exchange(phases[0], [])
+        phases.append(core.next_phase(phases[0], False))
+        shown = (step.clients, step.contexts, feedback.clients, *(phase.positions for phase in phases))
+        assert [reachable(array) for array in shown] == [4, 48, 4, 2, 2]
+        assert all(is_frozen(array) for array in shown)
+        core.exchange(phases[1], [])
+
+
+def test_an_observation_reaches_only_its_own_contexts():
+    """A client's ``contexts`` is its own frozen (K, d) array: no other client's, no other slot's through ``.base``."""
+    env = FederatedLinear(**{**SMALL, "active_per_slot": 2})
+    observations, _ = env.reset(seed=0)
+    for _ in range(3):
+        for _ in range(3):  # the act step, then the two report rounds
+            shown = [o["contexts"] for o in observations.values() if o["active"]]
+            assert [reachable(contexts) for contexts in shown] == [12] * len(shown) and all(map(is_frozen, shown))
+            act = observations["client_0"]["phase"] == 0
+            observations, *_ = env.step({a: 0 for a, o in observations.items() if o["active"]} if act else {})
 
 
 class ArrivalsServer:

@@ -2,9 +2,12 @@
 
 import numpy as np
 import pytest
+from test_linear_env import reachable
 
 from agents.li_wang import AsyncLinUCB, AsyncLinUCBAM, SyncLinUCB
 from fedbandit_envs.algorithms import make_algorithm
+from fedbandit_envs.core import Action
+from fedbandit_envs.protocol import Population
 from fedbandit_envs.run import Results, build_env, run
 
 ENV = {"num_clients": 6, "num_arms": 5, "dimension": 4, "horizon": 80}
@@ -82,3 +85,45 @@ def test_regret_drops_with_communication_on_a_small_problem():
     shared = np.mean([r["group_regret"] for r in run("one_linucb", env, range(4), checkpoints=1).curves])
     alone = np.mean([r["group_regret"] for r in run("n_linucb", env, range(4), checkpoints=1).curves])
     assert shared < 0.5 * alone
+
+
+class BufferReuse(Population):
+    """Plays from one uint8 buffer it refills every slot, and keeps every step and feedback's arms as given."""
+
+    families = ("linear",)
+    #: The instance of the last run (the runner builds the population).
+    last: "BufferReuse"
+
+    def reset(self, context):
+        self.num_arms, self.buffer, self.arms, self.steps = context.num_arms, None, [], []
+        BufferReuse.last = self
+
+    def act(self, step):
+        self.steps.append(step)
+        if self.buffer is None:
+            self.buffer = np.zeros(step.clients.shape, np.uint8)
+        pulled = sum(int(arms.astype(np.int64).sum()) for arms in self.arms)  # what it remembers of its pulls
+        self.buffer[...] = (pulled + step.slot) % self.num_arms
+        return Action(self.buffer)
+
+    def observe(self, feedback):
+        self.arms.append(feedback.arms)
+
+
+def test_both_paths_hand_back_an_int64_copy_of_the_arms_pulled():
+    """The feedback's arms are never the learner's action buffer: a learner that reuses one plays the same on both."""
+    played = {}
+    for batched in (True, False):
+        results = run(BufferReuse, {**ENV, "horizon": 40}, [0], checkpoints=1, batched=batched, reference=None)
+        population = BufferReuse.last
+        assert all(arms.dtype == np.int64 and arms is not population.buffer for arms in population.arms)
+        played[batched] = (results.curves[0]["group_regret"], [arms.tolist() for arms in population.arms])
+    assert played[True] == played[False]
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_step_reaches_only_its_own_slot_on_both_paths(batched):
+    """The step's clients and contexts reach nothing of the later slots through ``.base`` (both run paths)."""
+    run(BufferReuse, {**ENV, "active_per_slot": 2}, [0], checkpoints=1, batched=batched, reference=None)
+    steps = BufferReuse.last.steps
+    assert [(reachable(s.clients), reachable(s.contexts)) for s in steps] == [(2, 2 * 5 * 4)] * ENV["horizon"]

@@ -3,8 +3,8 @@
 Each test here failed before its fix: fault hooks inside a DP wrapper kept the state of a refused slot, a DP
 wrapper outside ``MessageDelays`` checked and charged a held copy when it was released, value entries labelled
 with a never-pulled arm escaped the record count, a noise scale too large for a float was refused only after the
-slot was charged, an object-dtype arm array passed on the PettingZoo path, and names given as one string were
-read as the set of their letters.
+slot was charged, an object-dtype arm array passed on the PettingZoo path, names given as one string were
+read as the set of their letters, and a hosted server's step or reset of its own env played a slot inside another.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 
 from fedbandit_envs import FederatedMAB, Message
 from fedbandit_envs.channel.privacy import Public, Sensitive, declare_message_kinds
+from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.privacy.mechanisms import _gaussian_delta_normalised, gaussian_sigma_analytic
 from fedbandit_envs.protocol import Action, Population
 from fedbandit_envs.run import run
@@ -216,3 +217,91 @@ def test_what_a_drop_loses_is_checked_by_the_dp_wrapper_outside_it_all_the_same(
     with pytest.raises(ValueError, match="undeclared payload fields|claims 50 records"):
         env.step(sending)
     assert env.unwrapped.core.slot == 1
+
+
+class Reentrant:
+    """A hosted server (no replies) that re-enters its env once: ``call(env)`` in its ``method`` (of slot ``slot``).
+
+    With ``catch`` it catches the refusal and serves on, else the refusal reaches the env; ``refusals`` are their texts.
+    """
+
+    def __init__(self, call=None, method=None, slot=None, catch=True) -> None:
+        self.call, self.method, self.slot, self.catch = call, method, slot, catch
+        self.env = None
+        self.refusals: list[str] = []
+
+    def reset(self, context, rngs) -> None:
+        self._reenter("reset", None)
+
+    def step(self, slot, inbox) -> list:
+        self._reenter("step", slot)
+        return []
+
+    def observe_arrivals(self, slot, clients) -> None:
+        self._reenter("observe_arrivals", slot)
+
+    def _reenter(self, method, slot) -> None:
+        if (method, slot) != (self.method, self.slot):
+            return
+        self.method = None  # once
+        try:
+            self.call(self.env)
+        except RuntimeError as error:
+            self.refusals.append(str(error))
+            if not self.catch:
+                raise
+
+
+def _core_step(env) -> None:
+    """A slot of the env's batched core: arm 0 for the two agents that act (both envs below have two)."""
+    env.core.play(Action(np.zeros((1, 2), np.int64)))
+
+
+REENTRANT_ENVS = {
+    "mab": lambda server: FederatedMAB(2, 3, 5, coordinator=server),
+    "linear": lambda server: FederatedLinear(3, 3, 2, 5, active_per_slot=2, coordinator=server),
+}
+REENTRANT_CALLS = {
+    "env.step": lambda env: env.step({agent: 0 for agent in env.agents}),
+    "env.reset": lambda env: env.reset(),
+    "core.step": _core_step,
+    "core.reset": lambda env: env.core.reset([1]),
+}
+REENTRY_POINTS = [("mab", "reset", None), ("mab", "step", 2), ("linear", "reset", None), ("linear", "step", 2)]
+REENTRY_POINTS += [("linear", "observe_arrivals", 2), ("linear", "observe_arrivals", 0)]  # 0: inside the reset
+
+
+def _episode(env) -> tuple:
+    """A whole episode (arm 0 everywhere, nothing sent): its steps, regret and ledger, and the next episode's seed."""
+    env.reset(seed=0)
+    steps = 0
+    while env.agents:
+        env.step({agent: 0 for agent in env.agents} if env.pending_phase is None else {})
+        steps += 1
+    outcome = steps, env.core.regret.tolist(), env.ledger.totals()
+    env.reset()
+    return *outcome, env.context.agent_seeds[0].spawn_key
+
+
+@pytest.mark.parametrize("call", REENTRANT_CALLS)
+@pytest.mark.parametrize(("family", "method", "slot"), REENTRY_POINTS)
+def test_a_step_or_reset_from_inside_one_is_refused_and_changes_nothing(family, method, slot, call):
+    """A server that catches the refusal sees the episode go on as if it had not called; the env lost nothing."""
+    server = Reentrant(REENTRANT_CALLS[call], method, slot)
+    env = server.env = REENTRANT_ENVS[family](server)
+    assert _episode(env) == _episode(REENTRANT_ENVS[family](Reentrant()))
+    assert len(server.refusals) == 1 and "from inside a step or reset of the same environment" in server.refusals[0]
+
+
+@pytest.mark.parametrize("call", REENTRANT_CALLS)
+@pytest.mark.parametrize(("family", "method", "slot"), REENTRY_POINTS)
+def test_a_refused_reentry_that_reaches_the_env_fails_it_as_a_failing_server(family, method, slot, call):
+    """The refusal fails the reset or the slot it interrupts; the env refuses every step until a reset succeeds."""
+    server = Reentrant(REENTRANT_CALLS[call], method, slot, catch=False)
+    env = server.env = REENTRANT_ENVS[family](server)
+    with pytest.raises(RuntimeError, match="from inside a step or reset of the same environment"):
+        _episode(env)
+    failure = "the last reset failed" if method == "reset" or slot == 0 else f"slot {slot} failed half played"
+    with pytest.raises(RuntimeError, match=failure):
+        env.step({agent: 0 for agent in env.possible_agents})
+    assert _episode(env) == _episode(REENTRANT_ENVS[family](Reentrant()))

@@ -639,8 +639,8 @@ class LinearCore(ChannelCore):
     def _load_block(self) -> None:
         length = min(BLOCK, self.config.horizon - self.slot)
         blocks = [r.block(self.slot, length) for r in self.replicas]
-        # immutable: the steps hand the active clients and their contexts to the learner, and the env reads them on
-        self._block = StreamBlock._make(None if f[0] is None else frozen(np.stack(f)) for f in zip(*blocks))
+        # the core's own: a slot hands the learner frozen copies of its part (a view would reach the later slots)
+        self._block = StreamBlock._make(None if f[0] is None else np.stack(f) for f in zip(*blocks))
         self._block_start = self.slot
 
     def _start_slot(self) -> None:
@@ -648,8 +648,9 @@ class LinearCore(ChannelCore):
             self._load_block()
         k = self.slot - self._block_start
         blk = self._block
-        self.clients = blk.clients[:, k]
-        self.contexts = blk.contexts[:, k]
+        # immutable copies of the slot alone: the learner gets them (and their ``.base``), and the env reads them on
+        self.clients = frozen(blk.clients[:, k])
+        self.contexts = frozen(blk.contexts[:, k])
         self.means = blk.means[:, k]
         self._noise = blk.noise[:, k]
         self._order = blk.order[:, k]
@@ -658,12 +659,8 @@ class LinearCore(ChannelCore):
         self.round = 0
         np.add.at(self.arrivals, (self._replica_of, self.clients), 1)
         observe = getattr(self.coordinator, "observe_arrivals", None)
-        if observe is not None:
-            try:
-                observe(self.slot, self.clients)
-            except Exception as error:  # the slot has started without its server: as a server failing in step()
-                self.fail_slot(self.slot, error)
-                raise
+        if observe is not None:  # a failure leaves the slot started without its server: as a server failing in step()
+            self.host(self.slot, observe, self.slot, self.clients)
 
     def current_step(self) -> Step:
         """The act phase of the current slot: the active clients and their arm contexts."""
@@ -690,8 +687,11 @@ class LinearCore(ChannelCore):
         return self.communicate(messages)
 
     def reporters(self) -> np.ndarray:
-        """(B,) position (index into the slot's active clients) that reports in the current round."""
-        return self._order[:, self.round]
+        """(B,) position (index into the slot's active clients) that reports in the current round.
+
+        An immutable copy of this round's positions alone: a view would show the later rounds' reporters.
+        """
+        return frozen(self._order[:, self.round])
 
     # ------------------------------------------------------------------ act phase
     def check_arms(self, arms: Any) -> np.ndarray:
@@ -798,7 +798,9 @@ class FederatedLinear(ProtocolParallelEnv):
 
     * **act step** (``obs["phase"] == 0``): the active clients (``obs["active"] == 1``) see their
       (K, d) ``contexts`` and their action's ``"arm"`` is pulled; the step returns their rewards.
-      Other agents' actions are ignored (they may be omitted). Messages are not allowed here, from any client.
+      Other agents may be left out; an action given for one is checked as an active client's (an arm in
+      0..K-1, or an action dict, which may leave ``"arm"`` out) and not played. Messages are not allowed here,
+      from any client.
     * **report step** (``obs["phase"] == 1``): the reporting client sees the ``arm`` it pulled, its
       ``reward`` and its ``contexts`` again; any client may send messages (the server is ``SERVER``).
       The server's replies arrive in the ``inbox`` of the returned observations.
@@ -962,6 +964,14 @@ class FederatedLinear(ProtocolParallelEnv):
         arms = np.empty((1, len(active)), np.int64)
         for j, agent in enumerate(active):
             arms[0, j] = split_action(actions[agent])[0]
+        acting = set(active)
+        idle = [
+            split_action(action)[0]
+            for agent, action in actions.items()
+            if agent not in acting and not (isinstance(action, Mapping) and self.action_key not in action)
+        ]
+        if idle:  # checked as the active clients' arms are (by the core), then not played
+            check_arm_array([idle], (1, len(idle)), "replica, idle clients", self.config.num_arms)
         means = core.means[0]
         feedback = core.pull(arms)
         for j, agent in enumerate(active):
@@ -995,15 +1005,16 @@ class FederatedLinear(ProtocolParallelEnv):
                     observations[self.possible_agents[i]]["inbox"] = tuple(received)
         if core.done:
             return observations
+        # each client's own frozen contexts: a view of the slot's would show the other active clients' through .base
         if phase == 0:
             for j, i in enumerate(core.clients[0].tolist()):
-                observations[self.possible_agents[i]].update(active=1, contexts=core.contexts[0, j])
+                observations[self.possible_agents[i]].update(active=1, contexts=frozen(core.contexts[0, j]))
         else:
             j = int(core.reporters()[0])
             i = int(core.clients[0, j])
             observations[self.possible_agents[i]].update(
                 active=1,
-                contexts=core.contexts[0, j],
+                contexts=frozen(core.contexts[0, j]),
                 arm=int(core.last_arms[0, j]),
                 reward=np.array(core.last_rewards[0, j]),
             )
@@ -1046,10 +1057,14 @@ class FederatedLinear(ProtocolParallelEnv):
     def feedback_from(
         self, step: Step, action: Action, observations: Mapping[str, Mapping[str, Any]], rewards: Mapping[str, float]
     ) -> LinearFeedback:
-        """The act step's feedback: the arms the active clients pulled and their rewards."""
+        """The act step's feedback: the arms the active clients pulled and their rewards.
+
+        The arms are a new int64 copy of those the core pulled, as on the batched path: never the learner's own
+        ``action.arms`` (its buffer, of its dtype), so both paths hand a learner the same feedback.
+        """
         names = self.possible_agents
         observed = np.array([[rewards[names[i]] for i in step.client_ids()[0].tolist()]])
-        return LinearFeedback(step.slot, step.client_ids(), np.asarray(action.arms), observed)
+        return LinearFeedback(step.slot, step.client_ids(), self.core.last_arms.copy(), observed)
 
     def state(self) -> np.ndarray:
         """Global view: each client's cumulative pseudo-regret, then the slot and the phase."""
