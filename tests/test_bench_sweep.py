@@ -460,3 +460,26 @@ def test_ctrl_c_during_a_pool_sweep_ends_the_workers_at_once_and_keeps_finished_
     assert not alive(int(pid_file.read_text()))
     stored = [json.loads(gzip.open(p, "rt").readline())["algorithm"] for p in (tmp_path / "out" / "parts").iterdir()]
     assert stored == ["random"] and not list((tmp_path / "out").glob("results*"))
+
+
+def test_a_directory_holds_one_sweep_and_loses_the_report_of_tables_it_replaces(tmp_path):
+    def sweep(scenario, **kwargs):
+        return run_sweep(scenario, tmp_path, backend="inprocess", progress=False, **kwargs)
+
+    small = {**SMALL, "seeds": 2}
+    sweep("suite/baselines", overrides=small)
+    report = [tmp_path / "report.md", tmp_path / "report.html", tmp_path / "figures" / "regret.png"]
+    (tmp_path / "figures").mkdir()
+    for file in [*report, tmp_path / "figures" / "notes.txt"]:
+        file.write_text("of the first tables")
+    again = sweep("suite/baselines", overrides=small)  # the same sweep: same tables, the report stays
+    assert again.removed == [] and not again.jobs_run and all(file.exists() for file in report)
+    with pytest.raises(ValueError, match="holds a sweep of 'suite/baselines'.*not of 'test/grid'.*overwrite=True"):
+        sweep(grid_scenario(seeds=1))
+    assert load_config(tmp_path)["scenario"] == "suite/baselines" and all(file.exists() for file in report)
+    grown = sweep("suite/baselines", overrides=SMALL)  # one more seed: new tables, the report goes
+    assert grown.removed == report and not any(file.exists() for file in report)
+    assert "removed the report of the earlier tables (report.md, report.html, regret.png)" in grown.describe()
+    assert (tmp_path / "figures" / "notes.txt").exists()
+    replaced = sweep(grid_scenario(seeds=1), overwrite=True)
+    assert load_config(tmp_path)["scenario"] == "test/grid" and len(replaced.jobs_run) == 12

@@ -33,7 +33,7 @@ from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_legend, le
 from fedbandit_envs.bench.papers import KEYS as PAPER_KEYS
 from fedbandit_envs.bench.papers import Paper, PaperValue, get_paper, paper_of
 from fedbandit_envs.bench.scenarios import Claim, FigureSpec, Scenario, get, names
-from fedbandit_envs.bench.store import atomic_write, load_config, read_results, table_paths
+from fedbandit_envs.bench.store import FIGURES, REPORT, atomic_write, load_config, read_results, table_paths
 from fedbandit_envs.bench.tables import (
     Link,
     RichText,
@@ -170,7 +170,7 @@ def draw_figures(
 
     # A parameter swept over one value is a constant: it neither splits lines nor panels nor gets its own figure.
     varying = [p for p in params if len({str(row.get(p)) for row in results.curves}) > 1]
-    folder = Path(directory) / "figures"
+    folder = Path(directory) / FIGURES
     # Privacy is measured only where some run accounts for it (non-private runs leave epsilon_max empty).
     measured_epsilon = any(plots.is_number(row.get("epsilon_max")) for row in results.curves)
     drawn = []
@@ -484,7 +484,7 @@ def write_report(
             over a budget, or without the measure it bounds, get no rank, and the report states the budgets.
     """
     doc, _ = build_report(directory, scenario, allow_incomplete, budgets)
-    return doc.write(Path(directory), "report")
+    return doc.write(Path(directory), REPORT)
 
 
 def _budgets_text(max_cost: float | None, max_epsilon: float | None) -> str:
