@@ -42,6 +42,7 @@ from fedbandit_envs.bench.tables import (
     html_cell,
     html_table,
     markdown_table,
+    nonfinite_note,
 )
 from fedbandit_envs.run import Results
 
@@ -438,7 +439,7 @@ def scenario_outcome(
         doc.paragraph(note or "This scenario states no claims.")
     doc.heading("Final results (mean ± 95% CI over seeds)")
     doc.table(*final_summary(results, params))
-    doc.paragraph(final_legend(results))
+    doc.paragraph(" ".join(filter(None, (nonfinite_note(results, params), final_legend(results)))))
     doc.heading("Leaderboard (within each parameter point; ties where the seeds cannot separate entries)")
     max_cost, max_epsilon = (budgets or {}).get("max_cost"), (budgets or {}).get("max_epsilon")
     doc.table(*leaderboard_table(leaderboard(results, params, max_cost=max_cost, max_epsilon=max_epsilon), params))
