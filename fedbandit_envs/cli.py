@@ -185,6 +185,11 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--dry-run", action="store_true", help="show the jobs and their count; run nothing")
     sweep.add_argument("--report", action="store_true", help="also write the figures and report")
     sweep.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="sweep into an --out that holds a sweep of another scenario, replacing its config, tables and report",
+    )
+    sweep.add_argument(
         "--repair",
         action="store_true",
         help="re-run the sweep recorded in --out DIR/config.json: verify every part, move damaged ones to "
@@ -398,7 +403,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from fedbandit_envs.bench.sweep import repair_sweep, run_sweep
 
     if args.repair:
-        if args.out is None or args.scenario is not None or args.overrides or args.seeds is not None:
+        if args.out is None or args.scenario is not None or args.overrides or args.seeds is not None or args.overwrite:
             raise ValueError(
                 "--repair takes the scenario, settings and seeds from the directory's config.json: "
                 "give only --out DIR (and backend options), e.g. `fedbandit sweep --repair --out results/x`"
@@ -418,6 +423,7 @@ def _sweep(args: argparse.Namespace) -> int:
             seeds_per_job=args.seeds_per_job,
             table_format=args.format,
             dry_run=args.dry_run,
+            overwrite=args.overwrite,
             **_sweep_kwargs(args),
         )
     print(summary.describe())

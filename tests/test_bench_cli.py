@@ -241,3 +241,17 @@ def test_an_option_and_a_set_of_the_same_setting_are_refused(argv, message, tmp_
     error = capsys.readouterr().err
     assert message in error and "give only one of them" in error and len(error.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_of_another_scenario_into_a_used_directory_needs_overwrite(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["sweep", "suite/baselines", "--out", str(out), "--backend", "inprocess", *SMALL]) == 0
+    capsys.readouterr()
+    other = ["sweep", "zhu/sa_collaboration", "--out", str(out), "--dry-run", "--no-progress"]
+    assert main(other) == 2
+    error = capsys.readouterr().err
+    assert "holds a sweep of 'suite/baselines'" in error and "not of 'zhu/sa_collaboration'" in error
+    assert "--overwrite" in error
+    assert main([*other, "--overwrite"]) == 0
+    assert json.loads((out / "config.json").read_text())["scenario"] == "suite/baselines"  # a dry run writes nothing
+    assert main(["sweep", "--repair", "--out", str(out), "--overwrite"]) == 2

@@ -18,7 +18,7 @@ from fedbandit_envs.bench.leaderboard import (
 from fedbandit_envs.bench.report import evaluate_claims
 from fedbandit_envs.bench.scenarios import Claim
 from fedbandit_envs.bench.store import read_table, write_table
-from fedbandit_envs.bench.tables import final_legend, final_summary, mean_ci, number
+from fedbandit_envs.bench.tables import final_legend, final_summary, mean_ci, nonfinite_note, number
 from fedbandit_envs.run import Results
 
 ROWS = [
@@ -303,3 +303,30 @@ def test_final_summary_and_number_formatting():
         "0.12",
     ]
     assert mean_ci({"mean": 5.0, "n": 1, "ci95_high": 5.0}) == "5"
+
+
+def test_non_finite_final_values_are_named_under_the_table_and_not_ranked():
+    results = results_from(
+        {
+            **per_seed("share", {1.0: (20, math.nan, 22)}),
+            **per_seed("solo", {1.0: (40, 44, -math.inf)}),
+            **per_seed("plain", {1.0: (30, 31, 32)}),
+        }
+    )
+    for row in results.curves:
+        if row["algorithm"] == "plain":
+            row["epsilon_max"] = math.nan  # no privacy accounting: no value, not a non-finite one
+    header, rows = final_summary(results, ["epsilon"])
+    assert [row[2] for row in rows] == ["3", "3", "3"] and [row[4] for row in rows][:2] == ["-", "-inf ± nan"]
+    assert nonfinite_note(results, ["epsilon"]) == (
+        "Not finite (NaN or ±inf) at the final checkpoint, so the mean shows '-' or inf: group regret of "
+        "share [epsilon=1.0] (1 of 3 seeds), solo [epsilon=1.0] (1 of 3 seeds)."
+    )
+    assert nonfinite_note(SATISFIES, ["epsilon"]) == "" and nonfinite_note(Results()) == ""
+    entries = leaderboard(results, ["epsilon"])
+    assert [(e["algorithm"], e["rank"], e["note"]) for e in entries] == [
+        ("plain", 1, ""),
+        ("solo", None, "group_regret not finite in 1 of 3 seeds"),
+        ("share", None, "group_regret not finite in 1 of 3 seeds"),
+    ]
+    assert "or a final group_regret that is not finite in some seed" in leaderboard_legend()

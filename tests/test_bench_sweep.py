@@ -1,5 +1,6 @@
 """Sweeps: job expansion, restart, backends (in-process, pool, Ray) and bad input."""
 
+import functools
 import gzip
 import json
 import os
@@ -20,6 +21,8 @@ from fedbandit_envs.bench.jobs import cell_id, expand, param_columns, pending, r
 from fedbandit_envs.bench.scenarios import _CATALOGUE, AlgorithmSpec, Scenario, get, names, paper_registrar
 from fedbandit_envs.bench.store import atomic_write, load_config, load_results
 from fedbandit_envs.bench.sweep import run_sweep
+from fedbandit_envs.identity import faithful_key
+from fedbandit_envs.topology import from_adjacency, path, star
 
 SMALL = {"horizon": 120, "seeds": 3, "checkpoints": 4}
 
@@ -96,6 +99,80 @@ def test_cell_id_ignores_seed_count_but_not_settings():
     assert cell_id(three, "random", {}) != cell_id(longer, "random", {})
     assert cell_id(three, "random", {}) != cell_id(three, "independent_ucb1", {})
     assert len(cell_id(three, "random", {})) == 16
+
+
+def low_means(rng, num_agents, num_arms):
+    return rng.uniform(0.0, 0.2, num_arms)
+
+
+def means_between(low, high):
+    def means(rng, num_agents, num_arms):
+        return rng.uniform(low, high, num_arms)
+
+    return means
+
+
+class Means:
+    def draw(self, rng, num_agents, num_arms):
+        return rng.uniform(0.8, 1.0, num_arms)
+
+
+def one_cell(**env):
+    return Scenario(
+        name="test/identity",
+        paper="test",
+        description="cell identity",
+        env_kwargs={"num_agents": 6, "num_arms": 3, "horizon": 30, **env},
+        algorithms={"a": AlgorithmSpec("independent_ucb1")},
+        seeds=2,
+        checkpoints=2,
+    )
+
+
+def test_cell_id_tells_topologies_apart_by_structure_not_by_repr(tmp_path):
+    chain, hub = from_adjacency(path(6).adjacency, name="custom"), from_adjacency(star(6).adjacency, name="custom")
+    assert repr(chain) == repr(hub)
+    assert cell_id(one_cell(topology=chain), "a", {}) != cell_id(one_cell(topology=hub), "a", {})
+    again = from_adjacency(path(6).adjacency, name="custom")
+    assert cell_id(one_cell(topology=chain), "a", {}) == cell_id(one_cell(topology=again), "a", {})
+    assert faithful_key({"topology": chain}) != faithful_key({"topology": hub})
+    first = run_sweep(one_cell(topology=chain), tmp_path, backend="inprocess", progress=False)
+    second = run_sweep(one_cell(topology=hub), tmp_path, backend="inprocess", progress=False)
+    assert len(first.jobs_run) == len(second.jobs_run) == 1 and second.cells_skipped == 0
+
+
+def test_cell_id_refuses_functions_their_name_does_not_identify(tmp_path):
+    def closure(rng, num_agents, num_arms):
+        return rng.uniform(0.0, 1.0, num_arms)
+
+    unnamed = {
+        "lambda": lambda rng, num_agents, num_arms: rng.uniform(0.0, 1.0, num_arms),
+        "closure": closure,
+        "factory closure": means_between(0.8, 1.0),
+        "partial of a lambda": functools.partial(lambda rng, num_agents, num_arms, low: low, low=0.1),
+        "bound method": Means().draw,
+    }
+    for what, instance in unnamed.items():
+        with pytest.raises(ValueError, match="environment keyword 'instance' of scenario 'test/identity': .*top level"):
+            cell_id(one_cell(instance=instance), "a", {})
+        assert faithful_key({"instance": instance}) is None, what
+    with pytest.raises(ValueError, match="sweep value of 'env.instance' of scenario 'test/identity'"):
+        run_sweep(replace(one_cell(), sweep={"env.instance": (low_means, means_between(0, 1))}), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    named = cell_id(one_cell(instance=low_means), "a", {})
+    assert named == cell_id(one_cell(instance=low_means), "a", {})
+    assert named != cell_id(one_cell(instance=functools.partial(low_means)), "a", {})
+
+
+def test_catalogue_cells_keep_the_ids_stored_sweeps_have():
+    ids = {
+        ("suite/baselines", "ci", 0): "bc5459ab4f4c600d",
+        ("li_song/fig11_hybrid", "ci", 0): "4c5650069c6f6c5e",  # a Topology object, keyed by its repr
+        ("zhu/diabetes_standin", "ci", 0): "56a5793e1016b1f0",  # a module-level function
+        ("dubey/fig1a_private", "paper", 0): "211a04276bb65973",
+    }
+    for (name, scale, index), cell in ids.items():
+        assert expand(resolve_scenario(name, scale))[index].cell == cell, name
 
 
 def test_resolve_scenario_applies_scale_overrides_and_seeds():
@@ -435,3 +512,26 @@ def test_pool_workers_end_when_the_sweep_process_is_killed(tmp_path):
     if not ended(worker):
         os.kill(worker, signal.SIGKILL)
         pytest.fail("the pool worker outlived its sweep process")
+
+
+def test_a_directory_holds_one_sweep_and_loses_the_report_of_tables_it_replaces(tmp_path):
+    def sweep(scenario, **kwargs):
+        return run_sweep(scenario, tmp_path, backend="inprocess", progress=False, **kwargs)
+
+    small = {**SMALL, "seeds": 2}
+    sweep("suite/baselines", overrides=small)
+    report = [tmp_path / "report.md", tmp_path / "report.html", tmp_path / "figures" / "regret.png"]
+    (tmp_path / "figures").mkdir()
+    for file in [*report, tmp_path / "figures" / "notes.txt"]:
+        file.write_text("of the first tables")
+    again = sweep("suite/baselines", overrides=small)  # the same sweep: same tables, the report stays
+    assert again.removed == [] and not again.jobs_run and all(file.exists() for file in report)
+    with pytest.raises(ValueError, match="holds a sweep of 'suite/baselines'.*not of 'test/grid'.*overwrite=True"):
+        sweep(grid_scenario(seeds=1))
+    assert load_config(tmp_path)["scenario"] == "suite/baselines" and all(file.exists() for file in report)
+    grown = sweep("suite/baselines", overrides=SMALL)  # one more seed: new tables, the report goes
+    assert grown.removed == report and not any(file.exists() for file in report)
+    assert "removed the report of the earlier tables (report.md, report.html, regret.png)" in grown.describe()
+    assert (tmp_path / "figures" / "notes.txt").exists()
+    replaced = sweep(grid_scenario(seeds=1), overwrite=True)
+    assert load_config(tmp_path)["scenario"] == "test/grid" and len(replaced.jobs_run) == 12

@@ -14,7 +14,6 @@ ledger totals, epsilon spent, ``wall_time``).
 from __future__ import annotations
 
 import difflib
-import functools
 import hashlib
 import inspect
 import json
@@ -27,8 +26,10 @@ import numpy as np
 
 from fedbandit_envs.algorithms import load_object, resolve_factory
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, WrapperSpec, get, split_point
+from fedbandit_envs.identity import UnfaithfulValue, faithful_form
 from fedbandit_envs.run import Results, checkpoint_slots
 from fedbandit_envs.seeding import SeedsLike, parse_seeds, resolve_seeds
+from fedbandit_envs.topology import Topology
 
 #: Columns every result row starts with (sweep parameters must not reuse them).
 KEY_COLUMNS = ("scenario", "algorithm", "seed", "slot", "agent")
@@ -37,23 +38,40 @@ SCENARIO_KEYS = ("seeds", "checkpoints", "sweep")
 
 
 def to_json(value: Any) -> Any:
-    """A JSON-friendly form of ``value``.
+    """A JSON-friendly form of ``value``, as result rows and ``config.json`` hold it.
 
     Numpy scalars and arrays become Python numbers and lists, algorithm/wrapper specs and
-    ``functools.partial`` objects dicts, functions and classes ``"module:qualname"``; anything else its
-    ``repr`` (for objects with the default repr this includes the address, so such a cell is never reused).
+    ``functools.partial`` objects dicts, functions and classes ``"module:qualname"``, a topology its
+    ``repr``; anything else its ``repr`` (for objects with the default repr this includes the address).
+    A cell's identity (:func:`cell_id`) is stricter: it holds a topology's structure and refuses functions
+    their name does not identify.
     """
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
     if isinstance(value, AlgorithmSpec | WrapperSpec):
         return {"path": value.path, "kwargs": dict(value.kwargs)}
-    if isinstance(value, functools.partial):
-        return {"partial": to_json(value.func), "args": list(value.args), "keywords": dict(value.keywords)}
-    if callable(value) and hasattr(value, "__qualname__"):
-        return f"{value.__module__}:{value.__qualname__}"
-    return repr(value)
+    if isinstance(value, Topology):
+        return repr(value)
+    try:
+        return faithful_form(value)
+    except UnfaithfulValue:
+        if callable(value) and hasattr(value, "__qualname__"):
+            return f"{value.__module__}:{value.__qualname__}"
+        return repr(value)
+
+
+def _identity_form(value: Any) -> Any:
+    """The form of ``value`` in a cell's identity (a function without a faithful form is refused).
+
+    That is :func:`faithful_form`, specs as :func:`to_json` gives them, and other objects without a faithful
+    form their ``repr``.
+    """
+    if isinstance(value, AlgorithmSpec | WrapperSpec):
+        return to_json(value)
+    try:
+        return faithful_form(value)
+    except UnfaithfulValue:
+        if callable(value):
+            raise
+        return repr(value)
 
 
 def canonical_json(value: Any) -> str:
@@ -219,7 +237,12 @@ def import_targets(scenario: Scenario) -> None:
 
 
 def cell_id(scenario: Scenario, label: str, point: Mapping[str, Any]) -> str:
-    """A 16-hex-digit hash of everything that determines a cell's results (not its seeds)."""
+    """A 16-hex-digit hash of everything that determines a cell's results (not its seeds).
+
+    Raises:
+        ValueError: a setting is a function its ``"module:qualname"`` does not identify (a lambda, a closure,
+            a bound method, a partial of one): a later sweep could not tell it from another one of that name.
+    """
     identity = {
         "scenario": scenario.name,
         "runner": scenario.runner,
@@ -230,7 +253,27 @@ def cell_id(scenario: Scenario, label: str, point: Mapping[str, Any]) -> str:
         "wrappers": list(scenario.wrappers),
         "checkpoints": scenario.checkpoints,
     }
-    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:16]
+    try:
+        text = json.dumps(identity, sort_keys=True, default=_identity_form)
+    except UnfaithfulValue as error:
+        raise ValueError(
+            f"{_unfaithful_setting(identity)} of scenario {scenario.name!r}: {error} (a sweep reuses stored runs "
+            "by their settings, so it must tell every function apart from any other)"
+        ) from error
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _unfaithful_setting(identity: Mapping[str, Any]) -> str:
+    """Which setting of a cell identity holds a function without a faithful form (for the error message)."""
+    names = {"point": "sweep value of {!r}", "env": "environment keyword {!r}", "spec": "algorithm {!r}"}
+    for section, value in identity.items():
+        entries = value.items() if isinstance(value, dict) else [(identity["algorithm"], value)]
+        for key, item in entries:
+            try:
+                json.dumps(item, default=_identity_form)
+            except UnfaithfulValue:
+                return names.get(section, section + " of {!r}").format(key)
+    return "a setting"
 
 
 def expand(scenario: Scenario, seeds_per_job: int | None = None) -> list[Job]:

@@ -110,7 +110,8 @@ def leaderboard(
         (another ranked entry of the point has the same rank), ``algorithm``, ``n`` (seeds), ``mean``,
         ``ci95`` (half-width of the 95% confidence interval of the mean), ``summary`` (``"mean ± ci95"``
         text), ``cost``, ``epsilon_spent`` (None without accounting), ``unseparated`` (the ranked
-        algorithms of the point the tests cannot tell it apart from) and ``note`` (why an entry has no rank).
+        algorithms of the point the tests cannot tell it apart from) and ``note`` (why an entry has no rank: over
+        a budget, or ``metric`` not finite in some seed).
     """
     check_budgets(max_cost, max_epsilon)
     if not results.curves:
@@ -135,7 +136,9 @@ def leaderboard(
         for row in rows:
             for key in ("_cost", "_epsilon"):  # an algorithm without accounting has NaN where others have values
                 row[key] = None if row[key] is None or math.isnan(row[key]) else row[key]
-            row["_note"] = "; ".join(_budget_notes(row["_cost"], row["_epsilon"], max_cost, max_epsilon))
+            bad = sum(not math.isfinite(value) for value in row["_samples"])
+            nonfinite = [f"{metric} not finite in {bad} of {row['n']} seeds"] if bad else []
+            row["_note"] = "; ".join(nonfinite + _budget_notes(row["_cost"], row["_epsilon"], max_cost, max_epsilon))
         ranked = {row["algorithm"]: row for row in rows if not row["_note"]}
         apart = separated({name: row["_samples"] for name, row in ranked.items()}, alpha)
         ranks = {
@@ -213,6 +216,7 @@ def leaderboard_legend(metric: str = "group_regret", alpha: float = ALPHA) -> st
         f"Lower final {metric} is better. Rank = 1 + the number of entries of the same point that are "
         f"significantly better: Welch t-tests on the per-seed final values, every pair of the point, Holm-corrected "
         f"at family-wise level {alpha:g}. Entries the tests cannot separate share a rank, marked '=' (e.g. '=2'); "
-        f"'not separated from' lists them. Unranked ('-'): over the cost or privacy budget. {PLUS_MINUS}. "
+        f"'not separated from' lists them. Unranked ('-'): over the cost or privacy budget, or a final {metric} "
+        f"that is not finite in some seed (NaN or ±inf; the note says in how many). {PLUS_MINUS}. "
         + units_legend(["cost"])
     )

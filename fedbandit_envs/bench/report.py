@@ -33,7 +33,7 @@ from fedbandit_envs.bench.leaderboard import leaderboard, leaderboard_legend, le
 from fedbandit_envs.bench.papers import KEYS as PAPER_KEYS
 from fedbandit_envs.bench.papers import Paper, PaperValue, get_paper, paper_of
 from fedbandit_envs.bench.scenarios import Claim, FigureSpec, Scenario, get, names
-from fedbandit_envs.bench.store import atomic_write, load_config, read_results, table_paths
+from fedbandit_envs.bench.store import FIGURES, REPORT, atomic_write, load_config, read_results, table_paths
 from fedbandit_envs.bench.tables import (
     Link,
     RichText,
@@ -42,6 +42,7 @@ from fedbandit_envs.bench.tables import (
     html_cell,
     html_table,
     markdown_table,
+    nonfinite_note,
 )
 from fedbandit_envs.run import Results
 
@@ -170,7 +171,7 @@ def draw_figures(
 
     # A parameter swept over one value is a constant: it neither splits lines nor panels nor gets its own figure.
     varying = [p for p in params if len({str(row.get(p)) for row in results.curves}) > 1]
-    folder = Path(directory) / "figures"
+    folder = Path(directory) / FIGURES
     # Privacy is measured only where some run accounts for it (non-private runs leave epsilon_max empty).
     measured_epsilon = any(plots.is_number(row.get("epsilon_max")) for row in results.curves)
     drawn = []
@@ -438,7 +439,7 @@ def scenario_outcome(
         doc.paragraph(note or "This scenario states no claims.")
     doc.heading("Final results (mean ± 95% CI over seeds)")
     doc.table(*final_summary(results, params))
-    doc.paragraph(final_legend(results))
+    doc.paragraph(" ".join(filter(None, (nonfinite_note(results, params), final_legend(results)))))
     doc.heading("Leaderboard (within each parameter point; ties where the seeds cannot separate entries)")
     max_cost, max_epsilon = (budgets or {}).get("max_cost"), (budgets or {}).get("max_epsilon")
     doc.table(*leaderboard_table(leaderboard(results, params, max_cost=max_cost, max_epsilon=max_epsilon), params))
@@ -484,7 +485,7 @@ def write_report(
             over a budget, or without the measure it bounds, get no rank, and the report states the budgets.
     """
     doc, _ = build_report(directory, scenario, allow_incomplete, budgets)
-    return doc.write(Path(directory), "report")
+    return doc.write(Path(directory), REPORT)
 
 
 def _budgets_text(max_cost: float | None, max_epsilon: float | None) -> str:

@@ -72,6 +72,9 @@ PART_FORMAT = 2
 DAMAGED = "damaged"
 #: The status of the tables (complete or not, rows, checksums), inside the results directory.
 STATUS = "tables.json"
+#: What ``fedbandit report`` and ``fedbandit plot`` write into a results directory: the report's stem (``.md``,
+#: ``.html``) and the folder of figures; removed by a sweep that replaces the tables they were made from.
+REPORT, FIGURES = "report", "figures"
 #: The lock file held by the sweep writing into a results directory, and the file naming that sweep.
 LOCK, OWNER = ".sweep.lock", ".sweep.owner"
 #: Exceptions of reading a damaged compressed file or its text.
@@ -580,6 +583,30 @@ class ResultStore:
                 ]
                 getattr(merged, table).extend(rows)
         return merged
+
+    def table_checksums(self) -> dict[str, str]:
+        """Table file -> sha256 as ``tables.json`` records them complete ({} when there are none, or not complete)."""
+        try:
+            status = json.loads((self.directory / STATUS).read_text())
+            return dict(status["sha256"]) if status.get("complete") is True else {}
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
+
+    def remove_report(self) -> list[Path]:
+        """Remove the report (``report.md``, ``report.html``) and the figures (PNG, SVG) in ``figures/``.
+
+        Returns the paths removed (the folder too when nothing else is left in it).
+        """
+        folder = self.directory / FIGURES
+        reports = [self.directory / f"{REPORT}{suffix}" for suffix in (".md", ".html")]
+        figures = sorted([*folder.glob("*.png"), *folder.glob("*.svg")]) if folder.is_dir() else []
+        removed = [path for path in (*reports, *figures) if path.exists()]
+        for path in removed:
+            path.unlink()
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+            removed.append(folder)
+        return removed
 
     def mark_tables_stale(self, reason: str) -> None:
         """Record in ``tables.json`` that the tables present (if any) may not match the sweep now under way."""

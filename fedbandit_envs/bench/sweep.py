@@ -73,6 +73,7 @@ class SweepSummary:
         tables: paths of the tables written (empty for a dry run).
         damaged: one line per damaged part found (moved to ``damaged/``, or left in place by a dry run).
         unchecksummed: stored parts written before part manifests (checked for completeness only).
+        removed: the report and figures of earlier tables, removed because the sweep replaced those tables.
     """
 
     scenario: Scenario
@@ -85,6 +86,7 @@ class SweepSummary:
     tables: list[Path] = field(default_factory=list)
     damaged: list[str] = field(default_factory=list)
     unchecksummed: int = 0
+    removed: list[Path] = field(default_factory=list)
 
     def describe(self) -> str:
         """A few lines for the terminal: job counts and where the results are."""
@@ -104,6 +106,11 @@ class SweepSummary:
         if self.tables:
             lines.append(f"ran in {self.wall_time:.1f} s wall ({self.sim_time:.1f} s simulating)")
             lines += [f"wrote {path}" for path in self.tables]
+        if self.removed:
+            lines.append(
+                f"removed the report of the earlier tables ({', '.join(path.name for path in self.removed)}); "
+                f"`fedbandit report {self.directory}` writes one for these tables"
+            )
         return "\n".join(lines)
 
 
@@ -155,6 +162,7 @@ def run_sweep(
     table_format: str = DEFAULT_FORMAT,
     progress: bool = False,
     dry_run: bool = False,
+    overwrite: bool = False,
 ) -> SweepSummary:
     """Run (or resume) a scenario's sweep into the directory ``out``.
 
@@ -174,6 +182,11 @@ def run_sweep(
         progress: show the backend's bar of jobs done / total with elapsed time and time left (and per-job
             bars in process; see :mod:`fedbandit_envs.bench.backends`).
         dry_run: expand and count the jobs only; nothing is run or written.
+        overwrite: sweep into a directory that holds a sweep of another scenario, replacing its ``config.json``,
+            tables and report (its stored runs stay in ``parts/``); without it that is an error.
+
+    Re-running into a directory whose tables the sweep then changes (other settings, more seeds, another format)
+    removes the report and figures made from the earlier tables (:attr:`SweepSummary.removed`).
     """
     start = time.perf_counter()
     defined = env_keys(resolve_scenario(scenario, scale, None, seeds)) if overrides else set()
@@ -186,6 +199,7 @@ def run_sweep(
     if not dry_run:
         store.check_writable()  # the lock file goes in the directory
     with nullcontext() if dry_run else store.lock(f"a sweep of {scenario.name}"):
+        _check_same_scenario(store.directory, scenario.name, overwrite)
         damaged = store.scan()
         todo = pending(jobs, store.finished())
         skipped = sum(len(job.seeds) for job in jobs) - sum(len(job.seeds) for job in todo)
@@ -197,6 +211,7 @@ def run_sweep(
         moved = store.move_aside()
         summary.damaged = [f"{error}; moved to {path}, its runs run again" for error, path in zip(damaged, moved)]
         _warn(summary.damaged)
+        earlier = store.table_checksums()
         store.write_config(sweep_config(scenario, scale, overrides, runner.name, store.format))
         store.mark_tables_stale(
             f"a sweep of {scenario.name} into {str(store.directory)!r} started at {time.strftime('%Y-%m-%d %H:%M:%S')} "
@@ -212,8 +227,21 @@ def run_sweep(
                 store.save_part(result)
                 summary.sim_time += result.sim_time
         summary.tables = store.write_tables(store.collect(jobs))
+        if store.table_checksums() != earlier:
+            summary.removed = store.remove_report()
     summary.wall_time = time.perf_counter() - start
     return summary
+
+
+def _check_same_scenario(directory: Path, name: str, overwrite: bool) -> None:
+    """Raise ValueError if ``directory`` holds a sweep of another scenario than ``name`` (unless ``overwrite``)."""
+    recorded = load_config(directory).get("scenario")
+    if recorded is not None and recorded != name and not overwrite:
+        raise ValueError(
+            f"{str(directory)!r} holds a sweep of {recorded!r} (its config.json), not of {name!r}; sweep into "
+            "another directory (--out), or pass --overwrite (Python: overwrite=True) to replace that sweep's "
+            "config, tables and report (its stored runs stay in parts/)"
+        )
 
 
 def _warn(lines: list[str]) -> None:

@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from fedbandit_envs.metrics import final_checkpoint, summarize
 from fedbandit_envs.run import Results
 
@@ -132,6 +135,36 @@ def final_summary(
     )
     header = [*params, "algorithm", "seeds", "slot", *(f"{FINAL_METRICS.get(m, m)}: mean ± 95% CI" for m in metrics)]
     return header, [list(map(str, row.values())) for row in table.to_dict("records")]
+
+
+def nonfinite_note(results: Results, params: Sequence[str] = (), metrics: Sequence[str] | None = None) -> str:
+    """A sentence naming the rows and columns of :func:`final_summary` with final values that are not finite.
+
+    A NaN makes a row's mean ``-`` and an infinity makes it infinite, while its ``seeds`` counts every run: the
+    sentence says which rows and how many of their seeds ("" when none). A column empty in every seed of a row
+    (e.g. the epsilon spent of an algorithm without privacy accounting) is no value, not a non-finite one.
+    """
+    if not results.curves:
+        return ""
+    groups = [*params, "algorithm"]
+    final = final_checkpoint(results.to_frame(), [*groups, "seed"])
+    found = []
+    for metric in [m for m in (metrics or FINAL_METRICS) if m in final]:
+        values = final[metric].astype(float)
+        flags = pd.DataFrame({"bad": ~np.isfinite(values), "nan": values.isna()})
+        counts = flags.groupby([final[g] for g in groups], sort=False, dropna=False).agg(
+            bad=("bad", "sum"), seeds=("bad", "size"), empty=("nan", "all")
+        )
+        rows = []
+        for key, row in counts[(counts["bad"] > 0) & ~counts["empty"]].iterrows():
+            *point, algorithm = key if isinstance(key, tuple) else (key,)
+            where = f" [{', '.join(f'{p}={v}' for p, v in zip(params, point, strict=True))}]" if params else ""
+            rows.append(f"{algorithm}{where} ({row['bad']} of {row['seeds']} seeds)")
+        if rows:
+            found.append(f"{FINAL_METRICS.get(metric, metric)} of {', '.join(rows)}")
+    if not found:
+        return ""
+    return f"Not finite (NaN or ±inf) at the final checkpoint, so the mean shows '-' or inf: {'; '.join(found)}."
 
 
 def final_legend(results: Results, metrics: Sequence[str] | None = None) -> str:

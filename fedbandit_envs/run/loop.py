@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from fedbandit_envs.algorithms import algorithm_name, supported_families
 from fedbandit_envs.core import checked_action, checked_batches, play_slot, reset_population
 from fedbandit_envs.families.registry import Family, family_of_env, find_family
+from fedbandit_envs.identity import faithful_key
 from fedbandit_envs.protocol import make_population
 from fedbandit_envs.run.recorder import Recorder
 from fedbandit_envs.run.results import Results, checkpoint_slots
@@ -176,25 +177,11 @@ def clear_reference_cache() -> None:
     _REFERENCE_CACHE.clear()
 
 
-def _plain_key(env_kwargs: Mapping[str, Any]) -> str | None:
-    """A faithful key of plain-valued env kwargs (None when a value has no faithful repr, e.g. an instance)."""
-    plain = (int, float, str, bool, type(None))
-
-    def is_plain(value: Any) -> bool:
-        if isinstance(value, Mapping):
-            return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
-        if isinstance(value, tuple | list):
-            return all(is_plain(v) for v in value)
-        return isinstance(value, plain)
-
-    return repr(sorted(env_kwargs.items())) if is_plain(dict(env_kwargs)) else None
-
-
 def _reference_regret(
     reference: str, env_kwargs: Mapping[str, Any], seeds: Sequence[int], checkpoints: int | Sequence[int]
 ) -> dict[tuple[int, int], float]:
     """Group regret of the reference algorithm per (seed, slot), cached per env point, seeds and checkpoints."""
-    env_key = _plain_key(env_kwargs)
+    env_key = faithful_key(dict(env_kwargs))
     key = None
     if env_key is not None:
         points = tuple(checkpoints) if not isinstance(checkpoints, int) else checkpoints

@@ -47,6 +47,7 @@ from fedbandit_envs.bench.scenarios import (
     with_pass_rates,
 )
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
+from fedbandit_envs.identity import key_topology_by_repr
 from fedbandit_envs.run import Results
 from fedbandit_envs.topology import (
     Topology,
@@ -132,7 +133,7 @@ def table2_topologies() -> dict[str, Topology]:
         "case5": [star(20)] * 5,
         "case6": [complete(1)] * 100,
     }
-    return {case: _named(hybrid(components), f"li_song_{case}") for case, components in layouts.items()}
+    return {case: key_topology_by_repr(_named(hybrid(parts), f"li_song_{case}")) for case, parts in layouts.items()}
 
 
 TABLE2 = table2_topologies()
