@@ -21,7 +21,7 @@ from fedbandit_envs.core import Action, Phase, play_slot
 from fedbandit_envs.env_base import MESSAGE_HOOKS
 from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
-from fedbandit_envs.frozen import FrozenDict
+from fedbandit_envs.frozen import FrozenDict, is_frozen
 from fedbandit_envs.protocol import Coordinator, Population
 from fedbandit_envs.reference import reference_mode
 from fedbandit_envs.run import run
@@ -335,6 +335,19 @@ def test_an_agent_cannot_rewrite_another_agents_observation(make):
     for agent in others:
         for was, now in zip(kept[agent], _arrays(observations[agent]), strict=True):
             np.testing.assert_array_equal(now, was)
+
+
+def test_the_mab_env_s_feedback_cannot_rewrite_its_state():
+    """The array form of the last step is frozen: whoever reads it cannot rewrite the env's arms or rewards."""
+    env = FederatedMAB(3, 4, 10, reward_model="gaussian")
+    env.reset(seed=0)
+    env.step({agent: 1 for agent in env.agents})
+    before = env.state().copy()
+    feedback = env.feedback
+    for array in (feedback.arms, feedback.rewards, feedback.partners):
+        assert is_frozen(array)
+        _write_through(array)
+    np.testing.assert_array_equal(env.state(), before)
 
 
 class Unchecked(MessageBatch):
