@@ -16,6 +16,7 @@ An action is an arm index, or ``{"arm": k, "messages": [...]}`` where the messag
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Literal
@@ -25,7 +26,6 @@ from gymnasium import spaces
 
 from fedbandit_envs.channel.messages import Message, MessageBatch, as_checked, batches_by_key, batches_from_messages
 from fedbandit_envs.core import Feedback
-from fedbandit_envs.frozen import frozen
 from fedbandit_envs.validation import check_choice, check_int
 
 #: The forms an inbox is delivered in: :class:`Message` objects or :class:`MessageBatch` objects.
@@ -141,15 +141,21 @@ def _as_replica_zero(batch: MessageBatch) -> MessageBatch:
 PullFields = tuple[int, np.ndarray, int]
 
 
+#: A float64's native bytes, as numpy holds it.
+_FLOAT64_BYTES = struct.Struct("=d")
+_FLOAT64 = np.dtype(np.float64)
+
+
 def pull_fields(feedback: Feedback, replica: int = 0) -> list[PullFields]:
     """Every agent's (arm, reward, partner) of ``replica`` after ``feedback``, in agent order.
 
-    The rewards are 0-d views of one immutable copy, which no agent can write through (``.base``) to change another
-    agent's observation; a message-only step repeats these fields with its own inbox.
+    Each reward is an immutable 0-d array over a ``bytes`` object holding that reward alone: no agent can change
+    another agent's observation through it, or read another agent's reward (``.base``). A message-only step repeats
+    these fields with its own inbox.
     """
-    rewards = frozen(np.asarray(feedback.rewards[replica], dtype=np.float64))
-    views = [rewards[i, ...] for i in range(len(rewards))]
-    return list(zip(feedback.arms[replica].tolist(), views, feedback.partners[replica].tolist()))
+    pack = _FLOAT64_BYTES.pack
+    rewards = [np.ndarray((), _FLOAT64, pack(reward)) for reward in feedback.rewards[replica].tolist()]
+    return list(zip(feedback.arms[replica].tolist(), rewards, feedback.partners[replica].tolist()))
 
 
 def agent_observations(

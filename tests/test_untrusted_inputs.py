@@ -22,7 +22,7 @@ from fedbandit_envs.env_base import MESSAGE_HOOKS
 from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.frozen import FrozenDict, is_frozen
-from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.protocol import Agent, Coordinator, Population
 from fedbandit_envs.reference import reference_mode
 from fedbandit_envs.run import run
 from fedbandit_envs.validation import MAX_NAME_LENGTH
@@ -335,6 +335,65 @@ def test_an_agent_cannot_rewrite_another_agents_observation(make):
     for agent in others:
         for was, now in zip(kept[agent], _arrays(observations[agent]), strict=True):
             np.testing.assert_array_equal(now, was)
+
+
+def _reachable(obj: object, seen: set[int] | None = None) -> Iterator[np.ndarray]:
+    """Every array an agent reaches from ``obj``: through containers, public attributes and ``.base`` chains.
+
+    A ``bytes`` object under an array is read as the array's dtype (it holds whatever memory the array was cut from).
+    """
+    seen = set() if seen is None else seen
+    if id(obj) in seen or isinstance(obj, str | int | float | type(None)):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        yield obj
+        if isinstance(obj.base, bytes) and len(obj.base) % obj.itemsize == 0:
+            yield np.frombuffer(obj.base, obj.dtype)
+        elif obj.base is not None:
+            yield from _reachable(obj.base, seen)
+    elif isinstance(obj, Mapping):
+        for item in obj.values():
+            yield from _reachable(item, seen)
+    elif isinstance(obj, list | tuple):
+        for item in obj:
+            yield from _reachable(item, seen)
+    else:
+        slots = [name for cls in type(obj).__mro__ for name in getattr(cls, "__slots__", ())]
+        for name in (*getattr(obj, "__dict__", {}), *slots):
+            if not name.startswith("_"):
+                yield from _reachable(getattr(obj, name, None), seen)
+
+
+def _values(obj: object) -> set[float]:
+    """Every number in an array reachable from ``obj``."""
+    return {value for array in _reachable(obj) for value in np.asarray(array, float).ravel().tolist()}
+
+
+def test_an_agent_reads_no_other_agents_reward():
+    """An agent's reward observation is a frozen scalar of its own: nothing under it holds another agent's reward."""
+    env = FederatedMAB(4, 3, 5, reward_model="gaussian")
+    env.reset(seed=0)
+    observations, rewards, *_ = env.step({agent: i % 3 for i, agent in enumerate(env.agents)})
+    for agent in env.agents:
+        reward = observations[agent]["reward"]
+        assert reward.shape == () and is_frozen(reward)
+        assert [array.size for array in _reachable(reward)] == [1, 1]  # the scalar and the bytes under it
+        assert _values(reward) == {rewards[agent]}
+
+    seen: list[tuple[set[float], set[float]]] = []
+
+    class Reading(Agent):
+        def reset(self, agent_id, context, rng):
+            self.index = agent_id
+
+        def act(self, observation):
+            seen.append((_values(observation["reward"]), {float(observation["reward"])}))
+            return self.index % 2
+
+    run(Reading, {"num_agents": 3, "num_arms": 2, "horizon": 3, "reward_model": "gaussian"}, seeds=[0, 1],
+        checkpoints=1, reference=None)  # fmt: skip
+    assert len(seen) == 18 and all(reached == own for reached, own in seen)
 
 
 def test_the_mab_env_s_feedback_cannot_rewrite_its_state():
