@@ -24,7 +24,13 @@ from typing import Any, Literal
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.channel.messages import Message, MessageBatch, as_checked, batches_by_key, batches_from_messages
+from fedbandit_envs.channel.messages import (
+    Message,
+    MessageBatch,
+    as_checked,
+    batches_from_messages,
+    copies_by_recipient,
+)
 from fedbandit_envs.core import Feedback
 from fedbandit_envs.validation import check_choice, check_int
 
@@ -114,27 +120,18 @@ def inboxes_by_agent(
     """The copies of ``replica`` delivered to each agent, in delivery order.
 
     :class:`Message` objects, or with ``form="batches"`` one :class:`MessageBatch` per delivered batch that
-    holds rows for the agent (as replica 0).
+    holds rows for the agent (as replica 0). What an agent receives holds its own rows alone
+    (:func:`~fedbandit_envs.channel.messages.copies_by_recipient`): nothing reachable from it leads to a copy
+    delivered to another agent or replica.
     """
     inboxes: list[list[Any]] = [[] for _ in range(num_agents)]
-    if form == "batches":
-        if replica != 0 or any(batch.replica.any() for batch in batches):
-            batches = [_as_replica_zero(batch.take(batch.replica == replica)) for batch in batches]
-        for recipient, received in batches_by_key(batches, "recipient").items():
-            inboxes[recipient].extend(received)
-        return inboxes
     for batch in batches:
-        rows = np.flatnonzero(batch.replica == replica)
-        for r in rows.tolist():
-            inboxes[int(batch.recipient[r])].append(batch.message(r))
+        for recipient, received in copies_by_recipient(batch, replica):
+            if form == "batches":
+                inboxes[recipient].append(received)
+            else:
+                inboxes[recipient].extend(received.messages())
     return inboxes
-
-
-def _as_replica_zero(batch: MessageBatch) -> MessageBatch:
-    """The rows of ``batch`` (one replica's) as replica 0, the only replica an agent's environment has."""
-    return batch.regrouped(
-        np.arange(len(batch)), np.zeros(len(batch), np.int64), batch.sender, batch.recipient, batch.slot
-    )
 
 
 #: One agent's part of an observation that only a pull changes: (arm, reward, partner).

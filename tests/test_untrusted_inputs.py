@@ -22,7 +22,7 @@ from fedbandit_envs.env_base import MESSAGE_HOOKS
 from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.frozen import FrozenDict, is_frozen
-from fedbandit_envs.protocol import Agent, Coordinator, Population
+from fedbandit_envs.protocol import Agent, Coordinator, PerAgentPopulation, Population
 from fedbandit_envs.reference import reference_mode
 from fedbandit_envs.run import run
 from fedbandit_envs.validation import MAX_NAME_LENGTH
@@ -394,6 +394,67 @@ def test_an_agent_reads_no_other_agents_reward():
     run(Reading, {"num_agents": 3, "num_arms": 2, "horizon": 3, "reward_model": "gaussian"}, seeds=[0, 1],
         checkpoints=1, reference=None)  # fmt: skip
     assert len(seen) == 18 and all(reached == own for reached, own in seen)
+
+
+def _private_message(sender: int, recipient: int, replica: int = 0) -> Message:
+    """A message whose one value names its sender, recipient and replica (all above the headers' small ints)."""
+    return Message(sender, recipient, "p", {"x": np.array([1000.0 * (replica + 1) + 10.0 * sender + recipient])})
+
+
+def _only_own_rows(inbox: object, own: set[float]) -> None:
+    """Assert the payload values reachable from ``inbox`` are ``own``, and each array holds one row at most."""
+    assert {value for value in _values(inbox) if value >= 1000} == own
+    assert max(array.size for array in _reachable(inbox)) == 1  # one message received: no other row under it
+
+
+@pytest.mark.parametrize("form", ["messages", "batches"])
+@pytest.mark.parametrize("family", ["mab", "procurement"])
+def test_an_agent_reaches_only_the_messages_addressed_to_it(family, form):
+    """Each agent sends a private message to the next: what an agent receives leads to no other agent's message.
+
+    Neither the payload's ``.base`` (a view of the routed field) nor a gathered payload's ``source`` (the sender's
+    whole batch), nor the header columns (the routed batch's), lead past the agent's own rows.
+    """
+    n = 4
+    if family == "mab":
+        env = FederatedMAB(n, 3, 5, topology="complete", inbox=form)
+        env.reset(seed=0)
+        action = lambda i, sent: {"arm": 0, "messages": sent}  # noqa: E731
+    else:
+        env = FedProcurementEnv(n, 3, 5, inbox=form)
+        env.reset(seed=0)
+        env.step({agent: np.zeros(3, np.int64) for agent in env.agents})  # the act step; then the report step
+        action = lambda i, sent: {"messages": sent}  # noqa: E731
+    sent = {agent: action(i, [_private_message(i, (i + 1) % n)]) for i, agent in enumerate(env.agents)}
+    observations, *_ = env.step(sent)
+    for i, agent in enumerate(env.agents):
+        inbox = observations[agent]["inbox"]
+        assert len(inbox) == 1 and all(
+            isinstance(item, Message if form == "messages" else MessageBatch) for item in inbox
+        )
+        _only_own_rows(inbox, {1000.0 + 10.0 * ((i - 1) % n) + i})
+
+
+@pytest.mark.parametrize("form", ["messages", "batches"])
+def test_an_agent_of_a_per_agent_population_reaches_only_the_messages_addressed_to_it(form):
+    """On the batched path each :class:`Agent` gets its own rows of its replica's routed copies, nothing more."""
+    n, created, received = 3, [], []
+
+    class Whispering(Agent):
+        def reset(self, agent_id, context, rng):
+            self.index, self.replica = agent_id, len(created) // n  # replica 0's agents are built first
+            created.append(self)
+
+        def act(self, observation):
+            if observation["inbox"]:
+                received.append((self, observation["inbox"]))
+            return {"arm": 0, "messages": [_private_message(self.index, (self.index + 1) % n, self.replica)]}
+
+    settings = {"num_agents": n, "num_arms": 2, "horizon": 3, "topology": "complete"}
+    run(lambda: PerAgentPopulation(Whispering, inbox=form), settings, seeds=[0, 1], checkpoints=1, reference=None)
+    assert len(received) == 2 * 2 * n  # two replicas, two slots with an inbox, every agent
+    for agent, inbox in received:
+        _only_own_rows(inbox, {1000.0 * (agent.replica + 1) + 10.0 * ((agent.index - 1) % n) + agent.index})
 
 
 def test_the_mab_env_s_feedback_cannot_rewrite_its_state():
