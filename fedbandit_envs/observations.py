@@ -16,6 +16,7 @@ An action is an arm index, or ``{"arm": k, "messages": [...]}`` where the messag
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Literal
@@ -23,9 +24,14 @@ from typing import Any, Literal
 import numpy as np
 from gymnasium import spaces
 
-from fedbandit_envs.channel.messages import Message, MessageBatch, as_checked, batches_by_key, batches_from_messages
+from fedbandit_envs.channel.messages import (
+    Message,
+    MessageBatch,
+    as_checked,
+    batches_from_messages,
+    copies_by_recipient,
+)
 from fedbandit_envs.core import Feedback
-from fedbandit_envs.frozen import frozen
 from fedbandit_envs.validation import check_choice, check_int
 
 #: The forms an inbox is delivered in: :class:`Message` objects or :class:`MessageBatch` objects.
@@ -114,42 +120,39 @@ def inboxes_by_agent(
     """The copies of ``replica`` delivered to each agent, in delivery order.
 
     :class:`Message` objects, or with ``form="batches"`` one :class:`MessageBatch` per delivered batch that
-    holds rows for the agent (as replica 0).
+    holds rows for the agent (as replica 0). What an agent receives holds its own rows alone
+    (:func:`~fedbandit_envs.channel.messages.copies_by_recipient`): nothing reachable from it leads to a copy
+    delivered to another agent or replica.
     """
     inboxes: list[list[Any]] = [[] for _ in range(num_agents)]
-    if form == "batches":
-        if replica != 0 or any(batch.replica.any() for batch in batches):
-            batches = [_as_replica_zero(batch.take(batch.replica == replica)) for batch in batches]
-        for recipient, received in batches_by_key(batches, "recipient").items():
-            inboxes[recipient].extend(received)
-        return inboxes
     for batch in batches:
-        rows = np.flatnonzero(batch.replica == replica)
-        for r in rows.tolist():
-            inboxes[int(batch.recipient[r])].append(batch.message(r))
+        for recipient, received in copies_by_recipient(batch, replica):
+            if form == "batches":
+                inboxes[recipient].append(received)
+            else:
+                inboxes[recipient].extend(received.messages())
     return inboxes
-
-
-def _as_replica_zero(batch: MessageBatch) -> MessageBatch:
-    """The rows of ``batch`` (one replica's) as replica 0, the only replica an agent's environment has."""
-    return batch.regrouped(
-        np.arange(len(batch)), np.zeros(len(batch), np.int64), batch.sender, batch.recipient, batch.slot
-    )
 
 
 #: One agent's part of an observation that only a pull changes: (arm, reward, partner).
 PullFields = tuple[int, np.ndarray, int]
 
 
+#: A float64's native bytes, as numpy holds it.
+_FLOAT64_BYTES = struct.Struct("=d")
+_FLOAT64 = np.dtype(np.float64)
+
+
 def pull_fields(feedback: Feedback, replica: int = 0) -> list[PullFields]:
     """Every agent's (arm, reward, partner) of ``replica`` after ``feedback``, in agent order.
 
-    The rewards are 0-d views of one immutable copy, which no agent can write through (``.base``) to change another
-    agent's observation; a message-only step repeats these fields with its own inbox.
+    Each reward is an immutable 0-d array over a ``bytes`` object holding that reward alone: no agent can change
+    another agent's observation through it, or read another agent's reward (``.base``). A message-only step repeats
+    these fields with its own inbox.
     """
-    rewards = frozen(np.asarray(feedback.rewards[replica], dtype=np.float64))
-    views = [rewards[i, ...] for i in range(len(rewards))]
-    return list(zip(feedback.arms[replica].tolist(), views, feedback.partners[replica].tolist()))
+    pack = _FLOAT64_BYTES.pack
+    rewards = [np.ndarray((), _FLOAT64, pack(reward)) for reward in feedback.rewards[replica].tolist()]
+    return list(zip(feedback.arms[replica].tolist(), rewards, feedback.partners[replica].tolist()))
 
 
 def agent_observations(

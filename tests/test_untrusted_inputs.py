@@ -21,8 +21,8 @@ from fedbandit_envs.core import Action, Phase, play_slot
 from fedbandit_envs.env_base import MESSAGE_HOOKS
 from fedbandit_envs.families.linear.env import FederatedLinear
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
-from fedbandit_envs.frozen import FrozenDict
-from fedbandit_envs.protocol import Coordinator, Population
+from fedbandit_envs.frozen import FrozenDict, is_frozen
+from fedbandit_envs.protocol import Agent, Coordinator, PerAgentPopulation, Population
 from fedbandit_envs.reference import reference_mode
 from fedbandit_envs.run import run
 from fedbandit_envs.validation import MAX_NAME_LENGTH
@@ -335,6 +335,139 @@ def test_an_agent_cannot_rewrite_another_agents_observation(make):
     for agent in others:
         for was, now in zip(kept[agent], _arrays(observations[agent]), strict=True):
             np.testing.assert_array_equal(now, was)
+
+
+def _reachable(obj: object, seen: set[int] | None = None) -> Iterator[np.ndarray]:
+    """Every array an agent reaches from ``obj``: through containers, public attributes and ``.base`` chains.
+
+    A ``bytes`` object under an array is read as the array's dtype (it holds whatever memory the array was cut from).
+    """
+    seen = set() if seen is None else seen
+    if id(obj) in seen or isinstance(obj, str | int | float | type(None)):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        yield obj
+        if isinstance(obj.base, bytes) and len(obj.base) % obj.itemsize == 0:
+            yield np.frombuffer(obj.base, obj.dtype)
+        elif obj.base is not None:
+            yield from _reachable(obj.base, seen)
+    elif isinstance(obj, Mapping):
+        for item in obj.values():
+            yield from _reachable(item, seen)
+    elif isinstance(obj, list | tuple):
+        for item in obj:
+            yield from _reachable(item, seen)
+    else:
+        slots = [name for cls in type(obj).__mro__ for name in getattr(cls, "__slots__", ())]
+        for name in (*getattr(obj, "__dict__", {}), *slots):
+            if not name.startswith("_"):
+                yield from _reachable(getattr(obj, name, None), seen)
+
+
+def _values(obj: object) -> set[float]:
+    """Every number in an array reachable from ``obj``."""
+    return {value for array in _reachable(obj) for value in np.asarray(array, float).ravel().tolist()}
+
+
+def test_an_agent_reads_no_other_agents_reward():
+    """An agent's reward observation is a frozen scalar of its own: nothing under it holds another agent's reward."""
+    env = FederatedMAB(4, 3, 5, reward_model="gaussian")
+    env.reset(seed=0)
+    observations, rewards, *_ = env.step({agent: i % 3 for i, agent in enumerate(env.agents)})
+    for agent in env.agents:
+        reward = observations[agent]["reward"]
+        assert reward.shape == () and is_frozen(reward)
+        assert [array.size for array in _reachable(reward)] == [1, 1]  # the scalar and the bytes under it
+        assert _values(reward) == {rewards[agent]}
+
+    seen: list[tuple[set[float], set[float]]] = []
+
+    class Reading(Agent):
+        def reset(self, agent_id, context, rng):
+            self.index = agent_id
+
+        def act(self, observation):
+            seen.append((_values(observation["reward"]), {float(observation["reward"])}))
+            return self.index % 2
+
+    run(Reading, {"num_agents": 3, "num_arms": 2, "horizon": 3, "reward_model": "gaussian"}, seeds=[0, 1],
+        checkpoints=1, reference=None)  # fmt: skip
+    assert len(seen) == 18 and all(reached == own for reached, own in seen)
+
+
+def _private_message(sender: int, recipient: int, replica: int = 0) -> Message:
+    """A message whose one value names its sender, recipient and replica (all above the headers' small ints)."""
+    return Message(sender, recipient, "p", {"x": np.array([1000.0 * (replica + 1) + 10.0 * sender + recipient])})
+
+
+def _only_own_rows(inbox: object, own: set[float]) -> None:
+    """Assert the payload values reachable from ``inbox`` are ``own``, and each array holds one row at most."""
+    assert {value for value in _values(inbox) if value >= 1000} == own
+    assert max(array.size for array in _reachable(inbox)) == 1  # one message received: no other row under it
+
+
+@pytest.mark.parametrize("form", ["messages", "batches"])
+@pytest.mark.parametrize("family", ["mab", "procurement"])
+def test_an_agent_reaches_only_the_messages_addressed_to_it(family, form):
+    """Each agent sends a private message to the next: what an agent receives leads to no other agent's message.
+
+    Neither the payload's ``.base`` (a view of the routed field) nor a gathered payload's ``source`` (the sender's
+    whole batch), nor the header columns (the routed batch's), lead past the agent's own rows.
+    """
+    n = 4
+    if family == "mab":
+        env = FederatedMAB(n, 3, 5, topology="complete", inbox=form)
+        env.reset(seed=0)
+        action = lambda i, sent: {"arm": 0, "messages": sent}  # noqa: E731
+    else:
+        env = FedProcurementEnv(n, 3, 5, inbox=form)
+        env.reset(seed=0)
+        env.step({agent: np.zeros(3, np.int64) for agent in env.agents})  # the act step; then the report step
+        action = lambda i, sent: {"messages": sent}  # noqa: E731
+    sent = {agent: action(i, [_private_message(i, (i + 1) % n)]) for i, agent in enumerate(env.agents)}
+    observations, *_ = env.step(sent)
+    for i, agent in enumerate(env.agents):
+        inbox = observations[agent]["inbox"]
+        assert len(inbox) == 1 and all(
+            isinstance(item, Message if form == "messages" else MessageBatch) for item in inbox
+        )
+        _only_own_rows(inbox, {1000.0 + 10.0 * ((i - 1) % n) + i})
+
+
+@pytest.mark.parametrize("form", ["messages", "batches"])
+def test_an_agent_of_a_per_agent_population_reaches_only_the_messages_addressed_to_it(form):
+    """On the batched path each :class:`Agent` gets its own rows of its replica's routed copies, nothing more."""
+    n, created, received = 3, [], []
+
+    class Whispering(Agent):
+        def reset(self, agent_id, context, rng):
+            self.index, self.replica = agent_id, len(created) // n  # replica 0's agents are built first
+            created.append(self)
+
+        def act(self, observation):
+            if observation["inbox"]:
+                received.append((self, observation["inbox"]))
+            return {"arm": 0, "messages": [_private_message(self.index, (self.index + 1) % n, self.replica)]}
+
+    settings = {"num_agents": n, "num_arms": 2, "horizon": 3, "topology": "complete"}
+    run(lambda: PerAgentPopulation(Whispering, inbox=form), settings, seeds=[0, 1], checkpoints=1, reference=None)
+    assert len(received) == 2 * 2 * n  # two replicas, two slots with an inbox, every agent
+    for agent, inbox in received:
+        _only_own_rows(inbox, {1000.0 * (agent.replica + 1) + 10.0 * ((agent.index - 1) % n) + agent.index})
+
+
+def test_the_mab_env_s_feedback_cannot_rewrite_its_state():
+    """The array form of the last step is frozen: whoever reads it cannot rewrite the env's arms or rewards."""
+    env = FederatedMAB(3, 4, 10, reward_model="gaussian")
+    env.reset(seed=0)
+    env.step({agent: 1 for agent in env.agents})
+    before = env.state().copy()
+    feedback = env.feedback
+    for array in (feedback.arms, feedback.rewards, feedback.partners):
+        assert is_frozen(array)
+        _write_through(array)
+    np.testing.assert_array_equal(env.state(), before)
 
 
 class Unchecked(MessageBatch):

@@ -695,18 +695,84 @@ def batches_by_key(batches: Iterable[MessageBatch], column: str) -> dict[int, li
         keys = getattr(batch, column)
         if len(keys) == 0:
             continue
-        if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
-            order = np.argsort(keys, kind="stable")
+        order, bounds = _runs(keys)
+        if order is not None:
             batch, keys = batch.take(order), keys[order]
-        starts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-        if len(starts) == len(keys) - 1:  # one row per key: row views, without slicing
+        if len(bounds) == len(keys) + 1:  # one row per key: row views, without slicing
             for value, row in zip(keys.tolist(), batch.split_rows()):
                 grouped.setdefault(value, []).append(row)
             continue
-        bounds = [0, *starts.tolist(), len(keys)]
         for value, start, stop in zip(keys[bounds[:-1]].tolist(), bounds[:-1], bounds[1:]):
             grouped.setdefault(value, []).append(batch.take(slice(start, stop)))
     return dict(sorted(grouped.items()))
+
+
+def _runs(keys: np.ndarray) -> tuple[np.ndarray | None, list[int]]:
+    """The stable order sorting the non-empty ``keys`` (None if they ascend already), and the bounds of their runs.
+
+    The runs are those of equal keys in that order: ``bounds[j]:bounds[j + 1]`` is the ``j``-th.
+    """
+    order = None
+    if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+    return order, [0, *(np.flatnonzero(keys[1:] != keys[:-1]) + 1).tolist(), len(keys)]
+
+
+def copies_by_recipient(batch: MessageBatch, replica: int) -> list[tuple[int, MessageBatch]]:
+    """The rows of ``replica`` in ``batch`` as one batch of replica 0 per recipient: (recipient, batch), ascending.
+
+    What the environment of one agent (it runs one replica) hands that agent. A recipient's batch keeps its rows'
+    order and holds immutable copies of those rows alone: no array reachable from it (through ``.base``, or its
+    payload's attributes, as a view of the routed batch or a gathered payload's ``source`` would lead) holds a row
+    delivered to another recipient or replica. Each column is gathered once for all recipients (see
+    :func:`_own_rows`).
+    """
+    rows = np.flatnonzero(batch.replica == replica)
+    if not len(rows):
+        return []
+    keys = batch.recipient[rows]
+    order, bounds = _runs(keys)
+    if order is not None:
+        rows, keys = rows[order], keys[order]
+    payload = batch.payload
+    source, at = (payload.source, payload.rows[rows]) if type(payload) is GatheredPayload else (payload, rows)
+    headers = np.zeros(len(rows), np.int64), batch.sender[rows], keys, batch.count[rows], batch.slot[rows]
+    replicas, senders, recipients, counts, slots = (_own_rows(column, bounds) for column in headers)
+    fields = {name: _own_rows(field.take(at, axis=0), bounds) for name, field in source.items()}
+    batch.layout_key()  # computed once, for every copy
+    return [
+        (
+            key,
+            batch._derived(
+                replica=replicas[j],
+                sender=senders[j],
+                recipient=recipients[j],
+                payload=FrozenDict({name: field[j] for name, field in fields.items()}),
+                count=counts[j],
+                slot=slots[j],
+            ),
+        )
+        for j, key in enumerate(keys[bounds[:-1]].tolist())
+    ]
+
+
+def _own_rows(array: np.ndarray, bounds: Sequence[int]) -> list[np.ndarray]:
+    """``array[start:stop]`` for consecutive ``bounds``, each an immutable array over bytes of those rows alone.
+
+    A column holding one value throughout tells no recipient anything of another's rows: recipients with as many rows
+    share one immutable array of it (the common count, slot or replica; one array fewer to build per recipient).
+    """
+    sizes = [stop - start for start, stop in zip(bounds[:-1], bounds[1:])]
+    if array.ndim == 1 and array[0] == array[-1] and np.count_nonzero(array != array[0]) == 0:
+        shared = {size: frozen(array[:size]) for size in set(sizes)}
+        return [shared[size] for size in sizes]
+    data, shape, dtype = array.tobytes(), array.shape[1:], array.dtype
+    row = dtype.itemsize * math.prod(shape)
+    return [
+        np.ndarray((size, *shape), dtype, data[start * row : (start + size) * row])
+        for start, size in zip(bounds, sizes)
+    ]
 
 
 def canonical_order(batches: Sequence[MessageBatch]) -> tuple[np.ndarray, np.ndarray]:

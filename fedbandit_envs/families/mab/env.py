@@ -16,6 +16,7 @@ from fedbandit_envs.core import Action, Feedback, Step, check_arm_array
 from fedbandit_envs.env_base import ProtocolParallelEnv, population_env_kwargs
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
 from fedbandit_envs.families.registry import Family, register_family
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.instances import BanditInstance
 from fedbandit_envs.observations import (
     InboxForm,
@@ -148,7 +149,16 @@ class FederatedMAB(ProtocolParallelEnv):
 
     @property
     def feedback(self) -> Feedback:
-        """The array form of the last step (for vectorised learners driving this env)."""
+        """The array form of the last step (for vectorised learners driving this env).
+
+        Its arms, rewards and partners are immutable copies: writing into the env's own arrays would rewrite
+        :meth:`state` and what the coming steps read.
+        """
+        last = self._last_feedback()
+        return Feedback(last.slot, frozen(last.arms), frozen(last.rewards), last.inbox, frozen(last.partners))
+
+    def _last_feedback(self) -> Feedback:
+        """The last step's feedback, the env's own arrays; RuntimeError before the first reset."""
         if self._feedback is None:
             raise RuntimeError("call reset() first")
         return self._feedback
@@ -195,7 +205,7 @@ class FederatedMAB(ProtocolParallelEnv):
     def _message_step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Route the pending boundary hop; the observations show the last pull and the hop's inbox."""
         inbox = self.play_phase(actions)
-        last = self.feedback
+        last = self._last_feedback()
         feedback = Feedback(last.slot, last.arms, last.rewards, inbox, last.partners)
         observations = dict(zip(self.agents, self._observations(feedback)))
         rewards = dict.fromkeys(self.agents, 0.0)
@@ -267,7 +277,7 @@ class FederatedMAB(ProtocolParallelEnv):
 
     def state(self) -> np.ndarray:
         """Global view: last arms, last rewards and cumulative pseudo-regret of every agent."""
-        fb = self.feedback
+        fb = self._last_feedback()
         return np.concatenate([fb.arms[0].astype(np.float64), fb.rewards[0], self.core.regret[0]])
 
 
