@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, overload
 
 import numpy as np
@@ -15,6 +15,8 @@ from fedbandit_envs.channel.routing import apply_hooks, check_batches, deliver, 
 from fedbandit_envs.seeding import SeedLike, SeedStreams
 from fedbandit_envs.topology import Topology
 from fedbandit_envs.validation import check_memory
+
+_ContextT = TypeVar("_ContextT", bound="AgentContext")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,10 @@ class AgentContext:
     def agent_rngs(self) -> list[np.random.Generator]:
         """One fresh Generator per replica on the algorithm's stream."""
         return [np.random.default_rng(seq) for seq in self.agent_seeds]
+
+    def of_replica(self: _ContextT, replica: int) -> _ContextT:
+        """The context of replica ``replica`` alone (B = 1): its topology and its seed stream, the rest as it is."""
+        return replace(self, topologies=(self.topologies[replica],), agent_seeds=(self.agent_seeds[replica],))
 
 
 @dataclass(slots=True)

@@ -143,7 +143,7 @@ class Agent(ABC):
 
     @abstractmethod
     def reset(self, agent_id: int, context: AgentContext, rng: np.random.Generator) -> None:
-        """Start an episode as agent ``agent_id`` (the context has replica 0's topology)."""
+        """Start an episode as agent ``agent_id`` (the context is its own replica's: one topology, B = 1)."""
 
     @abstractmethod
     def act(self, observation: Mapping[str, Any]) -> int | Mapping[str, Any]:
@@ -176,14 +176,19 @@ class PerAgentPopulation(Population[AgentContext]):
         return self.coordinator
 
     def reset(self, context: AgentContext) -> None:
-        """Build and reset M agents per replica, each on its own child of the replica's stream."""
+        """Build and reset M agents per replica, each with its replica's context and its own child of its stream.
+
+        An agent of replica b sees replica b's context alone (:meth:`AgentContext.of_replica`: its topology and
+        stream), as the same agent on the PettingZoo path sees its environment's.
+        """
         self.context = context
         self.agents = []
-        for seed in context.agent_seeds:
+        for replica, seed in enumerate(context.agent_seeds):
             children = seed.spawn(context.num_agents)
+            own = context.of_replica(replica)
             agents = [self.factory() for _ in range(context.num_agents)]
             for i, agent in enumerate(agents):
-                agent.reset(i, context, np.random.default_rng(children[i]))
+                agent.reset(i, own, np.random.default_rng(children[i]))
             self.agents.append(agents)
         b, m = context.num_replicas, context.num_agents
         self._last = Feedback(

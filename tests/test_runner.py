@@ -5,9 +5,9 @@ import pytest
 from test_bench_compare import EpsGreedy
 
 from fedbandit_envs.algorithms import make_algorithm
-from fedbandit_envs.channel import MessageBatch
+from fedbandit_envs.channel import Message, MessageBatch
 from fedbandit_envs.core import message_phases
-from fedbandit_envs.protocol import Action, PerAgentPopulation, Population
+from fedbandit_envs.protocol import Action, Agent, PerAgentPopulation, Population
 from fedbandit_envs.run import build_env, checkpoint_slots, run
 
 ENV = {"num_agents": 4, "num_arms": 6, "horizon": 120, "instance_seed": 3}
@@ -256,3 +256,27 @@ class BadLearner(Population):
 def test_a_learner_that_breaks_the_protocol_gets_an_error_naming_the_method(learner, pattern, batched):
     with pytest.raises(TypeError, match=pattern):
         run(learner, ENV, [0], checkpoints=1, batched=batched)
+
+
+class TalkToFirstNeighbour(Agent):
+    """Messages its first neighbour in the first slot, read off the topology of its context."""
+
+    def reset(self, agent_id, context, rng):
+        assert context.num_replicas == 1
+        self.agent_id = agent_id
+        neighbours = context.topologies[0].neighbours(agent_id)
+        self.neighbour = int(neighbours[0]) if len(neighbours) else None
+
+    def act(self, observation):
+        if self.neighbour is None or observation["slot"] > 0:
+            return 0
+        return {"arm": 0, "messages": [Message(self.agent_id, self.neighbour, "hi", {"x": 1.0})]}
+
+
+def test_each_agent_of_a_per_agent_population_sees_its_own_replica_s_context():
+    # Each seed draws its own random graph; an agent of replica b must see replica b's, as on the PettingZoo path.
+    env = {"num_agents": 6, "num_arms": 2, "horizon": 3, "topology": "erdos_renyi", "topology_params": {"p": 0.4}}
+    batched = run(TalkToFirstNeighbour, env, [0, 1, 2, 3], checkpoints=1, batched=True, reference=None)
+    one_by_one = run(TalkToFirstNeighbour, env, [0, 1, 2, 3], checkpoints=1, batched=False, reference=None)
+    assert [row["messages"] for row in batched.curves] == [row["messages"] for row in one_by_one.curves]
+    assert all(row["messages"] > 0 for row in batched.curves)
