@@ -182,12 +182,12 @@ class _FloodingUCB(_UCBPopulation):
     def memory_parts(self, context: AgentContext) -> dict[str, float]:
         """The flooding's agent x agent table of seen records and the copies one slot delivers, besides the rest."""
         b, m = context.num_replicas, context.num_agents
-        window = self.flood.max_age + 1
+        window = self.flood.window(context.horizon)
         forwarded = 1 + _reach(context, self.gamma - 1)  # the records an agent sends in a slot: its own and forwards
         copies = b * m * _max_degree(context) * forwarded if self.gamma else 0
         return {
             **super().memory_parts(context),
-            "flood seen table (replicas x agents x agents x window x 8 B; window: max_age + 1, by default gamma)": 8.0
+            "flood seen table (replicas x agents x agents x window x 8 B; window: min(max_age + 1, T))": 8.0
             * b
             * m
             * m
@@ -208,7 +208,7 @@ class _FloodingUCB(_UCBPopulation):
                         "graph such as topology='complete', 'ring' or 'erdos_renyi'"
                     )
         super().reset(context)
-        self.flood.reset(self.num_replicas, self.num_agents)
+        self.flood.reset(self.num_replicas, self.num_agents, context.horizon)
 
 
 # ---------------------------------------------------------------------------------------------------- interval releases

@@ -346,6 +346,20 @@ def test_bad_parameters_are_rejected(make, error, match):
         make()
 
 
+@pytest.mark.parametrize("make", [CooperativeUCB, PrivateMultiAgentUCB, ByzantineProofUCB])
+def test_a_flood_window_beyond_the_horizon_is_capped_at_it(make):
+    # no record is T slots old: a gamma or max_age past the horizon changed only the memory (2.5 GB at gamma = 3e7)
+    env = {"num_agents": 4, "num_arms": 3, "horizon": 30, "topology": "ring"}
+    keys = lambda r: [(row["seed"], row["slot"], row["agent"], row["regret"]) for row in r.agents]  # noqa: E731
+    within = keys(run(lambda: make(gamma=30), env, [0, 1], checkpoints=10))
+    for options in ({"gamma": 10**12}, {"gamma": 30, "max_age": 10**12}):
+        assert keys(run(lambda: make(**options), env, [0, 1], checkpoints=10)) == within  # noqa: B023
+    population = make(gamma=10**12)
+    context = Driver(population, topo.ring(4), 30).core.context
+    assert population.flood.ages.shape == (1, 30)
+    assert population.memory_parts(context) == make(gamma=30).memory_parts(context)
+
+
 @pytest.mark.parametrize("algorithm", ["dubey_private_ucb", "dubey_cooperative_ucb", "dubey_byzantine_ucb"])
 def test_flooding_agents_refuse_a_server_topology_by_name(algorithm):
     """On the default 'server' topology the flood's neighbours are the server, which nobody hosts: say so at reset
