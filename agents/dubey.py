@@ -95,7 +95,8 @@ def _reach(context: AgentContext, hops: int) -> int:
     """An upper bound on the other agents within ``hops`` hops of an agent (from the largest degree)."""
     degree, others = _max_degree(context), context.num_agents - 1
     reach, frontier = 0, degree
-    for _ in range(max(hops, 0)):
+    # a hop adds at least one agent (degree >= 1) or none ever (degree 0): hops beyond M - 1 change nothing
+    for _ in range(min(hops, others)):
         reach = min(others, reach + frontier)
         frontier *= max(degree - 1, 1)
         if reach == others:

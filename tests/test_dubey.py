@@ -22,6 +22,7 @@ from agents.dubey import (
     IndividualUCB1,
     PrivateMultiAgentUCB,
     _IntervalReleases,
+    _reach,
 )
 from fedbandit_envs import topology as topo
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
@@ -358,6 +359,13 @@ def test_a_flood_window_beyond_the_horizon_is_capped_at_it(make):
     context = Driver(population, topo.ring(4), 30).core.context
     assert population.flood.ages.shape == (1, 30)
     assert population.memory_parts(context) == make(gamma=30).memory_parts(context)
+
+
+def test_the_flood_reach_bound_of_an_edgeless_graph_does_not_walk_gamma_hops():
+    # the bound walked all gamma - 1 hops when no agent has a neighbour (hours for gamma = 1e12)
+    context = Driver(CooperativeUCB(gamma=0), topo.from_adjacency(np.zeros((3, 3), bool)), 5).core.context
+    assert _reach(context, 10**12) == 0
+    assert _reach(Driver(CooperativeUCB(gamma=0), topo.path(5), 5).core.context, 10**12) == 4
 
 
 @pytest.mark.parametrize("algorithm", ["dubey_private_ucb", "dubey_cooperative_ucb", "dubey_byzantine_ucb"])
