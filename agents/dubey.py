@@ -95,7 +95,8 @@ def _reach(context: AgentContext, hops: int) -> int:
     """An upper bound on the other agents within ``hops`` hops of an agent (from the largest degree)."""
     degree, others = _max_degree(context), context.num_agents - 1
     reach, frontier = 0, degree
-    for _ in range(max(hops, 0)):
+    # a hop adds at least one agent (degree >= 1) or none ever (degree 0): hops beyond M - 1 change nothing
+    for _ in range(min(hops, others)):
         reach = min(others, reach + frontier)
         frontier *= max(degree - 1, 1)
         if reach == others:
@@ -182,12 +183,12 @@ class _FloodingUCB(_UCBPopulation):
     def memory_parts(self, context: AgentContext) -> dict[str, float]:
         """The flooding's agent x agent table of seen records and the copies one slot delivers, besides the rest."""
         b, m = context.num_replicas, context.num_agents
-        window = self.flood.max_age + 1
+        window = self.flood.window(context.horizon)
         forwarded = 1 + _reach(context, self.gamma - 1)  # the records an agent sends in a slot: its own and forwards
         copies = b * m * _max_degree(context) * forwarded if self.gamma else 0
         return {
             **super().memory_parts(context),
-            "flood seen table (replicas x agents x agents x window x 8 B; window: max_age + 1, by default gamma)": 8.0
+            "flood seen table (replicas x agents x agents x window x 8 B; window: min(max_age + 1, T))": 8.0
             * b
             * m
             * m
@@ -208,7 +209,7 @@ class _FloodingUCB(_UCBPopulation):
                         "graph such as topology='complete', 'ring' or 'erdos_renyi'"
                     )
         super().reset(context)
-        self.flood.reset(self.num_replicas, self.num_agents)
+        self.flood.reset(self.num_replicas, self.num_agents, context.horizon)
 
 
 # ---------------------------------------------------------------------------------------------------- interval releases

@@ -756,6 +756,8 @@ def _positive(name: str, value: Any) -> float:
 def _threshold(name: str, value: Any) -> np.ndarray:
     """A gamma threshold (scalar or per client), checked to be >= 1 (spec D2)."""
     array = check_real_array(name, value)
+    if array.size == 0:
+        raise ValueError(f"{name} must be a scalar or one value per client, got an empty sequence {value!r}")
     if array.ndim > 1 or np.any(np.isnan(array)) or np.any(array < 1.0):
         raise ValueError(
             f"{name} must be >= 1 (a scalar or one value per client; inf = never communicate): a threshold "
@@ -851,8 +853,8 @@ class LiWangConfig(CheckedConfig):
             "norm_bound": float(self.norm_bound),
             "alpha": float(self.alpha),
             "pack_symmetric": bool(self.pack_symmetric),
-            "gamma_u": _threshold("gamma_u", self.gamma if self.gamma_u is None else self.gamma_u),
-            "gamma_d": _threshold("gamma_d", self.gamma if self.gamma_d is None else self.gamma_d),
+            "gamma_u": self._event_threshold("gamma_u"),
+            "gamma_d": self._event_threshold("gamma_d"),
             "n_am": int(self.n_am),
             "am_tol": float(self.am_tol),
         }
@@ -860,6 +862,11 @@ class LiWangConfig(CheckedConfig):
             normalised["theta_g_init"] = check_real_array("theta_g_init", self.theta_g_init)
         for name, value in normalised.items():
             object.__setattr__(self, name, value)
+
+    def _event_threshold(self, name: str) -> np.ndarray:
+        """The checked threshold ``name`` (``gamma_u`` or ``gamma_d``), or ``gamma``'s, named as given, if unset."""
+        value = getattr(self, name)
+        return _threshold("gamma", self.gamma) if value is None else _threshold(name, value)
 
 
 #: The options every Li-Wang client takes (the LinUCB side), and the event thresholds of Async-LinUCB.

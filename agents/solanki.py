@@ -95,14 +95,19 @@ LITERAL_READINGS: dict[str, dict[str, Any]] = {
 
 # ====================================================================================== helpers
 def explore_len(num_agents: int, horizon: int, zeta: float = 1.0, y: float = 1.0) -> int:
-    """Exploration rounds ``max(1, floor(3 ln(y T) / (2 n zeta^2)))`` (D-12, D-13).
+    """Exploration rounds ``max(1, floor(min(3 ln(y T) / (2 n zeta^2), T)))`` (D-12, D-13).
 
-    For T = 1e5 and zeta = 1: 17 rounds for n = 1, 2 for n = 8, 1 for n >= 10.
+    For T = 1e5 and zeta = 1: 17 rounds for n = 1, 2 for n = 8, 1 for n >= 10. Exploring longer than the horizon
+    is exploring all of it, so the length is capped at T; a small zeta (whose square may underflow to 0) gives T.
     """
     if not (zeta > 0 and y > 0):
         raise ValueError(f"zeta and y must be > 0, got zeta={zeta!r}, y={y!r}")
-    value = 3.0 * math.log(y * horizon) / (2.0 * num_agents * zeta**2)
-    return max(1, math.floor(value))
+    log_term = 3.0 * math.log(y * horizon)
+    if log_term <= 0:
+        return 1
+    spread = 2.0 * num_agents * zeta**2
+    value = log_term / spread if spread > 0 else math.inf
+    return max(1, math.floor(min(value, horizon)))
 
 
 def communication_rounds(horizon: int, t_lo: int = 200, t_hi: int = 40000, schedule: str = "pow2") -> np.ndarray:

@@ -151,6 +151,28 @@ def test_infinite_epsilon_events():
     assert acc.epsilon(0, "rdp", target_delta=1e-6) == math.inf
 
 
+@pytest.mark.parametrize("eps", [710.0, 1e6, 1e200])
+def test_huge_epsilon_events_saturate_the_advanced_bound(eps):
+    # exp(eps) overflows a float above eps ~ 709.78: the drift term is then infinite, basic composition stays exact
+    acc = PrivacyAccountant(1)
+    acc.record(0, LaplaceEvent(eps))
+    acc.record(0, TreeEvent(eps, levels=3), partition=1)
+    acc.record(0, GaussianEvent(eps, 1e-6, noise_multiplier=1.0), partition=2)
+    assert acc.epsilon(0) == 2 * eps
+    assert acc.delta(0) == 1e-6
+    assert acc.epsilon(0, "advanced", delta_prime=1e-6) == math.inf
+    assert acc.delta(0, "advanced", delta_prime=1e-6) == pytest.approx(2e-6)
+    assert acc.epsilon(0, "rdp", target_delta=1e-6) >= 2 * eps
+    assert acc.delta(0, "rdp", target_epsilon=1.0) == 1.0
+
+
+def test_advanced_composition_just_below_the_overflow_is_unchanged():
+    acc = PrivacyAccountant(1)
+    acc.record(0, LaplaceEvent(700.0))
+    expected = math.sqrt(2 * math.log(1e6) * 700.0**2) + 700.0 * math.expm1(700.0)
+    assert acc.epsilon(0, "advanced", delta_prime=1e-6) == expected
+
+
 def test_charge_raises_exactly_when_the_budget_would_be_exceeded():
     acc = PrivacyAccountant(2, budget_epsilon=1.0)
     event = LaplaceEvent(0.25)

@@ -22,6 +22,7 @@ from agents.dubey import (
     IndividualUCB1,
     PrivateMultiAgentUCB,
     _IntervalReleases,
+    _reach,
 )
 from fedbandit_envs import topology as topo
 from fedbandit_envs.families.mab.core import FederatedMABCore, MABConfig
@@ -344,6 +345,27 @@ def test_batched_replica_equals_single_pettingzoo_run(case):
 def test_bad_parameters_are_rejected(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+@pytest.mark.parametrize("make", [CooperativeUCB, PrivateMultiAgentUCB, ByzantineProofUCB])
+def test_a_flood_window_beyond_the_horizon_is_capped_at_it(make):
+    # no record is T slots old: a gamma or max_age past the horizon changed only the memory (2.5 GB at gamma = 3e7)
+    env = {"num_agents": 4, "num_arms": 3, "horizon": 30, "topology": "ring"}
+    keys = lambda r: [(row["seed"], row["slot"], row["agent"], row["regret"]) for row in r.agents]  # noqa: E731
+    within = keys(run(lambda: make(gamma=30), env, [0, 1], checkpoints=10))
+    for options in ({"gamma": 10**12}, {"gamma": 30, "max_age": 10**12}):
+        assert keys(run(lambda: make(**options), env, [0, 1], checkpoints=10)) == within  # noqa: B023
+    population = make(gamma=10**12)
+    context = Driver(population, topo.ring(4), 30).core.context
+    assert population.flood.ages.shape == (1, 30)
+    assert population.memory_parts(context) == make(gamma=30).memory_parts(context)
+
+
+def test_the_flood_reach_bound_of_an_edgeless_graph_does_not_walk_gamma_hops():
+    # the bound walked all gamma - 1 hops when no agent has a neighbour (hours for gamma = 1e12)
+    context = Driver(CooperativeUCB(gamma=0), topo.from_adjacency(np.zeros((3, 3), bool)), 5).core.context
+    assert _reach(context, 10**12) == 0
+    assert _reach(Driver(CooperativeUCB(gamma=0), topo.path(5), 5).core.context, 10**12) == 4
 
 
 @pytest.mark.parametrize("algorithm", ["dubey_private_ucb", "dubey_cooperative_ucb", "dubey_byzantine_ucb"])

@@ -176,8 +176,13 @@ def test_bad_adversary_input():
         ByzantineAgents(env, contam_eps=0.1, mode="sink")
     with pytest.raises(TypeError, match="q must be"):
         ByzantineAgents(env, contam_eps=0.1, q=3.0)
-    with pytest.raises(TypeError, match="fields must be"):
-        ByzantineAgents(env, contam_eps=0.1, fields="reward")
+    for fields in ("reward", 5, 2.5, None):
+        with pytest.raises(TypeError, match=r"fields must be an iterable of names, e\.g\. \('reward',\)"):
+            ByzantineAgents(env, contam_eps=0.1, fields=fields)
+    with pytest.raises(TypeError, match="fields must be a non-empty sequence"):
+        ByzantineAgents(env, contam_eps=0.1, fields=[])
+    with pytest.raises(TypeError, match="each of fields must be a non-empty string"):
+        ByzantineAgents(env, contam_eps=0.1, fields=["reward", 3])
     with pytest.raises(TypeError, match="wraps a fedbandit environment"):
         ByzantineAgents(object(), contam_eps=0.1)
     bad_q = ByzantineAgents(

@@ -90,6 +90,22 @@ def test_accuracy_schedules_and_participants():
     assert epoch_plan(3, 50, 100, 10**5, None, 2, 0.5, 100).samples == 101
 
 
+def test_an_epoch_longer_than_the_horizon_is_capped_at_it():
+    # D8 truncates an epoch at T: n_r <= T, also where a tiny epsilon makes S*(r) overflow int64 or a float
+    for eps in (1e-20, 1e-300):
+        plan = epoch_plan(1, 3, 3, 30, eps, 3, 0.5, 5)
+        assert plan.term2 > 2**63 and (plan.samples, plan.pulls) == (35, 30)
+    uncapped = epoch_plan(1, 3, 3, 10**6, 1e-3, 3, 0.5, 0)
+    assert uncapped.pulls == math.ceil(uncapped.term2) < 10**6
+
+
+@pytest.mark.parametrize("name", ["cdp_mab", "ddp_mab", "hdp_mab"])
+def test_a_tiny_epsilon_explores_to_the_horizon(name):
+    env = {"num_agents": 3, "num_arms": 3, "horizon": 30, "topology": "complete" if name == "ddp_mab" else "server"}
+    tiny, small = (plain_run(lambda eps=eps: make_algorithm(name, epsilon=eps), env, [0]) for eps in (1e-300, 1e-12))
+    assert tiny.curves[-1]["group_regret"] == small.curves[-1]["group_regret"]
+
+
 def test_elimination_keeps_the_argmax_and_shrinks():
     rng = np.random.default_rng(0)
     for _ in range(200):

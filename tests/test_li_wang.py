@@ -28,6 +28,7 @@ from agents.li_wang import (
     sync_threshold,
     table1_bounds,
 )
+from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.core import Phase, Step, message_phases
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
@@ -444,12 +445,21 @@ def test_theory_upper_counts_travel_with_messages():
 
 
 # ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("name", ["gamma", "gamma_u", "gamma_d"])
+def test_an_empty_threshold_sequence_is_refused_at_construction(name):
+    # it was accepted and failed only when the run started ("gamma_d has 0 values")
+    with pytest.raises(ValueError, match=f"^{name} must be a scalar or one value per client, got an empty"):
+        make_algorithm("async_linucb", **{name: []})
+    with pytest.raises(ValueError, match=f"^{name} must be a scalar or one value per client, got an empty"):
+        AsyncLinUCBAM(**{name: ()})
+
+
 def test_bad_thresholds_and_parameters():
-    with pytest.raises(ValueError, match="gamma_u must be >= 1"):
+    with pytest.raises(ValueError, match="gamma must be >= 1"):
         AsyncLinUCB(gamma=0.5)
     with pytest.raises(ValueError, match="gamma_d must be >= 1"):
         AsyncLinUCB(gamma_d=[1.0, 0.9])
-    with pytest.raises(ValueError, match="gamma_u must be >= 1"):
+    with pytest.raises(ValueError, match="gamma must be >= 1"):
         AsyncLinUCBAM(gamma=float("nan"))
     with pytest.raises(ValueError, match="threshold must be >= 0"):
         SyncLinUCB(threshold=-1.0)

@@ -1,5 +1,6 @@
 """FCB / P-FCB reference agents (solanki-pfcb): exact schedule, budget, noise and accounting; invariants; paths."""
 
+import functools
 import math
 from types import SimpleNamespace
 
@@ -22,6 +23,7 @@ from agents.solanki import (
     pair_delta,
     schedule_epsilons,
 )
+from fedbandit_envs.algorithms import make_algorithm
 from fedbandit_envs.bench.catalogue.solanki import frr_non_increasing, regret_falls_with_n
 from fedbandit_envs.core import Action, ObservedRecords, Phase, message_phases
 from fedbandit_envs.families.procurement.env import (
@@ -73,6 +75,20 @@ def feed(population, slot, units, successes):
 def test_explore_len_values():
     assert [explore_len(n, 100_000) for n in (1, 8, 10, 40)] == [17, 2, 1, 1]
     assert [explore_len(n, 100_000, zeta=0.1) for n in (1, 8, 10)] == [1726, 215, 172]
+
+
+def test_explore_len_is_capped_at_the_horizon():
+    # exploring longer than T is exploring all of it; zeta**2 overflows the quotient (1e-160) or underflows (1e-200)
+    assert [explore_len(1, 300, zeta=z) for z in (0.05, 1e-100, 1e-160, 1e-200, 5e-324)] == [300] * 5
+    assert explore_len(1, 300, zeta=0.2) == math.floor(3 * math.log(300) / (2 * 0.2**2)) == 213
+    assert explore_len(1, 1, zeta=1e-200) == explore_len(3, 10, zeta=1e-200, y=0.01) == 1  # ln(y T) <= 0
+
+
+@pytest.mark.parametrize("name", ["solanki_nf", "solanki_fcb", "solanki_fcb_sync", "solanki_pfcb"])
+def test_a_tiny_zeta_explores_the_whole_horizon(name):
+    env = {"env": "procurement", "num_agents": 3, "num_producers": 4, "horizon": 30}
+    tiny, small = (run(functools.partial(make_algorithm, name, zeta=zeta), env, [0]).curves for zeta in (1e-200, 1e-3))
+    assert tiny[-1]["group_regret"] == small[-1]["group_regret"]
 
 
 def test_communication_rounds():

@@ -431,7 +431,7 @@ class ByzantineAdversary(_Hook):
             raise TypeError(
                 f"q must be PointMass, Uniform, Normal or a callable q(field, arm, true_value, rng), got {q!r}"
             )
-        if isinstance(fields, str) or not fields or not all(isinstance(f, str) and f for f in fields):
+        if not check_names("fields", fields, "('reward',)"):
             raise TypeError(f"fields must be a non-empty sequence of payload field names, got {fields!r}")
         self.fields = tuple(fields)
         self.kinds = None if kinds is None else check_names("kinds", kinds)

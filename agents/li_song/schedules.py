@@ -92,8 +92,8 @@ class EpochPlan:
         accuracy: the target accuracy Delta~_r.
         term1: the Hoeffding argument 8 L1 / (n_agg Delta~^2) of the max in S*(r).
         term2: the privacy argument 8 r sqrt(2 L2) / (n_agg^1.5 epsilon Delta~) (0 when non-private).
-        samples: S(r), cumulative pulls of each active arm per agent after the epoch.
-        pulls: n_r = S(r) - S(r-1) >= 1, pulls of each active arm per agent in the epoch.
+        samples: S(r), cumulative pulls of each active arm per agent after the epoch (at most S(r-1) + T).
+        pulls: n_r = S(r) - S(r-1) in [1, T], pulls of each active arm per agent in the epoch.
         radius: C(r), the confidence radius of the elimination.
         noise_scale: b_r = 1 / (n_agg epsilon n_r), the Laplace scale of an epoch mean (0 when non-private).
     """
@@ -124,7 +124,7 @@ def epoch_plan(
     accuracy: float,
     previous_samples: int,
 ) -> EpochPlan:
-    """S(r), n_r, C(r) and b_r of round ``r`` (spec section 2.0, D1 natural log, D2 integer S).
+    """S(r), n_r, C(r) and b_r of round ``r`` (spec section 2.0, D1 natural log, D2 integer S, D8 n_r <= T).
 
     Args:
         r: the round (1-based).
@@ -140,7 +140,9 @@ def epoch_plan(
     log2 = math.log(8.0 * num_arms * r * r * horizon)
     term1 = 8.0 * log1 / (n_agg * accuracy * accuracy)
     term2 = 0.0 if epsilon is None else 8.0 * r * math.sqrt(2.0 * log2) / (n_agg**1.5 * epsilon * accuracy)
-    samples = max(math.ceil(max(term1, term2)), previous_samples + 1)
+    # D8 truncates an epoch at T, so an epoch of more than T pulls per arm runs the same as one of T; the cap keeps
+    # the slot counts finite (and within int64) for a tiny epsilon
+    samples = max(math.ceil(min(max(term1, term2), float(previous_samples + horizon))), previous_samples + 1)
     pulls = samples - previous_samples
     radius = math.sqrt(log1 / (2.0 * n_agg * samples))
     if epsilon is not None:

@@ -30,6 +30,8 @@ ledger's scalar and byte counts are exact (no padding).
 **Bounded memory.** ``seen`` is a ring buffer over creation slots of width ``max_age + 1``: a copy older than
 ``max_age`` slots on arrival is discarded and counted as ``expired``. On an ideal channel no copy is older than
 ``gamma - 1`` slots (the default); raise ``max_age`` when links add latency (channel latency or a delay wrapper).
+Given the horizon T, the width is at most T: no record created in the episode is T slots old, so a larger
+``gamma`` or ``max_age`` changes nothing but the memory.
 """
 
 from __future__ import annotations
@@ -128,12 +130,22 @@ class TTLFlooding:
         self.privacy = privacy
 
     # ------------------------------------------------------------------ episode
-    def reset(self, num_replicas: int, num_agents: int) -> None:
-        """Forget every record; zero the statistics."""
+    def window(self, horizon: int | None = None) -> int:
+        """Creation slots spanned by the ``seen`` ring buffer: ``max_age + 1``, at most ``horizon`` when given."""
+        return self.max_age + 1 if horizon is None else min(self.max_age + 1, check_int("horizon", horizon, 1))
+
+    def reset(self, num_replicas: int, num_agents: int, horizon: int | None = None) -> None:
+        """Forget every record; zero the statistics.
+
+        Args:
+            num_replicas: B.
+            num_agents: M.
+            horizon: slots of the episode, if known; it caps the ``seen`` window (see :meth:`window`).
+        """
         b = check_int("num_replicas", num_replicas, 1)
         m = check_int("num_agents", num_agents, 1)
         self.num_replicas, self.num_agents = b, m
-        self._window = self.max_age + 1
+        self._window = self.window(horizon)
         self._seen = np.full(b * m * m * self._window, -1, np.int64)
         self._queue: FloodRecords | None = None
         self._own_slot = -1  # the last slot with own records
@@ -151,7 +163,7 @@ class TTLFlooding:
         self.duplicates = np.zeros((b, m), np.int64)
         #: (B, M) copies discarded because they were older than ``max_age`` on arrival.
         self.expired = np.zeros((b, m), np.int64)
-        #: (B, max_age + 1) first receipts by age (arrival slot - creation slot); age = hop distance - 1.
+        #: (B, window) first receipts by age (arrival slot - creation slot); age = hop distance - 1.
         self.ages = np.zeros((b, self._window), np.int64)
 
     # ------------------------------------------------------------------ sending

@@ -23,7 +23,8 @@ Composition methods (per key merged with the default key's events, then the maxi
       eps' = sqrt(2 ln(1/delta') * sum(eps_j**2)) + sum(eps_j * (exp(eps_j) - 1)),   delta = sum(delta_j) + delta'
 
   With k events of equal ``eps`` this is the textbook ``sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``. The value is
-  reported as is (it can exceed the basic total for a few events).
+  reported as is (it can exceed the basic total for a few events); it is ``inf`` once an ``eps_j`` is so large (above
+  about 709.78) that ``e^eps_j`` overflows a float.
 * ``"rdp"`` / ``"pld"``: numerical accounting with ``dp_accounting`` (``RdpAccountant`` / ``PLDAccountant``). Laplace
   events become ``LaplaceDpEvent(1/eps)``, Gaussian events ``GaussianDpEvent(noise_multiplier)``, a tree event over
   ``L`` levels ``SelfComposedDpEvent(LaplaceDpEvent(L/eps), L)`` (a record sits in at most ``L`` Laplace nodes).
@@ -214,6 +215,17 @@ PrivacyEvent = LaplaceEvent | GaussianEvent | TreeEvent | DeclaredEvent
 _EVENT_TYPES = (LaplaceEvent, GaussianEvent, TreeEvent, DeclaredEvent)
 
 
+def _drift(eps: float) -> float:
+    """The advanced-composition drift ``eps * (exp(eps) - 1)`` of one event, ``math.inf`` once ``exp`` overflows.
+
+    ``math.expm1`` raises OverflowError above ``eps`` ~ 709.78 instead of returning inf; the bound is infinite there.
+    """
+    try:
+        return eps * math.expm1(eps)
+    except OverflowError:
+        return math.inf
+
+
 class _KeyState:
     """Running sums of the events of one (agent, partition key)."""
 
@@ -232,7 +244,7 @@ class _KeyState:
         self.eps_sum += eps
         self.delta_sum += event.delta
         self.eps_sq_sum += eps * eps
-        self.eps_drift_sum += eps * math.expm1(eps)
+        self.eps_drift_sum += _drift(eps)
         self.n_events += 1
         self.counts[event] = self.counts.get(event, 0) + 1
 
