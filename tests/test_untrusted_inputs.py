@@ -589,3 +589,36 @@ def test_remembered_row_size_verdicts_equal_the_reference() -> None:
     with reference_mode():
         assert verdicts() == fast
     assert None in fast and any(verdict is not None for verdict in fast)
+
+
+class _GossipAlongEdges(Population):
+    """Sends a row along every gossip edge of each slot and keeps the partners and the delivered batches it got."""
+
+    families = ("mab",)
+
+    def reset(self, context):
+        self.shape = (context.num_replicas, context.num_agents)
+        self.partners, self.inboxes = [], []
+
+    def act(self, step):
+        self.partners.append(step.partners)
+        replica, sender = np.nonzero(np.asarray(step.partners) >= 0)
+        recipient = np.asarray(step.partners)[replica, sender]
+        batch = MessageBatch("theta", replica, sender, recipient, {"v": np.ones(len(replica))})
+        return Action(np.zeros(self.shape, np.int64), [batch])
+
+    def observe(self, feedback):
+        self.inboxes.append(feedback.inbox)
+
+
+def test_a_learner_reaches_only_the_current_slot_s_gossip_edges():
+    # The channel draws the gossip edges of a block of slots at once; a view of the block (the partners of a step, the
+    # header of a batch sent along the edges) would show the edges of the slots to come.
+    learner = _GossipAlongEdges()
+    env = {"num_agents": 4, "num_arms": 3, "horizon": 12, "topology": "ring", "gossip": "uniform_edge"}
+    run(lambda: learner, env, [0, 1], checkpoints=1, batched=True, reference=None)
+    b, m = learner.shape
+    assert all(array.size <= b * m for partners in learner.partners for array in _reachable(partners))
+    delivered = [batch for inbox in learner.inboxes for batch in inbox]
+    edges = [column for batch in delivered for column in (batch.sender, batch.recipient)]  # slot stamps: public
+    assert edges and all(array.size <= 2 * b for column in edges for array in _reachable(column))

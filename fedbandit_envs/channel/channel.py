@@ -269,7 +269,7 @@ class Channel:
             partners[slots, replicas, second] = first
             self._gossip_partners = frozen(partners)
             self._draw_gossip_headers(first, second)
-        partners = self._gossip_partners[self._gossip_offset]
+        partners = frozen(self._gossip_partners[self._gossip_offset])  # this slot's alone: a view would show the block
         self._gossip_slot = self._gossip_offset
         self._gossip_serial += 1
         self._gossip_offset += 1
@@ -301,14 +301,15 @@ class Channel:
     def _gossip_plan_of(self, key: tuple) -> _HeaderPlan | None:
         """The plan of the gossip header of the slot sampled last, if ``key`` is that header's key (else None).
 
-        The plan holds the channel's own immutable header arrays (slices of the block's) and is built once per slot.
+        The plan holds immutable copies of the slot's rows of the block's header arrays and is built once per slot.
         """
         if self._gossip_slot < 0:  # no gossip, or the last slot's edges were drawn alone (reference mode)
             return None
         kept = self._gossip_plan
         if kept is None or kept[0] != self._gossip_serial:
             lo, hi = self._gossip_bounds[self._gossip_slot], self._gossip_bounds[self._gossip_slot + 1]
-            replica, sender, recipient = (array[lo:hi] for array in self._gossip_headers)
+            # copies of this slot's rows alone: delivered batches carry them, and a view would show the block's edges
+            replica, sender, recipient = (frozen(array[lo:hi]) for array in self._gossip_headers)
             header = replica, sender, recipient
             keys = tuple(array.tobytes() for array in header)
             kept = self._gossip_plan = (self._gossip_serial, keys, _HeaderPlan.of_gossip_edges(header))
