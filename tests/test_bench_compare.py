@@ -7,11 +7,13 @@ import pytest
 
 from fedbandit_envs.bench.compare import compare, resolve_agent
 from fedbandit_envs.bench.leaderboard import leaderboard
+from fedbandit_envs.bench.scenarios import get
 from fedbandit_envs.bench.store import load_results
 from fedbandit_envs.bench.sweep import run_sweep
 from fedbandit_envs.cli import main
+from fedbandit_envs.core import Action
 from fedbandit_envs.protocol import Agent, Population
-from fedbandit_envs.run import Results
+from fedbandit_envs.run import Results, run
 
 SMALL = {"horizon": 100, "seeds": 2, "checkpoints": 4}
 
@@ -246,3 +248,32 @@ def test_cli_run_imports_a_learner_from_the_working_directory(tmp_path):
     done = subprocess.run(command, cwd=tmp_path / "project", env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "results.csv").read_text().count("EpsGreedy") == 2 * 20  # 2 seeds x 20 checkpoints
+
+
+class PoolingUCB(Population):
+    """UCB1 on the rewards of every replica it is shown: on a batched run, it pools the seeds (a cheat)."""
+
+    families = ("mab",)
+    supports_batching = True
+
+    def reset(self, context):
+        self.shape = (context.num_replicas, context.num_agents)
+        self.counts, self.sums = np.zeros(context.num_arms), np.zeros(context.num_arms)
+
+    def act(self, step):
+        safe = np.maximum(self.counts, 1)
+        index = self.sums / safe + np.sqrt(2 * np.log(step.slot + 2) / safe) + 1e9 * (self.counts == 0)
+        return Action(np.full(self.shape, int(np.argmax(index)), np.int64))
+
+    def observe(self, feedback):
+        np.add.at(self.counts, feedback.arms.ravel(), 1)
+        np.add.at(self.sums, feedback.arms.ravel(), feedback.rewards.ravel())
+
+
+def test_compare_plays_the_learner_one_seed_per_population_so_it_cannot_pool_seeds():
+    comparison = compare(PoolingUCB, "suite/baselines", overrides={**SMALL, "seeds": 4})
+    played = [row["group_regret"] for row in comparison.results.curves if row["algorithm"] == "PoolingUCB"]
+    env = {**get("suite/baselines").env_kwargs, "horizon": SMALL["horizon"]}
+    alone = run(PoolingUCB, env, range(4), checkpoints=SMALL["checkpoints"], batched=False, reference=None)
+    pooled = run(PoolingUCB, env, range(4), checkpoints=SMALL["checkpoints"], batched=True, reference=None)
+    assert played == alone.column("group_regret").tolist() != pooled.column("group_regret").tolist()

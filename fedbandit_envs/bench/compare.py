@@ -9,7 +9,8 @@ Python equivalent of ``fedbandit compare --agent mypkg.module:MyAlgorithm --scen
 
 The learner is added to the scenario's algorithms and the scenario is swept as usual (same points,
 seeds, checkpoints, cost model and wrappers), so every algorithm meets the same instances and
-reward draws. A learner is a population (vectorised: any class with ``reset``, ``act`` and
+reward draws. The learner is played with one population per seed (:class:`OneSeedPerPopulation`), so it
+cannot pool the seeds of a batched run. A learner is a population (vectorised: any class with ``reset``, ``act`` and
 ``observe``, and ``make_coordinator`` for the ``FederatedMAB`` runner, as ``fedbandit_envs.protocol.Population``)
 or an ``fedbandit_envs.protocol.Agent`` (one object per agent, wrapped in ``PerAgentPopulation`` automatically),
 given as ``"module:Class"`` or as the class.
@@ -37,7 +38,7 @@ from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
 from fedbandit_envs.bench.store import load_config, load_results
 from fedbandit_envs.bench.sweep import SweepSummary, run_sweep
 from fedbandit_envs.bench.tables import markdown_table
-from fedbandit_envs.protocol import PROTOCOL_HELP, Agent, PerAgentPopulation, check_population
+from fedbandit_envs.protocol import PROTOCOL_HELP, Agent, PerAgentPopulation, check_population, make_population
 from fedbandit_envs.run import Results
 from fedbandit_envs.run.loop import DEFAULT_FAMILY
 from fedbandit_envs.seeding import SeedsLike
@@ -98,6 +99,46 @@ def play_on_scenario_family(spec: AlgorithmSpec, scenario: Scenario) -> Algorith
         )
     kwargs = {"learner": spec.path, "family": family, **spec.kwargs}
     return AlgorithmSpec(f"{__name__}:on_family", kwargs, shown_as=spec.name)
+
+
+class OneSeedPerPopulation:
+    """The learner under test, played with one population per seed: never batched, so it cannot pool seeds.
+
+    A batched population plays every seed of a run at once, as the replicas of one core, and sees all of them: a
+    learner that pooled their rewards would learn several times as fast as it may (on a scenario's fixed instance,
+    the same arms). :func:`compare` therefore plays the learner through the PettingZoo path, a fresh population per
+    seed (each seed's results are those of the batched path, so the reference agents, played batched, meet it on
+    equal terms). ``supports_batching`` is this wrapper's, whatever the learner declares; every other attribute
+    is the learner's.
+    """
+
+    supports_batching = False
+
+    def __init__(self, learner: Any) -> None:
+        self.learner = learner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "learner":  # not set yet (a copy being built): no learner to ask
+            raise AttributeError(name)
+        return getattr(self.learner, name)
+
+
+def played_alone(played: str, **kwargs: Any) -> OneSeedPerPopulation:
+    """The population of ``played`` (a path, as :func:`resolve_agent` gives it) built with ``kwargs``, one per seed.
+
+    See :class:`OneSeedPerPopulation`.
+    """
+    return OneSeedPerPopulation(make_population(played, **kwargs))
+
+
+def one_seed_per_population(spec: AlgorithmSpec) -> AlgorithmSpec:
+    """The learner's spec played through :func:`played_alone` (its keywords must not use the name ``played``)."""
+    if "played" in spec.kwargs:
+        raise ValueError(
+            f"the learner {spec.name} is compared through {__name__}.played_alone, whose keyword "
+            "'played' its own keywords must not use; rename it"
+        )
+    return AlgorithmSpec(f"{__name__}:played_alone", {"played": spec.path, **spec.kwargs}, shown_as=spec.name)
 
 
 def add_import_paths(directories: Sequence[str | Path]) -> list[str]:
@@ -248,7 +289,7 @@ def compare(
     label = label or (agent.__name__ if isinstance(agent, type) else agent.rpartition(":")[2])
     if label in base.algorithms:
         raise ValueError(f"label {label!r} is already an algorithm of {base.name!r}; pass another label")
-    spec = play_on_scenario_family(spec, resolve_scenario(base, scale, overrides, seeds))
+    spec = one_seed_per_population(play_on_scenario_family(spec, resolve_scenario(base, scale, overrides, seeds)))
     extended = replace(base, algorithms={**base.algorithms, label: spec})
     resolve_scenario(extended, scale, overrides, seeds)  # validate before creating any directory
     with tempfile.TemporaryDirectory(prefix="fedbandit-compare-") as scratch:
