@@ -23,7 +23,7 @@ from agents.li_song import (
     target_accuracy,
 )
 from agents.li_song.engine import COMMUNICATE, aggregate_values
-from agents.li_song.schedules import eliminate
+from agents.li_song.schedules import algorithm_epsilon, eliminate
 from fedbandit_envs.algorithms import make_algorithm, registered_algorithms
 from fedbandit_envs.bench import names
 from fedbandit_envs.core import message_phases
@@ -193,6 +193,12 @@ def test_strict_calibration_uses_epsilon_over_n_agg():
     residual = ((core.coordinator.totals[0] / expected.pulls - xhat) * 2.0 * expected.pulls).ravel()
     assert stats.kstest(residual, "laplace").pvalue > 0.001
     assert np.all(core.message_hooks[0].epsilon_spent()[0] == 2.0)
+
+
+def test_a_strict_epsilon_that_underflows_among_the_agents_is_refused():
+    assert algorithm_epsilon(5e-324, "paper", 4) == 5e-324
+    with pytest.raises(ValueError, match=r"divided among 4 agents .* is 0\.0"):
+        algorithm_epsilon(5e-324, "strict", 4)
 
 
 def test_without_noise_ybar_is_the_non_private_mean():

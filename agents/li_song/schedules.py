@@ -79,7 +79,11 @@ def algorithm_epsilon(epsilon: float | None, calibration: str, n_agg: int) -> fl
     epsilon = check_epsilon(epsilon)
     if epsilon is None:
         return None
-    return epsilon if calibration == "paper" else epsilon / n_agg
+    if calibration == "paper":
+        return epsilon
+    if epsilon / n_agg == 0.0:
+        raise ValueError(f"epsilon {epsilon!r} divided among {n_agg} agents (privacy_calibration='strict') is 0.0")
+    return epsilon / n_agg
 
 
 @dataclass(frozen=True)
