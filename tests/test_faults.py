@@ -18,6 +18,7 @@ from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.run import run
 from wrappers.faults import (
     ATTACK_FIELDS,
+    ByzantineAdversary,
     ByzantineAgents,
     FaultInactiveError,
     FaultInactiveWarning,
@@ -156,6 +157,13 @@ def test_a_silent_adversary_changes_nothing():
     wrapped = run(make, env, [1, 2], checkpoints=8, wrappers=[lambda e: ByzantineAgents(e, contam_eps=0.0)])
     keys = ("group_regret", "messages", "bytes")
     assert [[r[k] for k in keys] for r in plain.curves] == [[r[k] for k in keys] for r in wrapped.curves]
+
+
+def test_byzantine_fields_keep_one_order_in_every_process():
+    # corruption draws follow the fields' order: a set's is its strings' hashes' (PYTHONHASHSEED), so it is sorted,
+    # and a generator is read once for both the check and the fields kept
+    assert ByzantineAdversary(0.1, fields={"sum", "reward", "count"}).fields == ("count", "reward", "sum")
+    assert ByzantineAdversary(0.1, fields=(name for name in ("sum", "reward"))).fields == ("sum", "reward")
 
 
 def test_bad_adversary_input():

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -431,9 +431,12 @@ class ByzantineAdversary(_Hook):
             raise TypeError(
                 f"q must be PointMass, Uniform, Normal or a callable q(field, arm, true_value, rng), got {q!r}"
             )
+        if isinstance(fields, Iterator):  # read once: checked and kept from the same list
+            fields = list(fields)
         if not check_names("fields", fields, "('reward',)"):
             raise TypeError(f"fields must be a non-empty sequence of payload field names, got {fields!r}")
-        self.fields = tuple(fields)
+        # corruption draws follow this order: a set's iteration order is its strings' hashes', so it is sorted
+        self.fields = tuple(sorted(fields)) if isinstance(fields, set | frozenset) else tuple(fields)
         self.kinds = None if kinds is None else check_names("kinds", kinds)
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
