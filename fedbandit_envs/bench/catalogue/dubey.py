@@ -498,10 +498,11 @@ RC5_STRICT = dubey_scenario(
             for e in STRICT_CONTAMINATION
         ),
         RC5_STRICT_PASS_RATES,
-        "0:240 in blocks of 24",
+        "0:480 in blocks of 48",
     ),
-    # 8 trials give p = 0.047 at contam_eps = 0.05 (seeds 0-7): the CI twin runs 24
-    ci_seeds=24,
+    # 8 trials give p = 0.047 at contam_eps = 0.05 (seeds 0-7); 24 held in 9 of 10 blocks until the agents' own seed
+    # streams changed (one-way, 2026-11-28), then in 8 (p = 0.11 on seeds 0-23): the CI twin runs 48 (9 of 10)
+    ci_seeds=48,
     sweep={"alg.eps_alg": [0.0, *STRICT_CONTAMINATION], "wrapper.contam_eps": [0.0, *STRICT_CONTAMINATION]},
     exclude=tuple(
         {"alg.eps_alg": a, "wrapper.contam_eps": c}
