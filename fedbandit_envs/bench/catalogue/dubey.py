@@ -303,19 +303,21 @@ def dubey_scenario(
 
 
 # Pass rates of the CI claims over 10 disjoint blocks of seeds (benchmarks/claim_pass_rates.py; claim -> (passed,
-# blocks)). RC-3 at dp_eps = 1 failed on block 8 (seeds 96-107, p = 0.077); RC-5 strict at 0.05 on block 7 (p = 0.16).
+# blocks)), measured again after the agents' own seed streams changed (one-way, 2026-11-28 evening): RC-5 failed on
+# block 9 (seeds 72-79); RC-5 strict at 0.05 (48 seeds a block) on block 6. (Before: RC-3 at dp_eps = 1 failed on
+# block 8, RC-5 strict at 0.05 with 24 seeds a block on block 7.)
 FIG1A_PASS_RATES = {
     **{f"rc1_beats_{b}_eps{e}": (10, 10) for b in ("ucb1", "dp_ucb_int") for e in ("0.1", "1")},
     "rc2_price_of_privacy_eps0.1": (10, 10),
     "rc2_price_of_privacy_eps1": (10, 10),
     "rc3_dp_ucb_int_worst_eps0.1": (10, 10),
-    "rc3_dp_ucb_int_worst_eps1": (9, 10),
+    "rc3_dp_ucb_int_worst_eps1": (10, 10),
     "rc8_exploration_eps0.1": (10, 10),
     "rc8_exploration_eps1": (10, 10),
 }
 FIG1B_PASS_RATES = {
     "rc4_cooperation_helps": (10, 10),
-    "rc5_contamination_costs_little": (10, 10),
+    "rc5_contamination_costs_little": (9, 10),
     "rc8_exploration": (10, 10),
 }
 FIG1C_LABELS = ("private_ucb_eps1", "byzantine_ucb")
