@@ -267,7 +267,7 @@ class Channel:
             first, second = pairs[..., 0].T, pairs[..., 1].T
             partners[slots, replicas, first] = second
             partners[slots, replicas, second] = first
-            self._gossip_partners = frozen(partners)
+            self._gossip_partners = partners  # the channel's own: a slot hands out a copy of its rows
             self._draw_gossip_headers(first, second)
         partners = frozen(self._gossip_partners[self._gossip_offset])  # this slot's alone: a view would show the block
         self._gossip_slot = self._gossip_offset
@@ -281,7 +281,8 @@ class Channel:
         Slot r's header (rows ``_gossip_bounds[r]:_gossip_bounds[r + 1]``) has one row per agent on a gossip edge,
         in the order of the flat index b * M + i, from the agent to its partner: the header of a batch that each
         such agent sends to its partner (e.g. Zhu's ``theta``). Gossip edges are edges of the topology, so a batch
-        with this header needs no check (:meth:`_kept_plan`). Immutable arrays; none if an edge were a loop.
+        with this header needs no check (:meth:`_kept_plan`). The channel's own arrays (a slot's plan holds
+        immutable copies of its rows, :meth:`_gossip_plan_of`); none if an edge were a loop.
         """
         size, b = first.shape
         if (first == second).any():  # never (a topology has no loops), but then the headers would not be these
@@ -293,8 +294,8 @@ class Channel:
             replica = frozen(np.broadcast_to(np.arange(b)[:, None], (size, b, 2)).reshape(-1))
         self._gossip_headers = (
             replica,
-            frozen(np.stack([low, high], axis=2).reshape(-1)),
-            frozen(np.stack([high, low], axis=2).reshape(-1)),
+            np.stack([low, high], axis=2).reshape(-1),
+            np.stack([high, low], axis=2).reshape(-1),
         )
         self._gossip_bounds = np.arange(size + 1) * (2 * b)
 
