@@ -28,12 +28,15 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import os
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from fedbandit_envs.validation import check_keywords
@@ -175,8 +178,10 @@ def load_object(path: str) -> Any:
     """Import ``"package.module:attribute"``.
 
     Raises:
-        ValueError: ``path`` is not of that form, names a module that does not exist, or an attribute the module
-            does not have (a module that exists but fails to import raises its own error, e.g. a missing dependency).
+        ValueError: ``path`` is not of that form, names a module that does not exist (the message lists the folders
+            searched and how to make the module importable), or an attribute the module does not have (the message
+            lists the module's public names). A module that exists but fails to import raises its own error, e.g. a
+            missing dependency.
     """
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:
@@ -186,9 +191,17 @@ def load_object(path: str) -> Any:
     except ModuleNotFoundError as error:
         if error.name is None or not (module_name + ".").startswith(error.name + "."):
             raise
-        raise ValueError(f"cannot import {path!r}: there is no module {error.name!r}") from error
+        searched = [entry or os.getcwd() for entry in sys.path if Path(entry or ".").is_dir()]
+        raise ValueError(
+            f"cannot import module {module_name!r} of {path!r}: there is no module {error.name!r}; searched "
+            f"{searched}. Make it importable: run from the directory that contains it, add that directory to "
+            "PYTHONPATH (or pass it to the CLI's --path), or pip install your package"
+        ) from error
     if not hasattr(module, attribute):
-        raise ValueError(f"cannot import {path!r}: module {module_name!r} has no attribute {attribute!r}")
+        public = sorted(name for name in vars(module) if not name.startswith("_"))
+        raise ValueError(
+            f"cannot import {path!r}: module {module_name!r} has no attribute {attribute!r}; it defines {public}"
+        )
     return getattr(module, attribute)
 
 

@@ -84,7 +84,7 @@ def test_compare_reuses_stored_reference_runs(tmp_path):
     [
         ("no_such_module_xyz:Learner", {}, ValueError, "cannot import module 'no_such_module_xyz'.*PYTHONPATH"),
         ("agents.baselines:NoSuchClass", {}, ValueError, "has no attribute 'NoSuchClass'.*IndependentUCB1"),
-        ("agents.baselines", {}, ValueError, "package.module:Class"),
+        ("agents.baselines", {}, ValueError, "package.module:Attribute"),
         (f"{__name__}:NotALearner", {}, TypeError, "does not implement the protocol.*'reset', 'act', 'observe'"),
         (f"{__name__}:HalfPopulation", {}, TypeError, "does not implement the protocol.*abstract"),
         (f"{__name__}:EpsGreedy", {"temperature": 1}, ValueError, "cannot build .*EpsGreedy with keywords"),

@@ -20,7 +20,6 @@ into the same directory) are reused.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import tempfile
@@ -167,26 +166,6 @@ def add_import_paths(directories: Sequence[str | Path]) -> list[str]:
     return added
 
 
-def _import(path: str) -> Any:
-    """``load_object(path)`` with errors that say how to fix the path and where it was searched."""
-    module, _, attribute = path.partition(":")
-    if not module or not attribute:
-        raise ValueError(f"agent must look like 'package.module:Class', got {path!r}")
-    try:
-        imported = importlib.import_module(module)
-    except ImportError as error:
-        searched = [entry or os.getcwd() for entry in sys.path if Path(entry or ".").is_dir()]
-        raise ValueError(
-            f"cannot import module {module!r} of agent {path!r} ({error}); searched {searched}. Make it "
-            "importable: run from the directory that contains it, pass that directory with --path (or add it "
-            "to PYTHONPATH), or pip install your package"
-        ) from error
-    if not hasattr(imported, attribute):
-        public = sorted(name for name in vars(imported) if not name.startswith("_"))
-        raise ValueError(f"module {module!r} has no attribute {attribute!r} (agent {path!r}); it defines {public}")
-    return getattr(imported, attribute)
-
-
 def resolve_agent(
     agent: Any,
     kwargs: Mapping[str, Any] | None = None,
@@ -204,7 +183,7 @@ def resolve_agent(
     kwargs = dict(kwargs or {})
     if isinstance(agent, str):
         path = agent
-        target = resolve_factory(agent) if is_registered(agent) else _import(path)
+        target = resolve_factory(agent) if is_registered(agent) else load_object(path)
     elif isinstance(agent, type):
         if "<locals>" in agent.__qualname__:
             raise ValueError(f"define {agent.__qualname__} at module level so it can be imported by path")
