@@ -535,3 +535,38 @@ def test_a_directory_holds_one_sweep_and_loses_the_report_of_tables_it_replaces(
     assert (tmp_path / "figures" / "notes.txt").exists()
     replaced = sweep(grid_scenario(seeds=1), overwrite=True)
     assert load_config(tmp_path)["scenario"] == "test/grid" and len(replaced.jobs_run) == 12
+
+
+def _refusing_runner(algorithm, env_kwargs, seeds, checkpoints=1, **options):
+    from fedbandit_envs.run import run
+
+    return run(algorithm, env_kwargs, seeds, checkpoints, **options)
+
+
+def _refuse_odd_arms(algorithm, env, seeds):
+    if env.unwrapped.config.num_arms % 2:
+        raise ValueError(f"this runner cannot run {env.unwrapped.config.num_arms} arms")
+
+
+_refusing_runner.check = _refuse_odd_arms
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_runners_check_stops_the_sweep_before_anything_is_written(tmp_path, dry_run):
+    scenario = replace(grid_scenario(), name="test/checked", runner=f"{__name__}:_refusing_runner")
+    with pytest.raises(
+        ValueError, match=r"invalid configuration of job .*env.num_arms=3.*this runner cannot run 3 arms"
+    ):
+        run_sweep(scenario, tmp_path / "out", dry_run=dry_run)
+    assert not (tmp_path / "out").exists()
+
+
+def test_li_song_wrapper_binding_is_checked_before_the_sweep_writes(tmp_path):
+    """The DP wrapper's n_agg must equal the agents: a sweep with other agents fails in its pre-check, not in job 1."""
+    with pytest.raises(ValueError, match=r"num_agents=10: ValueError: the DP wrapper's n_agg=50 must equal"):
+        run_sweep("li_song/fig4_epsilon", tmp_path / "out", overrides={"num_agents": 10}, dry_run=True)
+    with pytest.raises(ValueError, match="n_agg=50 must equal the agents averaged per round"):
+        run_sweep("li_song/fig4_epsilon", tmp_path / "out", overrides={"num_agents": 10, "horizon": 200})
+    assert not (tmp_path / "out").exists()
+    summary = run_sweep("li_song/fig4_epsilon", tmp_path / "ok", overrides={"horizon": 200, "seeds": 1}, dry_run=True)
+    assert len(summary.jobs_run) == 4

@@ -17,7 +17,7 @@ from fedbandit_envs.families.mab.core import FederatedMABCore
 from fedbandit_envs.run import DEFAULT_CHECKPOINTS, Results, build_env
 from fedbandit_envs.run import run as run_algorithm
 
-__all__ = ["add_round_columns", "dp_privatizer", "oracle_gap", "run"]
+__all__ = ["add_round_columns", "check", "dp_privatizer", "oracle_gap", "run"]
 
 
 def dp_privatizer(env: Any) -> Any | None:
@@ -62,14 +62,7 @@ def run(
     if not isinstance(probe, LiSongPopulation):
         return run_algorithm(algorithm, env_kwargs, seeds, checkpoints, **options)
     env, _ = build_env(algorithm, probe, env_kwargs, options.get("wrappers", ()))
-    privatizer = dp_privatizer(env)
-    needs_gap = probe.config.rounds is not None and probe.config.delta_schedule_base == "oracle"
-    binding = {
-        "num_agents": env.unwrapped.config.num_agents,
-        "delta": oracle_gap(env, seeds) if needs_gap else None,
-    }
-    if privatizer is not None:
-        binding.update(epsilon=privatizer.epsilon, calibration=privatizer.calibration, n_agg=privatizer.n_agg)
+    binding = _binding(probe, env, seeds)
 
     created: list[LiSongPopulation] = []
 
@@ -83,6 +76,33 @@ def run(
     results = run_algorithm(factory, env_kwargs, seeds, checkpoints, **options)
     add_round_columns(results, [p for p in created if hasattr(p, "context")], seeds)
     return results
+
+
+def _binding(probe: LiSongPopulation, env: Any, seeds: Sequence[int]) -> dict[str, Any]:
+    """What :func:`run` binds into every population: the agents, the gap if needed, the DP wrapper's settings."""
+    needs_gap = probe.config.rounds is not None and probe.config.delta_schedule_base == "oracle"
+    binding = {
+        "num_agents": env.unwrapped.config.num_agents,
+        "delta": oracle_gap(env, seeds) if needs_gap else None,
+    }
+    privatizer = dp_privatizer(env)
+    if privatizer is not None:
+        binding.update(epsilon=privatizer.epsilon, calibration=privatizer.calibration, n_agg=privatizer.n_agg)
+    return binding
+
+
+def check(algorithm: Any, env: Any, seeds: Sequence[int]) -> None:
+    """The sweep's pre-check of a cell (``run.check``): bind a population to ``env`` as :func:`run` would.
+
+    Raises ValueError where :func:`run` would, e.g. for a DP wrapper whose ``n_agg`` is not the agents averaged per
+    round; nothing is played.
+    """
+    probe = make_algorithm(algorithm)
+    if isinstance(probe, LiSongPopulation):
+        probe.bind(**_binding(probe, env, seeds))
+
+
+run.check = check  # type: ignore[attr-defined]  # read by the sweep's pre-check (fedbandit_envs.bench.jobs)
 
 
 def add_round_columns(results: Results, populations: Sequence[LiSongPopulation], seeds: Sequence[int]) -> None:

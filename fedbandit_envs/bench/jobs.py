@@ -343,7 +343,7 @@ def _runner_call(job: Job, progress: bool, extra_wrappers: Sequence[Any] = ()) -
     """Call the job's runner on its algorithm, environment keywords, seeds, checkpoints and wrappers."""
     runner = load_object(job.runner)
     parts = split_point(job.point)
-    algorithm = job.spec.factory(parts["alg"])
+    algorithm = _algorithm(job)
     wrappers = [wrapper.factory(parts["wrapper"]) for wrapper in job.wrappers]
     env_kwargs = {**job.env_kwargs, **parts["env"]}
     return runner(
@@ -355,6 +355,23 @@ def _runner_call(job: Job, progress: bool, extra_wrappers: Sequence[Any] = ()) -
         label=job.algorithm,
         wrappers=[*wrappers, *extra_wrappers],
     )
+
+
+def _algorithm(job: Job) -> Any:
+    """The algorithm the job's runner receives: the registered name or path with the cell's ``alg.*`` keywords."""
+    return job.spec.factory(split_point(job.point)["alg"])
+
+
+def _runner_check(job: Job, env: Any) -> None:
+    """Call the ``check`` attribute of the job's runner, if it has one, on the algorithm, built env and seeds.
+
+    A runner that prepares more than the environment before it plays (Li and Song's binds the DP wrapper's
+    epsilon and ``n_agg`` into its agents) declares ``check(algorithm, env, seeds)``, which raises ValueError for a
+    cell it cannot run, so the sweep's pre-check (dry runs included) finds it before anything is written.
+    """
+    check = getattr(load_object(job.runner), "check", None)
+    if check is not None:
+        check(_algorithm(job), env, list(job.seeds))
 
 
 class _Built(BaseException):
@@ -405,8 +422,9 @@ def check_jobs(
 ) -> None:
     """Check every cell of ``jobs`` before anything is written (used by sweeps, dry runs included).
 
-    Each cell's environment is built (:func:`build_job_env`: what its constructors check) and its
-    checkpoints are checked against the horizon. A failure raises ValueError naming the job, the
+    Each cell's environment is built (:func:`build_job_env`: what its constructors check), its runner's
+    ``check`` (if it has one, :func:`_runner_check`) is called on it, and its checkpoints are checked against the
+    horizon. A failure raises ValueError naming the job, the
     overrides in play and the cause; an override key that is neither one of ``defined`` (the
     environment keywords the scenario sets itself, :func:`env_keys`) nor a keyword of the environment is
     named with the closest keywords ("did you mean").
@@ -419,6 +437,8 @@ def check_jobs(
         seen.add(job.cell)
         try:
             env = build_job_env(job)
+            if env is not None:
+                _runner_check(job, env)
             horizon = _horizon(env) if env is not None else None
             if horizon is not None:  # a count above the horizon means every slot: checked as such, not allocated
                 count = job.checkpoints
