@@ -368,9 +368,10 @@ class ChannelCore:
         A reset replaces the channel, the instances, the coordinator's and the hooks' state one after the other, so
         one that fails half way (the learner's server failing in its ``reset``, say) leaves an episode that is
         neither the old one nor the new one. Every step then raises a RuntimeError naming the failure until a reset
-        succeeds (:meth:`open_episode` clears it). A reset's checks (:func:`start_episode`) come before: a reset they
-        refuse changes nothing, and so does one made from inside a step or reset of the core (a RuntimeError, see
-        :meth:`check_not_reentered`); while this part runs, the core refuses any step or reset the same way.
+        succeeds (:meth:`open_episode` clears it), and so do the env's ``state`` and ``render`` (``started`` is
+        False). A reset's checks (:func:`start_episode`) come before: a reset they refuse changes nothing, and so does
+        one made from inside a step or reset of the core (a RuntimeError, see :meth:`check_not_reentered`); while this
+        part runs, the core refuses any step or reset the same way.
         """
         self.check_not_reentered()
         self._busy = True
@@ -378,6 +379,7 @@ class ChannelCore:
             yield
         except Exception as error:
             self.failed = f"the last reset failed: {type(error).__name__}: {error}; reset again to start an episode"
+            self.started = False  # no episode to show either (the env's state and render refuse)
             raise
         finally:
             self._busy = False

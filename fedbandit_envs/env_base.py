@@ -133,9 +133,9 @@ class ProtocolParallelEnv(ParallelEnv):
         return ()
 
     def check_started(self) -> None:
-        """RuntimeError before the first ``reset()`` (nothing to show: the episode's state is built at reset)."""
+        """RuntimeError before the first ``reset()`` or after one that failed half way (no episode to show)."""
         if not self.core.started:
-            raise RuntimeError("call reset() first")
+            raise RuntimeError(self.core.failed or "call reset() first")
 
     def render(self) -> str | None:
         """The one-line summary (``render_mode="ansi"``); None in any other mode (without one, with a warning)."""

@@ -265,10 +265,14 @@ def test_a_reset_that_fails_half_way_refuses_every_step_until_a_reset_succeeds(f
         play_slot(core, RoundRobin())
     with pytest.raises(RuntimeError, match=refused):
         core.exchange(Phase(0, "report"), [])
+    for show in (env.state, env.unwrapped.summary):  # half the new episode and half the old one: nothing to show
+        with pytest.raises(RuntimeError, match=refused):
+            show()
     hook.failing = False
     env.reset(seed=1, options={MESSAGE_HOOKS: [hook]})
     assert core.failed is None and core.slot == 0
     env.step(act(env))  # the new episode plays
+    assert env.state().ndim == 1 and "/5 " in env.unwrapped.summary()
 
 
 def test_an_action_s_messages_are_a_list():

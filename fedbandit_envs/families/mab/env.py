@@ -277,6 +277,7 @@ class FederatedMAB(ProtocolParallelEnv):
 
     def state(self) -> np.ndarray:
         """Global view: last arms, last rewards and cumulative pseudo-regret of every agent."""
+        self.check_started()
         fb = self._last_feedback()
         return np.concatenate([fb.arms[0].astype(np.float64), fb.rewards[0], self.core.regret[0]])
 
