@@ -149,7 +149,26 @@ GYMNASIUM_ENVS: dict[str, EnvEntry] = {
 }
 
 
-class AECEntryPoint:
+class ParallelEntryPoint:
+    """Builds the parallel environment of an id, named by the id.
+
+    A variant id (``fedbandit/GossipMAB-v0``) is its class with other defaults; its ``metadata["name"]``, which
+    tools such as SuperSuit and RLlib show, is the id rather than the class's name.
+    """
+
+    def __init__(self, env_id: str, entry_point: str) -> None:
+        self.env_id = env_id
+        self.entry_point = entry_point
+
+    def __call__(self, **kwargs: Any) -> Any:
+        """The environment ``entry_point(**kwargs)``, its metadata naming the id."""
+        module, name = self.entry_point.split(":")
+        env = getattr(importlib.import_module(module), name)(**kwargs)
+        env.metadata = {**env.metadata, "name": self.env_id}
+        return env
+
+
+class AECEntryPoint(ParallelEntryPoint):
     """Builds the AEC form of a parallel id: PettingZoo's ``parallel_to_aec`` over the parallel environment.
 
     Registered for every id of :data:`PARALLEL_ENVS`, so ``pettingzoo.make("aec", id, **kwargs)`` works. The AEC
@@ -157,13 +176,9 @@ class AECEntryPoint:
     ``communicate``) are on ``env.unwrapped``.
     """
 
-    def __init__(self, entry_point: str) -> None:
-        self.entry_point = entry_point
-
     def __call__(self, **kwargs: Any) -> AECEnv:
         """The AEC environment of ``entry_point(**kwargs)``."""
-        module, name = self.entry_point.split(":")
-        return parallel_to_aec(getattr(importlib.import_module(module), name)(**kwargs))
+        return parallel_to_aec(super().__call__(**kwargs))
 
 
 @runtime_checkable
@@ -202,9 +217,9 @@ def register_all() -> None:
     """Register every id (idempotent): parallel and AEC forms with PettingZoo, views with Gymnasium."""
     for env_id, entry in PARALLEL_ENVS.items():
         if env_id not in pettingzoo.parallel_registry:
-            pettingzoo.register("parallel", env_id, entry.entry_point, kwargs=entry.kwargs)
+            pettingzoo.register("parallel", env_id, ParallelEntryPoint(env_id, entry.entry_point), kwargs=entry.kwargs)
         if env_id not in pettingzoo.aec_registry:
-            pettingzoo.register("aec", env_id, AECEntryPoint(entry.entry_point), kwargs=entry.kwargs)
+            pettingzoo.register("aec", env_id, AECEntryPoint(env_id, entry.entry_point), kwargs=entry.kwargs)
     for env_id, entry in GYMNASIUM_ENVS.items():
         if env_id not in gymnasium.registry:
             gymnasium.register(

@@ -44,6 +44,15 @@ def test_every_id_is_registered():
     assert set(GYMNASIUM_IDS) <= set(gymnasium.registry)
 
 
+@pytest.mark.parametrize("env_id", PARALLEL_IDS)
+def test_every_parallel_id_is_named_by_its_metadata(env_id):
+    """A variant id (other defaults of a class) is named by itself, in every form, not by its class's name."""
+    kwargs = PARALLEL_ENVS[env_id].test_kwargs
+    for env in (pettingzoo.make("parallel", env_id, **kwargs), pettingzoo.make("aec", env_id, **kwargs)):
+        assert env.metadata["name"] == env_id
+    assert make_fixed_shape(env_id, **kwargs).metadata["name"] == f"{env_id}-fixed-shape"
+
+
 def make_fixed_shape_parallel(env_id):
     return make_fixed_shape(env_id, **PARALLEL_ENVS[env_id].test_kwargs)
 
