@@ -233,6 +233,11 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--max-epsilon", type=float, default=None, help="leaderboard: rank only within this epsilon")
     compare.add_argument("--no-report", action="store_true", help="skip the figures and report")
     compare.add_argument(
+        "--isolate-agents",
+        action="store_true",
+        help="run each agent of a per-agent learner in a process of its own, so they share only the channel",
+    )
+    compare.add_argument(
         "--path",
         type=Path,
         action="append",
@@ -495,6 +500,7 @@ def _compare(args: argparse.Namespace) -> int:
         out=out,
         max_cost=args.max_cost,
         max_epsilon=args.max_epsilon,
+        isolate_agents=args.isolate_agents,
         **_sweep_kwargs(args),
     )
     print(comparison.summary.describe())

@@ -31,6 +31,7 @@ from typing import Any
 
 from fedbandit_envs.algorithms import is_registered, load_object, resolve_factory, supported_families
 from fedbandit_envs.bench.backends import Backend
+from fedbandit_envs.bench.isolation import IsolatedAgent
 from fedbandit_envs.bench.jobs import env_keys, resolve_scenario
 from fedbandit_envs.bench.leaderboard import check_budgets, leaderboard, leaderboard_legend, leaderboard_table
 from fedbandit_envs.bench.scenarios import AlgorithmSpec, Scenario, get
@@ -46,6 +47,11 @@ from fedbandit_envs.seeding import SeedsLike
 def per_agent(agent: str, **kwargs: Any) -> Any:
     """A ``PerAgentPopulation`` of ``agent`` (``"module:Class"`` of a protocol ``Agent``) built with ``kwargs``."""
     return PerAgentPopulation(partial(load_object(agent), **kwargs))
+
+
+def isolated_agents(agent: str, **kwargs: Any) -> Any:
+    """A ``PerAgentPopulation`` of ``agent`` whose every agent runs in a process of its own (:mod:`.isolation`)."""
+    return PerAgentPopulation(partial(IsolatedAgent, agent, **kwargs))
 
 
 def on_family(learner: str, family: str, **kwargs: Any) -> Any:
@@ -169,15 +175,18 @@ def add_import_paths(directories: Sequence[str | Path]) -> list[str]:
 def resolve_agent(
     agent: Any,
     kwargs: Mapping[str, Any] | None = None,
+    isolate_agents: bool = False,
 ) -> AlgorithmSpec:
     """An :class:`AlgorithmSpec` for a learner given as a name, ``"module:Class"`` or a class; checks the protocol.
 
     Args:
         agent: a registered algorithm name, ``"module:Class"``, or a module-level class.
         kwargs: constructor keywords.
+        isolate_agents: play each agent of a per-agent learner in a process of its own (:func:`isolated_agents`).
 
     Raises:
-        ValueError: the path does not resolve, or the constructor rejects ``kwargs``.
+        ValueError: the path does not resolve, the constructor rejects ``kwargs``, or ``isolate_agents`` is asked of
+            a population (one object acting for every agent cannot be split into processes).
         TypeError: the object is not a population or per-agent learner.
     """
     kwargs = dict(kwargs or {})
@@ -198,8 +207,14 @@ def resolve_agent(
             raise TypeError(f"{path} does not implement the protocol ({error}); {PROTOCOL_HELP}") from error
         raise ValueError(f"cannot build {path} with keywords {kwargs}: {error}") from error
     if isinstance(instance, Agent):
-        return AlgorithmSpec(f"{__name__}:per_agent", {"agent": path, **kwargs}, shown_as=path)
+        factory = "isolated_agents" if isolate_agents else "per_agent"
+        return AlgorithmSpec(f"{__name__}:{factory}", {"agent": path, **kwargs}, shown_as=path)
     check_population(instance, path)
+    if isolate_agents:
+        raise ValueError(
+            f"{path} is a population: one object acts for every agent, so its agents cannot be put in processes of "
+            "their own; write the learner as a per-agent Agent (fedbandit_envs.protocol.Agent) to isolate its agents"
+        )
     return AlgorithmSpec(path, kwargs)
 
 
@@ -241,6 +256,7 @@ def compare(
     max_cost: float | None = None,
     max_epsilon: float | None = None,
     progress: bool = False,
+    isolate_agents: bool = False,
 ) -> Comparison:
     """Sweep ``scenario`` with ``agent`` added to its algorithms and rank everything on a leaderboard.
 
@@ -261,10 +277,13 @@ def compare(
         max_cost: leaderboard cost budget (see :func:`~fedbandit_envs.bench.leaderboard.leaderboard`).
         max_epsilon: leaderboard privacy budget.
         progress: show progress bars.
+        isolate_agents: play each agent of a per-agent learner in a process of its own, so that its agents share
+            only what crosses the channel (costed and, under a DP wrapper, privatized); without it, agents of one
+            process can share state unseen, and the learner's cost and epsilon count only what it chose to send.
     """
     check_budgets(max_cost, max_epsilon)  # before the sweep, which writes
     base = get(scenario) if isinstance(scenario, str) else scenario
-    spec = resolve_agent(agent, agent_kwargs)
+    spec = resolve_agent(agent, agent_kwargs, isolate_agents)
     label = label or (agent.__name__ if isinstance(agent, type) else agent.rpartition(":")[2])
     if label in base.algorithms:
         raise ValueError(f"label {label!r} is already an algorithm of {base.name!r}; pass another label")
