@@ -36,7 +36,7 @@ from pettingzoo.utils import BaseParallelWrapper
 from fedbandit_envs.core import MessageHook, check_hooks
 from fedbandit_envs.env_base import MESSAGE_HOOKS, ProtocolParallelEnv
 
-__all__ = ["HookClassWrapper", "HookWrapper", "layers"]
+__all__ = ["HookClassWrapper", "HookWrapper", "layers", "refuse_to_wrap"]
 
 
 def _begins_with(hooks: Sequence[Any], chain: list[MessageHook]) -> bool:
@@ -49,6 +49,20 @@ def layers(env: Any) -> Iterator[Any]:
     while isinstance(env, BaseParallelWrapper):
         yield env
         env = env.env
+
+
+def refuse_to_wrap(wrapper: str, env: Any, attribute: str, why: str, instead: str) -> None:
+    """Raise ``ValueError`` if a layer of ``env``'s chain sets ``attribute``: ``wrapper`` cannot wrap it (``why``).
+
+    The error names the order to use instead (the layer found outside ``wrapper``) and what that order does
+    (``instead``).
+    """
+    found = [type(layer).__name__ for layer in layers(env) if getattr(layer, attribute, False)]
+    if found:
+        raise ValueError(
+            f"{wrapper} cannot wrap {found[0]}: {why}; wrap the other way round "
+            f"({found[0]}({wrapper}(env, ...), ...)): {instead}"
+        )
 
 
 class HookWrapper(BaseParallelWrapper):
