@@ -16,6 +16,7 @@ from fedbandit_envs.channel.flooding import TTLFlooding
 from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.run import run
+from wrappers.dp import LaplaceMessageDP
 from wrappers.faults import (
     ATTACK_FIELDS,
     ByzantineAdversary,
@@ -210,6 +211,33 @@ def test_fraction_picks_a_seeded_set_of_byzantine_agents():
     assert first.sum() == 5 and (env.adversary.byzantine[0] == first).all()
     env.reset(seed=4)
     assert not (env.adversary.byzantine[0] == first).all()
+
+
+PER_COPY_FAULTS = {"drops": lambda e: MessageDrops(e, 0.0), "delays": lambda e: MessageDelays(e, 0)}
+
+
+@pytest.mark.parametrize("fault", PER_COPY_FAULTS)
+def test_byzantine_agents_refuse_a_fault_that_splits_broadcasts_and_name_the_order_to_use(fault):
+    # inside ByzantineAgents, a per-copy fault would have each copy of a record corrupted on a draw of its own (and a
+    # delayed record would reach it after its creation slot, never to be corrupted): D13 wants one draw per record
+    make = PER_COPY_FAULTS[fault]
+    name = type(make(FederatedMAB(num_agents=6, num_arms=2, horizon=30, topology="complete"))).__name__
+    refused = rf"ByzantineAgents cannot wrap {name}: .*wrap the other way round \({name}\(ByzantineAgents\(env"
+    with pytest.raises(ValueError, match=refused):
+        ByzantineAgents(make(FederatedMAB(num_agents=6, num_arms=2, horizon=30, topology="complete")), 0.3)
+    if fault == "drops":  # also with another kind in between
+        with pytest.raises(ValueError, match=refused):
+            ByzantineAgents(LaplaceMessageDP(make(FederatedMAB(num_agents=6, num_arms=2, horizon=30)), 1.0), 0.3)
+    # the order named corrupts each record once: every copy of it is identical, and `exposed` counts records
+    byzantine = ByzantineAgents(
+        FederatedMAB(num_agents=6, num_arms=2, horizon=30, topology="complete"), contam_eps=0.3, byzantine=[0]
+    )
+    rows, _, _ = flood_copies(make(byzantine), 1, 30)
+    values = defaultdict(set)
+    for _, _, _, origin, created, reward in rows:
+        values[origin, created].add(reward)
+    assert all(len(copies) == 1 for copies in values.values())
+    assert byzantine.adversary.exposed[0] == 29 and 0 < byzantine.adversary.corrupted[0] < 29
 
 
 # ---------------------------------------------------------------------------------------------------- drops, delays

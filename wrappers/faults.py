@@ -3,8 +3,11 @@
 Each fault is a :class:`~fedbandit_envs.core.MessageHook` that a PettingZoo wrapper hands to the environment's
 simulation core for every episode (see :mod:`wrappers.chain`: the wrapped env itself is never changed), so it applies
 on the PettingZoo path and on the runner's batched path alike (the same pattern as the DP wrappers). Wrappers of
-different kinds compose in order, the innermost first (``ByzantineAgents(MessageDrops(env))`` loses copies, then
-corrupts the survivors); a chain holds one wrapper of each kind, since two would share a random stream.
+different kinds compose in order, the innermost first (``MessageDrops(ByzantineAgents(env))`` corrupts each record
+once, then loses copies of it); a chain holds one wrapper of each kind, since two would share a random stream.
+``ByzantineAgents`` refuses to wrap ``MessageDrops`` or ``MessageDelays`` (a ``ValueError`` naming the order above):
+they split each broadcast into copies, and delays release copies after their records' creation slot, so a byzantine
+wrapper outside them would corrupt each copy on a draw of its own, or never corrupt a delayed flooded record.
 
 Agents never see the hooks' state: which agents are byzantine and which records were
 corrupted are hidden ground truth for evaluation.
@@ -55,7 +58,7 @@ from fedbandit_envs.core import AgentContext
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import check_names
-from wrappers.chain import HookClassWrapper
+from wrappers.chain import HookClassWrapper, refuse_to_wrap
 
 __all__ = [
     "ATTACK_FIELDS",
@@ -708,10 +711,28 @@ class _FaultWrapper(HookClassWrapper):
         self.hook.check_population(len(env.possible_agents))
 
 
+#: The layers ByzantineAgents refuses to wrap (attribute of the layer, why): it corrupts once per record (D13).
+_PER_RECORD_REFUSALS = (
+    (
+        "holds_copies",
+        "a copy it holds back would reach ByzantineAgents only when released, after the slot its record was created "
+        "in, so a flooded record would never be corrupted (and a message without a header would be corrupted per "
+        "copy, as if created when released)",
+    ),
+    (
+        "splits_broadcasts",
+        "it splits every NEIGHBOURS broadcast into one row per recipient, so each copy of a record would get a "
+        "corruption draw of its own instead of one draw per record (every copy identical)",
+    ),
+)
+
+
 class ByzantineAgents(_FaultWrapper):
     """Makes some agents byzantine: what they send is corrupted by :class:`ByzantineAdversary` (honest code untouched).
 
     One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
+    It refuses to wrap :class:`MessageDrops` or :class:`MessageDelays` (``ValueError``): corruption is drawn once per
+    record, before its copies are split, so those go outside it (``MessageDrops(ByzantineAgents(env, ...), ...)``).
 
     Example::
 
@@ -726,6 +747,18 @@ class ByzantineAgents(_FaultWrapper):
     combine = "pass every byzantine agent to one ByzantineAgents (byzantine=[...] or fraction=...)"
     hook_class = ByzantineAdversary
     hook: ByzantineAdversary
+
+    def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, *args, **kwargs)  # a second ByzantineAgents is refused first
+        for attribute, why in _PER_RECORD_REFUSALS:
+            refuse_to_wrap(
+                "ByzantineAgents",
+                env,
+                attribute,
+                why,
+                "each record is corrupted once, as its byzantine agent sends it, and its copies are then lost or "
+                "delayed alike",
+            )
 
     @property
     def adversary(self) -> ByzantineAdversary:
