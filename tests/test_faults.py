@@ -213,6 +213,28 @@ def test_fraction_picks_a_seeded_set_of_byzantine_agents():
     assert not (env.adversary.byzantine[0] == first).all()
 
 
+def test_byzantine_draws_do_not_depend_on_the_order_a_sender_lists_its_messages():
+    # agent 0 sends the same two point-to-point messages every slot, listed [to 1, to 3] or [to 3, to 1]: each copy
+    # gets the same draw either way (the canonical order includes the recipient)
+    def received(recipients):
+        env = ByzantineAgents(
+            FederatedMAB(num_agents=4, num_arms=2, horizon=40, topology="ring"), 0.5, byzantine=[0], q=Uniform(5, 6)
+        )
+        env.reset(seed=2)
+        got = {}
+        for t in range(40):
+            messages = [Message(0, r, "v", {"reward": [0.5]}) for r in recipients]
+            actions = {"agent_0": {"arm": 0, "messages": messages}, "agent_1": 0, "agent_2": 0, "agent_3": 0}
+            observations, *_ = env.step(actions)
+            for agent in ("agent_1", "agent_3"):
+                got[t, agent] = [float(m.payload["reward"][0]) for m in observations[agent]["inbox"]]
+        return got
+
+    in_order = received([1, 3])
+    assert in_order == received([3, 1])
+    assert len({value for values in in_order.values() for value in values}) > 2  # some copies were corrupted
+
+
 PER_COPY_FAULTS = {"drops": lambda e: MessageDrops(e, 0.0), "delays": lambda e: MessageDelays(e, 0)}
 
 

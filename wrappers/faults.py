@@ -15,7 +15,8 @@ corrupted are hidden ground truth for evaluation.
 Randomness comes from the episode's ``adversary`` stream: each hook kind draws from its own child of that stream
 (byzantine: 0, drops: 1, delays: 2), so adding a fault never changes rewards, agents' choices or another fault's
 draws. Random draws are assigned in a canonical order of the affected records (replica, sender, then origin,
-creation slot, recipient), so they do not depend on how the messages of a slot were batched.
+creation slot, recipient, kind), so they do not depend on how the messages of a slot were batched nor on the order in
+which a sender listed its messages (records tied on every key keep that order).
 
 * :class:`ByzantineAgents` / :class:`ByzantineAdversary` (dubey-pentland §1.4, §6 item 6, D12, D13): Huber
   contamination. ``mode="source"``: each record a byzantine agent creates has its target fields replaced, with
@@ -487,7 +488,7 @@ class ByzantineAdversary(_Hook):
 
     def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Corrupt the target fields of exposed records; other messages pass unchanged."""
-        columns: list[list[np.ndarray]] = [[] for _ in range(9)]
+        columns: list[list[np.ndarray]] = [[] for _ in range(10)]
         kinds = sorted({batch.kind for batch in batches})
         per_row: dict[int, int] = {}
         for i, batch in enumerate(batches):
@@ -500,12 +501,18 @@ class ByzantineAdversary(_Hook):
             stage = np.where(created_here[exposed], 0, 1)
             found = (np.full(len(exposed), i), exposed, replica[exposed], sender[exposed], origin[exposed])
             rank = np.full(len(exposed), kinds.index(batch.kind))
-            for column, values in zip(columns, (*found, created[exposed], stage, np.full(len(exposed), slot), rank)):
+            recipient = batch.recipient[row[exposed]]
+            for column, values in zip(
+                columns, (*found, created[exposed], stage, np.full(len(exposed), slot), rank, recipient)
+            ):
                 column.append(values)
         if not per_row:
             return batches
-        batch_id, record, replica, sender, origin, created, stage, slots, kind = (np.concatenate(c) for c in columns)
-        order = np.lexsort((kind, created, origin, sender, replica))
+        batch_id, record, replica, sender, origin, created, stage, slots, kind, recipient = (
+            np.concatenate(c) for c in columns
+        )
+        # the canonical order of the module docstring (kind last): draws do not depend on how messages were listed
+        order = np.lexsort((kind, recipient, created, origin, sender, replica))
         payloads: dict[int, dict[str, np.ndarray]] = {}
         for b in np.unique(replica):
             rows = order[replica[order] == b]
