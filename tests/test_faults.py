@@ -262,6 +262,30 @@ def test_byzantine_agents_refuse_a_fault_that_splits_broadcasts_and_name_the_ord
     assert byzantine.adversary.exposed[0] == 29 and 0 < byzantine.adversary.corrupted[0] < 29
 
 
+def test_a_fraction_must_select_a_byzantine_agent_and_none_warns_saying_so():
+    def env(m=4):
+        return FederatedMAB(num_agents=m, num_arms=2, horizon=6, topology="ring")
+
+    with pytest.raises(ValueError, match=r"fraction=0.125 of 4 agents selects round\(0.125 \* 4\) = 0 byzantine"):
+        ByzantineAgents(env(), 0.1, fraction=0.125)  # rounds to 0 agents
+    assert ByzantineAgents(env(), 0.1, fraction=0.13).hook.fraction == 0.13  # round(0.52) = 1 agent
+    # no byzantine agent at all is an explicit choice: accepted, and the warning says why nothing was corrupted
+    for none, named in ((dict(fraction=0.0), r"fraction=0\)"), (dict(byzantine=[]), r"byzantine=\[\]\)")):
+        with pytest.warns(
+            FaultInactiveWarning, match=rf"ByzantineAgents acted on nothing .*no agent is byzantine \({named}"
+        ) as caught:
+            flood_copies(ByzantineAgents(env(), 0.1, **none), 1, 6)
+        assert "fields=" not in str(caught[0].message)
+    # byzantine agents that never send a record of their own: the fields were right, the agents were not
+    quiet = ByzantineAgents(env(), 0.1, byzantine=[2])
+    quiet.reset(seed=0)
+    with pytest.warns(FaultInactiveWarning, match=r"'v': \['reward'\]\. Messages carried those fields, but") as caught:
+        while quiet.agents:
+            message = Message(0, 1, "v", {"reward": [0.5]})
+            quiet.step({"agent_0": {"arm": 0, "messages": [message]}, "agent_1": 0, "agent_2": 0, "agent_3": 0})
+    assert "Pass fields=" not in str(caught[0].message)
+
+
 # ---------------------------------------------------------------------------------------------------- drops, delays
 def test_drops_lose_copies_at_the_requested_rate_and_only_where_asked():
     env = MessageDrops(FederatedMAB(num_agents=10, num_arms=2, horizon=60, topology="complete"), 0.3, senders=[0, 1])

@@ -326,14 +326,19 @@ class _Hook:
         """How to point the fault at the messages actually sent."""
         raise NotImplementedError
 
+    def _inactive_reason(self) -> str:
+        """Why the fault acted on nothing, and what to change: what it looked for, against what was sent."""
+        sent = "; ".join(f"{kind!r}: {sorted(fields)}" for kind, fields in sorted(self._sent.items()))
+        return (
+            f"it looks for {self._target()}, but the messages sent had (kind: fields) "
+            f"{sent or 'none (no message was sent)'}. {self._hint()}"
+        )
+
     def _report_inactive(self) -> None:
         if self.on_inactive == "ignore":
             return
-        sent = "; ".join(f"{kind!r}: {sorted(fields)}" for kind, fields in sorted(self._sent.items()))
-        text = (
-            f"{self.wrapper} acted on nothing in this episode: it looks for {self._target()}, but the messages sent "
-            f"had (kind: fields) {sent or 'none (no message was sent)'}. {self._hint()}, or pass on_inactive='ignore'"
-        )
+        reason = self._inactive_reason()
+        text = f"{self.wrapper} acted on nothing in this episode: {reason}, or pass on_inactive='ignore'"
         if self.on_inactive == "raise":
             raise FaultInactiveError(text)
         warnings.warn(text, FaultInactiveWarning, stacklevel=2)
@@ -396,7 +401,10 @@ class ByzantineAdversary(_Hook):
         byzantine: explicit byzantine agent ids (the same in every replica; checked against the population), or
             ``None``.
         fraction: with ``byzantine=None``, the fraction of agents chosen byzantine per replica (``round(f M)``
-            agents, uniformly, from the adversary stream); default 1.0 (D13: every agent, the paper's setting).
+            agents, Python's rounding, uniformly, from the adversary stream); default 1.0 (D13: every agent, the
+            paper's setting). A fraction above 0 must select at least one agent (``ValueError`` otherwise);
+            ``fraction=0``, like ``byzantine=[]``, selects none on purpose, and the episode then warns that no agent
+            is byzantine (``on_inactive``).
         mode: ``"source"`` (corrupt at creation, D13) or ``"relay"`` (also at every byzantine forwarder).
         q: the corruption distribution Q: :class:`PointMass`, :class:`Uniform`, :class:`Normal` or a callable
             ``q(field, arm, true_value, rng) -> values`` (arrays; ``arm`` is -1 when the payload has no ``arm``).
@@ -447,15 +455,14 @@ class ByzantineAdversary(_Hook):
         """Choose the byzantine agents of every replica; clear the hidden log."""
         super().reset(context, streams)
         b, m = context.num_replicas, context.num_agents
+        self.check_population(m)
         #: (B, M) hidden ground truth: which agents are byzantine.
         self.byzantine = np.zeros((b, m), bool)
         if self.ids is not None:
-            self.check_population(m)
             self.byzantine[:, self.ids] = True
         else:
-            count = int(round(self.fraction * m))
             for r, rng in enumerate(self.rngs):
-                self.byzantine[r, rng.permutation(m)[:count]] = True
+                self.byzantine[r, rng.permutation(m)[: self._count(m)]] = True
         #: (B,) corruptions applied (``exposed``: the records exposed to corruption, i.e. created, or relayed in
         #: relay mode, by byzantine agents in messages carrying a target field).
         self.corrupted = np.zeros(b, np.int64)
@@ -472,9 +479,24 @@ class ByzantineAdversary(_Hook):
         del self._log[state["logged"] :]
 
     def check_population(self, num_agents: int) -> None:
-        """Raise ``ValueError`` unless every explicit byzantine id is one of ``num_agents`` agents."""
+        """Raise ``ValueError`` unless the byzantine agents are among ``num_agents`` agents and not none by accident.
+
+        Every explicit id must be one of the agents, and a ``fraction`` above 0 must select at least one of them
+        (``fraction=0`` and ``byzantine=[]`` select none on purpose).
+        """
         if self.ids is not None:
             _agent_ids("byzantine", self.ids, num_agents)
+        elif self.fraction > 0 and self._count(num_agents) == 0:
+            selects = f"round({self.fraction:g} * {num_agents}) = 0"
+            raise ValueError(
+                f"fraction={self.fraction:g} of {num_agents} agents selects {selects} byzantine agents; pass a "
+                f"fraction above {0.5 / num_agents:g} to select at least one (or byzantine=[...]), or fraction=0 for "
+                "none on purpose"
+            )
+
+    def _count(self, num_agents: int) -> int:
+        """How many of ``num_agents`` agents ``fraction`` selects: ``round(fraction * num_agents)``."""
+        return int(round(self.fraction * num_agents))
 
     def _targeted(self, batch: MessageBatch) -> bool:
         return (self.kinds is None or batch.kind in self.kinds) and any(f in batch.payload for f in self.fields)
@@ -484,7 +506,26 @@ class ByzantineAdversary(_Hook):
         return f"fields {list(self.fields)} in messages of {kinds} sent by its byzantine agents"
 
     def _hint(self) -> str:
+        carried = any(
+            (self.kinds is None or kind in self.kinds) and not fields.isdisjoint(self.fields)
+            for kind, fields in self._sent.items()
+        )
+        if carried:
+            relayed = " or forwarded" if self.mode == "relay" else ""
+            return (
+                f"Messages carried those fields, but none was a record its byzantine agents created{relayed}: "
+                "make agents that send such records byzantine (byzantine=[...])"
+            )
         return "Pass fields=... (wrappers.faults.ATTACK_FIELDS lists them for every reference algorithm)"
+
+    def _inactive_reason(self) -> str:
+        if not self.byzantine.any():
+            chosen = "byzantine=[]" if self.ids is not None else f"fraction={self.fraction:g}"
+            return (
+                f"no agent is byzantine ({chosen}), so no record was exposed to corruption. Name byzantine agents "
+                "(byzantine=[...] or a fraction above 0) to corrupt records"
+            )
+        return super()._inactive_reason()
 
     def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Corrupt the target fields of exposed records; other messages pass unchanged."""
