@@ -286,6 +286,36 @@ def test_a_fraction_must_select_a_byzantine_agent_and_none_warns_saying_so():
     assert "Pass fields=" not in str(caught[0].message)
 
 
+def test_inputs_that_would_fail_mid_episode_are_refused_up_front_or_named():
+    with pytest.raises(ValueError, match="finite width"):
+        Uniform(-1e308, 1e308)  # high - low overflows
+    with pytest.raises(ValueError, match="std must leave mean"):
+        Normal(0.0, 1e308)  # draws overflow to inf
+    assert Uniform(-1e300, 1e300).high == 1e300 and Normal(0.0, 1e300).std == 1e300  # large but finite draws
+    for bad in (np.nan, np.inf):  # a callable q: checked as it returns
+        q = lambda field, arm, true_value, rng, bad=bad: np.full(true_value.shape, bad)  # noqa: E731
+        env = ByzantineAgents(FederatedMAB(num_agents=5, num_arms=2, horizon=10, topology="ring"), 1.0, q=q)
+        with pytest.raises(ValueError, match=r"q of ByzantineAgents returned a non-finite value .*'reward'"):
+            flood_copies(env, 1, 10)
+    ring = FederatedMAB(num_agents=5, num_arms=2, horizon=10, topology="ring")
+    huge = ByzantineAgents(ring, 1.0, q=PointMass(1e300), fields=["arm"])
+    with pytest.raises(ValueError, match="q returned .* for the field 'arm', beyond the range of its dtype int64"):
+        flood_copies(huge, 1, 10)
+
+
+@pytest.mark.parametrize("argument", ["delay", "jitter"])
+def test_delays_refuse_values_the_simulation_cannot_count_and_deliver_nothing_beyond_the_horizon(argument):
+    def delays(value):
+        arguments = {"delay": 1, argument: value}
+        return MessageDelays(FederatedMAB(num_agents=4, num_arms=2, horizon=8, topology="ring"), **arguments)
+
+    for huge in (2**62, 2**63, 10**30):
+        with pytest.raises(ValueError, match=rf"{argument} must be an int in \[0, 2\*\*62\)"):
+            delays(huge)
+    rows, _, core = flood_copies(delays(2**62 - 1), 1, 8)  # legitimate: (almost surely) beyond the horizon
+    assert rows == [] and core.channel.ledger.messages[0] == 0
+
+
 # ---------------------------------------------------------------------------------------------------- drops, delays
 def test_drops_lose_copies_at_the_requested_rate_and_only_where_asked():
     env = MessageDrops(FederatedMAB(num_agents=10, num_arms=2, horizon=60, topology="complete"), 0.3, senders=[0, 1])

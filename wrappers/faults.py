@@ -132,9 +132,20 @@ def _probability(name: str, value: Any) -> float:
     return float(value)
 
 
-def _non_negative_int(name: str, value: Any) -> int:
+#: Delays and jitters stay below this (so ``delay + jitter`` counts in int64); any delay of at least the episode's
+#: remaining slots already delivers nothing.
+_MAX_DELAY = 2**62
+
+
+def _delay(name: str, value: Any) -> int:
+    """``value`` as a delay in slots: an int in ``[0, _MAX_DELAY)`` (``ValueError`` otherwise)."""
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    if int(value) >= _MAX_DELAY:
+        raise ValueError(
+            f"{name} must be an int in [0, 2**62), got {value!r}; a copy held for at least the slots left in the "
+            "episode is never delivered, so a delay of the horizon already loses every copy"
+        )
     return int(value)
 
 
@@ -190,7 +201,7 @@ class Uniform:
 
     Attributes:
         low: lower end.
-        high: upper end (> low).
+        high: upper end (> low, with a finite width ``high - low``).
     """
 
     low: float = 0.0
@@ -199,10 +210,16 @@ class Uniform:
     def __post_init__(self) -> None:
         if not _real("low", self.low) < _real("high", self.high):
             raise ValueError(f"Uniform needs low < high, got low={self.low}, high={self.high}")
+        if not math.isfinite(self.high - self.low):
+            raise ValueError(f"Uniform needs a finite width high - low, got low={self.low}, high={self.high}")
 
     def __call__(self, field: str, arm: np.ndarray, true_value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One uniform draw per entry of ``true_value``."""
         return rng.uniform(self.low, self.high, np.shape(true_value))
+
+
+#: Standard deviations a normal draw never exceeds (numpy's generator stays within about 14).
+_NORMAL_REACH = 40
 
 
 @dataclass(frozen=True)
@@ -211,7 +228,7 @@ class Normal:
 
     Attributes:
         mean: the mean.
-        std: the standard deviation (> 0).
+        std: the standard deviation (> 0, with ``mean +- 40 std`` finite, so that every draw is).
     """
 
     mean: float = 0.0
@@ -221,6 +238,11 @@ class Normal:
         _real("mean", self.mean)
         if not _real("std", self.std) > 0:
             raise ValueError(f"std must be > 0, got {self.std}")
+        if not math.isfinite(abs(self.mean) + _NORMAL_REACH * self.std):
+            raise ValueError(
+                f"std must leave mean +- {_NORMAL_REACH} std finite (a draw would overflow to inf), got "
+                f"mean={self.mean}, std={self.std}"
+            )
 
     def __call__(self, field: str, arm: np.ndarray, true_value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One normal draw per entry of ``true_value``."""
@@ -407,7 +429,9 @@ class ByzantineAdversary(_Hook):
             is byzantine (``on_inactive``).
         mode: ``"source"`` (corrupt at creation, D13) or ``"relay"`` (also at every byzantine forwarder).
         q: the corruption distribution Q: :class:`PointMass`, :class:`Uniform`, :class:`Normal` or a callable
-            ``q(field, arm, true_value, rng) -> values`` (arrays; ``arm`` is -1 when the payload has no ``arm``).
+            ``q(field, arm, true_value, rng) -> values`` (arrays; ``arm`` is -1 when the payload has no ``arm``). Its
+            values must be finite and fit the field's dtype (whole numbers for integer fields): a ``ValueError``
+            naming ``q`` is raised in the slot it returns others.
         fields: payload fields replaced by Q (default ``("reward",)``; :data:`ATTACK_FIELDS` lists those of each
             reference algorithm).
         kinds: message kinds to corrupt (default: every kind carrying a target field).
@@ -579,6 +603,12 @@ class ByzantineAdversary(_Hook):
                 value = np.asarray(self.q(field, arm, true_value, rng), np.float64)
                 if value.shape != true_value.shape:
                     raise ValueError(f"q returned shape {value.shape} for {field!r} values of shape {true_value.shape}")
+                if not np.isfinite(value).all():
+                    raise ValueError(
+                        f"q of ByzantineAgents returned a non-finite value (NaN or inf) for field {field!r}: "
+                        f"q={getattr(self.q, '__qualname__', None) or self.q!r} must return finite values (a message "
+                        "carries finite values only)"
+                    )
                 for i, r, v in zip(batch_id[chosen], record[chosen], value):
                     views[i][r] = self._cast(field, v, views[i].dtype)
                 self._log.append(
@@ -611,8 +641,12 @@ class ByzantineAdversary(_Hook):
 
     @staticmethod
     def _cast(field: str, value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """Q's (finite) ``value`` in the field's ``dtype``; ValueError unless it is whole (integer fields) and fits."""
         if dtype.kind in "iu" and not np.all(value == np.round(value)):
             raise ValueError(f"q must return whole numbers for the integer field {field!r}, got {value!r}")
+        info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype) if dtype.kind == "f" else None
+        if info is not None and not np.all((value >= info.min) & (value <= info.max)):
+            raise ValueError(f"q returned {value!r} for the field {field!r}, beyond the range of its dtype {dtype}")
         return np.asarray(value).astype(dtype)
 
     def corruptions(self) -> dict[str, np.ndarray]:
@@ -691,8 +725,9 @@ class DelayHook(_PerCopyHook):
     while the episode has a message hook, silent ones included, so nothing held is left behind mid-episode.
 
     Args:
-        delay: extra slots before a copy is transmitted (>= 0).
-        jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream).
+        delay: extra slots before a copy is transmitted, in ``[0, 2**62)``; a copy held beyond the episode's last slot
+            is never delivered (so a delay of at least the horizon loses every copy, at no cost).
+        jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream), in ``[0, 2**62)``.
         kinds, senders, on_inactive: the copies affected and what an episode without any does, as in
             :class:`DropHook`.
     """
@@ -709,8 +744,8 @@ class DelayHook(_PerCopyHook):
         on_inactive: str = "warn",
     ) -> None:
         super().__init__(kinds, senders, on_inactive)
-        self.delay = _non_negative_int("delay", delay)
-        self.jitter = _non_negative_int("jitter", jitter)
+        self.delay = _delay("delay", delay)
+        self.jitter = _delay("jitter", jitter)
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Start an episode with nothing held back."""
