@@ -30,7 +30,8 @@ which a sender listed its messages (records tied on every key keep that order).
   senders). A lost copy is never transmitted, so it costs nothing.
 * :class:`MessageDelays`: each point-to-point copy is held back for ``delay`` (+ uniform jitter) slots before it
   is transmitted; copies still held when the episode ends are lost. Receivers that deduplicate by age (TTL
-  flooding) need a matching ``max_age``.
+  flooding) need a matching ``max_age``; Sync-LinUCB, which assumes instant synchronisation, fails under it (as
+  under the channel's ``latency``) with an error that names both.
 
 Hooks that act per copy expand ``NEIGHBOURS`` broadcasts into one row per neighbour (never adding a recipient).
 
