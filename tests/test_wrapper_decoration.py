@@ -171,7 +171,7 @@ def test_a_second_wrapper_of_one_kind_raises_naming_the_fix():
         TreeMessageDP(MessageDrops(LaplaceMessageDP(env(), epsilon=1.0), 0.1), epsilon=1.0)  # through another kind
     with pytest.raises(ValueError, match=r"one message drops wrapper .* prob = 1 - \(1 - p1\) \* \(1 - p2\)"):
         MessageDrops(MessageDrops(env(), 0.1), 0.2)
-    with pytest.raises(ValueError, match="one message delays wrapper .* delays and jitters added"):
+    with pytest.raises(ValueError, match="one message delays wrapper .* delays added .* stacked jitters do not"):
         MessageDelays(MessageDrops(MessageDelays(env(), 1), 0.1), 2)  # through another kind
     with pytest.raises(ValueError, match="one byzantine agents wrapper .* pass every byzantine agent"):
         ByzantineAgents(ByzantineAgents(env(), 0.1, byzantine=[0]), 0.1, byzantine=[1])

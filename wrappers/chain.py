@@ -9,7 +9,8 @@ object are independent of each other.
 
 **Composition.** Wrappers of different kinds compose in order, the innermost first:
 ``MessageDrops(ByzantineAgents(env))`` corrupts each record once, then loses copies of it;
-``LaplaceMessageDP(ByzantineAgents(env))`` noises what the byzantine agents send, and
+``LaplaceMessageDP(ByzantineAgents(env))`` noises what the byzantine agents send (clipped to the declared bounds
+first, corrupted values included), and
 ``ByzantineAgents(LaplaceMessageDP(env))`` corrupts the noised messages; a DP wrapper refuses to wrap
 ``MessageDelays`` (:attr:`HookWrapper.holds_copies`: noise and charges belong to the slot a message is sent in, so
 ``MessageDelays(LaplaceMessageDP(env))``), and ``ByzantineAgents`` refuses to wrap ``MessageDrops`` or

@@ -14,9 +14,12 @@ corrupted are hidden ground truth for evaluation.
 
 Randomness comes from the episode's ``adversary`` stream: each hook kind draws from its own child of that stream
 (byzantine: 0, drops: 1, delays: 2), so adding a fault never changes rewards, agents' choices or another fault's
-draws. Random draws are assigned in a canonical order of the affected records (replica, sender, then origin,
-creation slot, recipient, kind), so they do not depend on how the messages of a slot were batched nor on the order in
-which a sender listed its messages (records tied on every key keep that order).
+stream. Within a kind, one stream serves every sender: a slot's draws are assigned in a canonical order of the
+affected records (byzantine: replica, sender, then origin, creation slot, recipient, kind) or copies (drops, delays:
+replica, sender, recipient, kind), so they do not depend on how the messages of a slot were batched nor on the order
+in which a sender listed its messages (records tied on every key keep that order). Which copy gets which draw does
+depend on the copies in play: a fault inside another that removes or adds copies, or one more message from any agent,
+shifts the draws of every later copy of every sender.
 
 * :class:`ByzantineAgents` / :class:`ByzantineAdversary` (dubey-pentland §1.4, §6 item 6, D12, D13): Huber
   contamination. ``mode="source"``: each record a byzantine agent creates has its target fields replaced, with
@@ -27,13 +30,17 @@ which a sender listed its messages (records tied on every key keep that order).
   a target field pass unchanged. ``Q`` is :class:`PointMass` (default 10.0, D13), :class:`Uniform`,
   :class:`Normal` or any callable ``q(field, arm, true_value, rng) -> values`` on arrays.
 * :class:`MessageDrops`: each point-to-point copy is lost with probability ``prob`` (optionally only some kinds or
-  senders). A lost copy is never transmitted, so it costs nothing.
+  senders). A lost copy is never transmitted, so it costs nothing (a copy lost to the channel's ``drop_prob`` has
+  used its link and is charged), and the results' ``dropped`` column, the channel's drops, does not count it.
 * :class:`MessageDelays`: each point-to-point copy is held back for ``delay`` (+ uniform jitter) slots before it
-  is transmitted; copies still held when the episode ends are lost. Receivers that deduplicate by age (TTL
+  is transmitted, and charged in the slot it is transmitted; copies still held when the episode ends are lost,
+  never transmitted nor charged. Receivers that deduplicate by age (TTL
   flooding) need a matching ``max_age``; Sync-LinUCB, which assumes instant synchronisation, fails under it (as
   under the channel's ``latency``) with an error that names both.
 
 Hooks that act per copy expand ``NEIGHBOURS`` broadcasts into one row per neighbour (never adding a recipient).
+Drops and delays act on the messages the agents send (to peers and to the server), never on a hosted server's
+replies, which go to the channel after the hooks have run.
 
 **A fault never silently does nothing.** Each hook counts the records (byzantine) or copies (drops, delays) it had to
 act on: those of its target kinds, senders and fields. If that count is zero over an episode played to its last slot
@@ -654,7 +661,9 @@ class ByzantineAdversary(_Hook):
         """Hidden log: one entry per corrupted record and field.
 
         Columns: slot, replica, sender (the corrupting agent), origin, created, stage (0 at creation, 1 at a
-        relay), field, true_value and value (first entry of vector fields).
+        relay), field, true_value and value (first entry of vector fields). ``value`` is Q's: a DP wrapper outside
+        (``LaplaceMessageDP(ByzantineAgents(env))``) then clips it to the field's declared bounds and adds noise, so
+        receivers get another value.
         """
         names = ("slot", "replica", "sender", "origin", "created", "stage", "field", "true_value", "value")
         if not self._log:
@@ -670,12 +679,15 @@ class ByzantineAdversary(_Hook):
 
 # ---------------------------------------------------------------------------------------------------- drops and delays
 class DropHook(_PerCopyHook):
-    """Message hook losing each point-to-point copy with probability ``prob``.
+    """Message hook losing each point-to-point copy an agent sends with probability ``prob``.
+
+    A hosted server's replies are not affected (see the module docstring); a lost copy is never transmitted, so the
+    ledger does not charge it.
 
     Args:
         prob: loss probability per copy, in [0, 1].
         kinds: message kinds affected (default: all).
-        senders: sending agents affected (default: all).
+        senders: sending agents affected (default: all agents; never the server).
         on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to loss over an
             episode (see :class:`FaultInactiveWarning`).
     """
@@ -720,10 +732,11 @@ class DropHook(_PerCopyHook):
 
 
 class DelayHook(_PerCopyHook):
-    """Message hook holding each point-to-point copy back for ``delay + U{0..jitter}`` slots.
+    """Message hook holding each point-to-point copy an agent sends back for ``delay + U{0..jitter}`` slots.
 
-    A held copy goes out with the messages of its due slot: every family routes every slot (every report round)
-    while the episode has a message hook, silent ones included, so nothing held is left behind mid-episode.
+    A held copy goes out with the messages of its due slot, and is charged then: every family routes every slot
+    (every report round) while the episode has a message hook, silent ones included, so nothing held is left behind
+    mid-episode. A hosted server's replies are not affected (see the module docstring).
 
     Args:
         delay: extra slots before a copy is transmitted, in ``[0, 2**62)``; a copy held beyond the episode's last slot
@@ -878,6 +891,9 @@ class MessageDelays(_FaultWrapper):
 
     kind = "message delays"
     splits_broadcasts = True
-    combine = "use one MessageDelays with the delays and jitters added"
+    combine = (
+        "use one MessageDelays with the delays added (a jitter of j1 + j2 spans the two jitters' range, but spreads "
+        "copies uniformly over it, where two stacked jitters do not)"
+    )
     holds_copies = True
     hook_class = DelayHook
