@@ -168,7 +168,7 @@ def _log_det_ridged(ridged: np.ndarray) -> np.ndarray:
             "a Gram matrix plus lam*I is not positive definite: either payloads were perturbed into an indefinite "
             "matrix (project perturbed matrices to PSD, or raise lam, before they reach the agents), or a "
             "synchronisation arrived after newer local data (Sync-LinUCB assumes instant synchronisation: run it "
-            "on a channel without latency or latency_jitter)"
+            "on a channel without latency or latency_jitter, and without a MessageDelays wrapper)"
         ) from None
     return 2.0 * np.log(factor.diagonal(0, -2, -1)).sum(axis=-1)  # the method: np.diagonal without its dispatch
 

@@ -16,6 +16,7 @@ from fedbandit_envs.channel.flooding import TTLFlooding
 from fedbandit_envs.families.mab.env import FederatedMAB
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.run import run
+from wrappers.dp import LaplaceMessageDP
 from wrappers.faults import (
     ATTACK_FIELDS,
     ByzantineAdversary,
@@ -210,6 +211,109 @@ def test_fraction_picks_a_seeded_set_of_byzantine_agents():
     assert first.sum() == 5 and (env.adversary.byzantine[0] == first).all()
     env.reset(seed=4)
     assert not (env.adversary.byzantine[0] == first).all()
+
+
+def test_byzantine_draws_do_not_depend_on_the_order_a_sender_lists_its_messages():
+    # agent 0 sends the same two point-to-point messages every slot, listed [to 1, to 3] or [to 3, to 1]: each copy
+    # gets the same draw either way (the canonical order includes the recipient)
+    def received(recipients):
+        env = ByzantineAgents(
+            FederatedMAB(num_agents=4, num_arms=2, horizon=40, topology="ring"), 0.5, byzantine=[0], q=Uniform(5, 6)
+        )
+        env.reset(seed=2)
+        got = {}
+        for t in range(40):
+            messages = [Message(0, r, "v", {"reward": [0.5]}) for r in recipients]
+            actions = {"agent_0": {"arm": 0, "messages": messages}, "agent_1": 0, "agent_2": 0, "agent_3": 0}
+            observations, *_ = env.step(actions)
+            for agent in ("agent_1", "agent_3"):
+                got[t, agent] = [float(m.payload["reward"][0]) for m in observations[agent]["inbox"]]
+        return got
+
+    in_order = received([1, 3])
+    assert in_order == received([3, 1])
+    assert len({value for values in in_order.values() for value in values}) > 2  # some copies were corrupted
+
+
+PER_COPY_FAULTS = {"drops": lambda e: MessageDrops(e, 0.0), "delays": lambda e: MessageDelays(e, 0)}
+
+
+@pytest.mark.parametrize("fault", PER_COPY_FAULTS)
+def test_byzantine_agents_refuse_a_fault_that_splits_broadcasts_and_name_the_order_to_use(fault):
+    # inside ByzantineAgents, a per-copy fault would have each copy of a record corrupted on a draw of its own (and a
+    # delayed record would reach it after its creation slot, never to be corrupted): D13 wants one draw per record
+    make = PER_COPY_FAULTS[fault]
+    name = type(make(FederatedMAB(num_agents=6, num_arms=2, horizon=30, topology="complete"))).__name__
+    refused = rf"ByzantineAgents cannot wrap {name}: .*wrap the other way round \({name}\(ByzantineAgents\(env"
+    with pytest.raises(ValueError, match=refused):
+        ByzantineAgents(make(FederatedMAB(num_agents=6, num_arms=2, horizon=30, topology="complete")), 0.3)
+    if fault == "drops":  # also with another kind in between
+        with pytest.raises(ValueError, match=refused):
+            ByzantineAgents(LaplaceMessageDP(make(FederatedMAB(num_agents=6, num_arms=2, horizon=30)), 1.0), 0.3)
+    # the order named corrupts each record once: every copy of it is identical, and `exposed` counts records
+    byzantine = ByzantineAgents(
+        FederatedMAB(num_agents=6, num_arms=2, horizon=30, topology="complete"), contam_eps=0.3, byzantine=[0]
+    )
+    rows, _, _ = flood_copies(make(byzantine), 1, 30)
+    values = defaultdict(set)
+    for _, _, _, origin, created, reward in rows:
+        values[origin, created].add(reward)
+    assert all(len(copies) == 1 for copies in values.values())
+    assert byzantine.adversary.exposed[0] == 29 and 0 < byzantine.adversary.corrupted[0] < 29
+
+
+def test_a_fraction_must_select_a_byzantine_agent_and_none_warns_saying_so():
+    def env(m=4):
+        return FederatedMAB(num_agents=m, num_arms=2, horizon=6, topology="ring")
+
+    with pytest.raises(ValueError, match=r"fraction=0.125 of 4 agents selects round\(0.125 \* 4\) = 0 byzantine"):
+        ByzantineAgents(env(), 0.1, fraction=0.125)  # rounds to 0 agents
+    assert ByzantineAgents(env(), 0.1, fraction=0.13).hook.fraction == 0.13  # round(0.52) = 1 agent
+    # no byzantine agent at all is an explicit choice: accepted, and the warning says why nothing was corrupted
+    for none, named in ((dict(fraction=0.0), r"fraction=0\)"), (dict(byzantine=[]), r"byzantine=\[\]\)")):
+        with pytest.warns(
+            FaultInactiveWarning, match=rf"ByzantineAgents acted on nothing .*no agent is byzantine \({named}"
+        ) as caught:
+            flood_copies(ByzantineAgents(env(), 0.1, **none), 1, 6)
+        assert "fields=" not in str(caught[0].message)
+    # byzantine agents that never send a record of their own: the fields were right, the agents were not
+    quiet = ByzantineAgents(env(), 0.1, byzantine=[2])
+    quiet.reset(seed=0)
+    with pytest.warns(FaultInactiveWarning, match=r"'v': \['reward'\]\. Messages carried those fields, but") as caught:
+        while quiet.agents:
+            message = Message(0, 1, "v", {"reward": [0.5]})
+            quiet.step({"agent_0": {"arm": 0, "messages": [message]}, "agent_1": 0, "agent_2": 0, "agent_3": 0})
+    assert "Pass fields=" not in str(caught[0].message)
+
+
+def test_inputs_that_would_fail_mid_episode_are_refused_up_front_or_named():
+    with pytest.raises(ValueError, match="finite width"):
+        Uniform(-1e308, 1e308)  # high - low overflows
+    with pytest.raises(ValueError, match="std must leave mean"):
+        Normal(0.0, 1e308)  # draws overflow to inf
+    assert Uniform(-1e300, 1e300).high == 1e300 and Normal(0.0, 1e300).std == 1e300  # large but finite draws
+    for bad in (np.nan, np.inf):  # a callable q: checked as it returns
+        q = lambda field, arm, true_value, rng, bad=bad: np.full(true_value.shape, bad)  # noqa: E731
+        env = ByzantineAgents(FederatedMAB(num_agents=5, num_arms=2, horizon=10, topology="ring"), 1.0, q=q)
+        with pytest.raises(ValueError, match=r"q of ByzantineAgents returned a non-finite value .*'reward'"):
+            flood_copies(env, 1, 10)
+    ring = FederatedMAB(num_agents=5, num_arms=2, horizon=10, topology="ring")
+    huge = ByzantineAgents(ring, 1.0, q=PointMass(1e300), fields=["arm"])
+    with pytest.raises(ValueError, match="q returned .* for the field 'arm', beyond the range of its dtype int64"):
+        flood_copies(huge, 1, 10)
+
+
+@pytest.mark.parametrize("argument", ["delay", "jitter"])
+def test_delays_refuse_values_the_simulation_cannot_count_and_deliver_nothing_beyond_the_horizon(argument):
+    def delays(value):
+        arguments = {"delay": 1, argument: value}
+        return MessageDelays(FederatedMAB(num_agents=4, num_arms=2, horizon=8, topology="ring"), **arguments)
+
+    for huge in (2**62, 2**63, 10**30):
+        with pytest.raises(ValueError, match=rf"{argument} must be an int in \[0, 2\*\*62\)"):
+            delays(huge)
+    rows, _, core = flood_copies(delays(2**62 - 1), 1, 8)  # legitimate: (almost surely) beyond the horizon
+    assert rows == [] and core.channel.ledger.messages[0] == 0
 
 
 # ---------------------------------------------------------------------------------------------------- drops, delays

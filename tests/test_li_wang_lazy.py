@@ -29,6 +29,7 @@ from fedbandit_envs.channel import ChannelConfig, CostModel
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 from fedbandit_envs.reference import reference_mode
 from fedbandit_envs.run import run, run_pettingzoo
+from wrappers.faults import MessageDelays
 
 N, T, D, K = 12, 300, 4, 6
 CONFIG = LinearConfig(num_clients=N, num_arms=K, dimension=D, horizon=T)
@@ -298,6 +299,17 @@ def test_sync_linucb_under_latency_jitter_names_the_cause():
     env = {"num_arms": 4, "dimension": 3, "num_clients": 6, "horizon": 200, "latency_jitter": 2}
     with pytest.raises(ValueError, match="Sync-LinUCB assumes instant synchronisation: run it on a channel without"):
         run(resolve_factory("sync_linucb"), env, [0], checkpoints=1)
+
+
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "pettingzoo"])
+def test_sync_linucb_under_message_delays_names_the_wrapper(batched):
+    """MessageDelays delays a synchronisation as the channel's latency does; the error names both."""
+    env = {"num_clients": 6, "horizon": 60}
+    delays = [lambda e: MessageDelays(e, 1)]
+    with pytest.raises(
+        ValueError, match=r"instant synchronisation: .*without latency or latency_jitter.*MessageDelays"
+    ):
+        run(resolve_factory("sync_linucb"), env, [1], checkpoints=1, batched=batched, wrappers=delays)
 
 
 def play_stats(stats: BufferedStats, seed: int, steps: int = 300) -> None:

@@ -8,13 +8,17 @@ its own, runs with the hooks of its own chain (none when it is unwrapped), and t
 object are independent of each other.
 
 **Composition.** Wrappers of different kinds compose in order, the innermost first:
-``ByzantineAgents(MessageDrops(env))`` loses copies, then corrupts the records that survive;
-``LaplaceMessageDP(ByzantineAgents(env))`` noises what the byzantine agents send, and
+``MessageDrops(ByzantineAgents(env))`` corrupts each record once, then loses copies of it;
+``LaplaceMessageDP(ByzantineAgents(env))`` noises what the byzantine agents send (clipped to the declared bounds
+first, corrupted values included), and
 ``ByzantineAgents(LaplaceMessageDP(env))`` corrupts the noised messages; a DP wrapper refuses to wrap
 ``MessageDelays`` (:attr:`HookWrapper.holds_copies`: noise and charges belong to the slot a message is sent in, so
-``MessageDelays(LaplaceMessageDP(env))``). A chain holds **one wrapper of each
-kind** (:attr:`HookWrapper.kind`: DP, byzantine agents, drops, delays); a second raises a ``ValueError`` that says
-what to use instead (``HookWrapper(env, hook)`` itself, a user's own hook, has no kind and composes freely):
+``MessageDelays(LaplaceMessageDP(env))``), and ``ByzantineAgents`` refuses to wrap ``MessageDrops`` or
+``MessageDelays`` (:attr:`HookWrapper.splits_broadcasts`: it draws once per record, and every copy of a record is
+the same, so ``MessageDrops(ByzantineAgents(env))``); :func:`refuse_to_wrap` raises these errors, naming the order to
+use. A chain holds **one wrapper of each kind** (:attr:`HookWrapper.kind`: DP, byzantine agents, drops, delays); a
+second raises a ``ValueError`` that says what to use instead (``HookWrapper(env, hook)`` itself, a user's own hook,
+has no kind and composes freely):
 
 * two DP wrappers (``LaplaceMessageDP(GaussianMessageDP(env))``, ``LaplaceMessageDP(LaplaceMessageDP(env))``)
   would noise every sensitive field twice and keep two accountants and budgets for one agent: summing them
@@ -36,7 +40,7 @@ from pettingzoo.utils import BaseParallelWrapper
 from fedbandit_envs.core import MessageHook, check_hooks
 from fedbandit_envs.env_base import MESSAGE_HOOKS, ProtocolParallelEnv
 
-__all__ = ["HookClassWrapper", "HookWrapper", "layers"]
+__all__ = ["HookClassWrapper", "HookWrapper", "layers", "refuse_to_wrap"]
 
 
 def _begins_with(hooks: Sequence[Any], chain: list[MessageHook]) -> bool:
@@ -49,6 +53,20 @@ def layers(env: Any) -> Iterator[Any]:
     while isinstance(env, BaseParallelWrapper):
         yield env
         env = env.env
+
+
+def refuse_to_wrap(wrapper: str, env: Any, attribute: str, why: str, instead: str) -> None:
+    """Raise ``ValueError`` if a layer of ``env``'s chain sets ``attribute``: ``wrapper`` cannot wrap it (``why``).
+
+    The error names the order to use instead (the layer found outside ``wrapper``) and what that order does
+    (``instead``).
+    """
+    found = [type(layer).__name__ for layer in layers(env) if getattr(layer, attribute, False)]
+    if found:
+        raise ValueError(
+            f"{wrapper} cannot wrap {found[0]}: {why}; wrap the other way round "
+            f"({found[0]}({wrapper}(env, ...), ...)): {instead}"
+        )
 
 
 class HookWrapper(BaseParallelWrapper):
@@ -65,10 +83,12 @@ class HookWrapper(BaseParallelWrapper):
     #: How to get the effect of two wrappers of this kind from one (the fix named by the error).
     combine: ClassVar[str] = ""
     #: Whether the hook hands the hooks after it one row per recipient of a ``NEIGHBOURS`` broadcast (per-copy
-    #: faults), so that a DP hook outside it sees every copy of a broadcast as a release of its own.
+    #: faults), so that a DP hook outside it sees every copy of a broadcast as a release of its own
+    #: (``TreeMessageDP`` and ``ByzantineAgents`` refuse to sit outside it: they act once per message or record).
     splits_broadcasts: ClassVar[bool] = False
     #: Whether the hook holds copies back to later slots, so that the hooks after it see a copy only when it is
-    #: released (a DP wrapper refuses to sit outside it: noise and charges belong to the slot a message is sent in).
+    #: released (a DP wrapper refuses to sit outside it: noise and charges belong to the slot a message is sent in;
+    #: so does ``ByzantineAgents``: a record is corrupted in the slot it is created in).
     holds_copies: ClassVar[bool] = False
 
     def __init__(self, env: Any, hook: MessageHook) -> None:

@@ -3,16 +3,23 @@
 Each fault is a :class:`~fedbandit_envs.core.MessageHook` that a PettingZoo wrapper hands to the environment's
 simulation core for every episode (see :mod:`wrappers.chain`: the wrapped env itself is never changed), so it applies
 on the PettingZoo path and on the runner's batched path alike (the same pattern as the DP wrappers). Wrappers of
-different kinds compose in order, the innermost first (``ByzantineAgents(MessageDrops(env))`` loses copies, then
-corrupts the survivors); a chain holds one wrapper of each kind, since two would share a random stream.
+different kinds compose in order, the innermost first (``MessageDrops(ByzantineAgents(env))`` corrupts each record
+once, then loses copies of it); a chain holds one wrapper of each kind, since two would share a random stream.
+``ByzantineAgents`` refuses to wrap ``MessageDrops`` or ``MessageDelays`` (a ``ValueError`` naming the order above):
+they split each broadcast into copies, and delays release copies after their records' creation slot, so a byzantine
+wrapper outside them would corrupt each copy on a draw of its own, or never corrupt a delayed flooded record.
 
 Agents never see the hooks' state: which agents are byzantine and which records were
 corrupted are hidden ground truth for evaluation.
 
 Randomness comes from the episode's ``adversary`` stream: each hook kind draws from its own child of that stream
 (byzantine: 0, drops: 1, delays: 2), so adding a fault never changes rewards, agents' choices or another fault's
-draws. Random draws are assigned in a canonical order of the affected records (replica, sender, then origin,
-creation slot, recipient), so they do not depend on how the messages of a slot were batched.
+stream. Within a kind, one stream serves every sender: a slot's draws are assigned in a canonical order of the
+affected records (byzantine: replica, sender, then origin, creation slot, recipient, kind) or copies (drops, delays:
+replica, sender, recipient, kind), so they do not depend on how the messages of a slot were batched nor on the order
+in which a sender listed its messages (records tied on every key keep that order). Which copy gets which draw does
+depend on the copies in play: a fault inside another that removes or adds copies, or one more message from any agent,
+shifts the draws of every later copy of every sender.
 
 * :class:`ByzantineAgents` / :class:`ByzantineAdversary` (dubey-pentland §1.4, §6 item 6, D12, D13): Huber
   contamination. ``mode="source"``: each record a byzantine agent creates has its target fields replaced, with
@@ -23,12 +30,17 @@ creation slot, recipient), so they do not depend on how the messages of a slot w
   a target field pass unchanged. ``Q`` is :class:`PointMass` (default 10.0, D13), :class:`Uniform`,
   :class:`Normal` or any callable ``q(field, arm, true_value, rng) -> values`` on arrays.
 * :class:`MessageDrops`: each point-to-point copy is lost with probability ``prob`` (optionally only some kinds or
-  senders). A lost copy is never transmitted, so it costs nothing.
+  senders). A lost copy is never transmitted, so it costs nothing (a copy lost to the channel's ``drop_prob`` has
+  used its link and is charged), and the results' ``dropped`` column, the channel's drops, does not count it.
 * :class:`MessageDelays`: each point-to-point copy is held back for ``delay`` (+ uniform jitter) slots before it
-  is transmitted; copies still held when the episode ends are lost. Receivers that deduplicate by age (TTL
-  flooding) need a matching ``max_age``.
+  is transmitted, and charged in the slot it is transmitted; copies still held when the episode ends are lost,
+  never transmitted nor charged. Receivers that deduplicate by age (TTL
+  flooding) need a matching ``max_age``; Sync-LinUCB, which assumes instant synchronisation, fails under it (as
+  under the channel's ``latency``) with an error that names both.
 
 Hooks that act per copy expand ``NEIGHBOURS`` broadcasts into one row per neighbour (never adding a recipient).
+Drops and delays act on the messages the agents send (to peers and to the server), never on a hosted server's
+replies, which go to the channel after the hooks have run.
 
 **A fault never silently does nothing.** Each hook counts the records (byzantine) or copies (drops, delays) it had to
 act on: those of its target kinds, senders and fields. If that count is zero over an episode played to its last slot
@@ -55,7 +67,7 @@ from fedbandit_envs.core import AgentContext
 from fedbandit_envs.seeding import SeedStreams
 from fedbandit_envs.topology import SERVER
 from fedbandit_envs.validation import check_names
-from wrappers.chain import HookClassWrapper
+from wrappers.chain import HookClassWrapper, refuse_to_wrap
 
 __all__ = [
     "ATTACK_FIELDS",
@@ -128,9 +140,20 @@ def _probability(name: str, value: Any) -> float:
     return float(value)
 
 
-def _non_negative_int(name: str, value: Any) -> int:
+#: Delays and jitters stay below this (so ``delay + jitter`` counts in int64); any delay of at least the episode's
+#: remaining slots already delivers nothing.
+_MAX_DELAY = 2**62
+
+
+def _delay(name: str, value: Any) -> int:
+    """``value`` as a delay in slots: an int in ``[0, _MAX_DELAY)`` (``ValueError`` otherwise)."""
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    if int(value) >= _MAX_DELAY:
+        raise ValueError(
+            f"{name} must be an int in [0, 2**62), got {value!r}; a copy held for at least the slots left in the "
+            "episode is never delivered, so a delay of the horizon already loses every copy"
+        )
     return int(value)
 
 
@@ -186,7 +209,7 @@ class Uniform:
 
     Attributes:
         low: lower end.
-        high: upper end (> low).
+        high: upper end (> low, with a finite width ``high - low``).
     """
 
     low: float = 0.0
@@ -195,10 +218,16 @@ class Uniform:
     def __post_init__(self) -> None:
         if not _real("low", self.low) < _real("high", self.high):
             raise ValueError(f"Uniform needs low < high, got low={self.low}, high={self.high}")
+        if not math.isfinite(self.high - self.low):
+            raise ValueError(f"Uniform needs a finite width high - low, got low={self.low}, high={self.high}")
 
     def __call__(self, field: str, arm: np.ndarray, true_value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One uniform draw per entry of ``true_value``."""
         return rng.uniform(self.low, self.high, np.shape(true_value))
+
+
+#: Standard deviations a normal draw never exceeds (numpy's generator stays within about 14).
+_NORMAL_REACH = 40
 
 
 @dataclass(frozen=True)
@@ -207,7 +236,7 @@ class Normal:
 
     Attributes:
         mean: the mean.
-        std: the standard deviation (> 0).
+        std: the standard deviation (> 0, with ``mean +- 40 std`` finite, so that every draw is).
     """
 
     mean: float = 0.0
@@ -217,6 +246,11 @@ class Normal:
         _real("mean", self.mean)
         if not _real("std", self.std) > 0:
             raise ValueError(f"std must be > 0, got {self.std}")
+        if not math.isfinite(abs(self.mean) + _NORMAL_REACH * self.std):
+            raise ValueError(
+                f"std must leave mean +- {_NORMAL_REACH} std finite (a draw would overflow to inf), got "
+                f"mean={self.mean}, std={self.std}"
+            )
 
     def __call__(self, field: str, arm: np.ndarray, true_value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One normal draw per entry of ``true_value``."""
@@ -322,14 +356,19 @@ class _Hook:
         """How to point the fault at the messages actually sent."""
         raise NotImplementedError
 
+    def _inactive_reason(self) -> str:
+        """Why the fault acted on nothing, and what to change: what it looked for, against what was sent."""
+        sent = "; ".join(f"{kind!r}: {sorted(fields)}" for kind, fields in sorted(self._sent.items()))
+        return (
+            f"it looks for {self._target()}, but the messages sent had (kind: fields) "
+            f"{sent or 'none (no message was sent)'}. {self._hint()}"
+        )
+
     def _report_inactive(self) -> None:
         if self.on_inactive == "ignore":
             return
-        sent = "; ".join(f"{kind!r}: {sorted(fields)}" for kind, fields in sorted(self._sent.items()))
-        text = (
-            f"{self.wrapper} acted on nothing in this episode: it looks for {self._target()}, but the messages sent "
-            f"had (kind: fields) {sent or 'none (no message was sent)'}. {self._hint()}, or pass on_inactive='ignore'"
-        )
+        reason = self._inactive_reason()
+        text = f"{self.wrapper} acted on nothing in this episode: {reason}, or pass on_inactive='ignore'"
         if self.on_inactive == "raise":
             raise FaultInactiveError(text)
         warnings.warn(text, FaultInactiveWarning, stacklevel=2)
@@ -392,10 +431,15 @@ class ByzantineAdversary(_Hook):
         byzantine: explicit byzantine agent ids (the same in every replica; checked against the population), or
             ``None``.
         fraction: with ``byzantine=None``, the fraction of agents chosen byzantine per replica (``round(f M)``
-            agents, uniformly, from the adversary stream); default 1.0 (D13: every agent, the paper's setting).
+            agents, Python's rounding, uniformly, from the adversary stream); default 1.0 (D13: every agent, the
+            paper's setting). A fraction above 0 must select at least one agent (``ValueError`` otherwise);
+            ``fraction=0``, like ``byzantine=[]``, selects none on purpose, and the episode then warns that no agent
+            is byzantine (``on_inactive``).
         mode: ``"source"`` (corrupt at creation, D13) or ``"relay"`` (also at every byzantine forwarder).
         q: the corruption distribution Q: :class:`PointMass`, :class:`Uniform`, :class:`Normal` or a callable
-            ``q(field, arm, true_value, rng) -> values`` (arrays; ``arm`` is -1 when the payload has no ``arm``).
+            ``q(field, arm, true_value, rng) -> values`` (arrays; ``arm`` is -1 when the payload has no ``arm``). Its
+            values must be finite and fit the field's dtype (whole numbers for integer fields): a ``ValueError``
+            naming ``q`` is raised in the slot it returns others.
         fields: payload fields replaced by Q (default ``("reward",)``; :data:`ATTACK_FIELDS` lists those of each
             reference algorithm).
         kinds: message kinds to corrupt (default: every kind carrying a target field).
@@ -443,15 +487,14 @@ class ByzantineAdversary(_Hook):
         """Choose the byzantine agents of every replica; clear the hidden log."""
         super().reset(context, streams)
         b, m = context.num_replicas, context.num_agents
+        self.check_population(m)
         #: (B, M) hidden ground truth: which agents are byzantine.
         self.byzantine = np.zeros((b, m), bool)
         if self.ids is not None:
-            self.check_population(m)
             self.byzantine[:, self.ids] = True
         else:
-            count = int(round(self.fraction * m))
             for r, rng in enumerate(self.rngs):
-                self.byzantine[r, rng.permutation(m)[:count]] = True
+                self.byzantine[r, rng.permutation(m)[: self._count(m)]] = True
         #: (B,) corruptions applied (``exposed``: the records exposed to corruption, i.e. created, or relayed in
         #: relay mode, by byzantine agents in messages carrying a target field).
         self.corrupted = np.zeros(b, np.int64)
@@ -468,9 +511,24 @@ class ByzantineAdversary(_Hook):
         del self._log[state["logged"] :]
 
     def check_population(self, num_agents: int) -> None:
-        """Raise ``ValueError`` unless every explicit byzantine id is one of ``num_agents`` agents."""
+        """Raise ``ValueError`` unless the byzantine agents are among ``num_agents`` agents and not none by accident.
+
+        Every explicit id must be one of the agents, and a ``fraction`` above 0 must select at least one of them
+        (``fraction=0`` and ``byzantine=[]`` select none on purpose).
+        """
         if self.ids is not None:
             _agent_ids("byzantine", self.ids, num_agents)
+        elif self.fraction > 0 and self._count(num_agents) == 0:
+            selects = f"round({self.fraction:g} * {num_agents}) = 0"
+            raise ValueError(
+                f"fraction={self.fraction:g} of {num_agents} agents selects {selects} byzantine agents; pass a "
+                f"fraction above {0.5 / num_agents:g} to select at least one (or byzantine=[...]), or fraction=0 for "
+                "none on purpose"
+            )
+
+    def _count(self, num_agents: int) -> int:
+        """How many of ``num_agents`` agents ``fraction`` selects: ``round(fraction * num_agents)``."""
+        return int(round(self.fraction * num_agents))
 
     def _targeted(self, batch: MessageBatch) -> bool:
         return (self.kinds is None or batch.kind in self.kinds) and any(f in batch.payload for f in self.fields)
@@ -480,11 +538,30 @@ class ByzantineAdversary(_Hook):
         return f"fields {list(self.fields)} in messages of {kinds} sent by its byzantine agents"
 
     def _hint(self) -> str:
+        carried = any(
+            (self.kinds is None or kind in self.kinds) and not fields.isdisjoint(self.fields)
+            for kind, fields in self._sent.items()
+        )
+        if carried:
+            relayed = " or forwarded" if self.mode == "relay" else ""
+            return (
+                f"Messages carried those fields, but none was a record its byzantine agents created{relayed}: "
+                "make agents that send such records byzantine (byzantine=[...])"
+            )
         return "Pass fields=... (wrappers.faults.ATTACK_FIELDS lists them for every reference algorithm)"
+
+    def _inactive_reason(self) -> str:
+        if not self.byzantine.any():
+            chosen = "byzantine=[]" if self.ids is not None else f"fraction={self.fraction:g}"
+            return (
+                f"no agent is byzantine ({chosen}), so no record was exposed to corruption. Name byzantine agents "
+                "(byzantine=[...] or a fraction above 0) to corrupt records"
+            )
+        return super()._inactive_reason()
 
     def _apply(self, slot: int, batches: list[MessageBatch]) -> list[MessageBatch]:
         """Corrupt the target fields of exposed records; other messages pass unchanged."""
-        columns: list[list[np.ndarray]] = [[] for _ in range(9)]
+        columns: list[list[np.ndarray]] = [[] for _ in range(10)]
         kinds = sorted({batch.kind for batch in batches})
         per_row: dict[int, int] = {}
         for i, batch in enumerate(batches):
@@ -497,12 +574,18 @@ class ByzantineAdversary(_Hook):
             stage = np.where(created_here[exposed], 0, 1)
             found = (np.full(len(exposed), i), exposed, replica[exposed], sender[exposed], origin[exposed])
             rank = np.full(len(exposed), kinds.index(batch.kind))
-            for column, values in zip(columns, (*found, created[exposed], stage, np.full(len(exposed), slot), rank)):
+            recipient = batch.recipient[row[exposed]]
+            for column, values in zip(
+                columns, (*found, created[exposed], stage, np.full(len(exposed), slot), rank, recipient)
+            ):
                 column.append(values)
         if not per_row:
             return batches
-        batch_id, record, replica, sender, origin, created, stage, slots, kind = (np.concatenate(c) for c in columns)
-        order = np.lexsort((kind, created, origin, sender, replica))
+        batch_id, record, replica, sender, origin, created, stage, slots, kind, recipient = (
+            np.concatenate(c) for c in columns
+        )
+        # the canonical order of the module docstring (kind last): draws do not depend on how messages were listed
+        order = np.lexsort((kind, recipient, created, origin, sender, replica))
         payloads: dict[int, dict[str, np.ndarray]] = {}
         for b in np.unique(replica):
             rows = order[replica[order] == b]
@@ -528,6 +611,12 @@ class ByzantineAdversary(_Hook):
                 value = np.asarray(self.q(field, arm, true_value, rng), np.float64)
                 if value.shape != true_value.shape:
                     raise ValueError(f"q returned shape {value.shape} for {field!r} values of shape {true_value.shape}")
+                if not np.isfinite(value).all():
+                    raise ValueError(
+                        f"q of ByzantineAgents returned a non-finite value (NaN or inf) for field {field!r}: "
+                        f"q={getattr(self.q, '__qualname__', None) or self.q!r} must return finite values (a message "
+                        "carries finite values only)"
+                    )
                 for i, r, v in zip(batch_id[chosen], record[chosen], value):
                     views[i][r] = self._cast(field, v, views[i].dtype)
                 self._log.append(
@@ -560,15 +649,21 @@ class ByzantineAdversary(_Hook):
 
     @staticmethod
     def _cast(field: str, value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """Q's (finite) ``value`` in the field's ``dtype``; ValueError unless it is whole (integer fields) and fits."""
         if dtype.kind in "iu" and not np.all(value == np.round(value)):
             raise ValueError(f"q must return whole numbers for the integer field {field!r}, got {value!r}")
+        info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype) if dtype.kind == "f" else None
+        if info is not None and not np.all((value >= info.min) & (value <= info.max)):
+            raise ValueError(f"q returned {value!r} for the field {field!r}, beyond the range of its dtype {dtype}")
         return np.asarray(value).astype(dtype)
 
     def corruptions(self) -> dict[str, np.ndarray]:
         """Hidden log: one entry per corrupted record and field.
 
         Columns: slot, replica, sender (the corrupting agent), origin, created, stage (0 at creation, 1 at a
-        relay), field, true_value and value (first entry of vector fields).
+        relay), field, true_value and value (first entry of vector fields). ``value`` is Q's: a DP wrapper outside
+        (``LaplaceMessageDP(ByzantineAgents(env))``) then clips it to the field's declared bounds and adds noise, so
+        receivers get another value.
         """
         names = ("slot", "replica", "sender", "origin", "created", "stage", "field", "true_value", "value")
         if not self._log:
@@ -584,12 +679,15 @@ class ByzantineAdversary(_Hook):
 
 # ---------------------------------------------------------------------------------------------------- drops and delays
 class DropHook(_PerCopyHook):
-    """Message hook losing each point-to-point copy with probability ``prob``.
+    """Message hook losing each point-to-point copy an agent sends with probability ``prob``.
+
+    A hosted server's replies are not affected (see the module docstring); a lost copy is never transmitted, so the
+    ledger does not charge it.
 
     Args:
         prob: loss probability per copy, in [0, 1].
         kinds: message kinds affected (default: all).
-        senders: sending agents affected (default: all).
+        senders: sending agents affected (default: all agents; never the server).
         on_inactive: ``"warn"`` (default), ``"raise"`` or ``"ignore"`` when no copy was subject to loss over an
             episode (see :class:`FaultInactiveWarning`).
     """
@@ -634,14 +732,16 @@ class DropHook(_PerCopyHook):
 
 
 class DelayHook(_PerCopyHook):
-    """Message hook holding each point-to-point copy back for ``delay + U{0..jitter}`` slots.
+    """Message hook holding each point-to-point copy an agent sends back for ``delay + U{0..jitter}`` slots.
 
-    A held copy goes out with the messages of its due slot: every family routes every slot (every report round)
-    while the episode has a message hook, silent ones included, so nothing held is left behind mid-episode.
+    A held copy goes out with the messages of its due slot, and is charged then: every family routes every slot
+    (every report round) while the episode has a message hook, silent ones included, so nothing held is left behind
+    mid-episode. A hosted server's replies are not affected (see the module docstring).
 
     Args:
-        delay: extra slots before a copy is transmitted (>= 0).
-        jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream).
+        delay: extra slots before a copy is transmitted, in ``[0, 2**62)``; a copy held beyond the episode's last slot
+            is never delivered (so a delay of at least the horizon loses every copy, at no cost).
+        jitter: an extra uniform delay in ``{0, ..., jitter}`` per copy (adversary stream), in ``[0, 2**62)``.
         kinds, senders, on_inactive: the copies affected and what an episode without any does, as in
             :class:`DropHook`.
     """
@@ -658,8 +758,8 @@ class DelayHook(_PerCopyHook):
         on_inactive: str = "warn",
     ) -> None:
         super().__init__(kinds, senders, on_inactive)
-        self.delay = _non_negative_int("delay", delay)
-        self.jitter = _non_negative_int("jitter", jitter)
+        self.delay = _delay("delay", delay)
+        self.jitter = _delay("jitter", jitter)
 
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
         """Start an episode with nothing held back."""
@@ -708,10 +808,28 @@ class _FaultWrapper(HookClassWrapper):
         self.hook.check_population(len(env.possible_agents))
 
 
+#: The layers ByzantineAgents refuses to wrap (attribute of the layer, why): it corrupts once per record (D13).
+_PER_RECORD_REFUSALS = (
+    (
+        "holds_copies",
+        "a copy it holds back would reach ByzantineAgents only when released, after the slot its record was created "
+        "in, so a flooded record would never be corrupted (and a message without a header would be corrupted per "
+        "copy, as if created when released)",
+    ),
+    (
+        "splits_broadcasts",
+        "it splits every NEIGHBOURS broadcast into one row per recipient, so each copy of a record would get a "
+        "corruption draw of its own instead of one draw per record (every copy identical)",
+    ),
+)
+
+
 class ByzantineAgents(_FaultWrapper):
     """Makes some agents byzantine: what they send is corrupted by :class:`ByzantineAdversary` (honest code untouched).
 
     One per wrapper chain; with other kinds it composes in order, the innermost first (see :mod:`wrappers.chain`).
+    It refuses to wrap :class:`MessageDrops` or :class:`MessageDelays` (``ValueError``): corruption is drawn once per
+    record, before its copies are split, so those go outside it (``MessageDrops(ByzantineAgents(env, ...), ...)``).
 
     Example::
 
@@ -726,6 +844,18 @@ class ByzantineAgents(_FaultWrapper):
     combine = "pass every byzantine agent to one ByzantineAgents (byzantine=[...] or fraction=...)"
     hook_class = ByzantineAdversary
     hook: ByzantineAdversary
+
+    def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, *args, **kwargs)  # a second ByzantineAgents is refused first
+        for attribute, why in _PER_RECORD_REFUSALS:
+            refuse_to_wrap(
+                "ByzantineAgents",
+                env,
+                attribute,
+                why,
+                "each record is corrupted once, as its byzantine agent sends it, and its copies are then lost or "
+                "delayed alike",
+            )
 
     @property
     def adversary(self) -> ByzantineAdversary:
@@ -761,6 +891,9 @@ class MessageDelays(_FaultWrapper):
 
     kind = "message delays"
     splits_broadcasts = True
-    combine = "use one MessageDelays with the delays and jitters added"
+    combine = (
+        "use one MessageDelays with the delays added (a jitter of j1 + j2 spans the two jitters' range, but spreads "
+        "copies uniformly over it, where two stacked jitters do not)"
+    )
     holds_copies = True
     hook_class = DelayHook

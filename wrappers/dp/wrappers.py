@@ -22,19 +22,9 @@ from typing import Any
 import numpy as np
 from typing_extensions import Unpack
 
-from wrappers.chain import HookClassWrapper, HookWrapper, layers
+from wrappers.chain import HookClassWrapper, HookWrapper, refuse_to_wrap
 from wrappers.dp.privatizer import CalibratedOptions, EpsilonSpec, MessagePrivatizer, NoiseSpec
 from wrappers.dp.tree import TreePrivatizer
-
-
-def _refuse_to_wrap(wrapper: str, env: Any, attribute: str, why: str, instead: str) -> None:
-    """Raise ``ValueError`` if a layer of ``env``'s chain sets ``attribute``: ``wrapper`` cannot wrap it (``why``)."""
-    found = [type(layer).__name__ for layer in layers(env) if getattr(layer, attribute, False)]
-    if found:
-        raise ValueError(
-            f"{wrapper} cannot wrap {found[0]}: {why}; wrap the other way round "
-            f"({found[0]}({wrapper}(env, ...), ...)): {instead}"
-        )
 
 
 class MessageDP(HookWrapper):
@@ -53,7 +43,7 @@ class MessageDP(HookWrapper):
 
     def __init__(self, env: Any, hook: MessagePrivatizer) -> None:
         super().__init__(env, hook)  # a second DP wrapper is refused first
-        _refuse_to_wrap(
+        refuse_to_wrap(
             type(self).__name__,
             env,
             "holds_copies",
@@ -180,7 +170,7 @@ class TreeMessageDP(HookClassWrapper, MessageDP):
 
     def __init__(self, env: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(env, *args, **kwargs)  # a second DP wrapper, or one around MessageDelays, is refused first
-        _refuse_to_wrap(
+        refuse_to_wrap(
             "TreeMessageDP",
             env,
             "splits_broadcasts",
