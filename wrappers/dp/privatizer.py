@@ -8,11 +8,12 @@ For every message:
 
 1. metadata: under ``strict`` the kind must be public by construction (given to the wrapper or
    registered before the episode) and ``count`` must be 1;
-2. each ``Sensitive`` field's record counts are checked against the env's count of the sender's
-   observed rewards (per arm with ``arm_field``), an explicit ``sensitivity_field`` against the range
-   of one record the env knows, and the field is clipped to the range its declaration allows,
-   whatever its aggregate; a claim the env cannot back raises ``ValueError`` and nothing of the slot
-   is sent or charged;
+2. each ``Sensitive`` declaration must be the one its sender first used for that kind and field in
+   the episode (it sets the clipping and noise, so it must not follow the data); its record counts
+   are checked against the env's count of the sender's observed rewards (per arm with
+   ``arm_field``), an explicit ``sensitivity_field`` against the range of one record the env knows,
+   and the field is clipped to the range its declaration allows, whatever its aggregate; a claim the
+   env cannot back raises ``ValueError`` and nothing of the slot is sent or charged;
 3. the release is priced: ``epsilon`` per message (or a schedule over the sender's release index),
    times ``n_agg`` under ``calibration="paper"`` (Li and Song: noise divided by the number of
    aggregated agents gives an ``n_agg * epsilon`` guarantee, which is what is charged), plus every
@@ -70,6 +71,8 @@ MECHANISMS = ("laplace", "gaussian")
 GAUSSIAN_CALIBRATIONS = ("classical", "analytic")
 
 EpsilonSpec = float | Callable[[int], float]
+#: Pinned ``Sensitive`` declarations: (replica, sender, kind) -> {field: declaration} of the kind's first use.
+Pins = dict[tuple[int, int, str], dict[str, Sensitive]]
 
 
 def dp_generator(streams: SeedStreams, sender: int, kind: str, index: int = 0) -> np.random.Generator:
@@ -190,6 +193,7 @@ class _SlotPlan:
     releases: dict[tuple[int, int, str], int] = field(default_factory=dict)
     declared: dict[tuple[int, int, str], tuple[float, float]] = field(default_factory=dict)
     blocks: set[tuple[int, int]] = field(default_factory=set)
+    pinned: Pins = field(default_factory=dict)
 
 
 class MessagePrivatizer:
@@ -262,6 +266,7 @@ class MessagePrivatizer:
         self._crc_kinds: dict[tuple[int, int, int], list[str]] = {}
         self._releases: dict[tuple[int, int, str], int] = {}
         self._declared: dict[tuple[int, int, str], tuple[float, float]] = {}
+        self._pinned: Pins = {}
         self.records = None
 
     def attach_records(self, records: ObservedRecords) -> None:
@@ -324,8 +329,10 @@ class MessagePrivatizer:
         Called by the hook chain when fault hooks come before this one, so that a message a drop loses is checked
         all the same (nothing is charged or drawn here; :meth:`__call__` prices what reaches it).
         """
+        pins: Pins = {}
         for batch in batches:
             schema = self._schema(batch)
+            self._pin(batch, schema, pins)
             for name, declaration in schema.items():
                 if isinstance(declaration, Sensitive):
                     self._field_range(batch, name, declaration)
@@ -371,6 +378,7 @@ class MessagePrivatizer:
     def _decide(self, batch: MessageBatch, plan: _SlotPlan) -> tuple:
         """Check and price one batch into ``plan`` (nothing is recorded yet)."""
         schema = self._schema(batch)
+        self._pin(batch, schema, plan.pinned)
         sensitive = [name for name, d in schema.items() if isinstance(d, Sensitive)]
         ranges = {name: self._field_range(batch, name, schema[name]) for name in sensitive}
         keep, epsilons = self._guard(batch, schema, sensitive, plan)
@@ -378,6 +386,35 @@ class MessagePrivatizer:
             for name in sensitive:
                 self._check_representable(batch, name, schema[name], ranges[name], keep, epsilons)
         return batch, schema, sensitive, ranges, keep, epsilons
+
+    def _pin(self, batch: MessageBatch, schema: dict, pins: Pins) -> None:
+        """Refuse ``Sensitive`` declarations that differ from those the sender first used for the kind in the episode.
+
+        A ``Sensitive`` declaration sets its field's clipping and noise, so it must not depend on the episode's data:
+        the ``Sensitive`` fields (names and declarations) of a sender's kind are pinned by its first message of that
+        kind that has any, and a later message may declare ``Sensitive`` only those fields, each exactly as then (a
+        new field name would be a new first use). ``Public`` and ``Privatized`` declarations set no noise and are
+        not pinned. ``pins`` collects the pins the call adds (the slot's plan, or a scratch dict for :meth:`check`).
+        """
+        sensitive = {name: d for name, d in schema.items() if isinstance(d, Sensitive)}
+        if not sensitive:
+            return
+        for b, sender in dict.fromkeys(zip(batch.replica.tolist(), batch.sender.tolist())):
+            key = (b, sender, batch.kind)
+            pinned = self._pinned.get(key) or pins.get(key)
+            if pinned is None:
+                pins[key] = sensitive
+                continue
+            for name, declaration in sensitive.items():
+                if pinned.get(name) != declaration:
+                    first = repr(pinned[name]) if name in pinned else f"only {sorted(pinned)} Sensitive"
+                    raise ValueError(
+                        f"field {name!r} of {batch.kind!r} from agent {sender} is declared {declaration!r}, but the "
+                        f"sender's first {batch.kind!r} message with Sensitive fields declared it {first}; a Sensitive "
+                        "declaration sets its field's clipping and noise, so it is fixed for the episode at its first "
+                        "use: declare the same fields the same way in every message (bounds that follow the data "
+                        "would release the data)"
+                    )
 
     def _check_representable(
         self, batch: MessageBatch, name: str, declaration: Sensitive, ranges: tuple, keep: np.ndarray, epsilons
@@ -570,6 +607,7 @@ class MessagePrivatizer:
                 self.accountants[b].record(sender, event)
         self._releases.update(plan.releases)
         self._declared.update(plan.declared)
+        self._pinned.update(plan.pinned)
         for b, sender in plan.blocks:
             self.blocked[b, sender] = True
 
