@@ -19,7 +19,7 @@ from fedbandit_envs.channel.messages import MAX_COUNT, MAX_FIELDS, MAX_ROW_AXES,
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action, Phase, play_slot
 from fedbandit_envs.env_base import MESSAGE_HOOKS
-from fedbandit_envs.families.linear.env import FederatedLinear
+from fedbandit_envs.families.linear.env import FederatedLinear, LinearContext
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.frozen import FrozenDict, is_frozen
 from fedbandit_envs.protocol import Agent, Coordinator, PerAgentPopulation, Population
@@ -279,6 +279,38 @@ def test_an_action_s_messages_are_a_list():
     with pytest.raises(TypeError, match="Action.messages must be a list of MessageBatch objects, got NoneType"):
         Action(np.zeros((1, 2), np.int64), None)  # type: ignore[arg-type]
     assert Action(np.zeros((1, 2), np.int64), ()).messages == ()
+
+
+class SendsWithTheAction(Population):
+    """Attaches a message to every act-phase action (the linear and procurement families take none there)."""
+
+    families = ("linear", "procurement")
+
+    def reset(self, context):
+        self.context = context
+
+    def act(self, step):
+        c, replicas = self.context, np.arange(self.context.num_replicas)
+        shape = step.clients.shape if isinstance(c, LinearContext) else (len(replicas), *c.capacities.shape)
+        message = MessageBatch("up", replicas, np.zeros_like(replicas), np.full_like(replicas, SERVER), {})
+        return Action(np.zeros(shape, np.int64), [message])
+
+    def observe(self, feedback):
+        pass
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"env": "linear", "num_clients": 3, "num_arms": 3, "dimension": 2, "horizon": 4},
+        {"env": "procurement", "num_agents": 2, "num_producers": 3, "horizon": 4},
+    ],
+)
+def test_an_act_phase_action_s_messages_are_refused_on_both_paths(env, batched):
+    # the PettingZoo path dropped them silently, so the two paths differed
+    with pytest.raises(ValueError, match="actions carry no messages in the act phase"):
+        run(SendsWithTheAction, env, [0], checkpoints=1, batched=batched, reference=None)
 
 
 def test_a_procurement_env_without_hooks_still_skips_silent_report_rounds():
