@@ -218,6 +218,42 @@ def test_a_failing_server_ends_the_episode_instead_of_leaving_a_slot_half_played
     assert env.unwrapped.core.failed is None
 
 
+def _reply_through_dp(reply: MessageBatch, strict: bool = True) -> list[MessageBatch]:
+    """The batches agent 0 receives when the server answers an upload with ``reply``, under a Laplace DP wrapper."""
+    env = LaplaceMessageDP(
+        FederatedMAB(2, 2, 5, topology="server", coordinator=Replying([reply]), inbox="batches"),
+        1.0,
+        kinds=("up", "down"),
+        strict=strict,
+    )
+    env.reset(seed=0)
+    up = [MessageBatch("up", [0], [0], [SERVER], {"v": [1.0]}, privacy={"v": Public()})]
+    observations, *_ = env.step({"agent_0": {"arm": 0, "messages": up}, "agent_1": 0})
+    return list(observations["agent_0"]["inbox"])
+
+
+def _reply(kind: str = "down", privacy: dict | None = None) -> MessageBatch:
+    return MessageBatch(kind, [0], [SERVER], [0], {"raw": [37.0]}, privacy=privacy)
+
+
+def test_a_server_s_replies_are_checked_by_a_strict_dp_wrapper_but_not_noised():
+    # replies skipped every message hook: a server holding the population sent raw reward sums under an undeclared
+    # kind and undeclared fields through a strict wrapper
+    with pytest.raises(ValueError, match="'zz' is not in the wrapper's public vocabulary"):
+        _reply_through_dp(_reply("zz", {"raw": Public()}))
+    with pytest.raises(ValueError, match=r"undeclared payload fields \['raw'\]"):
+        _reply_through_dp(_reply())
+    with pytest.raises(ValueError, match="does not noise a server's replies"):
+        _reply_through_dp(_reply(privacy={"raw": Sensitive(bounds=(0.0, 1.0), aggregate="value")}))
+    (received,) = _reply_through_dp(_reply(privacy={"raw": Privatized()}))  # post-processing: sent as it is
+    assert received.kind == "down" and received.payload["raw"].tolist() == [37.0]
+    with pytest.warns(UserWarning, match="strict=False"):
+        (received,) = _reply_through_dp(_reply("zz"), strict=False)
+    assert received.payload["raw"].tolist() == [37.0]
+    with pytest.raises(ValueError, match="does not noise a server's replies"):
+        _reply_through_dp(_reply(privacy={"raw": Sensitive(bounds=(0.0, 1.0), aggregate="value")}), strict=False)
+
+
 class FailingResetHook:
     """A message hook whose ``reset`` fails while ``failing``: the reset breaks after the channel was replaced."""
 

@@ -337,6 +337,24 @@ class MessagePrivatizer:
                 if isinstance(declaration, Sensitive):
                     self._field_range(batch, name, declaration)
 
+    def check_replies(self, slot: int, replies: Sequence[MessageBatch]) -> None:
+        """Check the hosted coordinator's replies as the agents' messages are checked, without noise or charge.
+
+        A reply's kind must be in the public vocabulary, its ``count`` 1 and every field declared (under ``strict``;
+        otherwise with a warning). Replies are not privatized: a server computes them from what reached it, which
+        this wrapper privatized already (or which was declared private), so its values are post-processing and
+        must be declared ``Public()`` or ``Privatized()``; a ``Sensitive`` field is refused, as nothing would
+        noise it, and a ``Privatized(epsilon=...)`` is charged to no agent.
+        """
+        for batch in replies:
+            sensitive = [name for name, d in self._schema(batch).items() if isinstance(d, Sensitive)]
+            if sensitive:
+                raise ValueError(
+                    f"the server's reply {batch.kind!r} declares {sensitive} Sensitive; a DP wrapper does not noise a "
+                    "server's replies (they are computed from messages it privatized already): declare such values "
+                    "Privatized() and public ones Public()"
+                )
+
     def _unvouched(self, what: str) -> None:
         """Refuse (strict) or warn once about metadata that is not public by construction."""
         if self.strict:
