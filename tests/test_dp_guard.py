@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from fedbandit_envs import FederatedMAB, Message, MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs.channel.privacy import (
+    Privatized,
+    Public,
+    Sensitive,
+    declare_message_schema,
+    message_schemas,
+    public_message_kinds,
+)
 from fedbandit_envs.env_base import MESSAGE_HOOKS
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
@@ -416,3 +423,26 @@ def test_both_run_paths_refuse_a_changed_declaration(batched):
     wrapper = lambda env: LaplaceMessageDP(env, 1.0, kinds=KINDS)  # noqa: E731
     with pytest.raises(ValueError, match="fixed for the episode"):
         run(CentredBounds, env_kwargs, seeds=[0], checkpoints=1, wrappers=[wrapper], batched=batched, reference=None)
+
+
+REGISTERED = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value"), "o": Public()}
+declare_message_schema("registered_value", REGISTERED)  # at import, before any episode
+
+
+def test_a_kind_registered_with_a_declaration_must_always_carry_exactly_it():
+    assert "registered_value" in public_message_kinds() and message_schemas()["registered_value"] == REGISTERED
+    env = LaplaceMessageDP(make_env(), 1.0)
+    env.reset(seed=0)
+    for privacy in (  # even the episode's first message: bounds chosen from data, or any other difference
+        {"v": Sensitive(bounds=(0.0, 1e-9), aggregate="value"), "o": Public()},
+        {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value"), "o": Privatized()},
+    ):
+        with pytest.raises(ValueError, match="must always carry exactly it"):
+            step(env, [Message(0, 1, "registered_value", {"v": 0.0, "o": 1}, privacy=privacy)])
+    inbox, _ = step(env, [Message(0, 1, "registered_value", {"v": 0.5, "o": 1}, privacy=REGISTERED)])
+    assert len(inbox) == 1
+    declare_message_schema("registered_value", dict(REGISTERED))  # the same again (a module run twice) is fine
+    with pytest.raises(ValueError, match="is registered with the declaration"):
+        declare_message_schema("registered_value", {"v": Sensitive(bounds=(0.0, 2.0), aggregate="value")})
+    with pytest.raises(ValueError, match="must be Public"):  # validated as a message's declaration is
+        declare_message_schema("other_kind", {"v": Sensitive(aggregate="mean", records_field="n"), "n": Privatized()})

@@ -42,7 +42,7 @@ from typing import TypedDict
 import numpy as np
 
 from fedbandit_envs.channel.messages import MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, public_message_kinds
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, message_schemas, public_message_kinds
 from fedbandit_envs.core import AgentContext, ObservedRecords
 from fedbandit_envs.privacy.accountant import (
     DeclaredEvent,
@@ -254,7 +254,7 @@ class MessagePrivatizer:
 
     # ------------------------------------------------------------------ episode
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
-        """Fresh accountants and DP noise streams for every replica; the kind vocabulary is fixed here."""
+        """Fresh accountants and DP noise streams for every replica; the kind vocabulary and schemas are fixed here."""
         m = context.num_agents
         self.streams = list(streams)
         self.accountants = [
@@ -262,6 +262,7 @@ class MessagePrivatizer:
         ]
         self.blocked = np.zeros((len(streams), m), bool)
         self.vocabulary = self.kinds | public_message_kinds()
+        self.schemas = message_schemas()
         self._rngs: dict[tuple[int, int, str], np.random.Generator] = {}
         self._crc_kinds: dict[tuple[int, int, int], list[str]] = {}
         self._releases: dict[tuple[int, int, str], int] = {}
@@ -347,6 +348,7 @@ class MessagePrivatizer:
         noise it, and a ``Privatized(epsilon=...)`` is charged to no agent.
         """
         for batch in replies:
+            self._check_registered(batch)
             sensitive = [name for name, d in self._schema(batch).items() if isinstance(d, Sensitive)]
             if sensitive:
                 raise ValueError(
@@ -413,7 +415,11 @@ class MessagePrivatizer:
         kind that has any, and a later message may declare ``Sensitive`` only those fields, each exactly as then (a
         new field name would be a new first use). ``Public`` and ``Privatized`` declarations set no noise and are
         not pinned. ``pins`` collects the pins the call adds (the slot's plan, or a scratch dict for :meth:`check`).
+        A kind registered with :func:`~fedbandit_envs.channel.privacy.declare_message_schema` before the episode
+        must carry exactly its registered declaration instead.
         """
+        if self._check_registered(batch):
+            return
         sensitive = {name: d for name, d in schema.items() if isinstance(d, Sensitive)}
         if not sensitive:
             return
@@ -433,6 +439,19 @@ class MessagePrivatizer:
                         "use: declare the same fields the same way in every message (bounds that follow the data "
                         "would release the data)"
                     )
+
+    def _check_registered(self, batch: MessageBatch) -> bool:
+        """Whether ``batch``'s kind has a declaration registered before the episode (ValueError if it differs)."""
+        registered = self.schemas.get(batch.kind)
+        if registered is None:
+            return False
+        if dict(batch.privacy or {}) != registered:
+            raise ValueError(
+                f"message kind {batch.kind!r} is registered with the declaration {dict(registered)} "
+                f"(declare_message_schema), but a message declares {dict(batch.privacy or {})}; a kind registered "
+                "with a declaration must always carry exactly it"
+            )
+        return True
 
     def _check_representable(
         self, batch: MessageBatch, name: str, declaration: Sensitive, ranges: tuple, keep: np.ndarray, epsilons
