@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from fedbandit_envs import NEIGHBOURS, FederatedMAB, Message
-from fedbandit_envs.channel.privacy import Public, Sensitive, declare_message_kinds
+from fedbandit_envs.channel.privacy import Public, Sensitive, declare_message_schema
 from fedbandit_envs.protocol import Agent, PerAgentPopulation
 from fedbandit_envs.run import run
 from wrappers.dp import LaplaceMessageDP, PrivacyBudgetExceeded
@@ -24,9 +24,10 @@ SEEDS = range(2 if TINY else 5)
 
 # What the shared fields are: a DP wrapper refuses to send a field that is not declared. The wrapper also checks each
 # count against its own count of the sender's observed rewards, and accepts only message kinds that are public by
-# construction: registered here, before any episode.
-declare_message_kinds("means")
+# construction: registered here, before any episode, with the declaration every "means" message carries (so its
+# bounds are fixed before any reward exists).
 SHARED = {"means": Sensitive(bounds=(0.0, 1.0), aggregate="mean", records_field="counts"), "counts": Public()}
+declare_message_schema("means", SHARED)
 
 
 class NoisyMeanUCB(Agent):

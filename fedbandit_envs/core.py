@@ -253,6 +253,8 @@ class MessageHook(Protocol):
     # read-only count of each agent's observed rewards (see :func:`fedbandit_envs.core.reset_hooks`).
     # Optional: ``check(slot, batches)``: refuse (raise) what the hook would refuse in the batches as the learner
     # sent them, before any hook runs; called when hooks come before it (see apply_hooks).
+    # Optional: ``check_replies(slot, replies)``: refuse (raise) what the hook would refuse in the hosted
+    # coordinator's replies, which pass no hook (see :func:`fedbandit_envs.channel.routing.deliver`).
     # Optional: ``checkpoint() -> state`` and ``restore(state)``: a hook that keeps state across slots defines
     # both, so that when a later hook of the chain refuses the slot (raises), the hook's call is undone and the
     # refused step changes nothing (see :func:`fedbandit_envs.channel.routing.apply_hooks`). ``refuses_steps =
@@ -456,7 +458,15 @@ class ChannelCore:
         """
         busy, self._busy = self._busy, True
         try:
-            return deliver(self.channel, self.coordinator, slot, prepared, collect_due=collect_due, close=close)
+            return deliver(
+                self.channel,
+                self.coordinator,
+                slot,
+                prepared,
+                collect_due=collect_due,
+                close=close,
+                hooks=self.message_hooks,
+            )
         except Exception as error:
             self.fail_slot(slot, error)
             raise

@@ -9,11 +9,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedbandit_envs import FederatedMAB, Message
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive
+from fedbandit_envs import FederatedMAB, Message, MessageBatch
+from fedbandit_envs.channel.privacy import (
+    Privatized,
+    Public,
+    Sensitive,
+    declare_message_schema,
+    message_schemas,
+    public_message_kinds,
+)
 from fedbandit_envs.env_base import MESSAGE_HOOKS
 from fedbandit_envs.families.linear.env import LinearConfig, LinearCore
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
+from fedbandit_envs.protocol import Action, Population
+from fedbandit_envs.run import run
 from wrappers.dp import GaussianMessageDP, LaplaceMessageDP, PrivacyBudgetExceeded, TreeMessageDP
 
 KINDS = ("x", "plumless", "buckeroo")
@@ -313,3 +322,127 @@ def test_a_packed_count_equal_to_the_payload_record_axis_is_public():
     assert len(inbox) == 1 and inbox[0].count == 3
     with pytest.raises(ValueError, match="record axis"):
         step(env, [Message(0, 1, "x", {"v": np.array([0.5, 0.25])}, count=3, privacy={"v": Privatized()})])
+
+
+# ------------------------------------------------------------------------------------------ 8: declarations
+def narrow(low: float, aggregate: str) -> dict:
+    """A declaration whose range, 1e-9 wide, starts at ``low``: a bound chosen from data would release the data."""
+    return {"v": Sensitive(bounds=(low, low + 1e-9), aggregate=aggregate)}
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("wrap", ["laplace", "gaussian", "tree"])
+def test_a_sensitive_declaration_is_fixed_for_the_episode_at_its_first_use(wrap, strict):
+    # Before, each message's own bounds were used: a sender centring a 1e-9-wide range on its reward sum had it
+    # released to about 1e-8 at the charged epsilon.
+    aggregate = "sum" if wrap == "tree" else "value"
+    wrappers = {
+        "laplace": lambda env: LaplaceMessageDP(env, 1.0, kinds=KINDS, strict=strict),
+        "gaussian": lambda env: GaussianMessageDP(env, 0.5, 1e-5, kinds=KINDS, strict=strict),
+        "tree": lambda env: TreeMessageDP(env, 1.0, kinds=KINDS, strict=strict),
+    }
+    env = wrappers[wrap](make_env())
+    env.reset(seed=0)
+    step(env, [Message(0, 1, "x", {"v": 0.0}, privacy=narrow(0.0, aggregate))])
+    before, wide = spent(env), {"v": Sensitive(bounds=(0.0, 1.0), aggregate=aggregate)}
+    for other in (narrow(1.0, aggregate), wide):
+        with pytest.raises(ValueError, match="fixed for the episode at its first use"):
+            step(env, [Message(0, 1, "x", {"v": 1.0}, privacy=other)])
+        assert spent(env) == before  # refused before anything is charged
+    inbox, _ = step(env, [Message(0, 1, "x", {"v": 0.0}, privacy=narrow(0.0, aggregate))])  # the same passes
+    assert len(inbox) == 1
+    env.reset(seed=1)  # a new episode pins afresh
+    step(env, [Message(0, 1, "x", {"v": 1.0}, privacy=wide)])
+
+
+def test_every_part_of_a_sensitive_declaration_is_pinned_and_each_sender_and_kind_has_its_own():
+    env = LaplaceMessageDP(FederatedMAB(num_agents=3, num_arms=3, horizon=12, topology="complete"), 1.0, kinds=KINDS)
+    env.reset(seed=0)
+    first = Sensitive(bounds=(0.0, 1.0), aggregate="value")
+    actions = {a: 0 for a in env.agents}
+    env.step({**actions, "agent_0": {"arm": 0, "messages": [Message(0, 1, "x", {"v": 0.5}, privacy={"v": first})]}})
+    for changed in (
+        Sensitive(bounds=(0.0, 1.0), aggregate="value", affects="all"),
+        Sensitive(bounds=(0.0, 1.0), aggregate="sum"),
+        Sensitive(bounds=(0.0, 2.0), aggregate="value"),
+    ):
+        message = Message(0, 1, "x", {"v": 0.5}, privacy={"v": changed})
+        with pytest.raises(ValueError, match="fixed for the episode"):
+            env.step({**actions, "agent_0": {"arm": 0, "messages": [message]}})
+    other = Sensitive(bounds=(0.0, 2.0), aggregate="value")  # another sender, or another kind, pins its own
+    env.step(
+        {
+            **actions,
+            "agent_0": {"arm": 0, "messages": [Message(0, 1, "plumless", {"v": 0.5}, privacy={"v": other})]},
+            "agent_1": {"arm": 0, "messages": [Message(1, 2, "x", {"v": 0.5}, privacy={"v": other})]},
+        }
+    )
+
+
+def test_a_new_sensitive_field_name_is_a_changed_declaration_but_privatized_and_public_fields_are_free():
+    env = LaplaceMessageDP(make_env(), 1.0, kinds=KINDS)
+    env.reset(seed=0)
+    step(env, [Message(0, 1, "x", {"v": 0.5}, privacy=VALUE)])
+    with pytest.raises(ValueError, match=r"declared it only \['v'\] Sensitive"):  # a fresh name, a fresh first use
+        step(env, [Message(0, 1, "x", {"w": 0.5}, privacy={"w": Sensitive(bounds=(0.0, 1.0), aggregate="value")})])
+    # a relay of already private values under the same kind and field (as HDP-MAB forwards) sets no noise
+    step(env, [Message(0, 1, "x", {"v": 0.5, "o": 1}, privacy={"v": Privatized(), "o": Public()})])
+    step(env, [Message(0, 1, "x", {"v": 0.5}, privacy=VALUE)])
+
+
+def test_a_tree_stream_keeps_the_bounds_of_its_first_release():
+    # Before, a stream's noise was calibrated on its first release's bounds, (0, 1e-9), and later increments were
+    # clipped to later bounds, (0, 1): the running sums arrived exact to about 1e-8 at the stream's epsilon.
+    env = TreeMessageDP(make_env(horizon=16), 1.0, kinds=KINDS)
+    env.reset(seed=0)
+    step(env, [Message(0, 1, "x", {"v": 0.0}, privacy=narrow(0.0, "sum"))])
+    with pytest.raises(ValueError, match="fixed for the episode"):
+        step(env, [Message(0, 1, "x", {"v": 1.0}, privacy=SUM)])
+
+
+class CentredBounds(Population):
+    """Sends every slot a value whose declared 1e-9-wide range starts at the slot (data, in an attack)."""
+
+    families = ("mab",)
+
+    def reset(self, context) -> None:
+        self.b, self.m = context.num_replicas, context.num_agents
+
+    def act(self, step) -> Action:
+        rows, zeros = np.arange(self.b), np.zeros(self.b, int)
+        batch = MessageBatch("x", rows, zeros, zeros + 1, {"v": zeros + 0.0}, privacy=narrow(float(step.slot), "value"))
+        return Action(np.zeros((self.b, self.m), int), messages=[batch])
+
+    def observe(self, feedback) -> None:
+        pass
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_both_run_paths_refuse_a_changed_declaration(batched):
+    env_kwargs = {"num_agents": 2, "num_arms": 2, "horizon": 4, "topology": "complete"}
+    wrapper = lambda env: LaplaceMessageDP(env, 1.0, kinds=KINDS)  # noqa: E731
+    with pytest.raises(ValueError, match="fixed for the episode"):
+        run(CentredBounds, env_kwargs, seeds=[0], checkpoints=1, wrappers=[wrapper], batched=batched, reference=None)
+
+
+REGISTERED = {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value"), "o": Public()}
+declare_message_schema("registered_value", REGISTERED)  # at import, before any episode
+
+
+def test_a_kind_registered_with_a_declaration_must_always_carry_exactly_it():
+    assert "registered_value" in public_message_kinds() and message_schemas()["registered_value"] == REGISTERED
+    env = LaplaceMessageDP(make_env(), 1.0)
+    env.reset(seed=0)
+    for privacy in (  # even the episode's first message: bounds chosen from data, or any other difference
+        {"v": Sensitive(bounds=(0.0, 1e-9), aggregate="value"), "o": Public()},
+        {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value"), "o": Privatized()},
+    ):
+        with pytest.raises(ValueError, match="must always carry exactly it"):
+            step(env, [Message(0, 1, "registered_value", {"v": 0.0, "o": 1}, privacy=privacy)])
+    inbox, _ = step(env, [Message(0, 1, "registered_value", {"v": 0.5, "o": 1}, privacy=REGISTERED)])
+    assert len(inbox) == 1
+    declare_message_schema("registered_value", dict(REGISTERED))  # the same again (a module run twice) is fine
+    with pytest.raises(ValueError, match="is registered with the declaration"):
+        declare_message_schema("registered_value", {"v": Sensitive(bounds=(0.0, 2.0), aggregate="value")})
+    with pytest.raises(ValueError, match="must be Public"):  # validated as a message's declaration is
+        declare_message_schema("other_kind", {"v": Sensitive(aggregate="mean", records_field="n"), "n": Privatized()})

@@ -46,7 +46,7 @@ from wrappers.faults import MessageDelays, MessageDrops
 
 # the kinds these tests send: public vocabulary, registered before any wrapper resets
 declare_message_kinds(
-    "a", "b", "epoch_mean", "means", "hello", "own", "pair", "relay", "stat", "stats", "sums", "total"
+    "a", "b", "epoch_mean", "global", "means", "hello", "own", "pair", "relay", "stat", "stats", "sums", "total"
 )
 declare_message_kinds("w", "x", "y", "ybar", "yhat")
 
@@ -643,6 +643,7 @@ class AveragingServer(Coordinator):
                     sender=np.full(len(replicas), SERVER),
                     recipient=np.full(len(replicas), NEIGHBOURS),
                     payload={"means": totals[replicas] / senders[replicas, None]},
+                    privacy={"means": Privatized(description="average of the noised means")},
                 )
             )
         return replies

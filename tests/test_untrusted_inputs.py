@@ -19,7 +19,7 @@ from fedbandit_envs.channel.messages import MAX_COUNT, MAX_FIELDS, MAX_ROW_AXES,
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action, Phase, play_slot
 from fedbandit_envs.env_base import MESSAGE_HOOKS
-from fedbandit_envs.families.linear.env import FederatedLinear
+from fedbandit_envs.families.linear.env import FederatedLinear, LinearContext
 from fedbandit_envs.families.procurement.env import FedProcurementEnv
 from fedbandit_envs.frozen import FrozenDict, is_frozen
 from fedbandit_envs.protocol import Agent, Coordinator, PerAgentPopulation, Population
@@ -218,6 +218,42 @@ def test_a_failing_server_ends_the_episode_instead_of_leaving_a_slot_half_played
     assert env.unwrapped.core.failed is None
 
 
+def _reply_through_dp(reply: MessageBatch, strict: bool = True) -> list[MessageBatch]:
+    """The batches agent 0 receives when the server answers an upload with ``reply``, under a Laplace DP wrapper."""
+    env = LaplaceMessageDP(
+        FederatedMAB(2, 2, 5, topology="server", coordinator=Replying([reply]), inbox="batches"),
+        1.0,
+        kinds=("up", "down"),
+        strict=strict,
+    )
+    env.reset(seed=0)
+    up = [MessageBatch("up", [0], [0], [SERVER], {"v": [1.0]}, privacy={"v": Public()})]
+    observations, *_ = env.step({"agent_0": {"arm": 0, "messages": up}, "agent_1": 0})
+    return list(observations["agent_0"]["inbox"])
+
+
+def _reply(kind: str = "down", privacy: dict | None = None) -> MessageBatch:
+    return MessageBatch(kind, [0], [SERVER], [0], {"raw": [37.0]}, privacy=privacy)
+
+
+def test_a_server_s_replies_are_checked_by_a_strict_dp_wrapper_but_not_noised():
+    # replies skipped every message hook: a server holding the population sent raw reward sums under an undeclared
+    # kind and undeclared fields through a strict wrapper
+    with pytest.raises(ValueError, match="'zz' is not in the wrapper's public vocabulary"):
+        _reply_through_dp(_reply("zz", {"raw": Public()}))
+    with pytest.raises(ValueError, match=r"undeclared payload fields \['raw'\]"):
+        _reply_through_dp(_reply())
+    with pytest.raises(ValueError, match="does not noise a server's replies"):
+        _reply_through_dp(_reply(privacy={"raw": Sensitive(bounds=(0.0, 1.0), aggregate="value")}))
+    (received,) = _reply_through_dp(_reply(privacy={"raw": Privatized()}))  # post-processing: sent as it is
+    assert received.kind == "down" and received.payload["raw"].tolist() == [37.0]
+    with pytest.warns(UserWarning, match="strict=False"):
+        (received,) = _reply_through_dp(_reply("zz"), strict=False)
+    assert received.payload["raw"].tolist() == [37.0]
+    with pytest.raises(ValueError, match="does not noise a server's replies"):
+        _reply_through_dp(_reply(privacy={"raw": Sensitive(bounds=(0.0, 1.0), aggregate="value")}), strict=False)
+
+
 class FailingResetHook:
     """A message hook whose ``reset`` fails while ``failing``: the reset breaks after the channel was replaced."""
 
@@ -279,6 +315,38 @@ def test_an_action_s_messages_are_a_list():
     with pytest.raises(TypeError, match="Action.messages must be a list of MessageBatch objects, got NoneType"):
         Action(np.zeros((1, 2), np.int64), None)  # type: ignore[arg-type]
     assert Action(np.zeros((1, 2), np.int64), ()).messages == ()
+
+
+class SendsWithTheAction(Population):
+    """Attaches a message to every act-phase action (the linear and procurement families take none there)."""
+
+    families = ("linear", "procurement")
+
+    def reset(self, context):
+        self.context = context
+
+    def act(self, step):
+        c, replicas = self.context, np.arange(self.context.num_replicas)
+        shape = step.clients.shape if isinstance(c, LinearContext) else (len(replicas), *c.capacities.shape)
+        message = MessageBatch("up", replicas, np.zeros_like(replicas), np.full_like(replicas, SERVER), {})
+        return Action(np.zeros(shape, np.int64), [message])
+
+    def observe(self, feedback):
+        pass
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"env": "linear", "num_clients": 3, "num_arms": 3, "dimension": 2, "horizon": 4},
+        {"env": "procurement", "num_agents": 2, "num_producers": 3, "horizon": 4},
+    ],
+)
+def test_an_act_phase_action_s_messages_are_refused_on_both_paths(env, batched):
+    # the PettingZoo path dropped them silently, so the two paths differed
+    with pytest.raises(ValueError, match="actions carry no messages in the act phase"):
+        run(SendsWithTheAction, env, [0], checkpoints=1, batched=batched, reference=None)
 
 
 def test_a_procurement_env_without_hooks_still_skips_silent_report_rounds():

@@ -31,13 +31,26 @@ from agents.li_song.engine import (
 )
 from agents.li_song.schedules import participants
 from fedbandit_envs.channel import NEIGHBOURS, MessageBatch
-from fedbandit_envs.channel.privacy import declare_message_kinds
+from fedbandit_envs.channel.privacy import FieldPrivacy, Privatized, Public, declare_message_kinds
 from fedbandit_envs.core import AgentContext
 from fedbandit_envs.topology import SERVER, Topology, require_server_links
 
 declare_message_kinds("pooled", "upload")  # public vocabulary under a DP wrapper
 
 __all__ = ["CDPMAB", "CDPServer", "first_rows", "pooled_broadcast"]
+
+
+#: Declarations of the server's broadcast: the aggregate and what the server decides from it are post-processing of
+#: the agents' private uploads; the counts (N times the epoch's pulls), the participants (drawn from the server's own
+#: stream) and the round are public.
+POOLED_PRIVACY: dict[str, FieldPrivacy] = {
+    "counts": Public(),
+    "sums": Privatized(description="aggregate of the agents' private epoch means"),
+    "active": Privatized(description="arms kept by elimination on the private aggregate"),
+    "participants": Public(),
+    "commit": Privatized(description="arm committed to on the private aggregate"),
+    "round": Public(),
+}
 
 
 def pooled_broadcast(
@@ -68,6 +81,7 @@ def pooled_broadcast(
             "commit": np.asarray(commit, np.int64),
             "round": np.asarray(rounds, np.int64),
         },
+        privacy=POOLED_PRIVACY,
     )
 
 

@@ -16,7 +16,9 @@ Adjacency is event level: neighbouring histories differ in one record (one rewar
 Under a DP wrapper in strict mode, an undeclared field is an error: raw reward-derived values never
 leave an agent silently. Message kinds are metadata and must be public by construction: a wrapper in
 strict mode accepts only the kinds it was given (``kinds=``) and those registered with
-:func:`declare_message_kinds` before the episode starts.
+:func:`declare_message_kinds` before the episode starts. A ``Sensitive`` declaration sets its field's clipping
+and noise: a wrapper fixes each sender's at its first use in the episode, or, for a kind registered with
+:func:`declare_message_schema`, before the episode starts.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from fedbandit_envs.frozen import FrozenDict
 from fedbandit_envs.validation import check_name, check_real
 
 _PUBLIC_KINDS: set[str] = set()
+_SCHEMAS: dict[str, FrozenDict] = {}
 
 #: Longest :attr:`Privatized.description`: a declaration travels with its message, uncharged.
 MAX_DESCRIPTION_LENGTH = 200
@@ -53,6 +56,32 @@ def declare_message_kinds(*kinds: str) -> None:
 def public_message_kinds() -> frozenset[str]:
     """The message kinds registered with :func:`declare_message_kinds` so far."""
     return frozenset(_PUBLIC_KINDS)
+
+
+def declare_message_schema(kind: str, privacy: PrivacySchema) -> None:
+    """Register ``kind`` as public vocabulary together with the privacy declaration its messages always carry.
+
+    Call it at import time with constant declarations, as :func:`declare_message_kinds`. A DP wrapper reads the
+    registry at each reset, before any reward of the episode exists, and refuses a message of ``kind`` whose
+    ``privacy`` is not exactly ``privacy``: its ``Sensitive`` bounds cannot follow the episode's data, not even in
+    its first message. Registering a kind again with another declaration raises ``ValueError``.
+    """
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"message kinds must be non-empty strings, got {kind!r}")
+    if not isinstance(privacy, Mapping):
+        raise TypeError(f"privacy must map field names to Public(), Sensitive(...) or Privatized(...), got {privacy!r}")
+    schema = check_schema(privacy, {name: np.zeros(0) for name in privacy}, f"declare_message_schema({kind!r})")
+    assert schema is not None
+    known = _SCHEMAS.get(kind)
+    if known is not None and known != schema:
+        raise ValueError(f"message kind {kind!r} is registered with the declaration {dict(known)}; got {privacy}")
+    declare_message_kinds(kind)
+    _SCHEMAS[kind] = schema
+
+
+def message_schemas() -> FrozenDict:
+    """The declarations registered with :func:`declare_message_schema` so far (kind -> field -> declaration)."""
+    return FrozenDict(_SCHEMAS)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ everything is validated before any state changes:
    what the hooks return;
 3. :func:`deliver` transmits them (ledger, drops, delays), hands the copies that reached the server to the
    coordinator, transmits its replies, and returns the copies delivered to agents.
+
+The coordinator's replies pass no message hook (they are not noised, charged, dropped or delayed by a wrapper); a
+hook with a ``check_replies(slot, replies)`` method (a DP wrapper's) checks them before they are sent.
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ def deliver(
     *,
     collect_due: bool = True,
     close: bool = True,
+    hooks: Sequence[Any] = (),
 ) -> list[MessageBatch]:
     """Transmit ``prepared`` in ``slot``, run the coordinator on what reached the server, return the agents' copies.
 
@@ -115,6 +119,8 @@ def deliver(
         prepared: the batches from :func:`apply_hooks`.
         collect_due: also deliver the copies that were delayed until ``slot`` (once per slot).
         close: close the slot in the ledger (the last routing of the slot).
+        hooks: the episode's message hooks; those with a ``check_replies(slot, replies)`` method check the
+            coordinator's replies before they are sent (nothing else of a hook runs on them).
     """
     if not prepared and coordinator is None and not channel.in_flight:  # nothing sent, nothing due, no server
         if close:
@@ -141,7 +147,12 @@ def deliver(
                 f"{type(coordinator).__name__}.step must return a list of MessageBatch replies (sender SERVER), "
                 f"got {type(replies).__name__}"
             )
-        inbox += channel.transmit(slot, channel.prepare(check_batches(replies), from_server=True, slot=slot))
+        replies = check_batches(replies)
+        for hook in hooks:
+            check_replies = getattr(hook, "check_replies", None)
+            if check_replies is not None:
+                check_replies(slot, replies)
+        inbox += channel.transmit(slot, channel.prepare(replies, from_server=True, slot=slot))
     if close:
         channel.close_slot()
     return [b for b in inbox if len(b.sender)]

@@ -8,11 +8,12 @@ For every message:
 
 1. metadata: under ``strict`` the kind must be public by construction (given to the wrapper or
    registered before the episode) and ``count`` must be 1;
-2. each ``Sensitive`` field's record counts are checked against the env's count of the sender's
-   observed rewards (per arm with ``arm_field``), an explicit ``sensitivity_field`` against the range
-   of one record the env knows, and the field is clipped to the range its declaration allows,
-   whatever its aggregate; a claim the env cannot back raises ``ValueError`` and nothing of the slot
-   is sent or charged;
+2. each ``Sensitive`` declaration must be the one its sender first used for that kind and field in
+   the episode (it sets the clipping and noise, so it must not follow the data); its record counts
+   are checked against the env's count of the sender's observed rewards (per arm with
+   ``arm_field``), an explicit ``sensitivity_field`` against the range of one record the env knows,
+   and the field is clipped to the range its declaration allows, whatever its aggregate; a claim the
+   env cannot back raises ``ValueError`` and nothing of the slot is sent or charged;
 3. the release is priced: ``epsilon`` per message (or a schedule over the sender's release index),
    times ``n_agg`` under ``calibration="paper"`` (Li and Song: noise divided by the number of
    aggregated agents gives an ``n_agg * epsilon`` guarantee, which is what is charged), plus every
@@ -41,7 +42,7 @@ from typing import TypedDict
 import numpy as np
 
 from fedbandit_envs.channel.messages import MessageBatch
-from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, public_message_kinds
+from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, message_schemas, public_message_kinds
 from fedbandit_envs.core import AgentContext, ObservedRecords
 from fedbandit_envs.privacy.accountant import (
     DeclaredEvent,
@@ -70,6 +71,8 @@ MECHANISMS = ("laplace", "gaussian")
 GAUSSIAN_CALIBRATIONS = ("classical", "analytic")
 
 EpsilonSpec = float | Callable[[int], float]
+#: Pinned ``Sensitive`` declarations: (replica, sender, kind) -> {field: declaration} of the kind's first use.
+Pins = dict[tuple[int, int, str], dict[str, Sensitive]]
 
 
 def dp_generator(streams: SeedStreams, sender: int, kind: str, index: int = 0) -> np.random.Generator:
@@ -190,6 +193,7 @@ class _SlotPlan:
     releases: dict[tuple[int, int, str], int] = field(default_factory=dict)
     declared: dict[tuple[int, int, str], tuple[float, float]] = field(default_factory=dict)
     blocks: set[tuple[int, int]] = field(default_factory=set)
+    pinned: Pins = field(default_factory=dict)
 
 
 class MessagePrivatizer:
@@ -250,7 +254,7 @@ class MessagePrivatizer:
 
     # ------------------------------------------------------------------ episode
     def reset(self, context: AgentContext, streams: Sequence[SeedStreams]) -> None:
-        """Fresh accountants and DP noise streams for every replica; the kind vocabulary is fixed here."""
+        """Fresh accountants and DP noise streams for every replica; the kind vocabulary and schemas are fixed here."""
         m = context.num_agents
         self.streams = list(streams)
         self.accountants = [
@@ -258,10 +262,12 @@ class MessagePrivatizer:
         ]
         self.blocked = np.zeros((len(streams), m), bool)
         self.vocabulary = self.kinds | public_message_kinds()
+        self.schemas = message_schemas()
         self._rngs: dict[tuple[int, int, str], np.random.Generator] = {}
         self._crc_kinds: dict[tuple[int, int, int], list[str]] = {}
         self._releases: dict[tuple[int, int, str], int] = {}
         self._declared: dict[tuple[int, int, str], tuple[float, float]] = {}
+        self._pinned: Pins = {}
         self.records = None
 
     def attach_records(self, records: ObservedRecords) -> None:
@@ -324,11 +330,32 @@ class MessagePrivatizer:
         Called by the hook chain when fault hooks come before this one, so that a message a drop loses is checked
         all the same (nothing is charged or drawn here; :meth:`__call__` prices what reaches it).
         """
+        pins: Pins = {}
         for batch in batches:
             schema = self._schema(batch)
+            self._pin(batch, schema, pins)
             for name, declaration in schema.items():
                 if isinstance(declaration, Sensitive):
                     self._field_range(batch, name, declaration)
+
+    def check_replies(self, slot: int, replies: Sequence[MessageBatch]) -> None:
+        """Check the hosted coordinator's replies as the agents' messages are checked, without noise or charge.
+
+        A reply's kind must be in the public vocabulary, its ``count`` 1 and every field declared (under ``strict``;
+        otherwise with a warning). Replies are not privatized: a server computes them from what reached it, which
+        this wrapper privatized already (or which was declared private), so its values are post-processing and
+        must be declared ``Public()`` or ``Privatized()``; a ``Sensitive`` field is refused, as nothing would
+        noise it, and a ``Privatized(epsilon=...)`` is charged to no agent.
+        """
+        for batch in replies:
+            self._check_registered(batch)
+            sensitive = [name for name, d in self._schema(batch).items() if isinstance(d, Sensitive)]
+            if sensitive:
+                raise ValueError(
+                    f"the server's reply {batch.kind!r} declares {sensitive} Sensitive; a DP wrapper does not noise a "
+                    "server's replies (they are computed from messages it privatized already): declare such values "
+                    "Privatized() and public ones Public()"
+                )
 
     def _unvouched(self, what: str) -> None:
         """Refuse (strict) or warn once about metadata that is not public by construction."""
@@ -371,6 +398,7 @@ class MessagePrivatizer:
     def _decide(self, batch: MessageBatch, plan: _SlotPlan) -> tuple:
         """Check and price one batch into ``plan`` (nothing is recorded yet)."""
         schema = self._schema(batch)
+        self._pin(batch, schema, plan.pinned)
         sensitive = [name for name, d in schema.items() if isinstance(d, Sensitive)]
         ranges = {name: self._field_range(batch, name, schema[name]) for name in sensitive}
         keep, epsilons = self._guard(batch, schema, sensitive, plan)
@@ -378,6 +406,52 @@ class MessagePrivatizer:
             for name in sensitive:
                 self._check_representable(batch, name, schema[name], ranges[name], keep, epsilons)
         return batch, schema, sensitive, ranges, keep, epsilons
+
+    def _pin(self, batch: MessageBatch, schema: dict, pins: Pins) -> None:
+        """Refuse ``Sensitive`` declarations that differ from those the sender first used for the kind in the episode.
+
+        A ``Sensitive`` declaration sets its field's clipping and noise, so it must not depend on the episode's data:
+        the ``Sensitive`` fields (names and declarations) of a sender's kind are pinned by its first message of that
+        kind that has any, and a later message may declare ``Sensitive`` only those fields, each exactly as then (a
+        new field name would be a new first use). ``Public`` and ``Privatized`` declarations set no noise and are
+        not pinned. ``pins`` collects the pins the call adds (the slot's plan, or a scratch dict for :meth:`check`).
+        A kind registered with :func:`~fedbandit_envs.channel.privacy.declare_message_schema` before the episode
+        must carry exactly its registered declaration instead.
+        """
+        if self._check_registered(batch):
+            return
+        sensitive = {name: d for name, d in schema.items() if isinstance(d, Sensitive)}
+        if not sensitive:
+            return
+        for b, sender in dict.fromkeys(zip(batch.replica.tolist(), batch.sender.tolist())):
+            key = (b, sender, batch.kind)
+            pinned = self._pinned.get(key) or pins.get(key)
+            if pinned is None:
+                pins[key] = sensitive
+                continue
+            for name, declaration in sensitive.items():
+                if pinned.get(name) != declaration:
+                    first = repr(pinned[name]) if name in pinned else f"only {sorted(pinned)} Sensitive"
+                    raise ValueError(
+                        f"field {name!r} of {batch.kind!r} from agent {sender} is declared {declaration!r}, but the "
+                        f"sender's first {batch.kind!r} message with Sensitive fields declared it {first}; a Sensitive "
+                        "declaration sets its field's clipping and noise, so it is fixed for the episode at its first "
+                        "use: declare the same fields the same way in every message (bounds that follow the data "
+                        "would release the data)"
+                    )
+
+    def _check_registered(self, batch: MessageBatch) -> bool:
+        """Whether ``batch``'s kind has a declaration registered before the episode (ValueError if it differs)."""
+        registered = self.schemas.get(batch.kind)
+        if registered is None:
+            return False
+        if dict(batch.privacy or {}) != registered:
+            raise ValueError(
+                f"message kind {batch.kind!r} is registered with the declaration {dict(registered)} "
+                f"(declare_message_schema), but a message declares {dict(batch.privacy or {})}; a kind registered "
+                "with a declaration must always carry exactly it"
+            )
+        return True
 
     def _check_representable(
         self, batch: MessageBatch, name: str, declaration: Sensitive, ranges: tuple, keep: np.ndarray, epsilons
@@ -570,6 +644,7 @@ class MessagePrivatizer:
                 self.accountants[b].record(sender, event)
         self._releases.update(plan.releases)
         self._declared.update(plan.declared)
+        self._pinned.update(plan.pinned)
         for b, sender in plan.blocks:
             self.blocked[b, sender] = True
 

@@ -4,10 +4,12 @@ Used by :class:`~wrappers.dp.wrappers.TreeMessageDP`. A ``Sensitive(aggregate="s
 a running sum of records: each message's increment over the sender's previous message of that kind
 enters the tree of that (sender, kind, field, entry) stream, and the tree's noisy prefix sum is sent
 instead. Increments are clipped to the declared bounds (which must contain 0: a slot without a record
-adds 0), so one record changes one increment by at most ``high - low``; the next increment is taken
-over the value actually sent before, so a clipped jump is not carried into later records. A stream
-is released at most once per slot (send it to ``NEIGHBOURS`` for several recipients) and costs its
-tree's guarantee once, charged at its first release under the default key (it covers every record).
+adds 0), so one record changes one increment by at most ``high - low``, the width the stream's noise is
+calibrated on: a stream's declaration is that of its first release, as every ``Sensitive`` declaration is
+fixed for the episode at its first use. The next increment is taken over the value actually sent
+before, so a clipped jump is not carried into later records. A stream is released at most once per
+slot (send it to ``NEIGHBOURS`` for several recipients) and costs its tree's guarantee once, charged
+at its first release under the default key (it covers every record).
 """
 
 from __future__ import annotations

@@ -668,9 +668,13 @@ class LinearCore(ChannelCore):
 
     def play(self, action: Action) -> LinearFeedback:
         """Pull the active clients' arms of a population's action (messages go in the report rounds)."""
+        self.check_no_messages(action)
+        return self.pull(action.arms)
+
+    def check_no_messages(self, action: Action) -> None:
+        """Refuse messages attached to an act-phase action, on the batched and the PettingZoo path alike."""
         if action.messages:
             raise ValueError("linear actions carry no messages in the act phase; send them in the report rounds")
-        return self.pull(action.arms)
 
     def first_phase(self) -> Phase:
         """The first report round of the slot just pulled."""
@@ -1047,8 +1051,9 @@ class FederatedLinear(ProtocolParallelEnv):
         """The act step's action dict: the arm of every active client of ``step`` in a (B = 1) action.
 
         The arms are checked as on the batched path (shape, integer dtype and range), before the step checks each
-        client's arm again.
+        client's arm again; messages attached to the action are refused as there.
         """
+        self.core.check_no_messages(action)
         names, clients = self.possible_agents, step.client_ids()[0].tolist()
         shape, num_arms = (1, len(clients)), self.config.num_arms
         arms = check_arm_array(action.arms, shape, "replicas, active clients", num_arms)[0].tolist()

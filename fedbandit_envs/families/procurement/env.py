@@ -651,9 +651,13 @@ class ProcurementCore(ChannelCore):
 
     def play(self, action: Action) -> ProcurementFeedback:
         """Play the current round with a population's (B, n, m) units (messages go in the report round)."""
+        self.check_no_messages(action)
+        return self.step(action.arms)
+
+    def check_no_messages(self, action: Action) -> None:
+        """Refuse messages attached to an act-phase action, on the batched and the PettingZoo path alike."""
         if action.messages:
             raise ValueError("procurement actions carry no messages in the act phase; send them in the report round")
-        return self.step(action.arms)
 
     def first_phase(self) -> Phase:
         """The report round after the round just played.
@@ -894,8 +898,10 @@ class FedProcurementEnv(ProtocolParallelEnv):
     def actions_from(self, step: Step, action: Action) -> dict[str, Any]:
         """The act step's action dict: every agent's units of a (B = 1) action.
 
-        The shape is checked as on the batched path (each agent's units are checked by the step).
+        The shape is checked as on the batched path (each agent's units are checked by the step), and messages
+        attached to the action are refused as there.
         """
+        self.core.check_no_messages(action)
         units = self.core.check_unit_shape(action.arms)
         return {a: units[0, j] for j, a in enumerate(self.possible_agents)}
 
