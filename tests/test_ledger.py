@@ -191,3 +191,26 @@ def test_a_header_sent_again_with_other_packed_counts_sums_them() -> None:
     assert bulk.copies.tolist() == [8, 4]
     for name in ("sent_messages", "received_messages", "direction_messages", "node_cost", "cost"):
         np.testing.assert_array_equal(getattr(each, name), getattr(bulk, name))
+
+
+def test_prices_are_read_from_the_integer_tallies_whatever_the_batching() -> None:
+    """Non-integer prices: the same copies batched and ordered two ways cost the same float, the exact formula's."""
+    model = CostModel(c1=2.0, c2=3.0, price_per_message=0.25, price_per_byte=0.01)
+    rng = np.random.default_rng(3)
+    sent = [
+        batch([0] * n, rng.integers(0, 3, n), [SERVER] * n, width=int(rng.integers(1, 6)), count=rng.integers(1, 5, n))
+        for n in rng.integers(1, 6, 60)
+    ]
+    ledgers = []
+    for order in (sent, sent[::-1]):
+        ledger = fresh_ledger(model)
+        for slot, item in enumerate(order):
+            ledger.transmit(slot, item)
+            ledger.close_slot()
+        ledgers.append(ledger)
+    forward, backward = ledgers
+    exact = forward.link_cost + 0.25 * forward.messages + 0.01 * forward.bytes
+    assert forward.cost.tolist() == backward.cost.tolist() == exact.tolist()
+    links = np.array([[sum(i in item.sender for item in sent) for i in range(3)] + [0], [0] * 4])  # one slot each
+    node_exact = 2.0 * links + 0.25 * forward.sent_messages + 0.01 * forward.sent_bytes
+    assert forward.node_cost.tolist() == backward.node_cost.tolist() == node_exact.tolist()

@@ -16,8 +16,9 @@ copy is transmitted; a dropped copy has used its link. Totals keep a leading rep
 The ledger tallies in bulk: :meth:`Ledger.transmit` queues each batch's header arrays and
 :meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read (or once they
 hold :attr:`Ledger.TALLY_ROWS` rows of header arrays not seen lately, or :attr:`Ledger.TALLY_BATCHES` batches).
-Link costs are kept as integer link counts per node and multiplied by their price when read, so a total does not
-depend on when it was tallied.
+Costs are kept as integer counts (link units, logical messages and payload bytes, per replica and per node) and
+multiplied by their prices when read, so a cost does not depend on when it was tallied, nor on how the copies were
+batched or ordered.
 A header sent again and again (the channel reuses the read-only header arrays of a repeated header) is
 tallied once and weighted by the times it was sent, and so is a slot that sent the same headers as
 another. In the reference mode (:mod:`fedbandit_envs.reference`) every batch and every slot's links
@@ -26,9 +27,7 @@ are tallied at once, copy by copy, instead.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import weakref
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -99,11 +98,6 @@ def _server_only(sender: np.ndarray) -> bool:
     return sender[0] == SERVER and not np.count_nonzero(sender != SERVER)  # (an agent's first copy: no pass)
 
 
-def _forget(kept: dict[Any, Any], key: Any, _: Any) -> None:
-    """Drop ``kept[key]`` if it is there (the weak reference callback of an array whose sums it holds)."""
-    kept.pop(key, None)
-
-
 def _held(array: np.ndarray) -> np.ndarray:
     """``array`` if it is immutable, else an immutable copy (for arrays kept after the call that received them)."""
     return array if is_frozen(array) else frozen(array)
@@ -169,8 +163,6 @@ class Ledger:
     #: Largest (replica, node, node) table of link indices built at reset (4 bytes an entry); beyond it links are keyed
     #: by their node pair.
     LINK_INDEX_ENTRIES = 1 << 24
-    #: Most headers whose price sums are kept (:meth:`_charge_prices`; past it they are all dropped).
-    PRICE_HEADERS = 1 << 13
 
     messages = _Tallied()
     copies = _Tallied()
@@ -245,12 +237,7 @@ class Ledger:
         # link units charged to each node: server links (priced c1) and agent-agent link units (priced c2)
         self._server_links = np.zeros((b, n), np.int64)
         self._peer_links = np.zeros((b, n), np.int64)
-        # prices per message and per byte, charged as copies are transmitted
-        self._price_cost = np.zeros(b)
-        self._price_node_cost = np.zeros((b, n))
-        self._node_cost: tuple[int, np.ndarray] = (-1, self._price_node_cost)  # (version, node_cost) of the last read
-        # the price sums of headers priced before (see _charge_prices), by layout and array ids
-        self._price_sums: dict[tuple[int, int, int, int], tuple[Any, ...]] = {}
+        self._node_cost: tuple[int, np.ndarray] = (-1, np.zeros((b, n)))  # (version, node_cost) of the last read
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
@@ -283,22 +270,30 @@ class Ledger:
     def node_cost(self) -> np.ndarray:
         """(B, M + 1) cost charged to each node: its links' prices plus its messages' and bytes' prices (read-only).
 
-        Kept until the totals change (:attr:`version`), since a recorder reads it once per agent; the reference mode
-        (:mod:`fedbandit_envs.reference`) computes it at every read.
+        Derived from the integer tallies, as :attr:`cost` is. Kept until the totals change (:attr:`version`), since a
+        recorder reads it once per agent; the reference mode (:mod:`fedbandit_envs.reference`) computes it at every
+        read.
         """
         self._tally()
         version, cost = self._node_cost
         if version != self.version or reference_active():
-            cost = self.cost_model.c1 * self._server_links + self.cost_model.c2 * self._peer_links
-            cost += self._price_node_cost
+            model = self.cost_model
+            cost = model.c1 * self._server_links + model.c2 * self._peer_links
+            cost += model.price_per_message * self._sent_messages + model.price_per_byte * self._sent_bytes
             cost.setflags(write=False)
             self._node_cost = self.version, cost
         return cost
 
     @property
     def cost(self) -> np.ndarray:
-        """(B,) total cost: links plus the prices per message and per byte."""
-        return self.link_cost + self._price_cost
+        """(B,) total cost: links plus the prices per message and per byte.
+
+        Derived when read from the integer tallies (links, logical messages, payload bytes), so it is the same
+        float however the copies were batched or ordered: ``link_cost + price_per_message * messages +
+        price_per_byte * bytes``.
+        """
+        model = self.cost_model
+        return self.link_cost + model.price_per_message * self._messages + model.price_per_byte * self._bytes
 
     # ------------------------------------------------------------------ transmission
     def _node(self, ids: np.ndarray) -> np.ndarray:
@@ -364,9 +359,6 @@ class Ledger:
         first_record, self._num_records = self._num_records, self._num_records + rows
         if reference or not free:
             self._slot_links.append((replica, sender, recipient, first_record))  # (the server's free copies open none)
-        model = self.cost_model
-        if model.price_per_message or model.price_per_byte:
-            self._charge_prices(layout, replica, sender, count)
         if self.record_messages:
             self._records.append(
                 {
@@ -387,33 +379,6 @@ class Ledger:
         self._queue(layout, replica, sender, recipient, count)
         if self._queued_rows >= self.TALLY_ROWS or self._queued_batches >= self.TALLY_BATCHES:
             self._tally()
-
-    def _charge_prices(self, layout: int, replica: np.ndarray, sender: np.ndarray, count: np.ndarray) -> None:
-        """Add the prices per message and per byte of a batch's copies to its replicas' and its senders' costs.
-
-        The sums of a header priced before (the very same held replica, sender and count arrays, and layout) are kept
-        while those arrays live (up to :attr:`PRICE_HEADERS` headers) and added again: the same numbers, added in the
-        same order. The reference mode (:mod:`fedbandit_envs.reference`) sums every batch's prices.
-        """
-        key = (layout, id(replica), id(sender), id(count))
-        kept = None if reference_active() else self._price_sums.get(key)
-        if kept is None:
-            model, n = self.cost_model, self._num_agents + 1
-            price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
-            replica_sums = np.bincount(replica, weights=price, minlength=self._num_replicas)
-            node_sums = np.bincount(replica * n + self._node(sender), weights=price, minlength=self._num_replicas * n)
-            nodes: Any = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0 (they change none)
-            if len(nodes) == 1:  # one sender (e.g. the server's downloads): an entry, added as a number (the same sum)
-                nodes = int(nodes[0])
-            kept = (replica_sums, nodes, node_sums[nodes])
-            if not reference_active():
-                if len(self._price_sums) >= self.PRICE_HEADERS:
-                    self._price_sums.clear()
-                # the sums go when one of the arrays does, before its id can name another array
-                forget = functools.partial(_forget, self._price_sums, key)
-                self._price_sums[key] = (*kept, [weakref.ref(array, forget) for array in (replica, sender, count)])
-        self._price_cost += kept[0]
-        self._price_node_cost.reshape(-1)[kept[1]] += kept[2]
 
     def _queue(
         self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
