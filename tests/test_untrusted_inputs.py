@@ -68,6 +68,19 @@ def test_metadata_is_bounded_so_no_data_travels_free_in_names_or_shapes():
     assert batch.kind == longest and list(batch.payload) == [longest]
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 1, 1), (2, 0, 5)])
+def test_an_empty_field_has_one_row_shape_so_its_shape_carries_nothing(shape: tuple[int, ...]) -> None:
+    """A field with no entries costs no byte: its row shape must be (0,), else a shape could carry data for free."""
+    with pytest.raises(ValueError, match=rf"field 'v' has rows of shape \({shape[0]}, .*with no entries"):
+        Message(0, 1, "x", {"v": np.zeros(shape)})
+    with pytest.raises(ValueError, match="an empty field's row must have shape"):
+        MessageBatch("x", [0, 0], [0, 1], [1, 0], {"v": np.zeros((2, *shape))})
+    with pytest.raises(ValueError, match="an empty field's row must have shape"):
+        MessageBatch("x", [], [], [], {"v": np.zeros((0, *shape))})
+    assert MessageBatch("x", [0], [0], [1], {"v": np.zeros((1, 0))}).bytes_per_row == 0  # an empty row of shape (0,)
+    assert Message(0, 1, "x", {"v": np.zeros(0), "w": np.zeros(())}).payload["v"].shape == (0,)
+
+
 class Kind(str):
     """A kind that compares equal to every string, whatever it says."""
 
