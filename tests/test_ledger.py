@@ -12,7 +12,8 @@ import pytest
 
 from agents.zhu import GossipUCB
 from fedbandit_envs import SERVER, MessageBatch
-from fedbandit_envs.channel.ledger import DIRECTIONS, CostModel, Ledger, first_occurrences
+from fedbandit_envs.channel.ledger import DIRECTIONS, CostModel, Ledger, lowest_entries
+from fedbandit_envs.frozen import frozen
 from fedbandit_envs.run import build_env
 
 
@@ -30,14 +31,20 @@ def fresh_ledger(cost_model: CostModel, num_replicas: int = 2, num_agents: int =
     return ledger
 
 
-@pytest.mark.parametrize("size, length", [(50, 400), (50, 3), (1 << 20, 500), (7, 1)])
-def test_first_occurrences_equals_numpy_unique(size: int, length: int) -> None:
-    """Both paths (scratch table for small key spaces, sort for large ones) give np.unique's answer."""
-    keys = np.random.default_rng(size + length).integers(0, size, length)
+@pytest.mark.parametrize("size, length", [(50, 400), (50, 3), (1 << 20, 500), (7, 1), (7, 0)])
+def test_lowest_entries_equals_a_sort(size: int, length: int) -> None:
+    """Both paths (scratch table for small key spaces, sort for large ones) give each key's entry of lowest rank."""
+    rng = np.random.default_rng(size + length)
+    keys, rank = rng.integers(0, size, length), rng.integers(0, 4, length)
     expected_values, expected_first = np.unique(keys, return_index=True)
-    values, first = first_occurrences(keys, size)
+    values, first = lowest_entries(keys, size, np.zeros(length, np.int64))  # no ranks: np.unique's first entries
     np.testing.assert_array_equal(values, expected_values)
     np.testing.assert_array_equal(first, expected_first)
+    order = np.lexsort((np.arange(length), rank, keys))  # by key, then rank, then index
+    expected_values, starts = np.unique(keys[order], return_index=True)
+    values, lowest = lowest_entries(keys, size, rank)
+    np.testing.assert_array_equal(values, expected_values)
+    np.testing.assert_array_equal(lowest, order[starts])
 
 
 def test_a_link_used_before_and_after_a_read_in_one_slot_is_charged_once() -> None:
@@ -50,7 +57,7 @@ def test_a_link_used_before_and_after_a_read_in_one_slot_is_charged_once() -> No
     assert ledger.copies.tolist() == [3, 0]
     assert ledger.links.tolist() == [2, 0]  # links {0, 1} and {0, 2}
     assert ledger.link_cost.tolist() == [1.0, 0.0]
-    assert ledger.node_cost[0].tolist() == [0.5, 0.0, 0.5, 0.0]  # a link is charged to its first copy's sender
+    assert ledger.node_cost[0].tolist() == [0.5, 0.0, 0.5, 0.0]  # a link is charged to its lowest sender
     ledger.transmit(1, batch([0], [1], [0]))
     ledger.close_slot()
     assert ledger.links.tolist() == [3, 0] and ledger.node_cost[0].tolist() == [0.5, 0.5, 0.5, 0.0]
@@ -191,3 +198,51 @@ def test_a_header_sent_again_with_other_packed_counts_sums_them() -> None:
     assert bulk.copies.tolist() == [8, 4]
     for name in ("sent_messages", "received_messages", "direction_messages", "node_cost", "cost"):
         np.testing.assert_array_equal(getattr(each, name), getattr(bulk, name))
+
+
+def test_prices_are_read_from_the_integer_tallies_whatever_the_batching() -> None:
+    """Non-integer prices: the same copies batched and ordered two ways cost the same float, the exact formula's."""
+    model = CostModel(c1=2.0, c2=3.0, price_per_message=0.25, price_per_byte=0.01)
+    rng = np.random.default_rng(3)
+    sent = [
+        batch([0] * n, rng.integers(0, 3, n), [SERVER] * n, width=int(rng.integers(1, 6)), count=rng.integers(1, 5, n))
+        for n in rng.integers(1, 6, 60)
+    ]
+    ledgers = []
+    for order in (sent, sent[::-1]):
+        ledger = fresh_ledger(model)
+        for slot, item in enumerate(order):
+            ledger.transmit(slot, item)
+            ledger.close_slot()
+        ledgers.append(ledger)
+    forward, backward = ledgers
+    exact = forward.link_cost + 0.25 * forward.messages + 0.01 * forward.bytes
+    assert forward.cost.tolist() == backward.cost.tolist() == exact.tolist()
+    links = np.array([[sum(i in item.sender for item in sent) for i in range(3)] + [0], [0] * 4])  # one slot each
+    node_exact = 2.0 * links + 0.25 * forward.sent_messages + 0.01 * forward.sent_bytes
+    assert forward.node_cost.tolist() == backward.node_cost.tolist() == node_exact.tolist()
+
+
+@pytest.mark.parametrize("record", [False, True])
+def test_a_shared_link_is_charged_to_its_lowest_sender_whatever_the_order(record: bool) -> None:
+    """Both ends send on a link in a slot: the lower node pays, whichever batch or row came first.
+
+    A kept first batch repeated over slots (priced once, weighted) hands a link's charge over to a later batch that
+    used it from a lower node, in that slot only.
+    """
+    model = CostModel(c1=2.0, c2=3.0, link_accounting="used_links", free_server_downlink=False)
+    kept = [frozen(np.array(ids, np.int64)) for ids in ([0, 0], [2, SERVER], [1, 1])]  # 2 -> 1, SERVER -> 1
+    slots = [
+        [batch(*kept), batch([0], [1], [2])],  # 1 -> 2 as well: agent 1 pays link {1, 2} (the server {1, SERVER})
+        [batch(*kept)],  # agent 2 pays {1, 2}, the server {1, SERVER}
+        [batch(*kept), batch([0, 0], [0, 1], [1, SERVER])],  # agent 2 pays {1, 2}, agent 1 {1, SERVER}, agent 0 {0, 1}
+    ]
+    costs = []
+    for order in (1, -1):
+        ledger = fresh_ledger(model, num_replicas=1, record=record)
+        for slot, sent in enumerate(slots):
+            for item in sent[::order]:
+                ledger.transmit(slot, item)
+            ledger.close_slot()
+        costs.append((ledger.links.tolist(), ledger.node_cost.tolist()))
+    assert costs[0] == costs[1] == ([7], [[3.0, 3.0 + 2.0, 3.0 + 3.0, 2.0 + 2.0]])

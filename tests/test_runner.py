@@ -280,3 +280,34 @@ def test_each_agent_of_a_per_agent_population_sees_its_own_replica_s_context():
     one_by_one = run(TalkToFirstNeighbour, env, [0, 1, 2, 3], checkpoints=1, batched=False, reference=None)
     assert [row["messages"] for row in batched.curves] == [row["messages"] for row in one_by_one.curves]
     assert all(row["messages"] > 0 for row in batched.curves)
+
+
+class CrossedKinds(Population):
+    """Every slot agent 1 sends kind "a" to agent 0 (listed first), and agent 0 sends kind "b" to agent 1."""
+
+    families = ("mab",)
+
+    def reset(self, context):
+        self.replicas = context.num_replicas
+
+    def act(self, step):
+        replica, zeros, ones = np.arange(self.replicas), np.zeros(self.replicas, int), np.ones(self.replicas, int)
+        first = MessageBatch("a", replica, ones, zeros, {"x": np.zeros((self.replicas, 1))})
+        second = MessageBatch("b", replica, zeros, ones, {"y": np.zeros((self.replicas, 1))})
+        return Action(np.zeros((self.replicas, 2), np.int64), [first, second])
+
+    def observe(self, feedback):
+        pass
+
+
+def test_a_shared_link_is_charged_to_the_same_agent_on_both_paths():
+    """Both ends of a link send on it every slot: the lower agent pays, on the batched and the PettingZoo path."""
+    env = {"num_agents": 2, "num_arms": 2, "horizon": 10, "topology": "complete", "price_per_message": 0.25}
+    rows = [
+        [
+            (row["agent"], row["messages_sent"], row["cost"])
+            for row in run(CrossedKinds, env, [0], checkpoints=1, batched=b).agents
+        ]
+        for b in (True, False)
+    ]
+    assert rows[0] == rows[1] == [(0, 10, 10 * 1.25), (1, 10, 10 * 0.25)]

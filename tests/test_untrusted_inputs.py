@@ -15,6 +15,7 @@ import pytest
 
 from agents.baselines import RoundRobin
 from fedbandit_envs import SERVER, FederatedMAB, Message, MessageBatch
+from fedbandit_envs.channel.layouts import MAX_KINDS
 from fedbandit_envs.channel.messages import MAX_COUNT, MAX_FIELDS, MAX_ROW_AXES, MAX_ROW_BYTES, _check_row_size
 from fedbandit_envs.channel.privacy import Privatized, Public, Sensitive, declare_message_kinds
 from fedbandit_envs.core import Action, Phase, play_slot
@@ -66,6 +67,79 @@ def test_metadata_is_bounded_so_no_data_travels_free_in_names_or_shapes():
     longest = "k" * MAX_NAME_LENGTH
     batch = MessageBatch(longest, [0], [0], [1], {longest: np.zeros((1, *[1] * MAX_ROW_AXES))})
     assert batch.kind == longest and list(batch.payload) == [longest]
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 1, 1), (2, 0, 5)])
+def test_an_empty_field_has_one_row_shape_so_its_shape_carries_nothing(shape: tuple[int, ...]) -> None:
+    """A field with no entries costs no byte: its row shape must be (0,), else a shape could carry data for free."""
+    with pytest.raises(ValueError, match=rf"field 'v' has rows of shape \({shape[0]}, .*with no entries"):
+        Message(0, 1, "x", {"v": np.zeros(shape)})
+    with pytest.raises(ValueError, match="an empty field's row must have shape"):
+        MessageBatch("x", [0, 0], [0, 1], [1, 0], {"v": np.zeros((2, *shape))})
+    with pytest.raises(ValueError, match="an empty field's row must have shape"):
+        MessageBatch("x", [], [], [], {"v": np.zeros((0, *shape))})
+    assert MessageBatch("x", [0], [0], [1], {"v": np.zeros((1, 0))}).bytes_per_row == 0  # an empty row of shape (0,)
+    assert Message(0, 1, "x", {"v": np.zeros(0), "w": np.zeros(())}).payload["v"].shape == (0,)
+
+
+def _send(env: FederatedMAB, *messages: Message) -> None:
+    """One slot in which agent 0 sends ``messages`` (to agent 1) and agent 1 sends nothing."""
+    env.step({"agent_0": {"arm": 0, "messages": list(messages)}, "agent_1": 0})
+
+
+def test_a_kind_keeps_its_layouts_so_names_carry_no_data_from_message_to_message():
+    """Field names are not charged: a kind has at most two layouts in an episode, whatever the messages' order."""
+    env = FederatedMAB(2, 2, 20, topology="complete", price_per_byte=1.0)
+    env.reset(seed=0)
+    _send(env, Message(0, 1, "k", {"a": np.zeros(3)}))
+    _send(env, Message(0, 1, "k", {"a": np.zeros(5)}), Message(0, 1, "k", {"b": [1]}))  # shapes may vary
+    for secret in ("c", "d"):  # a third layout: names, a dtype, a rank or a declaration
+        for payload, privacy in (({secret: [1.0]}, None), ({"a": [1]}, None), ({"a": [[1.0]]}, None)):
+            with pytest.raises(ValueError, match="a kind may have at most 2 layouts"):
+                _send(env, Message(0, 1, "k", payload, privacy=privacy))
+        with pytest.raises(ValueError, match="at most 2 layouts"):
+            _send(env, Message(0, 1, "k", {"a": [1.0]}, privacy={"a": Privatized(description=secret)}))
+    slot = env.unwrapped.core.slot
+    with pytest.raises(ValueError, match="at most 2 layouts"):  # refused whole: the new kind "m" is not registered
+        _send(env, *[Message(0, 1, "m", {"x": [1.0]}), Message(0, 1, "k", {"c": [1.0]})])
+    assert env.unwrapped.core.slot == slot
+    for kind in [f"n{i}" for i in range(MAX_KINDS - 1)]:  # "k" and 15 more kinds (not "m")
+        _send(env, Message(0, 1, kind, {"x": [1.0]}))
+    with pytest.raises(ValueError, match=f"at most {MAX_KINDS} message kinds"):
+        _send(env, Message(0, 1, "m", {"x": [1.0]}))
+    env.reset(seed=1)  # a new episode starts afresh
+    _send(env, Message(0, 1, "k", {"c": [1.0]}), Message(0, 1, "m", {"x": [1.0]}))
+
+
+class Layouts(Population):
+    """Replica b sends kind "k" with the fields of layouts[b][t % 2] in slot t (from agent 0 to agent 1)."""
+
+    families = ("mab",)
+    layouts = ((("a",), ("b",)), (("c",), ("d",)))
+
+    def reset(self, context):
+        self.replicas, self.t = context.num_replicas, 0
+
+    def act(self, step):
+        batches = []
+        for b in range(self.replicas):
+            fields = {name: np.zeros((1, 1)) for name in self.layouts[b % 2][self.t % 2]}
+            batches.append(MessageBatch("k", [b], [0], [1], fields))
+        self.t += 1
+        return Action(np.zeros((self.replicas, 2), np.int64), batches)
+
+    def observe(self, feedback):
+        pass
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_layouts_are_bounded_per_replica_so_both_paths_agree(batched: bool):
+    """Two replicas with two layouts of a kind each (four in all) run on the batched path as one by one."""
+    env = {"num_agents": 2, "num_arms": 2, "horizon": 6, "topology": "complete"}
+    results = run(Layouts, env, [0, 1], checkpoints=1, batched=batched)
+    assert [row["messages"] for row in results.curves] == [6, 6]
+    with reference_mode():
+        assert [row["messages"] for row in run(Layouts, env, [0, 1], checkpoints=1, batched=batched).curves] == [6, 6]
 
 
 class Kind(str):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedbandit_envs.channel.layouts import EpisodeLayouts
 from fedbandit_envs.channel.ledger import CostModel, Ledger
 from fedbandit_envs.channel.messages import NEIGHBOURS, MessageBatch, draws_in_canonical_order, shared_constant
 from fedbandit_envs.frozen import frozen, is_frozen
@@ -196,6 +197,7 @@ class Channel:
         for b, topology in enumerate(topologies):
             np.add.at(edges[b], components[b][topology.edges()[:, 0]], 1)
         self.ledger.reset(self.num_replicas, m, np.stack(components), edges, links)
+        self._episode_layouts = EpisodeLayouts(self.num_replicas)
         self._in_flight: dict[int, list[MessageBatch]] = {}
         self._plans: dict[tuple[str, tuple], _HeaderPlan] = {}  # by kind and header key
         self._last_plans: dict[str, _HeaderPlan] = {}  # the plan each kind used last (known by its source arrays)
@@ -464,7 +466,10 @@ class Channel:
         Raises ``ValueError`` for an unknown sender or recipient or a missing link, so that a caller
         can validate a whole slot before changing any state. With ``from_agents`` (the agents' own batches),
         a SERVER sender in any batch raises, and with ``from_server`` (the coordinator's replies) any other sender
-        does; that error is reported before any other of the slot (a kept plan knows its header's senders).
+        does; that error is reported before any other of the slot (a kept plan knows its header's senders). Those
+        batches are what the learner sent, so their layouts are registered for the episode last, and one beyond the
+        limits of :mod:`~fedbandit_envs.channel.layouts` (a kind's layouts, the kinds) raises ``ValueError`` and
+        registers none; the registered layouts are the one thing a step refused later (by a hook) leaves behind.
 
         The batches returned hold read-only copies of the header arrays, never the caller's arrays, so a sender
         that writes into its arrays later cannot change what was routed. A header is checked, expanded and copied
@@ -479,6 +484,8 @@ class Channel:
             plan = self._last_plans.get(batch.kind)
             if plan is not None and plan.has_sources_of(batch) and not reference_active():
                 self._check_senders(plan, batch, from_agents, from_server)
+                if from_agents or from_server:
+                    self._episode_layouts.check(batches)
                 return [plan.apply(batch, self._stamp_for(slot, plan.copies))]
         batches = [batch for batch in batches if len(batch.sender)]
         kept = [self._kept_plan(batch) for batch in batches]
@@ -489,6 +496,8 @@ class Channel:
             for batch, (plan, _) in zip(batches, kept):
                 self._check_senders(plan, batch, False, True)
         plans = [plan or self._new_plan(batch, key) for batch, (plan, key) in zip(batches, kept)]
+        if from_agents or from_server:  # what the learner sent (not what the hooks made of it): layouts bounded
+            self._episode_layouts.check(batches)
         return [plan.apply(batch, self._stamp_for(slot, plan.copies)) for batch, plan in zip(batches, plans)]
 
     @staticmethod

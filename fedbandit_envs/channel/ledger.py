@@ -13,11 +13,17 @@ that is used costs once, ``c1`` for an agent-server link and ``c2`` for an agent
 Optional prices per logical message and per payload byte are added on top. Costs are charged when a
 copy is transmitted; a dropped copy has used its link. Totals keep a leading replica axis.
 
+Per node (:attr:`Ledger.node_cost`), messages and bytes are charged to their sender, and a link used in a slot
+(with ``"graph_edges"``: a component) to the lowest node among the senders of its copies in that slot (agents by
+index, the server, node M, last). So the split does not depend on the order of the slot's batches or rows (the
+PettingZoo path regroups them by sender), and a learner cannot choose which of its agents pays by ordering them.
+
 The ledger tallies in bulk: :meth:`Ledger.transmit` queues each batch's header arrays and
 :meth:`Ledger.close_slot` closes the slot's used links; the queues are tallied when a total is read (or once they
 hold :attr:`Ledger.TALLY_ROWS` rows of header arrays not seen lately, or :attr:`Ledger.TALLY_BATCHES` batches).
-Link costs are kept as integer link counts per node and multiplied by their price when read, so a total does not
-depend on when it was tallied.
+Costs are kept as integer counts (link units, logical messages and payload bytes, per replica and per node) and
+multiplied by their prices when read, so a cost does not depend on when it was tallied, nor on how the copies were
+batched or ordered.
 A header sent again and again (the channel reuses the read-only header arrays of a repeated header) is
 tallied once and weighted by the times it was sent, and so is a slot that sent the same headers as
 another. In the reference mode (:mod:`fedbandit_envs.reference`) every batch and every slot's links
@@ -26,9 +32,7 @@ are tallied at once, copy by copy, instead.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import weakref
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -99,28 +103,44 @@ def _server_only(sender: np.ndarray) -> bool:
     return sender[0] == SERVER and not np.count_nonzero(sender != SERVER)  # (an agent's first copy: no pass)
 
 
-def _forget(kept: dict[Any, Any], key: Any, _: Any) -> None:
-    """Drop ``kept[key]`` if it is there (the weak reference callback of an array whose sums it holds)."""
-    kept.pop(key, None)
-
-
 def _held(array: np.ndarray) -> np.ndarray:
     """``array`` if it is immutable, else an immutable copy (for arrays kept after the call that received them)."""
     return array if is_frozen(array) else frozen(array)
 
 
-def first_occurrences(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``keys`` (ints in ``[0, size)``), ascending, and the index of each one's first entry.
+def lowest_entries(keys: np.ndarray, size: int, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``keys`` (ints in ``[0, size)``), ascending, and the index of each one's lowest entry.
 
-    The same as ``np.unique(keys, return_index=True)``; without a sort when ``size`` is small next to ``len(keys)``
-    (a scratch table of ``size`` entries keeps the smallest index per key).
+    An entry is lower than another of its key if its ``rank`` (ints >= 0) is, or if it comes first at equal rank.
+    With ``rank`` all 0, the same as ``np.unique(keys, return_index=True)``. Without a sort when ``size`` is small
+    next to ``len(keys)``: a scratch table of ``size`` entries keeps the smallest ``rank * len(keys) + index`` per key.
     """
-    if size > max(SCRATCH_KEYS, 8 * len(keys)):
-        return np.unique(keys, return_index=True)
-    first = np.full(size, len(keys))
-    np.minimum.at(first, keys, np.arange(len(keys)))
-    values = np.flatnonzero(first < len(keys))
-    return values, first[values]
+    length = len(keys)
+    if size > max(SCRATCH_KEYS, 8 * length):
+        order = np.lexsort((rank, keys))  # stable: equal ranks keep their order
+        ordered = keys[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if length else order
+        return ordered[starts], order[starts]
+    missing = (int(rank.max(initial=0)) + 1) * length
+    best = np.full(size, missing)
+    np.minimum.at(best, keys, rank * length + np.arange(length))
+    values = np.flatnonzero(best < missing)
+    return values, best[values] % max(length, 1)
+
+
+def _looked_up(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, size: int, missing: int) -> np.ndarray:
+    """The value of each of ``queries`` at its place among the distinct ascending ``keys`` (ints in ``[0, size)``).
+
+    ``missing`` for a query that is not among them.
+    """
+    if not len(keys):
+        return np.full(len(queries), missing)
+    if size > max(SCRATCH_KEYS, 8 * len(queries)):
+        at = np.minimum(np.searchsorted(keys, queries), len(keys) - 1)
+        return np.where(keys[at] == queries, values[at], missing)
+    table = np.full(size, missing)
+    table[keys] = values
+    return table[queries]
 
 
 #: Version stamps of ledgers: every reset, transmission and closed slot with links takes a fresh one.
@@ -152,7 +172,8 @@ class Ledger:
         link_cost, cost: (B,) price of the links, and of everything (links, messages, bytes).
         dropped: (B,) copies lost by the channel.
         sent_messages, sent_bytes, received_messages, received_bytes: (B, M + 1) per node.
-        node_cost: (B, M + 1) cost charged to each node (a link is charged to the sender of its first copy).
+        node_cost: (B, M + 1) cost charged to each node (a link used in a slot is charged to the lowest node among the
+            senders of its copies in that slot, the server last).
         direction_messages, direction_bytes: (B, 3) per direction of :data:`DIRECTIONS`.
         kind_messages, kind_bytes: message kind -> (B,) totals.
         version: a stamp that changes whenever the totals may have changed (a reset, a transmission, a slot
@@ -169,8 +190,6 @@ class Ledger:
     #: Largest (replica, node, node) table of link indices built at reset (4 bytes an entry); beyond it links are keyed
     #: by their node pair.
     LINK_INDEX_ENTRIES = 1 << 24
-    #: Most headers whose price sums are kept (:meth:`_charge_prices`; past it they are all dropped).
-    PRICE_HEADERS = 1 << 13
 
     messages = _Tallied()
     copies = _Tallied()
@@ -245,12 +264,7 @@ class Ledger:
         # link units charged to each node: server links (priced c1) and agent-agent link units (priced c2)
         self._server_links = np.zeros((b, n), np.int64)
         self._peer_links = np.zeros((b, n), np.int64)
-        # prices per message and per byte, charged as copies are transmitted
-        self._price_cost = np.zeros(b)
-        self._price_node_cost = np.zeros((b, n))
-        self._node_cost: tuple[int, np.ndarray] = (-1, self._price_node_cost)  # (version, node_cost) of the last read
-        # the price sums of headers priced before (see _charge_prices), by layout and array ids
-        self._price_sums: dict[tuple[int, int, int, int], tuple[Any, ...]] = {}
+        self._node_cost: tuple[int, np.ndarray] = (-1, np.zeros((b, n)))  # (version, node_cost) of the last read
         self._records: list[dict[str, np.ndarray]] = []
         self._record_link_cost: list[tuple[np.ndarray, np.ndarray]] = []
         self._num_records = 0
@@ -283,22 +297,30 @@ class Ledger:
     def node_cost(self) -> np.ndarray:
         """(B, M + 1) cost charged to each node: its links' prices plus its messages' and bytes' prices (read-only).
 
-        Kept until the totals change (:attr:`version`), since a recorder reads it once per agent; the reference mode
-        (:mod:`fedbandit_envs.reference`) computes it at every read.
+        Derived from the integer tallies, as :attr:`cost` is. Kept until the totals change (:attr:`version`), since a
+        recorder reads it once per agent; the reference mode (:mod:`fedbandit_envs.reference`) computes it at every
+        read.
         """
         self._tally()
         version, cost = self._node_cost
         if version != self.version or reference_active():
-            cost = self.cost_model.c1 * self._server_links + self.cost_model.c2 * self._peer_links
-            cost += self._price_node_cost
+            model = self.cost_model
+            cost = model.c1 * self._server_links + model.c2 * self._peer_links
+            cost += model.price_per_message * self._sent_messages + model.price_per_byte * self._sent_bytes
             cost.setflags(write=False)
             self._node_cost = self.version, cost
         return cost
 
     @property
     def cost(self) -> np.ndarray:
-        """(B,) total cost: links plus the prices per message and per byte."""
-        return self.link_cost + self._price_cost
+        """(B,) total cost: links plus the prices per message and per byte.
+
+        Derived when read from the integer tallies (links, logical messages, payload bytes), so it is the same
+        float however the copies were batched or ordered: ``link_cost + price_per_message * messages +
+        price_per_byte * bytes``.
+        """
+        model = self.cost_model
+        return self.link_cost + model.price_per_message * self._messages + model.price_per_byte * self._bytes
 
     # ------------------------------------------------------------------ transmission
     def _node(self, ids: np.ndarray) -> np.ndarray:
@@ -364,9 +386,6 @@ class Ledger:
         first_record, self._num_records = self._num_records, self._num_records + rows
         if reference or not free:
             self._slot_links.append((replica, sender, recipient, first_record))  # (the server's free copies open none)
-        model = self.cost_model
-        if model.price_per_message or model.price_per_byte:
-            self._charge_prices(layout, replica, sender, count)
         if self.record_messages:
             self._records.append(
                 {
@@ -387,33 +406,6 @@ class Ledger:
         self._queue(layout, replica, sender, recipient, count)
         if self._queued_rows >= self.TALLY_ROWS or self._queued_batches >= self.TALLY_BATCHES:
             self._tally()
-
-    def _charge_prices(self, layout: int, replica: np.ndarray, sender: np.ndarray, count: np.ndarray) -> None:
-        """Add the prices per message and per byte of a batch's copies to its replicas' and its senders' costs.
-
-        The sums of a header priced before (the very same held replica, sender and count arrays, and layout) are kept
-        while those arrays live (up to :attr:`PRICE_HEADERS` headers) and added again: the same numbers, added in the
-        same order. The reference mode (:mod:`fedbandit_envs.reference`) sums every batch's prices.
-        """
-        key = (layout, id(replica), id(sender), id(count))
-        kept = None if reference_active() else self._price_sums.get(key)
-        if kept is None:
-            model, n = self.cost_model, self._num_agents + 1
-            price = model.price_per_message * count + model.price_per_byte * self._layout_sizes[layout][2]
-            replica_sums = np.bincount(replica, weights=price, minlength=self._num_replicas)
-            node_sums = np.bincount(replica * n + self._node(sender), weights=price, minlength=self._num_replicas * n)
-            nodes: Any = np.flatnonzero(node_sums)  # prices are >= 0: the other nodes' sums are +0.0 (they change none)
-            if len(nodes) == 1:  # one sender (e.g. the server's downloads): an entry, added as a number (the same sum)
-                nodes = int(nodes[0])
-            kept = (replica_sums, nodes, node_sums[nodes])
-            if not reference_active():
-                if len(self._price_sums) >= self.PRICE_HEADERS:
-                    self._price_sums.clear()
-                # the sums go when one of the arrays does, before its id can name another array
-                forget = functools.partial(_forget, self._price_sums, key)
-                self._price_sums[key] = (*kept, [weakref.ref(array, forget) for array in (replica, sender, count)])
-        self._price_cost += kept[0]
-        self._price_node_cost.reshape(-1)[kept[1]] += kept[2]
 
     def _queue(
         self, layout: int, replica: np.ndarray, sender: np.ndarray, recipient: np.ndarray, count: np.ndarray
@@ -542,13 +534,13 @@ class Ledger:
             self._kind_bytes[kind] += copies[index] * bytes_per_row[index]
 
     def _tally_links(self) -> None:
-        """Charge each distinct two-way link of each closed slot once, to the sender of its first copy.
+        """Charge each distinct two-way link of each closed slot once, to the lowest node that sent a copy on it.
 
         Slots that sent the same header arrays in the same order (e.g. kept expansions) used the same links: one of
         them is priced, weighted by their number. Without records (which are kept per copy), the first batch of a
-        slot is priced on its own too: it charges every link it uses whatever follows it in the slot, so a first
-        batch that several slots sent (a kept expansion followed by batches with new headers) is priced once,
-        weighted, and the later batches of each slot charge only the links the first one left unused.
+        slot is priced on its own too: a first batch that several slots sent (a kept expansion followed by batches
+        with new headers) is priced once, weighted, and the later batches of each slot charge the links the first one
+        left unused, and take over from it the charge of a link that they sent on from a lower node.
         """
         closed = list(self._closed_links.values())
         self._closed_links = {}
@@ -605,20 +597,19 @@ class Ledger:
             group_size = self._num_replicas * self._link_keys
         previous = after.take(group)
         later = np.flatnonzero(previous >= 0)
-        if len(later):  # drop the copies of later batches on links the slot's first batch used
+        displaced = None  # per copy, the node charged for its link by the slot's first batch (n: none)
+        if len(later):  # keep a later batch's copy unless the first batch used its link from a node as low
             first_rows = np.flatnonzero(previous < 0)
-            used_keys = group[first_rows] * group_size + link[first_rows]
-            later_keys = previous[later] * group_size + link[later]
-            if num_firsts * group_size > max(SCRATCH_KEYS, 8 * len(link)):
-                unused = ~np.isin(later_keys, used_keys)
-            else:
-                used = np.zeros(num_firsts * group_size, bool)
-                used[used_keys] = True
-                unused = ~used[later_keys]
-            kept = np.concatenate([first_rows, later[unused]])
+            first_keys = group[first_rows] * group_size + link[first_rows]
+            used, lowest = lowest_entries(first_keys, num_firsts * group_size, a[first_rows])
+            queries = previous[later] * group_size + link[later]
+            held = _looked_up(used, a[first_rows[lowest]], queries, num_firsts * group_size, n)
+            takes = a[later] < held
+            kept = np.concatenate([first_rows, later[takes]])
+            displaced = np.concatenate([np.full(len(first_rows), n), held[takes]])
             group, replica, a, link, server_link = (x[kept] for x in (group, replica, a, link, server_link))
             low = low[kept]
-        _, first = first_occurrences(group * group_size + link, len(groups) * group_size)
+        _, first = lowest_entries(group * group_size + link, len(groups) * group_size, a)
         to_server = server_link[first]
         server_first, peer_first = first[to_server], first[~to_server]
         units = None if used_links else self._component_edges[replica[peer_first], low[peer_first]]
@@ -627,12 +618,18 @@ class Ledger:
         if units is not None:
             peer_weights = units if peer_weights is None else units * peer_weights
         size = self._num_replicas * n
-        self._server_links += _int_counts(replica[server_first] * n + a[server_first], size, server_weights).reshape(
-            -1, n
-        )
-        self._peer_links += _int_counts(replica[peer_first] * n + a[peer_first], size, peer_weights).reshape(-1, n)
-        self._links += _int_counts(replica[server_first], self._num_replicas, server_weights)
-        self._links += _int_counts(replica[peer_first], self._num_replicas, peer_weights)
+        for table, rows, weights in (
+            (self._server_links, server_first, server_weights),
+            (self._peer_links, peer_first, peer_weights),
+        ):
+            table += _int_counts(replica[rows] * n + a[rows], size, weights).reshape(-1, n)
+            self._links += _int_counts(replica[rows], self._num_replicas, weights)
+            if displaced is not None:  # a link whose charge a later batch took over: off the first batch's node
+                taken = np.flatnonzero(displaced[rows] < n)
+                moved = None if weights is None else weights[taken]
+                rows = rows[taken]
+                table -= _int_counts(replica[rows] * n + displaced[rows], size, moved).reshape(-1, n)
+                self._links -= _int_counts(replica[rows], self._num_replicas, moved)  # (counted by the first batch)
         if row is not None:
             c1, c2 = self.cost_model.c1, self.cost_model.c2
             self._record_link_cost.append((row[server_first], np.full(len(server_first), c1)))
@@ -664,13 +661,13 @@ class Ledger:
             self._kind_bytes[kind][b] += row_bytes
 
     def _plain_links(self, slot_links: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]) -> None:
-        """The reference version of :meth:`_tally_links` for one slot, copy by copy in order.
+        """The reference version of :meth:`_tally_links` for one slot, copy by copy.
 
-        Each two-way link (with ``"graph_edges"``: each component) is charged the first time a copy uses it, to that
-        copy's sender.
+        Each two-way link (with ``"graph_edges"``: each component) is charged once, to the lowest node among the
+        senders of its copies (the record of that node's first copy on it carries the price).
         """
         server, model = self._num_agents, self.cost_model
-        used: set[tuple] = set()
+        charged: dict[tuple, tuple[int, int, int, int, float]] = {}  # link -> (node, record, replica, units, price)
         link: tuple
         for replica, sender, recipient, first_record in slot_links:
             for row, (b, s, r) in enumerate(zip(replica.tolist(), sender.tolist(), recipient.tolist())):
@@ -685,13 +682,13 @@ class Ledger:
                     component = int(self._component_of[b, min(s, r)])
                     units = int(self._component_edges[b, component])
                     link, price = ("component", b, component), model.c2 * units
-                if link in used:
-                    continue
-                used.add(link)
-                self._links[b] += units
-                (self._server_links if link[0] == "server" else self._peer_links)[b, s] += units
-                if self.record_messages:
-                    self._record_link_cost.append((np.array([first_record + row]), np.array([price])))
+                if link not in charged or s < charged[link][0]:
+                    charged[link] = (s, first_record + row, b, units, price)
+        for link, (s, record, b, units, price) in charged.items():
+            self._links[b] += units
+            (self._server_links if link[0] == "server" else self._peer_links)[b, s] += units
+            if self.record_messages:
+                self._record_link_cost.append((np.array([record]), np.array([price])))
 
     # ------------------------------------------------------------------ reports
     def totals(self, replica: int = 0) -> dict[str, float]:
@@ -713,7 +710,7 @@ class Ledger:
         """One row per transmitted copy (requires ``record_messages=True``).
 
         Columns: slot, replica, sender, recipient, kind, messages, scalars, bytes, dropped, and link_cost
-        (the link price charged to this copy, when it was the first on its link in the slot).
+        (the link price charged to this copy: the first copy on its link in the slot from the node charged for it).
         """
         if not self.record_messages:
             raise RuntimeError("message records are off; build the channel with record_messages=True")

@@ -36,6 +36,8 @@ MAX_FIELDS = 64
 #: Most axes of one message's field (one row of a batch field), and the longest axis, even of a field with no
 #: entries: like names, the shape of an empty field costs nothing.
 MAX_ROW_AXES = 8
+#: The one row shape of a field with no entries (its shape is metadata the ledger does not charge).
+EMPTY_ROW: tuple[int, ...] = (0,)
 
 
 def _distinct_entries(value: object, where: str, name: object) -> tuple[np.ndarray, tuple[int, ...] | None]:
@@ -151,9 +153,10 @@ def _layout_key_of(kind: str, layout: RowLayout, privacy: Mapping | None) -> tup
 def _check_row_size(layout: RowLayout, where: str) -> None:
     """ValueError unless one message's fields (names, dtypes and row shapes) are within the limits.
 
-    Each field's row has at most :data:`MAX_ROW_AXES` axes of at most :data:`MAX_ROW_BYTES` entries, and the fields
-    hold at most :data:`MAX_ROW_BYTES` bytes together. The verdict of a layout is remembered
-    (:func:`_row_size_error`); the reference mode (:mod:`fedbandit_envs.reference`) works it out every time.
+    Each field's row has at most :data:`MAX_ROW_AXES` axes of at most :data:`MAX_ROW_BYTES` entries, a row with no
+    entries has shape :data:`EMPTY_ROW`, and the fields hold at most :data:`MAX_ROW_BYTES` bytes together. The
+    verdict of a layout is remembered (:func:`_row_size_error`); the reference mode (:mod:`fedbandit_envs.reference`)
+    works it out every time.
     """
     error = _row_size_error.__wrapped__(layout) if reference_active() else _row_size_error(layout)
     if error is not None:
@@ -164,11 +167,16 @@ def _check_row_size(layout: RowLayout, where: str) -> None:
 def _row_size_error(layout: RowLayout) -> str | None:
     """Why the fields ``layout`` exceed the limits of one message (see :func:`_check_row_size`), or None."""
     size = 0
-    for _, dtype, shape in layout:
+    for name, dtype, shape in layout:
         if len(shape) > MAX_ROW_AXES or (shape and max(shape) > MAX_ROW_BYTES):
             return (
                 f"a field's row has shape {shape}; at most {MAX_ROW_AXES} axes of at most {MAX_ROW_BYTES} entries each "
                 "are allowed"
+            )
+        if 0 in shape and shape != EMPTY_ROW:
+            return (
+                f"field {name!r} has rows of shape {shape}, with no entries; an empty field's row must have shape (0,) "
+                "(the shape of an empty field is not charged, so it may not vary)"
             )
         size += math.prod(shape) * dtype.itemsize
     if size > MAX_ROW_BYTES:
