@@ -10,7 +10,7 @@ and shows both values. Regenerate the fixture only when an issue explicitly chan
 from __future__ import annotations
 
 import pytest
-from fingerprints.cases import CASES, KNOWN_PATH_DIFFERENCES
+from fingerprints.cases import CASES
 from fingerprints.record import Case, Difference, differences, fingerprint, load_fixture
 
 FIXTURE = load_fixture()
@@ -38,9 +38,5 @@ def test_fingerprint(case: Case) -> None:
 @pytest.mark.parametrize("case", PETTINGZOO, ids=[case.name for case in PETTINGZOO])
 def test_pettingzoo_path_gives_the_same_fingerprint(case: Case) -> None:
     """Replica b of the batched run equals the single PettingZoo run of seed b (both equal the fixture)."""
-    known = KNOWN_PATH_DIFFERENCES.get(case.name, ())
     found = differences(FIXTURE[case.name], fingerprint(case, "pettingzoo"))
-    expected = [d for d in found if d.field.startswith(known)]
-    unexpected = [d for d in found if not d.field.startswith(known)]
-    assert not unexpected, report(case.name, "pettingzoo", unexpected)
-    assert bool(expected) == bool(known), f"{case.name}: the known path difference is gone; drop it from the list"
+    assert not found, report(case.name, "pettingzoo", found)

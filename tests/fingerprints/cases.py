@@ -344,17 +344,6 @@ ABOUT = (
 )
 
 
-#: Fields the PettingZoo path is known to give differently, by case, with the cause. The ledger charges a link
-#: used in a slot to the sender of its first copy (``Ledger.node_cost``), and the PettingZoo path regroups a
-#: slot's messages by sender and payload layout (``messages_by_sender``, ``batches_from_messages``). On these
-#: Erdos-Renyi graphs with TTL flooding that reorders copies of the same link, so the per-agent split of link
-#: costs differs; every total, regret and privacy value agrees.
-KNOWN_PATH_DIFFERENCES: dict[str, tuple[str, ...]] = {
-    "dubey_byzantine_ucb_relay": ("final_agents / cost / ", "agents_sha256"),
-    "dubey_byzantine_ucb_drops": ("final_agents / cost / ", "agents_sha256"),
-}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the fixture against fresh runs (default) or rewrite it (``--write``)."""
     parser = argparse.ArgumentParser(description="Check or regenerate tests/fingerprints/fingerprints.json.")
