@@ -342,30 +342,32 @@ def test_a_sensitive_declaration_is_fixed_for_the_episode_at_its_first_use(wrap,
         "tree": lambda env: TreeMessageDP(env, 1.0, kinds=KINDS, strict=strict),
     }
     env = wrappers[wrap](make_env())
-    env.reset(seed=0)
-    step(env, [Message(0, 1, "x", {"v": 0.0}, privacy=narrow(0.0, aggregate))])
-    before, wide = spent(env), {"v": Sensitive(bounds=(0.0, 1.0), aggregate=aggregate)}
-    for other in (narrow(1.0, aggregate), wide):
+    wide = {"v": Sensitive(bounds=(0.0, 1.0), aggregate=aggregate)}
+    for other in (narrow(1.0, aggregate), wide):  # an episode each: a kind has at most 2 layouts (the channel's)
+        env.reset(seed=0)
+        step(env, [Message(0, 1, "x", {"v": 0.0}, privacy=narrow(0.0, aggregate))])
+        before = spent(env)
         with pytest.raises(ValueError, match="fixed for the episode at its first use"):
             step(env, [Message(0, 1, "x", {"v": 1.0}, privacy=other)])
         assert spent(env) == before  # refused before anything is charged
-    inbox, _ = step(env, [Message(0, 1, "x", {"v": 0.0}, privacy=narrow(0.0, aggregate))])  # the same passes
-    assert len(inbox) == 1
+        inbox, _ = step(env, [Message(0, 1, "x", {"v": 0.0}, privacy=narrow(0.0, aggregate))])  # the same passes
+        assert len(inbox) == 1
     env.reset(seed=1)  # a new episode pins afresh
     step(env, [Message(0, 1, "x", {"v": 1.0}, privacy=wide)])
 
 
 def test_every_part_of_a_sensitive_declaration_is_pinned_and_each_sender_and_kind_has_its_own():
     env = LaplaceMessageDP(FederatedMAB(num_agents=3, num_arms=3, horizon=12, topology="complete"), 1.0, kinds=KINDS)
-    env.reset(seed=0)
     first = Sensitive(bounds=(0.0, 1.0), aggregate="value")
-    actions = {a: 0 for a in env.agents}
-    env.step({**actions, "agent_0": {"arm": 0, "messages": [Message(0, 1, "x", {"v": 0.5}, privacy={"v": first})]}})
-    for changed in (
+    actions = {a: 0 for a in env.possible_agents}
+    for changed in (  # an episode each: a kind has at most 2 layouts (the channel's)
         Sensitive(bounds=(0.0, 1.0), aggregate="value", affects="all"),
         Sensitive(bounds=(0.0, 1.0), aggregate="sum"),
         Sensitive(bounds=(0.0, 2.0), aggregate="value"),
     ):
+        env.reset(seed=0)
+        message = Message(0, 1, "x", {"v": 0.5}, privacy={"v": first})
+        env.step({**actions, "agent_0": {"arm": 0, "messages": [message]}})
         message = Message(0, 1, "x", {"v": 0.5}, privacy={"v": changed})
         with pytest.raises(ValueError, match="fixed for the episode"):
             env.step({**actions, "agent_0": {"arm": 0, "messages": [message]}})
@@ -385,6 +387,8 @@ def test_a_new_sensitive_field_name_is_a_changed_declaration_but_privatized_and_
     step(env, [Message(0, 1, "x", {"v": 0.5}, privacy=VALUE)])
     with pytest.raises(ValueError, match=r"declared it only \['v'\] Sensitive"):  # a fresh name, a fresh first use
         step(env, [Message(0, 1, "x", {"w": 0.5}, privacy={"w": Sensitive(bounds=(0.0, 1.0), aggregate="value")})])
+    env.reset(seed=0)  # (a kind has at most 2 layouts in an episode, refused steps' included: the channel's)
+    step(env, [Message(0, 1, "x", {"v": 0.5}, privacy=VALUE)])
     # a relay of already private values under the same kind and field (as HDP-MAB forwards) sets no noise
     step(env, [Message(0, 1, "x", {"v": 0.5, "o": 1}, privacy={"v": Privatized(), "o": Public()})])
     step(env, [Message(0, 1, "x", {"v": 0.5}, privacy=VALUE)])
@@ -432,11 +436,11 @@ declare_message_schema("registered_value", REGISTERED)  # at import, before any 
 def test_a_kind_registered_with_a_declaration_must_always_carry_exactly_it():
     assert "registered_value" in public_message_kinds() and message_schemas()["registered_value"] == REGISTERED
     env = LaplaceMessageDP(make_env(), 1.0)
-    env.reset(seed=0)
     for privacy in (  # even the episode's first message: bounds chosen from data, or any other difference
         {"v": Sensitive(bounds=(0.0, 1e-9), aggregate="value"), "o": Public()},
         {"v": Sensitive(bounds=(0.0, 1.0), aggregate="value"), "o": Privatized()},
     ):
+        env.reset(seed=0)  # an episode each: a kind has at most 2 layouts, refused steps' included (the channel's)
         with pytest.raises(ValueError, match="must always carry exactly it"):
             step(env, [Message(0, 1, "registered_value", {"v": 0.0, "o": 1}, privacy=privacy)])
     inbox, _ = step(env, [Message(0, 1, "registered_value", {"v": 0.5, "o": 1}, privacy=REGISTERED)])
