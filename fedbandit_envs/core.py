@@ -340,6 +340,15 @@ class ChannelCore:
     started: bool = False
     #: Whether a reset, or the learner's code inside a step, is running (a step or reset now would re-enter the core).
     _busy: bool = False
+    #: Where a family that takes no messages in its act phase takes them (e.g. ``"the report rounds"``), or None.
+    messages_go_in: str | None = None
+
+    def check_no_messages(self, action: Action) -> None:
+        """Refuse messages attached to an act-phase action where the family takes them elsewhere (both run paths)."""
+        if action.messages and self.messages_go_in is not None:
+            raise ValueError(
+                f"{type(self).__name__}: actions carry no messages in the act phase; send them in {self.messages_go_in}"
+            )
 
     @property
     def done(self) -> bool:

@@ -586,6 +586,8 @@ class LinearCore(ChannelCore):
         coordinator: the server of the algorithm being played.
     """
 
+    messages_go_in = "the report rounds"
+
     def __init__(self, source: StreamSource, channel: ChannelConfig | None = None, coordinator: Any = None) -> None:
         if not isinstance(source, StreamSource):
             raise TypeError(f"source must be a StreamSource such as LinearConfig, got {type(source).__name__}")
@@ -670,11 +672,6 @@ class LinearCore(ChannelCore):
         """Pull the active clients' arms of a population's action (messages go in the report rounds)."""
         self.check_no_messages(action)
         return self.pull(action.arms)
-
-    def check_no_messages(self, action: Action) -> None:
-        """Refuse messages attached to an act-phase action, on the batched and the PettingZoo path alike."""
-        if action.messages:
-            raise ValueError("linear actions carry no messages in the act phase; send them in the report rounds")
 
     def first_phase(self) -> Phase:
         """The first report round of the slot just pulled."""

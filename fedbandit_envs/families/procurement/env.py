@@ -515,6 +515,8 @@ class ProcurementCore(ChannelCore):
         oracle: the benchmark oracle of the regret (D-05: the agents' oracle, ``"greedy"`` by default).
     """
 
+    messages_go_in = "the report round"
+
     def __init__(
         self,
         instance: ProcurementInstance,
@@ -653,11 +655,6 @@ class ProcurementCore(ChannelCore):
         """Play the current round with a population's (B, n, m) units (messages go in the report round)."""
         self.check_no_messages(action)
         return self.step(action.arms)
-
-    def check_no_messages(self, action: Action) -> None:
-        """Refuse messages attached to an act-phase action, on the batched and the PettingZoo path alike."""
-        if action.messages:
-            raise ValueError("procurement actions carry no messages in the act phase; send them in the report round")
 
     def first_phase(self) -> Phase:
         """The report round after the round just played.
