@@ -235,8 +235,8 @@ _register = paper_registrar("solanki", "solanki", runner=RUNNER, seeds=PAPER["se
 #: Measured pass rates of the claims at the CI scale over 10 disjoint seed blocks (``benchmarks/claim_pass_rates.py``;
 #: block b is seeds 3b .. 3b + 2 on the scale's instances; block 0 is the seeds the tests use): per scenario, the
 #: (passed, blocks) of each claim measured and the seeds covered (EXP3 uniform: one seed per block, on its 12
-#: instances). EXP1 and EXP2 uniform were measured again after P-FCB's own seed stream changed (one-way, 2026-11-28
-#: evening): EXP2's claim failed on block 9; the others are from before that change.
+#: instances). Every scenario was measured again after P-FCB's own seed stream changed (one-way, 2026-11-28,
+#: evening): EXP2 uniform's claim failed on block 9; every other claim held on every block.
 PASS_RATES: dict[str, tuple[dict[str, tuple[int, int]], str]] = {
     "exp1_uniform": ({"ordering": (10, 10), "ordering_significant": (10, 10), "frr": (10, 10)}, "0:30 in blocks of 3"),
     "exp1_normal": ({"ordering": (10, 10), "ordering_significant": (10, 10), "frr": (10, 10)}, "0:30 in blocks of 3"),
